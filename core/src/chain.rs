@@ -1,0 +1,429 @@
+//! The chain: routers sorted once by priority, prepared for one snapshot, published whole.
+//!
+//! A [`ChainState`] is one immutable value: the snapshot, the consumer, every router's
+//! prepared state and the live degraded set. [`Chain`] holds the current state behind an
+//! [`ArcSwap`]: a call loads it without a lock, routes, and sees either the whole old state or
+//! the whole new one. Updates build a new state off the call path and swap it in; an update
+//! that fails leaves the previous state serving.
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::{ArcSwap, Guard};
+
+use crate::bitset::{BitSet, Candidates};
+use crate::health::DegradedSet;
+use crate::request::Request;
+use crate::rng::{FastRng, RandomSource};
+use crate::router::{PrepareContext, PrepareError, PreparedRouter, RouteContext, Router};
+use crate::snapshot::Snapshot;
+use crate::trace::{Trace, TraceStep};
+use crate::url::Url;
+
+/// One router of a chain, as configured.
+#[derive(Clone)]
+pub struct ChainEntry {
+    /// The router type (`condition`, `tag`, a plugin's name...).
+    pub kind: Arc<str>,
+    /// Lower runs first; ties keep configuration order.
+    pub priority: i32,
+    /// The compiled router.
+    pub router: Arc<dyn Router>,
+}
+
+impl ChainEntry {
+    /// An entry.
+    pub fn new(kind: impl Into<Arc<str>>, priority: i32, router: Arc<dyn Router>) -> Self {
+        ChainEntry {
+            kind: kind.into(),
+            priority,
+            router,
+        }
+    }
+}
+
+impl std::fmt::Debug for ChainEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainEntry")
+            .field("kind", &self.kind)
+            .field("priority", &self.priority)
+            .field("router", &self.router.name())
+            .finish()
+    }
+}
+
+struct Step {
+    /// Index into `entries`.
+    entry: usize,
+    name: Arc<str>,
+    priority: i32,
+    prepared: Arc<dyn PreparedRouter>,
+}
+
+/// The call ended with no provider left.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoProvider {
+    /// The snapshot itself is empty.
+    #[error("no provider available: the provider list is empty")]
+    EmptySnapshot,
+    /// A router emptied the candidate set.
+    #[error("no provider available: router {router} (priority {priority}) left none")]
+    EmptiedBy {
+        /// The router's name.
+        router: Arc<str>,
+        /// Its position in the sorted chain.
+        position: usize,
+        /// Its priority.
+        priority: i32,
+    },
+}
+
+/// The per-caller, reusable buffers of a call: candidates, scratch and the random source.
+/// Keep one per task or thread and reuse it: after the first call routing allocates nothing.
+#[derive(Debug, Clone)]
+pub struct CallState<R: RandomSource = FastRng> {
+    /// The routed set after [`ChainState::route`].
+    pub candidates: Candidates,
+    scratch: BitSet,
+    /// The random source for per-call draws.
+    pub rng: R,
+}
+
+impl CallState<FastRng> {
+    /// A call state with an entropy-seeded generator.
+    pub fn new() -> Self {
+        Self::with_rng(FastRng::from_entropy())
+    }
+    /// A call state with a fixed seed (repeatable draws).
+    pub fn seeded(seed: u64) -> Self {
+        Self::with_rng(FastRng::seeded(seed))
+    }
+}
+
+impl Default for CallState<FastRng> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R: RandomSource> CallState<R> {
+    /// A call state with the given random source.
+    pub fn with_rng(rng: R) -> Self {
+        CallState {
+            candidates: BitSet::default(),
+            scratch: BitSet::default(),
+            rng,
+        }
+    }
+}
+
+/// Everything a call needs, immutable: snapshot, consumer, prepared routers, degraded set.
+pub struct ChainState {
+    generation: u64,
+    service: Option<Arc<str>>,
+    snapshot: Arc<Snapshot>,
+    consumer: Arc<Url>,
+    degraded: Arc<DegradedSet>,
+    entries: Arc<[ChainEntry]>,
+    steps: Box<[Step]>,
+}
+
+impl std::fmt::Debug for ChainState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainState")
+            .field("generation", &self.generation)
+            .field("providers", &self.snapshot.len())
+            .field("consumer", &self.consumer)
+            .field("routers", &self.router_names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ChainState {
+    /// Builds and prepares a state. Routers are sorted by (priority, position in `entries`).
+    pub fn new(
+        service: Option<Arc<str>>,
+        snapshot: Arc<Snapshot>,
+        consumer: Arc<Url>,
+        entries: impl Into<Arc<[ChainEntry]>>,
+    ) -> Result<Self, PrepareError> {
+        let entries = entries.into();
+        let degraded = Arc::new(DegradedSet::new(snapshot.len()));
+        Self::assemble(1, service, snapshot, consumer, degraded, entries, None)
+    }
+
+    fn assemble(
+        generation: u64,
+        service: Option<Arc<str>>,
+        snapshot: Arc<Snapshot>,
+        consumer: Arc<Url>,
+        degraded: Arc<DegradedSet>,
+        entries: Arc<[ChainEntry]>,
+        reuse: Option<&ChainState>,
+    ) -> Result<Self, PrepareError> {
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        order.sort_by_key(|&i| entries[i].priority); // stable: ties keep file order
+        let cx = PrepareContext {
+            snapshot: &snapshot,
+            consumer: &consumer,
+            service: service.as_deref(),
+        };
+        let mut steps = Vec::with_capacity(order.len());
+        for i in order {
+            let entry = &entries[i];
+            let reused = reuse.and_then(|old| {
+                old.steps
+                    .iter()
+                    .find(|s| Arc::ptr_eq(&old.entries[s.entry].router, &entry.router))
+                    .map(|s| s.prepared.clone())
+            });
+            let prepared = match reused {
+                Some(p) => p,
+                None => entry.router.prepare(&cx)?,
+            };
+            steps.push(Step {
+                entry: i,
+                name: Arc::from(entry.router.name()),
+                priority: entry.priority,
+                prepared,
+            });
+        }
+        Ok(ChainState {
+            generation,
+            service,
+            snapshot,
+            consumer,
+            degraded,
+            entries,
+            steps: steps.into_boxed_slice(),
+        })
+    }
+
+    /// A new state for another provider snapshot: every router re-prepares.
+    pub fn with_snapshot(
+        &self,
+        snapshot: Arc<Snapshot>,
+        degraded: Arc<DegradedSet>,
+    ) -> Result<Self, PrepareError> {
+        Self::assemble(
+            self.generation + 1,
+            self.service.clone(),
+            snapshot,
+            self.consumer.clone(),
+            degraded,
+            self.entries.clone(),
+            None,
+        )
+    }
+
+    /// A new state with other routers over the same snapshot: routers that are the same
+    /// `Arc` as before keep their prepared state, the others prepare.
+    pub fn with_entries(
+        &self,
+        entries: impl Into<Arc<[ChainEntry]>>,
+    ) -> Result<Self, PrepareError> {
+        Self::assemble(
+            self.generation + 1,
+            self.service.clone(),
+            self.snapshot.clone(),
+            self.consumer.clone(),
+            self.degraded.clone(),
+            entries.into(),
+            Some(self),
+        )
+    }
+
+    /// A new state with new routers and a new snapshot at once (one atomic swap).
+    pub fn with_snapshot_and_entries(
+        &self,
+        snapshot: Arc<Snapshot>,
+        degraded: Arc<DegradedSet>,
+        entries: impl Into<Arc<[ChainEntry]>>,
+    ) -> Result<Self, PrepareError> {
+        Self::assemble(
+            self.generation + 1,
+            self.service.clone(),
+            snapshot,
+            self.consumer.clone(),
+            degraded,
+            entries.into(),
+            None,
+        )
+    }
+
+    /// A new state prepared for another consumer.
+    pub fn with_consumer(&self, consumer: Arc<Url>) -> Result<Self, PrepareError> {
+        Self::assemble(
+            self.generation + 1,
+            self.service.clone(),
+            self.snapshot.clone(),
+            consumer,
+            self.degraded.clone(),
+            self.entries.clone(),
+            None,
+        )
+    }
+
+    /// The state's generation (incremented by every update of a [`Chain`]).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    /// The service, if named.
+    pub fn service(&self) -> Option<&str> {
+        self.service.as_deref()
+    }
+    /// The provider snapshot the indexes refer to.
+    pub fn snapshot(&self) -> &Arc<Snapshot> {
+        &self.snapshot
+    }
+    /// The consumer the routers prepared for.
+    pub fn consumer(&self) -> &Arc<Url> {
+        &self.consumer
+    }
+    /// The live degraded set over this snapshot.
+    pub fn degraded(&self) -> &Arc<DegradedSet> {
+        &self.degraded
+    }
+    /// The entries, in configuration order.
+    pub fn entries(&self) -> &Arc<[ChainEntry]> {
+        &self.entries
+    }
+    /// The router names in the order they run.
+    pub fn router_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.steps.iter().map(|s| &*s.name)
+    }
+    /// The entry index (configuration order) of each step, in the order they run.
+    pub fn run_order(&self) -> impl Iterator<Item = usize> + '_ {
+        self.steps.iter().map(|s| s.entry)
+    }
+
+    /// Routes `request`: on success `call.candidates` holds the routed set. No lock, and
+    /// after the call state's buffers have grown to the snapshot, no allocation.
+    pub fn route<R: RandomSource>(
+        &self,
+        request: &Request,
+        call: &mut CallState<R>,
+    ) -> Result<(), NoProvider> {
+        self.run(request, call, None)
+    }
+
+    /// Routes like [`ChainState::route`] and records what every router did.
+    pub fn route_traced<R: RandomSource>(
+        &self,
+        request: &Request,
+        call: &mut CallState<R>,
+        trace: &mut Trace,
+    ) -> Result<(), NoProvider> {
+        self.run(request, call, Some(trace))
+    }
+
+    fn run<R: RandomSource>(
+        &self,
+        request: &Request,
+        call: &mut CallState<R>,
+        mut trace: Option<&mut Trace>,
+    ) -> Result<(), NoProvider> {
+        let n = self.snapshot.len();
+        call.candidates.reset_full(n);
+        if call.scratch.len() != n {
+            call.scratch.reset_full(n);
+        }
+        if n == 0 {
+            return Err(NoProvider::EmptySnapshot);
+        }
+        let (consumer, consumer_is_prepared) = match &request.consumer {
+            None => (&*self.consumer, true),
+            Some(c) => (
+                &**c,
+                Arc::ptr_eq(c, &self.consumer) || c.raw() == self.consumer.raw(),
+            ),
+        };
+        for (position, step) in self.steps.iter().enumerate() {
+            let mut reason = trace.is_some().then(String::new);
+            let before = if trace.is_some() {
+                call.candidates.count()
+            } else {
+                0
+            };
+            let mut cx = RouteContext {
+                request,
+                consumer,
+                consumer_is_prepared,
+                snapshot: &self.snapshot,
+                degraded: &self.degraded,
+                rng: &mut call.rng,
+                scratch: &mut call.scratch,
+                reason: reason.as_mut(),
+            };
+            let evaluation = step.prepared.route(&mut cx, &mut call.candidates);
+            if let Some(trace) = trace.as_deref_mut() {
+                trace.steps.push(TraceStep {
+                    router: step.name.to_string(),
+                    priority: step.priority,
+                    evaluation,
+                    before,
+                    after: call.candidates.count(),
+                    reason: reason.unwrap_or_default(),
+                });
+            }
+            if call.candidates.is_empty() {
+                return Err(NoProvider::EmptiedBy {
+                    router: step.name.clone(),
+                    position,
+                    priority: step.priority,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The live chain: the current [`ChainState`] behind an [`ArcSwap`].
+pub struct Chain {
+    state: ArcSwap<ChainState>,
+    updates: Mutex<()>,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Chain").field(&**self.state.load()).finish()
+    }
+}
+
+impl Chain {
+    /// A chain serving `state`.
+    pub fn new(state: ChainState) -> Self {
+        Chain {
+            state: ArcSwap::from_pointee(state),
+            updates: Mutex::new(()),
+        }
+    }
+
+    /// The current state, without a lock or an allocation. Hold it for the whole call so
+    /// the routed indexes refer to its snapshot.
+    pub fn load(&self) -> Guard<Arc<ChainState>> {
+        self.state.load()
+    }
+
+    /// The current state as an owned `Arc`.
+    pub fn state(&self) -> Arc<ChainState> {
+        self.state.load_full()
+    }
+
+    /// Builds a new state from the current one with `f` and swaps it in. Updates are
+    /// serialized with each other (never with calls); when `f` fails nothing changes and
+    /// the previous state keeps serving. The new state's generation is one more than the
+    /// current one.
+    pub fn update<E>(
+        &self,
+        f: impl FnOnce(&ChainState) -> Result<ChainState, E>,
+    ) -> Result<Arc<ChainState>, E> {
+        let _serial = self.updates.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.state.load_full();
+        let mut next = f(&current)?;
+        next.generation = current.generation + 1;
+        let next = Arc::new(next);
+        self.state.store(next.clone());
+        tracing::debug!(generation = next.generation, "chain state swapped");
+        Ok(next)
+    }
+}

@@ -1,0 +1,68 @@
+//! # routechain-core
+//!
+//! The model and the chain of routechain, depending on nothing else of routechain's:
+//!
+//! - [`Url`] / [`Provider`]: Dubbo-style URLs, parsed once.
+//! - [`Snapshot`]: an immutable, indexed provider list with a generation.
+//! - [`Request`]: one call (consumer, method, arguments, attachments, attributes), passed
+//!   explicitly — never through thread-locals.
+//! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place.
+//! - [`Router`] / [`PreparedRouter`]: compiled rules, and their per-snapshot prepared state.
+//! - [`ChainState`] / [`Chain`]: routers sorted once by priority, published whole behind
+//!   `ArcSwap`.
+//! - [`Registry`]: router type name → factory, a value passed to the chain loader.
+//! - [`RuleDoc`] / [`RuleError`]: rule documents and errors located by field path.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use routechain_core::{router_fn, CallState, ChainEntry, ChainState, Request, Snapshot, Url};
+//!
+//! let snapshot = Snapshot::parse_lines(1, "dubbo://10.0.0.1:20880/svc?zone=a\n\
+//!                                          dubbo://10.0.0.2:20880/svc?zone=b\n").unwrap();
+//! // A router from a closure: keep the providers whose `zone` equals the `zone` attribute.
+//! let zone = router_fn("zone", |cx, candidates| {
+//!     if let Some(z) = cx.request().attributes.get("zone") {
+//!         let snapshot = cx.snapshot();
+//!         for i in 0..snapshot.len() {
+//!             if snapshot.providers()[i].get("zone") != Some(z) {
+//!                 candidates.remove(i);
+//!             }
+//!         }
+//!     }
+//! });
+//! let state = ChainState::new(
+//!     None,
+//!     Arc::new(snapshot),
+//!     Arc::new(Url::empty()),
+//!     vec![ChainEntry::new("zone", 0, Arc::new(zone))],
+//! ).unwrap();
+//! let mut call = CallState::seeded(1);
+//! state.route(&Request::new().with_attribute("zone", "b"), &mut call).unwrap();
+//! assert_eq!(call.candidates.iter().collect::<Vec<_>>(), vec![1]);
+//! ```
+
+pub mod bitset;
+pub mod chain;
+pub mod health;
+pub mod registry;
+pub mod request;
+pub mod rng;
+pub mod router;
+pub mod rule;
+pub mod snapshot;
+pub mod trace;
+pub mod url;
+
+pub use bitset::{BitSet, Candidates};
+pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider};
+pub use health::DegradedSet;
+pub use registry::{Registry, RouterFactory, RouterSpec};
+pub use request::{Attributes, Request, RequestSpec};
+pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};
+pub use router::{
+    FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, Router, router_fn,
+};
+pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
+pub use snapshot::{Provider, ProviderLineError, Snapshot};
+pub use trace::{Evaluation, Trace, TraceStep};
+pub use url::{DERIVED_KEYS, Url, UrlError};

@@ -1,0 +1,149 @@
+//! Rule documents as routers receive them, and rule errors located by field path.
+//!
+//! The `rules` crate parses YAML (chain files, rule files, config-center nodes) into a JSON
+//! value plus a table from field path to line and column. Routers see only the value and
+//! report problems by field path (`conditions[2].to[0].weight`); the loader turns the path
+//! back into file, line and column. So `core` and the routers know nothing of YAML.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+/// One step of a field path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PathSegment {
+    /// A mapping key.
+    Key(String),
+    /// A sequence index.
+    Index(usize),
+}
+
+/// A path to a field inside a document, e.g. `routers[1].rule.conditions[0]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FieldPath(pub Vec<PathSegment>);
+
+impl FieldPath {
+    /// The root of a document.
+    pub fn root() -> Self {
+        FieldPath(Vec::new())
+    }
+    /// This path extended by a key.
+    pub fn key(&self, key: impl Into<String>) -> Self {
+        let mut p = self.clone();
+        p.0.push(PathSegment::Key(key.into()));
+        p
+    }
+    /// This path extended by an index.
+    pub fn index(&self, index: usize) -> Self {
+        let mut p = self.clone();
+        p.0.push(PathSegment::Index(index));
+        p
+    }
+    /// This path followed by `other`.
+    pub fn join(&self, other: &FieldPath) -> Self {
+        let mut p = self.clone();
+        p.0.extend(other.0.iter().cloned());
+        p
+    }
+    /// The path one step up (the root stays the root).
+    pub fn parent(&self) -> Self {
+        let mut p = self.clone();
+        p.0.pop();
+        p
+    }
+    /// True for the root.
+    pub fn is_root(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Converts a `serde_path_to_error` path.
+    pub fn from_serde(path: &serde_path_to_error::Path) -> Self {
+        use serde_path_to_error::Segment;
+        FieldPath(
+            path.iter()
+                .filter_map(|s| match s {
+                    Segment::Seq { index } => Some(PathSegment::Index(*index)),
+                    Segment::Map { key } => Some(PathSegment::Key(key.clone())),
+                    Segment::Enum { variant } => Some(PathSegment::Key(variant.clone())),
+                    Segment::Unknown => None,
+                })
+                .collect(),
+        )
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str("(document)");
+        }
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                PathSegment::Key(k) if i == 0 => write!(f, "{k}")?,
+                PathSegment::Key(k) => write!(f, ".{k}")?,
+                PathSegment::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A problem in a rule document, located by field path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct RuleError {
+    /// Where in the document (absolute, from the document root).
+    pub path: FieldPath,
+    /// What is wrong, naming the offending token where there is one.
+    pub message: String,
+    /// Character offset of the offending token inside the field's scalar text, when known;
+    /// the loader adds it to the scalar's column.
+    pub offset: Option<usize>,
+}
+
+impl RuleError {
+    /// An error at `path`.
+    pub fn new(path: FieldPath, message: impl Into<String>) -> Self {
+        RuleError {
+            path,
+            message: message.into(),
+            offset: None,
+        }
+    }
+    /// An error at `path`, at character `offset` inside the scalar there.
+    pub fn at_offset(path: FieldPath, offset: usize, message: impl Into<String>) -> Self {
+        RuleError {
+            path,
+            message: message.into(),
+            offset: Some(offset),
+        }
+    }
+}
+
+/// A borrowed rule document (or part of one) with its path from the document root.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleDoc<'a> {
+    /// The value.
+    pub value: &'a serde_json::Value,
+    /// Its path from the root of the file or node it came from.
+    pub path: &'a FieldPath,
+}
+
+impl<'a> RuleDoc<'a> {
+    /// A document rooted at `path`.
+    pub fn new(value: &'a serde_json::Value, path: &'a FieldPath) -> Self {
+        RuleDoc { value, path }
+    }
+
+    /// Deserializes the document into a typed raw rule; a type error names the field path.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, RuleError> {
+        serde_path_to_error::deserialize(self.value).map_err(|e| {
+            let path = self.path.join(&FieldPath::from_serde(e.path()));
+            RuleError::new(path, e.into_inner().to_string())
+        })
+    }
+
+    /// An error at `relative` below this document.
+    pub fn error(&self, relative: &FieldPath, message: impl Into<String>) -> RuleError {
+        RuleError::new(self.path.join(relative), message)
+    }
+}

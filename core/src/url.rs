@@ -1,0 +1,481 @@
+//! Dubbo-style URLs: the description of a provider (Dubbo: invoker) or of the consumer.
+//!
+//! `protocol://[user[:password]@]host[:port]/path?k=v&...` with percent-decoding of the
+//! path and of parameter keys and values, IPv6 hosts in brackets, and repeated keys where
+//! the last one wins (as in Dubbo). Parsing happens once, when a provider list or a
+//! consumer is set; matchers read the parsed fields, never the raw text.
+
+use std::fmt;
+
+/// The keys derived from the URL's structure rather than its query parameters.
+///
+/// `port` is present only when the port is greater than zero; `address` is `host:port`, or
+/// `host` alone when there is no port.
+pub const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
+
+/// A parsed Dubbo-style URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Url {
+    raw: Box<str>,
+    protocol: Box<str>,
+    username: Option<Box<str>>,
+    password: Option<Box<str>>,
+    host: Box<str>,
+    port: u16,
+    port_text: Box<str>,
+    address: Box<str>,
+    path: Box<str>,
+    /// Sorted by key, one entry per key (last occurrence wins).
+    params: Box<[(Box<str>, Box<str>)]>,
+}
+
+/// A URL that could not be parsed, with the input and the byte position of the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid URL {input:?} at column {column}: {reason}")]
+pub struct UrlError {
+    /// The text that failed to parse.
+    pub input: String,
+    /// 1-based character column of the problem within `input`.
+    pub column: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl Url {
+    /// An empty URL: no protocol, no host, no parameters. Used as the consumer when none is set.
+    pub fn empty() -> Self {
+        Url {
+            raw: "".into(),
+            protocol: "".into(),
+            username: None,
+            password: None,
+            host: "".into(),
+            port: 0,
+            port_text: "".into(),
+            address: "".into(),
+            path: "".into(),
+            params: Box::new([]),
+        }
+    }
+
+    /// Parses a Dubbo-style URL. Never panics; a malformed URL is an error naming the
+    /// input and the column.
+    pub fn parse(input: &str) -> Result<Self, UrlError> {
+        Parser { input }.parse()
+    }
+
+    /// Builds a URL from its parts (used by generators and tests); the parameters are
+    /// stored as given, last occurrence of a key winning.
+    pub fn from_parts<'a>(
+        protocol: &str,
+        host: &str,
+        port: u16,
+        path: &str,
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Self {
+        let params = normalize_params(
+            params
+                .into_iter()
+                .map(|(k, v)| (Box::<str>::from(k), Box::<str>::from(v)))
+                .collect(),
+        );
+        let mut url = Url {
+            raw: "".into(),
+            protocol: protocol.into(),
+            username: None,
+            password: None,
+            host: host.into(),
+            port,
+            port_text: if port > 0 {
+                port.to_string().into()
+            } else {
+                "".into()
+            },
+            address: make_address(host, port).into(),
+            path: path.trim_start_matches('/').into(),
+            params,
+        };
+        url.raw = url.to_string().into();
+        url
+    }
+
+    /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]).
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+    /// The protocol (`dubbo`, `tri`, `mock`...); empty when the URL had none.
+    pub fn protocol(&self) -> &str {
+        &self.protocol
+    }
+    /// The user name before `@`, if any.
+    pub fn username(&self) -> Option<&str> {
+        self.username.as_deref()
+    }
+    /// The password after `user:`, if any.
+    pub fn password(&self) -> Option<&str> {
+        self.password.as_deref()
+    }
+    /// The host, without brackets for IPv6.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+    /// The port; 0 when the URL had none.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    /// `host:port` (IPv6 hosts in brackets), or the host alone when there is no port.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+    /// The path without its leading `/`.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+    /// A query parameter (not the derived keys).
+    pub fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.params[i].1)
+    }
+    /// Every query parameter, sorted by key.
+    pub fn params(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.params.iter().map(|(k, v)| (&**k, &**v))
+    }
+    /// The value a matcher sees for `key`: a derived key (`protocol`, `host`, `port` when
+    /// greater than zero, `path`, `address`) or else the query parameter.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "protocol" => Some(&self.protocol),
+            "host" => Some(&self.host),
+            "port" => (self.port > 0).then_some(&*self.port_text),
+            "path" => Some(&self.path),
+            "address" => Some(&self.address),
+            _ => self.param(key),
+        }
+    }
+}
+
+fn make_address(host: &str, port: u16) -> String {
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    if port > 0 {
+        format!("{host}:{port}")
+    } else {
+        host
+    }
+}
+
+fn normalize_params(mut params: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<str>)]> {
+    // Stable sort keeps occurrence order within a key; keep the last one.
+    params.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out: Vec<(Box<str>, Box<str>)> = Vec::with_capacity(params.len());
+    for (k, v) in params {
+        match out.last_mut() {
+            Some(last) if last.0 == k => last.1 = v,
+            _ => out.push((k, v)),
+        }
+    }
+    out.into_boxed_slice()
+}
+
+impl fmt::Display for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.raw.is_empty() {
+            return f.write_str(&self.raw);
+        }
+        if !self.protocol.is_empty() {
+            write!(f, "{}://", self.protocol)?;
+        }
+        f.write_str(&self.address)?;
+        if !self.path.is_empty() {
+            write!(f, "/{}", self.path)?;
+        }
+        for (i, (k, v)) in self.params.iter().enumerate() {
+            write!(f, "{}{}={}", if i == 0 { '?' } else { '&' }, k, v)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Url {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Url({self})")
+    }
+}
+
+impl std::str::FromStr for Url {
+    type Err = UrlError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Url::parse(s)
+    }
+}
+
+struct Parser<'a> {
+    input: &'a str,
+}
+
+impl Parser<'_> {
+    fn err(&self, byte_pos: usize, reason: impl Into<String>) -> UrlError {
+        let column = self.input[..byte_pos.min(self.input.len())].chars().count() + 1;
+        UrlError {
+            input: self.input.to_string(),
+            column,
+            reason: reason.into(),
+        }
+    }
+
+    fn parse(&self) -> Result<Url, UrlError> {
+        let s = self.input;
+        if s.trim().is_empty() {
+            return Err(self.err(0, "empty URL"));
+        }
+        if let Some(pos) = s.find(|c: char| c.is_whitespace() || c.is_control()) {
+            return Err(self.err(pos, "whitespace or control character in URL"));
+        }
+        // Query.
+        let (before_query, query, query_start) = match s.find('?') {
+            Some(q) => (&s[..q], Some(&s[q + 1..]), q + 1),
+            None => (s, None, s.len()),
+        };
+        // Protocol.
+        let (protocol, rest, rest_start) = match before_query.find("://") {
+            Some(0) => return Err(self.err(0, "empty protocol before \"://\"")),
+            Some(p) => {
+                let proto = &before_query[..p];
+                if let Some(bad) =
+                    proto.find(|c: char| !(c.is_ascii_alphanumeric() || "+-._".contains(c)))
+                {
+                    return Err(self.err(bad, "invalid character in protocol"));
+                }
+                (proto, &before_query[p + 3..], p + 3)
+            }
+            None => ("", before_query, 0),
+        };
+        // Path.
+        let (authority, path, path_start) = match rest.find('/') {
+            Some(p) => (&rest[..p], &rest[p + 1..], rest_start + p + 1),
+            None => (rest, "", rest_start + rest.len()),
+        };
+        // User info.
+        let (userinfo, hostport, hostport_start) = match authority.rfind('@') {
+            Some(at) => (
+                Some(&authority[..at]),
+                &authority[at + 1..],
+                rest_start + at + 1,
+            ),
+            None => (None, authority, rest_start),
+        };
+        let (username, password) = match userinfo {
+            Some(ui) => {
+                let (u, p) = match ui.find(':') {
+                    Some(c) => (&ui[..c], Some(&ui[c + 1..])),
+                    None => (ui, None),
+                };
+                (
+                    Some(self.decode(u, rest_start)?),
+                    p.map(|p| self.decode(p, rest_start)).transpose()?,
+                )
+            }
+            None => (None, None),
+        };
+        let (host, port) = self.host_port(hostport, hostport_start)?;
+        if protocol.is_empty() && host.is_empty() {
+            return Err(self.err(0, "no protocol and no host"));
+        }
+        let path = self.decode(path, path_start)?;
+        let mut params = Vec::new();
+        if let Some(query) = query {
+            let mut offset = query_start;
+            for part in query.split('&') {
+                if !part.is_empty() {
+                    let (k, v, v_off) = match part.find('=') {
+                        Some(e) => (&part[..e], &part[e + 1..], offset + e + 1),
+                        None => (part, part, offset),
+                    };
+                    if k.is_empty() {
+                        return Err(self.err(offset, "parameter with an empty key"));
+                    }
+                    params.push((self.decode(k, offset)?, self.decode(v, v_off)?));
+                }
+                offset += part.len() + 1;
+            }
+        }
+        Ok(Url {
+            raw: s.into(),
+            protocol: protocol.into(),
+            username: username.map(Into::into),
+            password: password.map(Into::into),
+            address: make_address(&host, port).into(),
+            port_text: if port > 0 {
+                port.to_string().into()
+            } else {
+                "".into()
+            },
+            host: host.into(),
+            port,
+            path: path.into(),
+            params: normalize_params(
+                params
+                    .into_iter()
+                    .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+                    .collect(),
+            ),
+        })
+    }
+
+    fn host_port(&self, hp: &str, start: usize) -> Result<(String, u16), UrlError> {
+        let (host, port_text, port_start) = if let Some(stripped) = hp.strip_prefix('[') {
+            let close = stripped
+                .find(']')
+                .ok_or_else(|| self.err(start, "IPv6 host without closing ']'"))?;
+            let host = &stripped[..close];
+            if host.is_empty()
+                || !host
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() || ":.%".contains(c))
+            {
+                return Err(self.err(start + 1, "invalid IPv6 host"));
+            }
+            let after = &stripped[close + 1..];
+            let port = match after.strip_prefix(':') {
+                Some(p) => Some(p),
+                None if after.is_empty() => None,
+                None => return Err(self.err(start + close + 2, "unexpected text after ']'")),
+            };
+            (host.to_string(), port, start + close + 3)
+        } else {
+            match hp.rfind(':') {
+                Some(c) if hp[..c].contains(':') => {
+                    return Err(self.err(start, "IPv6 host must be written in brackets"));
+                }
+                Some(c) => (
+                    self.decode(&hp[..c], start)?,
+                    Some(&hp[c + 1..]),
+                    start + c + 1,
+                ),
+                None => (self.decode(hp, start)?, None, start),
+            }
+        };
+        let port = match port_text {
+            None => 0,
+            Some("") => return Err(self.err(port_start, "empty port after ':'")),
+            Some(p) => p
+                .parse::<u16>()
+                .map_err(|_| self.err(port_start, format!("invalid port {p:?}")))?,
+        };
+        Ok((host, port))
+    }
+
+    fn decode(&self, text: &str, start: usize) -> Result<String, UrlError> {
+        if !text.contains('%') {
+            return Ok(text.to_string());
+        }
+        let bytes = text.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| self.err(start + i, "invalid percent-encoding"))?;
+                out.push(hex);
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).map_err(|_| self.err(start, "percent-encoding is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_dubbo_provider_url() {
+        let u = Url::parse("dubbo://10.20.3.3:20880/com.foo.BarService?region=hz&dubbo.tag=gray")
+            .unwrap();
+        assert_eq!(u.protocol(), "dubbo");
+        assert_eq!(u.host(), "10.20.3.3");
+        assert_eq!(u.port(), 20880);
+        assert_eq!(u.path(), "com.foo.BarService");
+        assert_eq!(u.address(), "10.20.3.3:20880");
+        assert_eq!(u.get("port"), Some("20880"));
+        assert_eq!(u.get("region"), Some("hz"));
+        assert_eq!(u.get("dubbo.tag"), Some("gray"));
+        assert_eq!(u.get("missing"), None);
+    }
+
+    #[test]
+    fn port_zero_is_absent_and_address_is_host() {
+        let u = Url::parse("consumer://10.0.0.1/svc?application=a").unwrap();
+        assert_eq!(u.port(), 0);
+        assert_eq!(u.get("port"), None);
+        assert_eq!(u.address(), "10.0.0.1");
+    }
+
+    #[test]
+    fn ipv6_percent_decoding_and_last_key_wins() {
+        let u = Url::parse("tri://[::1]:50051/a%2Fb?k=1&k=2&n%61me=v%20x&flag").unwrap();
+        assert_eq!(u.host(), "::1");
+        assert_eq!(u.address(), "[::1]:50051");
+        assert_eq!(u.path(), "a/b");
+        assert_eq!(u.param("k"), Some("2"));
+        assert_eq!(u.param("name"), Some("v x"));
+        assert_eq!(u.param("flag"), Some("flag"));
+    }
+
+    #[test]
+    fn user_info_is_split() {
+        let u = Url::parse("zookeeper://admin:secret@127.0.0.1:2181").unwrap();
+        assert_eq!(u.username(), Some("admin"));
+        assert_eq!(u.password(), Some("secret"));
+        assert_eq!(u.host(), "127.0.0.1");
+    }
+
+    #[test]
+    fn malformed_urls_are_located_errors() {
+        for (input, column) in [
+            ("dubbo://10.0.0.1:99999/x", 18),
+            ("dubbo://10.0.0.1:/x", 18),
+            ("dubbo://[::1/x", 9),
+            ("dubbo://h/x?a=%zz", 15),
+            ("dubbo://h/x?=v", 13),
+            ("dub bo://h", 4),
+            ("://h", 1),
+            ("", 1),
+            ("dubbo://::1:80/x", 9),
+        ] {
+            let e = Url::parse(input).expect_err(input);
+            assert_eq!(e.column, column, "{input}: {e}");
+            assert_eq!(e.input, input);
+        }
+    }
+
+    #[test]
+    fn from_parts_renders_and_reparses() {
+        let u = Url::from_parts("dubbo", "10.0.0.9", 20880, "svc", [("b", "2"), ("a", "1")]);
+        assert_eq!(u.raw(), "dubbo://10.0.0.9:20880/svc?a=1&b=2");
+        assert_eq!(Url::parse(u.raw()).unwrap().param("b"), Some("2"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(s in "\\PC*") {
+            let _ = Url::parse(&s);
+        }
+
+        #[test]
+        fn parse_never_panics_on_url_like(s in "[a-z]{0,5}(://)?\\[?[0-9a-f:.%]{0,12}\\]?(:[0-9]{0,6})?(/[a-z%0-9]{0,5})?(\\?[a-z=&%0-9]{0,12})?") {
+            let _ = Url::parse(&s);
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Chain behaviour through the public API: order, fail-fast, traces, updates, fan-out.
+
+use std::sync::Arc;
+
+use routechain_core::*;
+
+fn snapshot(n: usize) -> Arc<Snapshot> {
+    let text: String = (0..n)
+        .map(|i| format!("dubbo://10.0.0.{i}:20880/svc?group=g{}&idx={i}\n", i % 4))
+        .collect();
+    Arc::new(Snapshot::parse_lines(1, &text).unwrap())
+}
+
+/// Keeps providers whose `group` param equals the request attribute `group`.
+fn group_router() -> Arc<dyn Router> {
+    Arc::new(router_fn("group", |cx, c| {
+        let Some(g) = cx.request().attributes.get("group") else {
+            return;
+        };
+        let snap = cx.snapshot();
+        for i in 0..snap.len() {
+            if snap.providers()[i].get("group") != Some(g) {
+                c.remove(i);
+            }
+        }
+        cx.explain(format_args!("group {g}"));
+    }))
+}
+
+fn keep_if(name: &'static str, f: fn(usize) -> bool) -> Arc<dyn Router> {
+    Arc::new(router_fn(name, move |_cx, c| {
+        for i in 0..c.len() {
+            if !f(i) {
+                c.remove(i);
+            }
+        }
+    }))
+}
+
+#[test]
+fn routers_run_by_priority_then_file_order() {
+    let entries = vec![
+        ChainEntry::new("b", 10, keep_if("b", |_| true)),
+        ChainEntry::new("a", -5, keep_if("a", |_| true)),
+        ChainEntry::new("c", 10, keep_if("c", |_| true)),
+        ChainEntry::new("d", 0, keep_if("d", |_| true)),
+    ];
+    let state = ChainState::new(None, snapshot(4), Arc::new(Url::empty()), entries).unwrap();
+    assert_eq!(
+        state.router_names().collect::<Vec<_>>(),
+        ["a", "d", "b", "c"]
+    );
+    assert_eq!(state.run_order().collect::<Vec<_>>(), [1, 3, 0, 2]);
+}
+
+#[test]
+fn each_router_narrows_the_previous_result_and_empty_names_the_router() {
+    let entries = vec![
+        ChainEntry::new("even", 1, keep_if("even", |i| i % 2 == 0)),
+        ChainEntry::new("low", 2, keep_if("low", |i| i < 5)),
+        ChainEntry::new("none", 3, keep_if("none", |_| false)),
+        ChainEntry::new("never", 4, keep_if("never", |_| panic!("must not run"))),
+    ];
+    let state = ChainState::new(None, snapshot(10), Arc::new(Url::empty()), entries).unwrap();
+    let mut call = CallState::seeded(1);
+    let mut trace = Trace::default();
+    let err = state
+        .route_traced(&Request::new(), &mut call, &mut trace)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        NoProvider::EmptiedBy {
+            router: "none".into(),
+            position: 2,
+            priority: 3
+        }
+    );
+    let counts: Vec<_> = trace.steps.iter().map(|s| (s.before, s.after)).collect();
+    assert_eq!(counts, [(10, 5), (5, 3), (3, 0)]);
+}
+
+#[test]
+fn empty_snapshot_is_no_provider() {
+    let state = ChainState::new(None, snapshot(0), Arc::new(Url::empty()), vec![]).unwrap();
+    assert_eq!(
+        state.route(&Request::new(), &mut CallState::seeded(1)),
+        Err(NoProvider::EmptySnapshot)
+    );
+}
+
+#[test]
+fn trace_records_reasons() {
+    let state = ChainState::new(
+        None,
+        snapshot(8),
+        Arc::new(Url::empty()),
+        vec![ChainEntry::new("group", 0, group_router())],
+    )
+    .unwrap();
+    let mut call = CallState::seeded(1);
+    let mut trace = Trace::default();
+    state
+        .route_traced(
+            &Request::new().with_attribute("group", "g2"),
+            &mut call,
+            &mut trace,
+        )
+        .unwrap();
+    assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [2, 6]);
+    assert_eq!(trace.steps[0].reason, "group g2");
+    assert_eq!(trace.steps[0].evaluation, Evaluation::Runtime);
+}
+
+struct FailingPrepare;
+impl Router for FailingPrepare {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        Err(PrepareError {
+            router: "failing".into(),
+            generation: cx.snapshot.generation(),
+            reason: "refused".into(),
+        })
+    }
+}
+
+#[test]
+fn a_failed_update_leaves_the_old_state_serving() {
+    let chain = Chain::new(
+        ChainState::new(
+            None,
+            snapshot(8),
+            Arc::new(Url::empty()),
+            vec![ChainEntry::new("group", 0, group_router())],
+        )
+        .unwrap(),
+    );
+    let before = chain.state();
+    let err = chain
+        .update(|s| {
+            s.with_entries(vec![ChainEntry::new(
+                "failing",
+                0,
+                Arc::new(FailingPrepare),
+            )])
+        })
+        .unwrap_err();
+    assert_eq!(err.reason, "refused");
+    let after = chain.load();
+    assert!(Arc::ptr_eq(&before, &after));
+    let mut call = CallState::seeded(1);
+    after
+        .route(&Request::new().with_attribute("group", "g1"), &mut call)
+        .unwrap();
+    assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [1, 5]);
+
+    // A good update swaps and bumps the generation; unchanged routers keep their state.
+    let next = chain
+        .update(|s| s.with_snapshot(snapshot(12), Arc::new(DegradedSet::new(12))))
+        .unwrap();
+    assert_eq!(next.generation(), before.generation() + 1);
+    chain
+        .load()
+        .route(&Request::new().with_attribute("group", "g1"), &mut call)
+        .unwrap();
+    assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [1, 5, 9]);
+}
+
+#[test]
+fn with_entries_reuses_prepared_state_of_unchanged_routers() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    struct Counting(Arc<AtomicUsize>);
+    impl Router for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn prepare(&self, _: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            group_router().prepare(&PrepareContext {
+                snapshot: &Snapshot::default(),
+                consumer: &Url::empty(),
+                service: None,
+            })
+        }
+    }
+    let prepared = Arc::new(AtomicUsize::new(0));
+    let counting: Arc<dyn Router> = Arc::new(Counting(prepared.clone()));
+    let state = ChainState::new(
+        None,
+        snapshot(4),
+        Arc::new(Url::empty()),
+        vec![ChainEntry::new("counting", 0, counting.clone())],
+    )
+    .unwrap();
+    let next = state
+        .with_entries(vec![
+            ChainEntry::new("counting", 0, counting),
+            ChainEntry::new("group", 1, group_router()),
+        ])
+        .unwrap();
+    assert_eq!(prepared.load(Ordering::SeqCst), 1);
+    assert_eq!(next.router_names().count(), 2);
+}
+
+/// Seed 002: a call fanned out to many tasks must route every task by its own attributes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fan_out_tasks_route_by_their_own_attributes() {
+    let chain = Arc::new(Chain::new(
+        ChainState::new(
+            None,
+            snapshot(64),
+            Arc::new(Url::empty()),
+            vec![ChainEntry::new("group", 0, group_router())],
+        )
+        .unwrap(),
+    ));
+    let logical_call = Request::new().with_method("buildIndex");
+    let mut tasks = Vec::new();
+    for t in 0..64 {
+        let chain = chain.clone();
+        let request = logical_call
+            .clone()
+            .with_attribute("group", format!("g{}", t % 4));
+        tasks.push(tokio::spawn(async move {
+            let mut call = CallState::seeded(t);
+            let mut seen = Vec::new();
+            for _ in 0..50 {
+                chain.load().route(&request, &mut call).unwrap();
+                seen.extend(call.candidates.iter());
+                tokio::task::yield_now().await;
+            }
+            (t, seen)
+        }));
+    }
+    for task in tasks {
+        let (t, seen) = task.await.unwrap();
+        assert_eq!(seen.len(), 50 * 16);
+        assert!(seen.iter().all(|i| i % 4 == (t % 4) as usize), "task {t}");
+    }
+}

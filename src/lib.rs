@@ -1,0 +1,1 @@
+//! routechain facade (filled in below).
