@@ -10,6 +10,7 @@
 //! - [`Router`] / [`PreparedRouter`]: compiled rules, and their per-snapshot prepared state.
 //! - [`ChainState`] / [`Chain`]: routers sorted once by priority, published whole behind
 //!   `ArcSwap`.
+//! - [`ProviderSet`] / [`ParamIndex`]: per-snapshot indexes (value → providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
 //! - [`RuleDoc`] / [`RuleError`]: rule documents and errors located by field path.
 //!
@@ -44,6 +45,7 @@
 pub mod bitset;
 pub mod chain;
 pub mod health;
+pub mod index;
 pub mod registry;
 pub mod request;
 pub mod rng;
@@ -56,6 +58,7 @@ pub mod url;
 pub use bitset::{BitSet, Candidates};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider};
 pub use health::DegradedSet;
+pub use index::{ParamIndex, ProviderSet};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request, RequestSpec};
 pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};

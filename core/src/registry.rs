@@ -29,11 +29,12 @@ pub struct RouterSpec<'a> {
 
 /// Builds routers of one type from chain entries.
 pub trait RouterFactory: Send + Sync {
-    /// The priority used when the entry names none (lower runs first).
-    fn default_priority(&self) -> i32;
+    /// The priority used when the entry names none (lower runs first). It may depend on
+    /// the rule (Dubbo runs service-scope condition rules at 140, application-scope at 150).
+    fn default_priority(&self, spec: &RouterSpec<'_>) -> i32;
 
     /// Entry fields this type accepts besides the common ones (`type`, `priority`, `rule`,
-    /// `rule_file`, `application`, `name`); any other field is an error.
+    /// `rule_file`, `application`); any other field is an error.
     fn extra_fields(&self) -> &'static [&'static str] {
         &[]
     }

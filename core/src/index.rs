@@ -1,0 +1,283 @@
+//! Per-snapshot indexes: provider sets and parameter value → provider set.
+//!
+//! Built when a snapshot or rule changes, read per call. A [`ProviderSet`] is dense (a
+//! bitset) when it holds many providers and sparse (sorted indexes) when it holds few, so a
+//! high-cardinality parameter (`host`, `address`) costs memory in proportion to the
+//! providers, not to providers × values.
+
+use std::collections::HashMap;
+
+use crate::bitset::{BitSet, Candidates};
+use crate::snapshot::Snapshot;
+
+/// A set of providers of one snapshot, stored dense or sparse by size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderSet {
+    /// A bitset over the snapshot.
+    Dense(BitSet),
+    /// Sorted provider indexes, with the snapshot length.
+    Sparse {
+        /// Sorted, distinct indexes.
+        indexes: Box<[u32]>,
+        /// The snapshot length.
+        len: usize,
+    },
+}
+
+impl ProviderSet {
+    /// Stores `set` in the smaller of the two forms.
+    pub fn from_bitset(set: BitSet) -> Self {
+        let count = set.count();
+        // A sparse index costs 4 bytes, a dense word 8 bytes per 64 providers.
+        if count * 4 < set.words().len() * 8 {
+            ProviderSet::Sparse {
+                indexes: set.iter().map(|i| i as u32).collect(),
+                len: set.len(),
+            }
+        } else {
+            ProviderSet::Dense(set)
+        }
+    }
+
+    /// The empty set over `len` providers.
+    pub fn empty(len: usize) -> Self {
+        ProviderSet::Sparse {
+            indexes: Box::new([]),
+            len,
+        }
+    }
+
+    /// The number of members.
+    pub fn count(&self) -> usize {
+        match self {
+            ProviderSet::Dense(b) => b.count(),
+            ProviderSet::Sparse { indexes, .. } => indexes.len(),
+        }
+    }
+
+    /// True when `i` is a member.
+    pub fn contains(&self, i: usize) -> bool {
+        match self {
+            ProviderSet::Dense(b) => b.contains(i),
+            ProviderSet::Sparse { indexes, .. } => indexes.binary_search(&(i as u32)).is_ok(),
+        }
+    }
+
+    /// True when the set and `candidates` share a member.
+    pub fn intersects(&self, candidates: &Candidates) -> bool {
+        match self {
+            ProviderSet::Dense(b) => b.intersects(candidates),
+            ProviderSet::Sparse { indexes, .. } => {
+                indexes.iter().any(|&i| candidates.contains(i as usize))
+            }
+        }
+    }
+
+    /// The number of members shared with `candidates`.
+    pub fn count_and(&self, candidates: &Candidates) -> usize {
+        match self {
+            ProviderSet::Dense(b) => b.count_and(candidates),
+            ProviderSet::Sparse { indexes, .. } => indexes
+                .iter()
+                .filter(|&&i| candidates.contains(i as usize))
+                .count(),
+        }
+    }
+
+    /// `candidates &= self`, without allocating.
+    pub fn and_into(&self, candidates: &mut Candidates) {
+        match self {
+            ProviderSet::Dense(b) => candidates.and_assign(b),
+            ProviderSet::Sparse { indexes, .. } => {
+                let mut next = 0;
+                candidates.and_with(|w| {
+                    let mut mask = 0u64;
+                    while let Some(&i) = indexes.get(next) {
+                        let i = i as usize;
+                        if i / 64 != w {
+                            break;
+                        }
+                        mask |= 1 << (i % 64);
+                        next += 1;
+                    }
+                    mask
+                });
+            }
+        }
+    }
+
+    /// Word `w` of the set as a bitset word (for combining in [`BitSet::and_with`]).
+    /// Dense sets answer in O(1); sparse sets search their indexes.
+    pub fn word(&self, w: usize) -> u64 {
+        match self {
+            ProviderSet::Dense(b) => b.words().get(w).copied().unwrap_or(0),
+            ProviderSet::Sparse { indexes, .. } => {
+                let lo = (w * 64) as u32;
+                let start = indexes.partition_point(|&i| i < lo);
+                indexes[start..]
+                    .iter()
+                    .take_while(|&&i| (i as usize) / 64 == w)
+                    .fold(0, |m, &i| m | 1 << (i % 64))
+            }
+        }
+    }
+
+    /// The set as a bitset.
+    pub fn to_bitset(&self) -> BitSet {
+        match self {
+            ProviderSet::Dense(b) => b.clone(),
+            ProviderSet::Sparse { indexes, len } => {
+                BitSet::from_indexes(*len, indexes.iter().map(|&i| i as usize))
+            }
+        }
+    }
+
+    /// Approximate heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            ProviderSet::Dense(b) => b.words().len() * 8,
+            ProviderSet::Sparse { indexes, .. } => indexes.len() * 4,
+        }
+    }
+}
+
+/// For one parameter key: each distinct value → the providers having it, and the providers
+/// without the key.
+#[derive(Debug, Clone)]
+pub struct ParamIndex {
+    by_value: HashMap<Box<str>, ProviderSet>,
+    missing: ProviderSet,
+    len: usize,
+}
+
+impl ParamIndex {
+    /// Indexes `key` (a parameter or a derived key, see [`crate::Url::get`]) over `snapshot`.
+    pub fn build(snapshot: &Snapshot, key: &str) -> Self {
+        Self::build_with(snapshot, |p| p.get(key))
+    }
+
+    /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
+    pub fn build_with<'s>(
+        snapshot: &'s Snapshot,
+        mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
+    ) -> Self {
+        let len = snapshot.len();
+        let mut by_value: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut missing = Vec::new();
+        for (i, p) in snapshot.providers().iter().enumerate() {
+            match value_of(p) {
+                Some(v) => by_value.entry(v).or_default().push(i as u32),
+                None => missing.push(i as u32),
+            }
+        }
+        let to_set = |ix: Vec<u32>| {
+            ProviderSet::from_bitset(BitSet::from_indexes(
+                len,
+                ix.into_iter().map(|i| i as usize),
+            ))
+        };
+        ParamIndex {
+            by_value: by_value
+                .into_iter()
+                .map(|(k, v)| (Box::from(k), to_set(v)))
+                .collect(),
+            missing: to_set(missing),
+            len,
+        }
+    }
+
+    /// The providers whose value is `value`.
+    pub fn get(&self, value: &str) -> Option<&ProviderSet> {
+        self.by_value.get(value)
+    }
+
+    /// The providers without the key.
+    pub fn missing(&self) -> &ProviderSet {
+        &self.missing
+    }
+
+    /// Every distinct value with its providers.
+    pub fn values(&self) -> impl Iterator<Item = (&str, &ProviderSet)> + '_ {
+        self.by_value.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The snapshot length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the snapshot is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Approximate heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.by_value
+            .iter()
+            .map(|(k, v)| k.len() + v.heap_bytes() + 48)
+            .sum::<usize>()
+            + self.missing.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn snap(values: &[Option<&str>]) -> Snapshot {
+        let text: String = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Some(v) => format!("dubbo://10.0.0.{i}:1/s?g={v}\n"),
+                None => format!("dubbo://10.0.0.{i}:1/s\n"),
+            })
+            .collect();
+        Snapshot::parse_lines(1, &text).unwrap()
+    }
+
+    #[test]
+    fn param_index_groups_values_and_missing() {
+        let s = snap(&[Some("a"), None, Some("b"), Some("a")]);
+        let ix = ParamIndex::build(&s, "g");
+        assert_eq!(
+            ix.get("a").unwrap().to_bitset().iter().collect::<Vec<_>>(),
+            [0, 3]
+        );
+        assert_eq!(ix.missing().to_bitset().iter().collect::<Vec<_>>(), [1]);
+        assert!(ix.get("c").is_none());
+        let hosts = ParamIndex::build(&s, "host");
+        assert_eq!(hosts.get("10.0.0.2").unwrap().count(), 1);
+    }
+
+    proptest! {
+        #[test]
+        fn sparse_and_dense_agree(
+            members in proptest::collection::btree_set(0usize..500, 0..60),
+            cands in proptest::collection::btree_set(0usize..500, 0..400),
+        ) {
+            let set = BitSet::from_indexes(500, members.iter().copied());
+            let sparse = ProviderSet::Sparse {
+                indexes: members.iter().map(|&i| i as u32).collect(),
+                len: 500,
+            };
+            let dense = ProviderSet::Dense(set.clone());
+            let c = BitSet::from_indexes(500, cands.iter().copied());
+            for s in [&sparse, &dense] {
+                prop_assert_eq!(s.intersects(&c), set.intersects(&c));
+                prop_assert_eq!(s.count_and(&c), set.count_and(&c));
+                let mut a = c.clone();
+                s.and_into(&mut a);
+                let mut b = c.clone();
+                b.and_assign(&set);
+                prop_assert_eq!(&a, &b);
+                for w in 0..8 {
+                    prop_assert_eq!(s.word(w), set.words()[w]);
+                }
+            }
+            prop_assert_eq!(ProviderSet::from_bitset(set.clone()).to_bitset(), set);
+        }
+    }
+}

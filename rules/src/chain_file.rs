@@ -1,0 +1,446 @@
+//! The chain file: which routers, in which order, with which rules.
+//!
+//! ```yaml
+//! service: com.foo.BarService            # optional
+//! consumer: consumer://10.0.0.1/com.foo.BarService?application=web   # optional
+//! routers:
+//!   - type: condition                    # a type registered in the registry
+//!     priority: 140                      # optional; default per type
+//!     rule: { ... }                      # the router's rule document
+//!   - type: tag
+//!     rule_file: tag-rule.yaml           # or a file, relative to the chain file
+//!   - type: group                        # a router whose rule has only defaults needs none
+//! ```
+//!
+//! Loading is two steps: [`ChainFile::parse`] reads the file and the rule files it names
+//! (YAML errors, unknown or mistyped common fields), and [`ChainFile::compile`] builds every
+//! router through a [`Registry`] (unknown types, type-specific fields, rule errors). Both
+//! report every problem at once, each with origin, line, column and field path.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use routechain_core::{
+    ChainEntry, FieldPath, Registry, RouterFactory, RouterSpec, RuleDoc, RuleError, Url,
+};
+use serde_json::Value;
+
+use crate::yaml::{LocatedError, Location, YamlDoc};
+
+/// Fields every chain entry may have, whatever its type.
+pub const COMMON_ENTRY_FIELDS: [&str; 5] = ["type", "priority", "rule", "rule_file", "application"];
+
+/// Top-level fields of a chain file.
+pub const CHAIN_FIELDS: [&str; 3] = ["service", "consumer", "routers"];
+
+/// Where an entry's rule comes from.
+#[derive(Debug, Clone)]
+pub enum RuleSource {
+    /// No rule: the router's defaults (or, with a config center, the subscribed node).
+    None,
+    /// `rule:` inline in the chain file.
+    Inline,
+    /// `rule_file:`, already read and parsed.
+    File {
+        /// The resolved path.
+        path: PathBuf,
+        /// The parsed document.
+        doc: Box<YamlDoc>,
+    },
+}
+
+/// One router entry of a chain file, before compilation.
+#[derive(Debug, Clone)]
+pub struct EntryDef {
+    /// Position in the file's `routers` list.
+    pub index: usize,
+    /// `type`.
+    pub type_name: String,
+    /// `priority`, when given.
+    pub priority: Option<i32>,
+    /// `application`: the application whose config-center rule this entry follows.
+    pub application: Option<String>,
+    /// Where the rule comes from.
+    pub rule: RuleSource,
+}
+
+impl EntryDef {
+    /// The entry's path in the chain file (`routers[i]`).
+    pub fn path(&self) -> FieldPath {
+        FieldPath::root().key("routers").index(self.index)
+    }
+}
+
+/// A rule that replaces the entry's own (from a config center), or clears it.
+#[derive(Debug, Clone, Copy)]
+pub enum RuleOverride<'a> {
+    /// Use the chain file's rule (inline, file, or none).
+    Own,
+    /// Use this document instead.
+    Doc(&'a YamlDoc),
+    /// No rule (a deleted config-center node).
+    Cleared,
+}
+
+/// A parsed chain file.
+#[derive(Debug, Clone)]
+pub struct ChainFile {
+    /// The chain document.
+    pub doc: YamlDoc,
+    /// The directory relative paths resolve against.
+    pub base_dir: Option<PathBuf>,
+    /// `service`.
+    pub service: Option<String>,
+    /// `consumer`, parsed.
+    pub consumer: Option<Url>,
+    /// The entries, in file order.
+    pub entries: Vec<EntryDef>,
+}
+
+impl ChainFile {
+    /// Reads and parses a chain file and the rule files it names.
+    pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| vec![io_error(&origin, &e)])?;
+        Self::parse(&origin, &text, path.parent().map(Path::to_path_buf))
+    }
+
+    /// Parses chain text; `origin` names it in errors, `base_dir` resolves `rule_file`s.
+    pub fn parse(
+        origin: &str,
+        text: &str,
+        base_dir: Option<PathBuf>,
+    ) -> Result<Self, Vec<LocatedError>> {
+        let doc = YamlDoc::parse(origin, text).map_err(|e| vec![e])?;
+        let mut errors = Vec::new();
+        let root = FieldPath::root();
+        let err = |errors: &mut Vec<LocatedError>, e: RuleError| errors.push(doc.locate_error(&e));
+        let Some(top) = doc.value.as_object() else {
+            err(
+                &mut errors,
+                RuleError::new(root, "a chain file is a mapping with a `routers` list"),
+            );
+            return Err(errors);
+        };
+        for key in top.keys() {
+            if !CHAIN_FIELDS.contains(&key.as_str()) {
+                err(
+                    &mut errors,
+                    RuleError::new(
+                        root.clone(),
+                        format!("unknown field `{key}`, expected one of {CHAIN_FIELDS:?}"),
+                    ),
+                );
+            }
+        }
+        let service = string_field(top.get("service"), &root.key("service"), &mut |e| {
+            err(&mut errors, e)
+        });
+        let consumer = string_field(top.get("consumer"), &root.key("consumer"), &mut |e| {
+            err(&mut errors, e)
+        })
+        .and_then(|c| match Url::parse(&c) {
+            Ok(u) => Some(u),
+            Err(e) => {
+                err(
+                    &mut errors,
+                    RuleError::at_offset(
+                        root.key("consumer"),
+                        e.column - 1,
+                        format!("invalid consumer URL: {}", e.reason),
+                    ),
+                );
+                None
+            }
+        });
+        let mut entries = Vec::new();
+        match top.get("routers") {
+            None => err(
+                &mut errors,
+                RuleError::new(root.clone(), "missing field `routers`"),
+            ),
+            Some(Value::Array(items)) => {
+                for (index, item) in items.iter().enumerate() {
+                    if let Some(e) =
+                        parse_entry(&doc, base_dir.as_deref(), index, item, &mut errors)
+                    {
+                        entries.push(e);
+                    }
+                }
+            }
+            Some(_) => err(
+                &mut errors,
+                RuleError::new(root.key("routers"), "`routers` must be a list of entries"),
+            ),
+        }
+        if errors.is_empty() {
+            Ok(ChainFile {
+                doc,
+                base_dir,
+                service,
+                consumer,
+                entries,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Compiles every entry with its own rule.
+    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+        self.compile_with(registry, |_| RuleOverride::Own)
+    }
+
+    /// Compiles every entry, taking each entry's rule from `rule_for(entry)`.
+    pub fn compile_with<'a>(
+        &self,
+        registry: &Registry,
+        rule_for: impl Fn(&EntryDef) -> RuleOverride<'a>,
+    ) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+        let mut entries = Vec::new();
+        let mut errors = Vec::new();
+        for def in &self.entries {
+            match self.compile_entry(registry, def, rule_for(def)) {
+                Ok(e) => entries.push(e),
+                Err(mut es) => errors.append(&mut es),
+            }
+        }
+        if errors.is_empty() {
+            Ok(entries)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Compiles one entry.
+    pub fn compile_entry(
+        &self,
+        registry: &Registry,
+        def: &EntryDef,
+        rule: RuleOverride<'_>,
+    ) -> Result<ChainEntry, Vec<LocatedError>> {
+        let entry_path = def.path();
+        let entry_value = self.doc.get(&entry_path).unwrap_or(&Value::Null);
+        let Some(factory) = registry.get(&def.type_name) else {
+            let known: Vec<&str> = registry.type_names().collect();
+            return Err(vec![self.doc.locate_error(&RuleError::new(
+                entry_path.key("type"),
+                format!(
+                    "unknown router type {:?}; known types: {}",
+                    def.type_name,
+                    known.join(", ")
+                ),
+            ))]);
+        };
+        let mut errors = Vec::new();
+        if let Some(map) = entry_value.as_object() {
+            for key in map.keys() {
+                if !COMMON_ENTRY_FIELDS.contains(&key.as_str())
+                    && !factory.extra_fields().contains(&key.as_str())
+                {
+                    let mut expected: Vec<&str> = COMMON_ENTRY_FIELDS.to_vec();
+                    expected.extend_from_slice(factory.extra_fields());
+                    errors.push(self.doc.locate_error(&RuleError::new(
+                        entry_path.clone(),
+                        format!(
+                            "unknown field `{key}` for router type {:?}, expected one of {expected:?}",
+                            def.type_name
+                        ),
+                    )));
+                }
+            }
+        }
+        let inline_path = entry_path.key("rule");
+        let root = FieldPath::root();
+        // (document to locate rule errors in, the rule value, its path)
+        let rule_doc: Option<(&YamlDoc, &Value, &FieldPath)> = match rule {
+            RuleOverride::Cleared => None,
+            RuleOverride::Doc(doc) => Some((doc, &doc.value, &root)),
+            RuleOverride::Own => match &def.rule {
+                RuleSource::None => None,
+                RuleSource::Inline => self
+                    .doc
+                    .get(&inline_path)
+                    .map(|v| (&self.doc, v, &inline_path)),
+                RuleSource::File { doc, .. } => Some((&**doc, &doc.value, &root)),
+            },
+        };
+        if let Some((doc, value, path)) = rule_doc
+            && !value.is_object()
+        {
+            errors.push(doc.locate_error(&RuleError::new(
+                path.clone(),
+                if value.is_null() {
+                    "the rule document is empty".to_string()
+                } else {
+                    "a rule document must be a mapping".to_string()
+                },
+            )));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let spec = RouterSpec {
+            type_name: &def.type_name,
+            entry: RuleDoc::new(entry_value, &entry_path),
+            rule: rule_doc.map(|(_, v, p)| RuleDoc::new(v, p)),
+            base_dir: self.base_dir.as_deref(),
+            service: self.service.as_deref(),
+        };
+        let locate = |e: &RuleError| match rule_doc {
+            Some((doc, _, _))
+                if !std::ptr::eq(doc, &self.doc) && !e.path.0.starts_with(&entry_path.0) =>
+            {
+                doc.locate_error(e)
+            }
+            _ => self.doc.locate_error(e),
+        };
+        let router = factory
+            .build(&spec)
+            .map_err(|es| es.iter().map(locate).collect::<Vec<_>>())?;
+        let priority = def
+            .priority
+            .unwrap_or_else(|| factory.default_priority(&spec));
+        Ok(ChainEntry::new(def.type_name.as_str(), priority, router))
+    }
+
+    /// The factory for an entry, if registered.
+    pub fn factory<'r>(
+        &self,
+        registry: &'r Registry,
+        def: &EntryDef,
+    ) -> Option<&'r Arc<dyn RouterFactory>> {
+        registry.get(&def.type_name)
+    }
+
+    /// The rule files the chain names (for file watching).
+    pub fn rule_files(&self) -> impl Iterator<Item = &Path> + '_ {
+        self.entries.iter().filter_map(|e| match &e.rule {
+            RuleSource::File { path, .. } => Some(path.as_path()),
+            _ => None,
+        })
+    }
+}
+
+fn parse_entry(
+    doc: &YamlDoc,
+    base_dir: Option<&Path>,
+    index: usize,
+    item: &Value,
+    errors: &mut Vec<LocatedError>,
+) -> Option<EntryDef> {
+    let path = FieldPath::root().key("routers").index(index);
+    let mut err = |e: RuleError| errors.push(doc.locate_error(&e));
+    let Some(map) = item.as_object() else {
+        err(RuleError::new(
+            path,
+            "a router entry is a mapping with a `type`",
+        ));
+        return None;
+    };
+    let type_name = match map.get("type") {
+        Some(Value::String(t)) if !t.trim().is_empty() => t.clone(),
+        Some(_) => {
+            err(RuleError::new(
+                path.key("type"),
+                "`type` must be a router type name",
+            ));
+            return None;
+        }
+        None => {
+            err(RuleError::new(path, "missing field `type`"));
+            return None;
+        }
+    };
+    let priority = match map.get("priority") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_i64().and_then(|p| i32::try_from(p).ok()) {
+            Some(p) => Some(p),
+            None => {
+                err(RuleError::new(
+                    path.key("priority"),
+                    "`priority` must be an integer",
+                ));
+                None
+            }
+        },
+    };
+    let application = string_field(map.get("application"), &path.key("application"), &mut err);
+    let rule_file = string_field(map.get("rule_file"), &path.key("rule_file"), &mut err);
+    let has_inline = map.get("rule").is_some_and(|v| !v.is_null());
+    let rule = match (has_inline, rule_file) {
+        (true, Some(_)) => {
+            err(RuleError::new(
+                path.key("rule_file"),
+                "`rule` and `rule_file` are exclusive: give one",
+            ));
+            RuleSource::Inline
+        }
+        (true, None) => RuleSource::Inline,
+        (false, None) => RuleSource::None,
+        (false, Some(file)) => {
+            let resolved = match base_dir {
+                Some(dir) => dir.join(&file),
+                None => PathBuf::from(&file),
+            };
+            let origin = resolved.display().to_string();
+            match std::fs::read_to_string(&resolved) {
+                Ok(text) => match YamlDoc::parse(origin, &text) {
+                    Ok(d) => RuleSource::File {
+                        path: resolved,
+                        doc: Box::new(d),
+                    },
+                    Err(e) => {
+                        errors.push(e);
+                        RuleSource::None
+                    }
+                },
+                Err(e) => {
+                    let mut le = doc.locate_error(&RuleError::new(
+                        path.key("rule_file"),
+                        format!("cannot read rule file {origin}: {e}"),
+                    ));
+                    le.field = Some(path.key("rule_file"));
+                    errors.push(le);
+                    RuleSource::None
+                }
+            }
+        }
+    };
+    Some(EntryDef {
+        index,
+        type_name,
+        priority,
+        application,
+        rule,
+    })
+}
+
+fn string_field(
+    value: Option<&Value>,
+    path: &FieldPath,
+    err: &mut dyn FnMut(RuleError),
+) -> Option<String> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            err(RuleError::new(
+                path.clone(),
+                format!("`{path}` must be a string"),
+            ));
+            None
+        }
+    }
+}
+
+/// An I/O error on a whole file, located at 1:1.
+pub fn io_error(origin: &str, e: &std::io::Error) -> LocatedError {
+    LocatedError {
+        origin: origin.to_string(),
+        location: Location { line: 1, column: 1 },
+        field: None,
+        message: format!("cannot read: {e}"),
+        source_line: None,
+    }
+}

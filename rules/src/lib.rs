@@ -1,0 +1,25 @@
+//! # routechain-rules
+//!
+//! Loading what users write: chain files and rule documents in YAML, with every problem
+//! reported at once by origin (file or config-center node), line, column and field path.
+//!
+//! - [`yaml`]: YAML → JSON value plus a location for every field.
+//! - [`chain_file`]: the chain file schema; compiling its entries through a
+//!   [`routechain_core::Registry`].
+//!
+//! The rule schemas of the built-in routers are Dubbo's own documents (condition, tag,
+//! affinity) and routechain's (group, IDC-weight); each router module in
+//! `routechain-routers` deserializes and validates its schema from the [`routechain_core::RuleDoc`]
+//! this crate hands it. `rules/examples/` holds a commented example of each.
+
+pub mod chain_file;
+pub mod schema;
+pub mod yaml;
+
+pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
+pub use yaml::{LocatedError, Location, YamlDoc};
+
+/// The directory of the shipped examples (`rules/examples/`).
+pub fn examples_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
