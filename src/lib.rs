@@ -37,6 +37,7 @@ pub use routechain_rules as rules;
 
 pub mod cli;
 pub mod load;
+pub mod testkit;
 
 use routechain_core::Registry;
 

@@ -1,0 +1,222 @@
+#![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
+
+//! Routing benchmarks: the built-in routers alone, the full chain (tag → condition → group →
+//! IDC-weight), the full chain plus a pick, the naive baseline, updates and threads, at 100
+//! to 100,000 generated providers. See BENCHMARKS.md for the results and how to read them.
+//!
+//! Run: `cargo bench -p routechain --bench routing` (a filter after `--` selects benchmarks,
+//! e.g. `-- route-full`). Every chain is built through the default registry from chain-file
+//! text ([`routechain::testkit`]), exactly as a user's chain file is. A chain whose router
+//! type is not registered is skipped with a note on standard error.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use routechain::core::{
+    CallState, Chain, ChainState, DegradedSet, RandomSource, Request, Snapshot,
+};
+use routechain::testkit::{self, naive};
+
+/// Provider counts.
+const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
+/// The generator seed of every benchmark.
+const SEED: u64 = 42;
+/// Requests cycled through per benchmark (a realistic mix, see `testkit::requests`).
+const REQUESTS: usize = 64;
+
+/// Sampling per provider count: fewer samples at 100,000 so the whole run stays short.
+fn tune(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, n: usize) {
+    if n >= 100_000 {
+        group.sample_size(10);
+        group.warm_up_time(Duration::from_millis(500));
+        group.measurement_time(Duration::from_secs(2));
+    } else {
+        group.sample_size(30);
+        group.warm_up_time(Duration::from_millis(500));
+        group.measurement_time(Duration::from_millis(1500));
+    }
+}
+
+fn state_for(name: &str, yaml: &str, snapshot: &Arc<Snapshot>) -> Option<ChainState> {
+    if !testkit::chain_available(yaml) {
+        eprintln!("skipping {name}: a router type of this chain is not registered yet");
+        return None;
+    }
+    match testkit::build_state(yaml, snapshot.clone()) {
+        Ok(state) => Some(state),
+        Err(e) => {
+            eprintln!("skipping {name}: the chain does not load: {}", e.render());
+            None
+        }
+    }
+}
+
+/// Routes the cycled requests through `chain`, `pick` choosing one provider afterwards.
+fn bench_route(
+    c: &mut Criterion,
+    group_name: &str,
+    n: usize,
+    chain: &Chain,
+    requests: &[Request],
+    pick: bool,
+) {
+    let mut group = c.benchmark_group(group_name);
+    tune(&mut group, n);
+    let mut call = CallState::seeded(SEED);
+    let mut i = 0usize;
+    group.bench_function(BenchmarkId::from_parameter(n), |b| {
+        b.iter(|| {
+            let request = &requests[i % requests.len()];
+            i = i.wrapping_add(1);
+            let state = chain.load();
+            let routed = state.route(request, &mut call).is_ok();
+            if pick && routed {
+                black_box(testkit::pick_uniform(&call.candidates, &mut call.rng));
+            }
+            black_box(routed)
+        })
+    });
+    group.finish();
+}
+
+fn routing(c: &mut Criterion) {
+    let requests = testkit::requests(REQUESTS, SEED);
+    for n in SIZES {
+        let snapshot = Arc::new(testkit::snapshot(n, SEED));
+        for (name, yaml) in testkit::CHAINS {
+            if let Some(state) = state_for(name, &yaml(), &snapshot) {
+                let chain = Chain::new(state);
+                bench_route(c, &format!("route-{name}"), n, &chain, &requests, false);
+            }
+        }
+        if let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) {
+            let chain = Chain::new(state);
+            bench_route(c, "route-full", n, &chain, &requests, false);
+            bench_route(c, "route-full-pick", n, &chain, &requests, true);
+        }
+
+        // The naive baseline over the same providers and requests.
+        let providers = naive::from_snapshot(&snapshot);
+        let consumer = naive::consumer_params(&testkit::consumer());
+        let mut group = c.benchmark_group("route-naive");
+        tune(&mut group, n);
+        let mut rng = routechain::core::FastRng::seeded(SEED);
+        let mut i = 0usize;
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter(|| {
+                let request = &requests[i % requests.len()];
+                i = i.wrapping_add(1);
+                let routed = naive::full_chain(&providers, request, &consumer, rng.below(100));
+                black_box(routed.len())
+            })
+        });
+        group.finish();
+    }
+}
+
+fn updates(c: &mut Criterion) {
+    let yaml = testkit::full_chain_yaml();
+    for n in SIZES {
+        let lines = testkit::provider_lines(n, SEED);
+        let mut group = c.benchmark_group("update-parse-urls");
+        tune(&mut group, n);
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_with_large_drop(|| Snapshot::parse_lines(2, black_box(&lines)))
+        });
+        group.finish();
+
+        let snapshot = Arc::new(testkit::snapshot(n, SEED));
+        let Some(state) = state_for("full", &yaml, &snapshot) else {
+            continue;
+        };
+        // A changed provider list: the same list with one provider replaced.
+        let mut changed: Vec<_> = snapshot.providers().to_vec();
+        changed[n / 2] = testkit::providers(1, SEED + 1).remove(0);
+        let changed = Arc::new(Snapshot::new(2, changed));
+        let mut group = c.benchmark_group("update-providers");
+        tune(&mut group, n);
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_with_large_drop(|| {
+                state
+                    .with_snapshot(changed.clone(), Arc::new(DegradedSet::new(n)))
+                    .map(|s| s.generation())
+            })
+        });
+        group.finish();
+
+        // A changed rule: parse and compile the new condition rule, then prepare a state
+        // where only the condition router re-prepares.
+        let changed_yaml = yaml.replace("region = shanghai", "region = guangzhou");
+        let registry = routechain::registry();
+        let mut group = c.benchmark_group("update-rule");
+        tune(&mut group, n);
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_with_large_drop(|| {
+                let file = routechain::rules::ChainFile::parse("bench", &changed_yaml, None)
+                    .expect("the changed chain parses");
+                let mut entries: Vec<_> = state.entries().to_vec();
+                let position = file
+                    .entries
+                    .iter()
+                    .position(|e| e.type_name == "condition")
+                    .expect("the chain has a condition router");
+                entries[position] = file
+                    .compile_entry(
+                        &registry,
+                        &file.entries[position],
+                        routechain::rules::chain_file::RuleOverride::Own,
+                    )
+                    .expect("the changed rule compiles");
+                state.with_entries(entries)
+            })
+        });
+        group.finish();
+    }
+}
+
+fn threads(c: &mut Criterion) {
+    let requests = testkit::requests(REQUESTS, SEED);
+    let n = 10_000;
+    let snapshot = Arc::new(testkit::snapshot(n, SEED));
+    let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) else {
+        return;
+    };
+    let chain = Chain::new(state);
+    let mut group = c.benchmark_group("threads-full-10000");
+    group.sample_size(20);
+    group.warm_up_time(Duration::from_millis(500));
+    group.measurement_time(Duration::from_secs(3));
+    for threads in [1usize, 2] {
+        // One element = one routed call per thread: criterion reports calls per second.
+        group.throughput(Throughput::Elements(threads as u64));
+        group.bench_function(BenchmarkId::from_parameter(threads), |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                std::thread::scope(|s| {
+                    for t in 0..threads {
+                        let chain = &chain;
+                        let requests = &requests;
+                        s.spawn(move || {
+                            let mut call = CallState::seeded(SEED + t as u64);
+                            for i in 0..iters as usize {
+                                let state = chain.load();
+                                let ok = state
+                                    .route(&requests[(i + t * 7) % requests.len()], &mut call)
+                                    .is_ok();
+                                black_box(ok);
+                            }
+                        });
+                    }
+                });
+                start.elapsed()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, routing, updates, threads);
+criterion_main!(benches);
