@@ -6,11 +6,17 @@
 //!
 //! [`register_builtins`] registers every built-in type into a [`Registry`] value.
 
+use std::sync::Arc;
+
 use routechain_core::Registry;
+
+pub mod condition;
+
+pub use condition::{ConditionFactory, ConditionRouter, ConditionRule};
 
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
-    let _ = registry;
+    registry.register("condition", Arc::new(ConditionFactory));
 }
 
 /// A registry holding the built-in router types.
