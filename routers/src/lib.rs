@@ -6,11 +6,19 @@
 //!
 //! [`register_builtins`] registers every built-in type into a [`Registry`] value.
 
+use std::sync::Arc;
+
 use routechain_core::Registry;
+
+pub mod affinity;
+pub mod mock;
+pub mod tag;
 
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
-    let _ = registry;
+    registry.register("tag", Arc::new(tag::TagFactory));
+    registry.register("mock", Arc::new(mock::MockFactory));
+    registry.register("affinity", Arc::new(affinity::AffinityFactory));
 }
 
 /// A registry holding the built-in router types.

@@ -349,7 +349,12 @@ impl AddressPattern {
             let port = match after.strip_prefix(':') {
                 Some(p) => Some(parse_port(p).map_err(|m| (lead + close + 3, m))?),
                 None if after.is_empty() => None,
-                None => return Err((lead + close + 2, format!("{pattern:?}: expected `:port` after `]`"))),
+                None => {
+                    return Err((
+                        lead + close + 2,
+                        format!("{pattern:?}: expected `:port` after `]`"),
+                    ));
+                }
             };
             (&rest[..close], port, lead + 1)
         } else if pattern.matches(':').count() == 1 {
@@ -364,9 +369,11 @@ impl AddressPattern {
             return parse_v6(host, port).map_err(|m| (host_at, m));
         }
         let looks_v4 = host.split('.').count() == 4
-            && host
-                .split('.')
-                .all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '*' || c == '-'));
+            && host.split('.').all(|s| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_digit() || c == '*' || c == '-')
+            });
         if looks_v4 {
             let mut segments = [Segment::Any; 4];
             for (i, s) in host.split('.').enumerate() {
@@ -522,7 +529,10 @@ pub fn compile(doc: &RuleDoc<'_>) -> Result<TagRule, Vec<RuleError>> {
         let name = match t.name {
             Some(n) if !n.is_empty() => n,
             _ => {
-                errors.push(RuleError::new(tpath.clone(), "a tag needs a non-empty `name`"));
+                errors.push(RuleError::new(
+                    tpath.clone(),
+                    "a tag needs a non-empty `name`",
+                ));
                 String::new()
             }
         };
@@ -574,7 +584,10 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
     let key = match m.key {
         Some(k) if !k.is_empty() => k,
         _ => {
-            errors.push(RuleError::new(path.clone(), "a match entry needs a non-empty `key`"));
+            errors.push(RuleError::new(
+                path.clone(),
+                "a match entry needs a non-empty `key`",
+            ));
             String::new()
         }
     };
@@ -683,7 +696,10 @@ mod tests {
             "1:2:3:*",
             "",
         ] {
-            assert!(AddressPattern::parse(p).is_err(), "{p:?} should be rejected");
+            assert!(
+                AddressPattern::parse(p).is_err(),
+                "{p:?} should be rejected"
+            );
         }
     }
 
@@ -702,14 +718,20 @@ mod tests {
             empty: true,
             ..Default::default()
         };
-        assert!(exact_or_empty.is_match(None), "exact does not apply to an absent value");
+        assert!(
+            exact_or_empty.is_match(None),
+            "exact does not apply to an absent value"
+        );
         assert!(!exact_or_empty.is_match(Some("b")));
         let regex = StringMatch {
             regex: Some(re("v[0-9]+")),
             ..Default::default()
         };
         assert!(regex.is_match(Some("v12")));
-        assert!(!regex.is_match(Some("xv12")), "regex must match the whole value");
+        assert!(
+            !regex.is_match(Some("xv12")),
+            "regex must match the whole value"
+        );
         let wildcard = StringMatch {
             wildcard: Some("*".into()),
             ..Default::default()
@@ -720,7 +742,10 @@ mod tests {
             wildcard: Some("a*".into()),
             ..Default::default()
         };
-        assert!(!glob.is_match(Some("ab")), "Dubbo's wildcard only knows `*` alone");
+        assert!(
+            !glob.is_match(Some("ab")),
+            "Dubbo's wildcard only knows `*` alone"
+        );
         assert!(glob.is_match(Some("a*")));
         let noempty = StringMatch {
             noempty: true,
