@@ -10,13 +10,19 @@ use std::sync::Arc;
 
 use routechain_core::Registry;
 
+pub mod affinity;
 pub mod condition;
+pub mod mock;
+pub mod tag;
 
 pub use condition::{ConditionFactory, ConditionRouter, ConditionRule};
 
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
+    registry.register("mock", Arc::new(mock::MockFactory));
+    registry.register("tag", Arc::new(tag::TagFactory));
     registry.register("condition", Arc::new(ConditionFactory));
+    registry.register("affinity", Arc::new(affinity::AffinityFactory));
 }
 
 /// A registry holding the built-in router types.
