@@ -5,12 +5,25 @@
 //! per-snapshot indexes, and routes each call with bitset operations.
 //!
 //! [`register_builtins`] registers every built-in type into a [`Registry`] value.
+//!
+//! Default priorities (lower runs first; an entry's `priority` overrides them):
+//!
+//! | type | priority | why |
+//! |---|---|---|
+//! | `group` | [`group::GROUP_PRIORITY`] (160) | after Dubbo's tag (100) and condition (140/150) routers |
+//! | `idc-weight` | [`idc_weight::IDC_WEIGHT_PRIORITY`] (170) | last: picks the datacenter among what the others left |
+
+use std::sync::Arc;
 
 use routechain_core::Registry;
 
+pub mod group;
+pub mod idc_weight;
+
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
-    let _ = registry;
+    registry.register("group", Arc::new(group::GroupFactory));
+    registry.register("idc-weight", Arc::new(idc_weight::IdcWeightFactory));
 }
 
 /// A registry holding the built-in router types.
