@@ -281,7 +281,13 @@ dubbo://10.0.0.5:20880/svc?grp=idx_user&group=idx_other
     #[test]
     fn group_selection_table() {
         // (rule, attribute value, attachment value, expected indexes; None = no provider)
-        let cases: &[(Option<&str>, Option<&str>, Option<&str>, Option<&[usize]>)] = &[
+        type Case = (
+            Option<&'static str>,
+            Option<&'static str>,
+            Option<&'static str>,
+            Option<&'static [usize]>,
+        );
+        let cases: &[Case] = &[
             (None, Some("idx_user"), None, Some(&[0, 1])),
             (None, Some(" idx_user "), None, Some(&[0, 1])),
             (None, Some("idx_order,idx_shop"), None, Some(&[2, 3])),
