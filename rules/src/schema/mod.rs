@@ -3,4 +3,6 @@
 
 pub mod affinity;
 pub mod condition;
+pub mod group;
+pub mod idc_weight;
 pub mod tag;
