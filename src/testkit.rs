@@ -205,65 +205,79 @@ pub fn requests(count: usize, seed: u64) -> Vec<Request> {
 }
 
 /// The tag router alone: static tags (no dynamic rule), as Dubbo does without a tag rule.
-pub const TAG_CHAIN_YAML: &str = "\
-service: com.example.search.IndexService
+pub const TAG_CHAIN_YAML: &str = "service: com.example.search.IndexService
 routers:
   - type: tag
     priority: 100
 ";
 
-/// The condition rule of the full chain: `search` calls go to the shanghai index cluster.
-pub const CONDITION_RULE_YAML: &str = "\
-      configVersion: v3.0
-      scope: service
-      key: com.example.search.IndexService
-      enabled: true
-      force: false
-      conditions:
-        - method = search => region = shanghai
+/// The condition rule of the full chain (a rule document as Dubbo Admin writes it):
+/// `search` calls go to the shanghai index cluster.
+pub const CONDITION_RULE_YAML: &str = "configVersion: v3.0
+scope: service
+key: com.example.search.IndexService
+enabled: true
+force: false
+conditions:
+  - method = search => region = shanghai
 ";
 
-/// The condition router alone (the rule of [`CONDITION_RULE_YAML`]).
-pub fn condition_chain_yaml() -> String {
-    format!(
-        "service: {SERVICE}\nrouters:\n  - type: condition\n    priority: 140\n    rule:\n{CONDITION_RULE_YAML}"
-    )
-}
+/// The IDC-weight rule of the full chain: beijing split 50/50 between mt and zf,
+/// shanghai as the cross region.
+pub const IDC_RULE_YAML: &str = "idcs:
+  beijing: [mt, zf]
+  shanghai: [sh1, sh2]
+  guangzhou: [gz]
+route_tables:
+  beijing: {mt: 50, zf: 50}
+cross_region: [shanghai]
+";
 
 /// The group router alone, with its defaults (attribute `group`, param `group`, force).
-pub const GROUP_CHAIN_YAML: &str = "\
-service: com.example.search.IndexService
+pub const GROUP_CHAIN_YAML: &str = "service: com.example.search.IndexService
 routers:
   - type: group
     priority: 200
 ";
 
-/// The IDC-weight rule of the full chain: beijing split 50/50 between mt and zf,
-/// shanghai as the cross region.
-pub const IDC_RULE_YAML: &str = "\
-      idcs:
-        beijing: [mt, zf]
-        shanghai: [sh1, sh2]
-        guangzhou: [gz]
-      route_tables:
-        beijing: {mt: 50, zf: 50}
-      cross_region: [shanghai]
-";
+/// A chain entry of `type_name` at `priority` with `rule` inline (indented under `rule:`).
+fn entry(type_name: &str, priority: i32, rule: Option<&str>) -> String {
+    let mut text = format!("  - type: {type_name}\n    priority: {priority}\n");
+    if let Some(rule) = rule {
+        text.push_str("    rule:\n");
+        for line in rule.lines() {
+            text.push_str("      ");
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// The condition router alone (the rule of [`CONDITION_RULE_YAML`]).
+pub fn condition_chain_yaml() -> String {
+    format!(
+        "service: {SERVICE}\nrouters:\n{}",
+        entry("condition", 140, Some(CONDITION_RULE_YAML))
+    )
+}
 
 /// The IDC-weight router alone (the rule of [`IDC_RULE_YAML`]).
 pub fn idc_chain_yaml() -> String {
     format!(
-        "service: {SERVICE}\nrouters:\n  - type: idc-weight\n    priority: 300\n    rule:\n{IDC_RULE_YAML}"
+        "service: {SERVICE}\nrouters:\n{}",
+        entry("idc-weight", 300, Some(IDC_RULE_YAML))
     )
 }
 
-/// The full chain: tag → condition → group → IDC-weight.
+/// The full chain: tag (100) → condition (140) → group (200) → IDC-weight (300).
 pub fn full_chain_yaml() -> String {
     format!(
-        "service: {SERVICE}\nrouters:\n  - type: tag\n    priority: 100\n  \
-         - type: condition\n    priority: 140\n    rule:\n{CONDITION_RULE_YAML}  \
-         - type: group\n    priority: 200\n  \
-         - type: idc-weight\n    priority: 300\n    rule:\n{IDC_RULE_YAML}"
+        "service: {SERVICE}\nrouters:\n{}{}{}{}",
+        entry("tag", 100, None),
+        entry("condition", 140, Some(CONDITION_RULE_YAML)),
+        entry("group", 200, None),
+        entry("idc-weight", 300, Some(IDC_RULE_YAML)),
     )
 }
 

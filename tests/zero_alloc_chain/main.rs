@@ -10,10 +10,6 @@ use routechain::testkit;
 #[test]
 fn full_chain_and_pick_allocate_nothing_per_call() {
     let yaml = testkit::full_chain_yaml();
-    if !testkit::chain_available(&yaml) {
-        eprintln!("full chain: router types not registered yet, not measured");
-        return;
-    }
     let snapshot = Arc::new(testkit::snapshot(10_000, 42));
     let chain = Chain::new(
         testkit::build_state(&yaml, snapshot).unwrap_or_else(|e| panic!("{}", e.render())),
