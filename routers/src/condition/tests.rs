@@ -906,6 +906,26 @@ fn v31_weights_are_exact() {
     }
     assert_eq!((first, second), (100, 900));
 
+    // With the seeded generator, the first destination's share of 5,000 calls is 10%
+    // within ±2 points.
+    let mut rng = FastRng::seeded(7);
+    let firsts = (0..5_000)
+        .filter(|_| {
+            run_with(
+                &rule,
+                &snap,
+                &consumer,
+                &consumer,
+                &Request::new(),
+                &BitSet::full(40),
+                &mut rng,
+            )
+            .kept
+                == not_gray
+        })
+        .count();
+    assert!((400..=600).contains(&firsts), "{firsts} of 5000");
+
     // When the input leaves one destination non-empty, it is taken without a draw.
     let input = BitSet::from_indexes(40, gray.iter().copied());
     let out = run_with(
