@@ -2,4 +2,7 @@
 //! validation, reporting problems by field path. The routers crate compiles them.
 
 pub mod affinity;
+pub mod condition;
+pub mod group;
+pub mod idc_weight;
 pub mod tag;
