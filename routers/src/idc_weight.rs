@@ -1243,6 +1243,273 @@ routers:
         assert_eq!(info.count_total, 0, "{info:?}");
     }
 
+    /// One random provider: (region, idc, degraded param, live degraded).
+    type RandomProvider = (usize, usize, bool, bool);
+
+    proptest::proptest! {
+        /// The router agrees with a direct, list-based reading of the five steps over
+        /// random providers, inputs, consumers and rule variants.
+        #[test]
+        fn agrees_with_a_naive_model(
+            providers in proptest::collection::vec(
+                (0usize..5, 0usize..6, proptest::bool::weighted(0.2), proptest::bool::weighted(0.1)),
+                1..80,
+            ),
+            input_mask in proptest::collection::vec(proptest::bool::weighted(0.85), 80),
+            consumer_region in 0usize..5,
+            consumer_idc in 0usize..6,
+            host in 0u8..20,
+            table in proptest::option::of(0u32..=100),
+            cross_table in proptest::bool::ANY,
+            selected in proptest::bool::ANY,
+            cross in proptest::bool::ANY,
+            force in proptest::bool::ANY,
+            seed in 0u64..1000,
+        ) {
+            check_model(&providers, &input_mask, consumer_region, consumer_idc, host,
+                        table, cross_table, selected, cross, force, seed)?;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_model(
+        providers: &[RandomProvider],
+        input_mask: &[bool],
+        consumer_region: usize,
+        consumer_idc: usize,
+        host: u8,
+        table: Option<u32>,
+        cross_table: bool,
+        selected: bool,
+        cross: bool,
+        force: bool,
+        seed: u64,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use routechain_core::{FastRng, RandomSource, router_fn};
+        // None = param absent. Mixed case on purpose.
+        const REGIONS: [Option<&str>; 5] = [
+            Some("beijing"),
+            Some("BeiJing"),
+            Some("shanghai"),
+            Some("gz"),
+            None,
+        ];
+        const IDCS_: [Option<&str>; 6] = [
+            Some("mt"),
+            Some("ZF"),
+            Some("sh"),
+            Some("sh2"),
+            Some("xx"),
+            None,
+        ];
+        let known: [(&str, &[&str]); 2] =
+            [("beijing", &["mt", "zf"]), ("shanghai", &["sh", "sh2"])];
+
+        let mut rule = String::from("idcs:\n  beijing: [mt, zf]\n  shanghai: [sh, sh2]\n");
+        let mut tables: Vec<(&str, [(&str, u32); 2])> = Vec::new();
+        if let Some(w) = table {
+            tables.push(("beijing", [("mt", w), ("zf", 100 - w)]));
+        }
+        if cross_table {
+            tables.push(("shanghai", [("sh", 30), ("sh2", 70)]));
+        }
+        if !tables.is_empty() {
+            rule.push_str("route_tables:\n");
+            for (r, ws) in &tables {
+                rule.push_str(&format!(
+                    "  {r}: {{{}: {}, {}: {}}}\n",
+                    ws[0].0, ws[0].1, ws[1].0, ws[1].1
+                ));
+            }
+        }
+        if selected {
+            rule.push_str("selected: {mt: zf, sh2: sh}\n");
+        }
+        if cross {
+            rule.push_str("cross_region: [shanghai, beijing]\n");
+        }
+        rule.push_str(&format!("force: {force}\n"));
+
+        let text: String = providers
+            .iter()
+            .enumerate()
+            .map(|(i, &(r, d, deg, _))| {
+                let mut params = vec![];
+                if let Some(r) = REGIONS[r] {
+                    params.push(format!("region={r}"));
+                }
+                if let Some(d) = IDCS_[d] {
+                    params.push(format!("idc={d}"));
+                }
+                if deg {
+                    params.push("degraded=true".to_string());
+                }
+                format!(
+                    "dubbo://10.0.{}.{}:1/s?{}\n",
+                    i / 200,
+                    i % 200,
+                    params.join("&")
+                )
+            })
+            .collect();
+        let mut consumer_params = vec![];
+        if let Some(r) = REGIONS[consumer_region] {
+            consumer_params.push(format!("region={r}"));
+        }
+        if let Some(d) = IDCS_[consumer_idc] {
+            consumer_params.push(format!("idc={d}"));
+        }
+        let consumer_url = format!("consumer://172.16.0.{host}/s?{}", consumer_params.join("&"));
+        let mask: Vec<bool> = input_mask[..providers.len()].to_vec();
+        let keep = mask.clone();
+        let before: Arc<dyn Router> = Arc::new(router_fn("input", move |_, c| {
+            for (i, k) in keep.iter().enumerate() {
+                if !k {
+                    c.remove(i);
+                }
+            }
+        }));
+        let state = ChainState::new(
+            None,
+            Arc::new(Snapshot::parse_lines(1, &text).unwrap()),
+            consumer(&consumer_url),
+            vec![
+                ChainEntry::new("input", 0, before),
+                ChainEntry::new(
+                    "idc-weight",
+                    IDC_WEIGHT_PRIORITY,
+                    build(Some(&rule)).unwrap(),
+                ),
+            ],
+        )
+        .unwrap();
+        for (i, p) in providers.iter().enumerate() {
+            if p.3 {
+                state.degraded().mark(i);
+            }
+        }
+
+        // The model, on lists and lower-cased strings.
+        let lower = |s: Option<&str>| s.map(|s| s.to_ascii_lowercase());
+        let region_of_idc = |d: &str| {
+            known
+                .iter()
+                .find(|(_, ds)| ds.contains(&d))
+                .map(|(r, _)| r.to_string())
+        };
+        let p_idc = |i: usize| lower(IDCS_[providers[i].1]);
+        let p_region = |i: usize| {
+            lower(REGIONS[providers[i].0]).or_else(|| p_idc(i).and_then(|d| region_of_idc(&d)))
+        };
+        let input: Vec<usize> = (0..providers.len()).filter(|&i| mask[i]).collect();
+        let healthy: Vec<usize> = input
+            .iter()
+            .copied()
+            .filter(|&i| !providers[i].2 && !providers[i].3)
+            .collect();
+        let local_idc = lower(IDCS_[consumer_idc]);
+        let local_region = lower(REGIONS[consumer_region])
+            .or_else(|| local_idc.as_deref().and_then(region_of_idc));
+        let mut order: Vec<String> = local_region.iter().cloned().collect();
+        if cross {
+            for r in ["shanghai", "beijing"] {
+                if local_region.as_deref() != Some(r) {
+                    order.push(r.to_string());
+                }
+            }
+        }
+        let chosen = order
+            .iter()
+            .find(|r| {
+                healthy
+                    .iter()
+                    .any(|&i| p_region(i).as_deref() == Some(r.as_str()))
+            })
+            .cloned();
+        let mut rng = FastRng::seeded(seed);
+        let expected: Vec<usize> = match chosen {
+            None if force => vec![],
+            None if !healthy.is_empty() => healthy.clone(),
+            None => input.clone(),
+            Some(r) => {
+                let region_c: Vec<usize> = healthy
+                    .iter()
+                    .copied()
+                    .filter(|&i| p_region(i).as_deref() == Some(r.as_str()))
+                    .collect();
+                let table = tables.iter().find(|(t, _)| *t == r);
+                let target: Option<String> = if let Some((_, ws)) = table {
+                    let draw = rng.below(100) as u32;
+                    Some(if draw < ws[0].1 { ws[0].0 } else { ws[1].0 }.to_string())
+                } else if Some(&r) == local_region.as_ref() {
+                    match &local_idc {
+                        Some(d) if selected && d == "mt" => Some("zf".into()),
+                        Some(d) if selected && d == "sh2" => Some("sh".into()),
+                        Some(d) => Some(d.clone()),
+                        None => known.iter().find(|(k, _)| *k == r).map(|(_, ds)| {
+                            let h = stable_hash(format!("172.16.0.{host}").as_bytes())
+                                % ds.len() as u64;
+                            ds[h as usize].to_string()
+                        }),
+                    }
+                } else {
+                    None
+                };
+                match target {
+                    None => region_c,
+                    Some(t) => {
+                        let kept: Vec<usize> = region_c
+                            .iter()
+                            .copied()
+                            .filter(|&i| p_idc(i).as_deref() == Some(t.as_str()))
+                            .collect();
+                        match (kept.is_empty(), force) {
+                            (false, _) => kept,
+                            (true, true) => vec![],
+                            (true, false) => region_c,
+                        }
+                    }
+                }
+            }
+        };
+
+        let mut call = CallState::seeded(seed);
+        let got = match state.route(&Request::new(), &mut call) {
+            Ok(()) => call.candidates.iter().collect::<Vec<_>>(),
+            Err(_) => vec![],
+        };
+        proptest::prop_assert_eq!(&got, &expected, "rule:\n{}consumer {}", rule, consumer_url);
+        // The same answer for a consumer resolved per call.
+        let other = ChainState::new(
+            None,
+            state.snapshot().clone(),
+            Arc::new(Url::empty()),
+            state.entries().clone(),
+        )
+        .unwrap();
+        for (i, p) in providers.iter().enumerate() {
+            if p.3 {
+                other.degraded().mark(i);
+            }
+        }
+        let mut call = CallState::seeded(seed);
+        let got = match other.route(
+            &Request::new().with_consumer(consumer(&consumer_url)),
+            &mut call,
+        ) {
+            Ok(()) => call.candidates.iter().collect::<Vec<_>>(),
+            Err(_) => vec![],
+        };
+        proptest::prop_assert_eq!(
+            &got,
+            &expected,
+            "per call: rule:\n{}consumer {}",
+            rule,
+            consumer_url
+        );
+        Ok(())
+    }
+
     #[test]
     fn a_snapshot_update_re_prepares_the_indexes() {
         let s = state("", BJ_MT);
