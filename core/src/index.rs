@@ -108,17 +108,14 @@ impl ProviderSet {
 
     /// Word `w` of the set as a bitset word (for combining in [`BitSet::and_with`]).
     /// Dense sets answer in O(1); sparse sets search their indexes.
+    ///
+    /// Inlined: routers call it once per word in their per-call loops, and an out-of-line
+    /// call per word cost more than the word operation itself (measured in BENCHMARKS.md).
+    #[inline]
     pub fn word(&self, w: usize) -> u64 {
         match self {
             ProviderSet::Dense(b) => b.words().get(w).copied().unwrap_or(0),
-            ProviderSet::Sparse { indexes, .. } => {
-                let lo = (w * 64) as u32;
-                let start = indexes.partition_point(|&i| i < lo);
-                indexes[start..]
-                    .iter()
-                    .take_while(|&&i| (i as usize) / 64 == w)
-                    .fold(0, |m, &i| m | 1 << (i % 64))
-            }
+            ProviderSet::Sparse { indexes, .. } => sparse_word(indexes, w),
         }
     }
 
@@ -139,6 +136,16 @@ impl ProviderSet {
             ProviderSet::Sparse { indexes, .. } => indexes.len() * 4,
         }
     }
+}
+
+/// Word `w` of a sparse set: a binary search for the word's first index, then its bits.
+fn sparse_word(indexes: &[u32], w: usize) -> u64 {
+    let lo = (w * 64) as u32;
+    let start = indexes.partition_point(|&i| i < lo);
+    indexes[start..]
+        .iter()
+        .take_while(|&&i| (i as usize) / 64 == w)
+        .fold(0, |m, &i| m | 1 << (i % 64))
 }
 
 /// For one parameter key: each distinct value → the providers having it, and the providers
