@@ -111,7 +111,34 @@ impl ChainFile {
         text: &str,
         base_dir: Option<PathBuf>,
     ) -> Result<Self, Vec<LocatedError>> {
-        let doc = YamlDoc::parse(origin, text).map_err(|e| vec![e])?;
+        match Self::parse_lenient(origin, text, base_dir) {
+            (Some(file), errors) if errors.is_empty() => Ok(file),
+            (_, errors) => Err(errors),
+        }
+    }
+
+    /// Reads a chain file like [`ChainFile::load`], but keeps going past problems: returns the
+    /// entries that parsed (when the document itself did) together with every problem, so
+    /// `routechain check` can also compile what parsed and report everything at once.
+    pub fn load_lenient(path: &Path) -> (Option<Self>, Vec<LocatedError>) {
+        let origin = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse_lenient(&origin, &text, path.parent().map(Path::to_path_buf)),
+            Err(e) => (None, vec![io_error(&origin, &e)]),
+        }
+    }
+
+    /// Parses like [`ChainFile::parse`], keeping the entries that parsed (see
+    /// [`ChainFile::load_lenient`]).
+    pub fn parse_lenient(
+        origin: &str,
+        text: &str,
+        base_dir: Option<PathBuf>,
+    ) -> (Option<Self>, Vec<LocatedError>) {
+        let doc = match YamlDoc::parse(origin, text) {
+            Ok(doc) => doc,
+            Err(e) => return (None, vec![e]),
+        };
         let mut errors = Vec::new();
         let root = FieldPath::root();
         let err = |errors: &mut Vec<LocatedError>, e: RuleError| errors.push(doc.locate_error(&e));
@@ -120,7 +147,7 @@ impl ChainFile {
                 &mut errors,
                 RuleError::new(root, "a chain file is a mapping with a `routers` list"),
             );
-            return Err(errors);
+            return (None, errors);
         };
         for key in top.keys() {
             if !CHAIN_FIELDS.contains(&key.as_str()) {
@@ -173,17 +200,14 @@ impl ChainFile {
                 RuleError::new(root.key("routers"), "`routers` must be a list of entries"),
             ),
         }
-        if errors.is_empty() {
-            Ok(ChainFile {
-                doc,
-                base_dir,
-                service,
-                consumer,
-                entries,
-            })
-        } else {
-            Err(errors)
-        }
+        let file = ChainFile {
+            doc,
+            base_dir,
+            service,
+            consumer,
+            entries,
+        };
+        (Some(file), errors)
     }
 
     /// Compiles every entry with its own rule.

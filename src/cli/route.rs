@@ -1,0 +1,219 @@
+//! `routechain route` and `routechain explain`: route one request through a chain.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use routechain_core::{CallState, NoProvider, Trace};
+use routechain_rules::ChainFile;
+use serde::Serialize;
+
+use super::{EXIT_INVALID, EXIT_NO_PROVIDER};
+use crate::load::{self, LoadError};
+
+/// Arguments of `route` and `explain`.
+#[derive(Debug, clap::Args)]
+pub struct RouteArgs {
+    /// The chain file (YAML).
+    #[arg(long)]
+    chain: PathBuf,
+    /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
+    #[arg(long)]
+    providers: PathBuf,
+    /// The request (JSON; `-` reads standard input).
+    #[arg(long)]
+    request: PathBuf,
+    /// Also print what every router did (`route` only; `explain` always does).
+    #[arg(long)]
+    explain: bool,
+    /// Seed for per-call random draws (weighted destinations, route tables).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// How to print the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// One JSON object.
+    Json,
+    /// A human-readable table.
+    Table,
+}
+
+#[derive(Serialize)]
+struct RoutedProvider<'a> {
+    index: usize,
+    address: &'a str,
+}
+
+#[derive(Serialize)]
+struct RouteError<'a> {
+    kind: &'static str,
+    router: Option<&'a str>,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct RouteOutput<'a> {
+    providers: Vec<RoutedProvider<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<&'a Trace>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<RouteError<'a>>,
+}
+
+pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
+    match route(args, style) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", e.render());
+            ExitCode::from(EXIT_INVALID)
+        }
+    }
+}
+
+fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
+    // Read everything first and report all input problems together.
+    let chain = ChainFile::load(&args.chain);
+    let providers = load::load_providers(&args.providers, 1);
+    let request = load::load_request(&args.request);
+    let mut errors = Vec::new();
+    for e in [
+        chain.as_ref().err().cloned().map(LoadError::Invalid),
+        providers.as_ref().err().map(clone_load_error),
+        request.as_ref().err().map(clone_load_error),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        match e {
+            LoadError::Invalid(mut es) => errors.append(&mut es),
+            other => return Err(other),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(LoadError::Invalid(errors));
+    }
+    let (chain, providers, request) = (chain.map_err(LoadError::Invalid)?, providers?, request?);
+    let state = load::build_state(
+        &chain,
+        &crate::registry(),
+        Arc::new(providers),
+        request.consumer.clone(),
+    )?;
+    let mut call = match args.seed {
+        Some(seed) => CallState::seeded(seed),
+        None => CallState::new(),
+    };
+    let mut trace = Trace::default();
+    let outcome = state.route_traced(&request, &mut call, &mut trace);
+    let snapshot = state.snapshot();
+    let providers: Vec<RoutedProvider<'_>> = match outcome {
+        Ok(()) => call
+            .candidates
+            .iter()
+            .map(|i| RoutedProvider {
+                index: i,
+                address: snapshot.providers()[i].address(),
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let error = outcome.as_ref().err().map(|e| RouteError {
+        kind: "no_provider",
+        router: match e {
+            NoProvider::EmptiedBy { router, .. } => Some(router),
+            NoProvider::EmptySnapshot => None,
+        },
+        message: e.to_string(),
+    });
+    match style {
+        Style::Json => {
+            let out = RouteOutput {
+                providers,
+                trace: args.explain.then_some(&trace),
+                error,
+            };
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&out)
+                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+            );
+        }
+        Style::Table => print!("{}", table(&trace, &providers, error.as_ref())),
+    }
+    Ok(if outcome.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NO_PROVIDER)
+    })
+}
+
+fn clone_load_error(e: &LoadError) -> LoadError {
+    match e {
+        LoadError::Invalid(es) => LoadError::Invalid(es.clone()),
+        LoadError::Prepare(p) => LoadError::Prepare(p.clone()),
+    }
+}
+
+fn table(
+    trace: &Trace,
+    providers: &[RoutedProvider<'_>],
+    error: Option<&RouteError<'_>>,
+) -> String {
+    let headers = [
+        "#", "router", "priority", "eval", "before", "after", "reason",
+    ];
+    let rows: Vec<[String; 7]> = trace
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            [
+                (i + 1).to_string(),
+                s.router.clone(),
+                s.priority.to_string(),
+                s.evaluation.to_string(),
+                s.before.to_string(),
+                s.after.to_string(),
+                s.reason.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            let numeric = matches!(i, 0 | 2 | 4 | 5);
+            if i == cells.len() - 1 {
+                out.push_str(cell);
+            } else if numeric {
+                out.push_str(&format!("{cell:>w$}  "));
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&headers.map(String::from));
+    out.push_str(&line(&widths.map(|w| "-".repeat(w))));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    out.push('\n');
+    match error {
+        Some(e) => out.push_str(&format!("result: NO PROVIDER — {}\n", e.message)),
+        None => {
+            out.push_str(&format!("result: {} provider(s)\n", providers.len()));
+            for p in providers {
+                out.push_str(&format!("  [{}] {}\n", p.index, p.address));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,249 @@
+//! CLI tests: run the real `routechain` binary on files, check stdout, stderr and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A throwaway directory for one test's files, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("routechain-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn routechain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_routechain"))
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .expect("run routechain")
+}
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn indexes(v: &Value) -> Vec<u64> {
+    v["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["index"].as_u64().unwrap())
+        .collect()
+}
+
+const PROVIDERS: &str = "\
+# three providers
+dubbo://10.20.3.3:20880/com.foo.BarService?region=hangzhou
+
+dubbo://10.20.3.4:20880/com.foo.BarService?region=beijing
+dubbo://10.20.3.4:20880/com.foo.BarService?region=beijing
+";
+
+#[test]
+fn route_with_an_empty_chain_returns_every_provider_with_indexes_in_input_order() {
+    let s = Scratch::new("empty-chain");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let providers = s.write("providers.txt", PROVIDERS);
+    let request = s.write("request.json", "{}");
+    let out = routechain(&[
+        "route",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(indexes(&v), [0, 1, 2]);
+    assert_eq!(v["providers"][1]["address"], "10.20.3.4:20880");
+    assert!(v.get("trace").is_none());
+    assert!(v.get("error").is_none());
+}
+
+#[test]
+fn empty_provider_list_exits_3_with_an_error_object() {
+    let s = Scratch::new("no-providers");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let providers = s.write("providers.txt", "# none\n");
+    let request = s.write("request.json", "{}");
+    let out = routechain(&[
+        "route",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(indexes(&v), Vec::<u64>::new());
+    assert_eq!(v["error"]["kind"], "no_provider");
+}
+
+#[test]
+fn invalid_inputs_exit_2_naming_file_line_and_column() {
+    let s = Scratch::new("invalid");
+    let chain = s.write("chain.yaml", "routers:\n  - type: no-such-router\n");
+    let providers = s.write(
+        "providers.txt",
+        "dubbo://10.0.0.1:20880/a\ndubbo://10.0.0.2:99999/a\n",
+    );
+    let request = s.write("request.json", "{\"method\": 5}");
+    let out = routechain(&[
+        "route",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:18: invalid provider URL",
+            providers.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:1:", request.display())),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    // A chain problem is reported once the inputs parse.
+    let providers = s.write("providers.txt", PROVIDERS);
+    let request = s.write("request.json", "{}");
+    let out = routechain(&[
+        "route",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:11: routers[0].type: unknown router type",
+            chain.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn request_can_come_from_stdin() {
+    use std::io::Write;
+    let s = Scratch::new("stdin");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let providers = s.write("providers.txt", PROVIDERS);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
+        .args([
+            "route",
+            "--chain",
+            chain.to_str().unwrap(),
+            "--providers",
+            providers.to_str().unwrap(),
+            "--request",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"method\": \"get\"}")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(indexes(&json(&out)), [0, 1, 2]);
+}
+
+#[test]
+fn check_reports_every_problem_and_exit_codes() {
+    let s = Scratch::new("check");
+    let good = s.write("good.yaml", "routers: []\n");
+    let bad = s.write("bad.yaml", "routers:\n  - type: nope\n  - priority: 1\n");
+    let out = routechain(&["check", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok (0 routers)"));
+    let out = routechain(&["check", good.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:11: routers[0].type: unknown router type \"nope\"",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:5: routers[1]: missing field `type`",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("bad.yaml: 2 problem(s)"), "{stdout}");
+}
+
+#[test]
+fn every_command_has_help_with_an_example() {
+    for cmd in [
+        vec!["--help"],
+        vec!["route", "--help"],
+        vec!["explain", "--help"],
+        vec!["check", "--help"],
+    ] {
+        let out = routechain(&cmd);
+        assert_eq!(out.status.code(), Some(0), "{cmd:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Example"), "{cmd:?}: {text}");
+    }
+}
