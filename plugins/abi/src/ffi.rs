@@ -60,6 +60,8 @@ pub fn status_name(code: i32) -> &'static str {
 
 /// A borrowed string: `len` bytes of UTF-8 at `ptr`, not NUL-terminated. A null `ptr`
 /// means "absent" (no method, no such attachment); an empty string has a non-null `ptr`.
+/// Strings the host hands to a plugin are always valid UTF-8; strings a plugin hands to the
+/// host (names, messages) are checked by the host.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct FfiStr {
@@ -124,6 +126,18 @@ impl FfiStr {
         // SAFETY: forwarded: the caller upholds `as_bytes`'s contract.
         let bytes = unsafe { self.as_bytes() }?;
         std::str::from_utf8(bytes).ok()
+    }
+
+    /// The string, or `None` when absent, without checking UTF-8: for strings the host hands
+    /// to a plugin, which the ABI guarantees are valid UTF-8 (they are Rust `&str`s).
+    ///
+    /// # Safety
+    /// As for [`FfiStr::as_bytes`], and the bytes must be valid UTF-8.
+    pub unsafe fn as_str_unchecked<'a>(self) -> Option<&'a str> {
+        // SAFETY: forwarded: the caller upholds `as_bytes`'s contract.
+        let bytes = unsafe { self.as_bytes() }?;
+        // SAFETY: valid UTF-8 by the caller's contract.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
     }
 }
 

@@ -40,10 +40,11 @@ fn lookup<'a>(
     let mut out = FfiStr::NULL;
     // SAFETY: `f` and `ctx` come from a view the host built for this call; the host's
     // callbacks accept any key and write `out` only. The string written borrows host data
-    // valid for the call, which `'a` (the view's lifetime) does not outlive.
+    // valid for the call, which `'a` (the view's lifetime) does not outlive, and host
+    // strings are valid UTF-8 by the ABI.
     unsafe {
         if f(ctx, FfiStr::new(key), &mut out) {
-            out.as_str()
+            out.as_str_unchecked()
         } else {
             None
         }
@@ -135,13 +136,13 @@ impl<'a> RequestView<'a> {
 
     /// The method, if the call has one.
     pub fn method(&self) -> Option<&'a str> {
-        // SAFETY: the host keeps the string valid for the call.
-        unsafe { self.raw.method.as_str() }
+        // SAFETY: the host keeps the string valid for the call; host strings are UTF-8.
+        unsafe { self.raw.method.as_str_unchecked() }
     }
     /// The service the caller names, if any.
     pub fn service(&self) -> Option<&'a str> {
-        // SAFETY: the host keeps the string valid for the call.
-        unsafe { self.raw.service.as_str() }
+        // SAFETY: the host keeps the string valid for the call; host strings are UTF-8.
+        unsafe { self.raw.service.as_str_unchecked() }
     }
     /// An attachment (sent to the provider with the call).
     pub fn attachment(&self, key: &str) -> Option<&'a str> {

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use routechain_core::{
-    Candidates, Evaluation, PrepareContext, PrepareError, PreparedRouter, Request, RouteContext,
-    Router, Snapshot, Url,
+    Attributes, Candidates, Evaluation, PrepareContext, PrepareError, PreparedRouter, Request,
+    RouteContext, Router, Snapshot, Url,
 };
 use routechain_plugin_abi::ffi::{
     FfiBuf, FfiPrepared, FfiRequestView, FfiRouter, FfiSnapshotView, FfiStr,
@@ -228,6 +228,14 @@ unsafe fn answer(out: *mut FfiStr, value: Option<&str>) -> bool {
     }
 }
 
+/// Looks `key` up by bytes: no UTF-8 check of the plugin's key per call (a key that is not
+/// UTF-8 simply matches nothing).
+fn lookup_bytes<'a>(map: &'a Attributes, key: &[u8]) -> Option<&'a str> {
+    map.iter()
+        .find(|(k, _)| k.as_bytes() == key)
+        .map(|(_, v)| v)
+}
+
 /// Runs a lookup body, answering "absent" if it panicked (it cannot unwind into C).
 fn no_unwind<'a>(f: impl FnOnce() -> Option<&'a str>) -> Option<&'a str> {
     catch_unwind(AssertUnwindSafe(f)).ok().flatten()
@@ -303,7 +311,7 @@ unsafe extern "C" fn request_attachment(ctx: *const c_void, key: FfiStr, out: *m
     // SAFETY: `ctx` is the `RequestCtx` of the view, alive during `route`.
     let v = no_unwind(|| unsafe {
         let cx = &*(ctx as *const RequestCtx<'_>);
-        cx.request.attachments.get(key.as_str()?)
+        lookup_bytes(&cx.request.attachments, key.as_bytes()?)
     });
     // SAFETY: the plugin passes a writable `out` (or null).
     unsafe { answer(out, v) }
@@ -313,7 +321,7 @@ unsafe extern "C" fn request_attribute(ctx: *const c_void, key: FfiStr, out: *mu
     // SAFETY: `ctx` is the `RequestCtx` of the view, alive during `route`.
     let v = no_unwind(|| unsafe {
         let cx = &*(ctx as *const RequestCtx<'_>);
-        cx.request.attributes.get(key.as_str()?)
+        lookup_bytes(&cx.request.attributes, key.as_bytes()?)
     });
     // SAFETY: the plugin passes a writable `out` (or null).
     unsafe { answer(out, v) }
