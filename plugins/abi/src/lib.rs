@@ -46,6 +46,7 @@
 //! ```
 
 #![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod ffi;
 pub mod safe;

@@ -106,7 +106,8 @@ pub fn register(registry: &mut Registry) {
     registry.register("deny-hosts", Arc::new(DenyHostsFactory));
 }
 
-fn main() {
+/// Compiles a one-router chain and routes a call through it.
+pub fn main() {
     let mut registry = Registry::new();
     routechain_routers::register_builtins(&mut registry);
     register(&mut registry);

@@ -29,6 +29,7 @@
 //! The library stays loaded while any router or prepared state made from it lives.
 
 #![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod factory;
 pub mod library;

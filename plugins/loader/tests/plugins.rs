@@ -415,6 +415,20 @@ fn load_errors_are_typed() {
 }
 
 #[test]
+fn the_deny_hosts_example_runs_and_reports_bad_rules_at_their_field() {
+    deny_hosts::main(); // asserts its own routing
+    let errors = compile(
+        "routers:\n  - type: deny-hosts\n    rule: { hosts: [a, '', b, ' '] }\n  - type: deny-hosts\n",
+    )
+    .unwrap_err();
+    let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(shown.len(), 3, "{shown:#?}");
+    assert!(shown[0].contains("routers[0].rule.hosts[1]: a host must not be empty"));
+    assert!(shown[1].contains("routers[0].rule.hosts[3]: a host must not be empty"));
+    assert!(shown[2].contains("routers[1]: deny-hosts needs a rule"));
+}
+
+#[test]
 fn a_c_plugin_built_from_the_header_loads_and_routes() {
     let Some(cc) = ["cc", "gcc", "clang"]
         .into_iter()
