@@ -194,6 +194,34 @@ fn the_plugin_explains_and_composes_with_a_compiled_in_router() {
 }
 
 #[test]
+fn the_plugin_routes_concurrently_from_many_threads() {
+    let state = Arc::new(state(compile(&canary_chain("")).unwrap()));
+    let canary = keys(2000, true, 50);
+    let stable = keys(2000, false, 50);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (state, canary, stable) = (state.clone(), canary.clone(), stable.clone());
+            std::thread::spawn(move || {
+                let mut call = CallState::seeded(t);
+                for round in 0..200 {
+                    let (key, expected): (&str, &[usize]) = if round % 2 == 0 {
+                        (&canary[round % 50], &CANARIES)
+                    } else {
+                        (&stable[round % 50], &STABLE)
+                    };
+                    let req = Request::new().with_attachment("x-user", key);
+                    state.route(&req, &mut call).unwrap();
+                    assert_eq!(call.candidates.iter().collect::<Vec<_>>(), expected);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
 fn the_canary_keeps_the_input_when_its_group_is_gone() {
     // Only canaries survive deny-hosts: a stable caller keeps them (force is off).
     let text = canary_chain(
