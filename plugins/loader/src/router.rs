@@ -428,7 +428,13 @@ impl Drop for LoadedPrepared {
 
 impl PreparedRouter for LoadedPrepared {
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
-        cx.scratch().copy_from(candidates);
+        // Keep the input, to restore it on failure (the chain sizes scratch to the snapshot).
+        let scratch = cx.scratch();
+        if scratch.len() == candidates.len() {
+            scratch.words_mut().copy_from_slice(candidates.words());
+        } else {
+            scratch.copy_from(candidates);
+        }
         let request = cx.request();
         let ctx = RequestCtx {
             request,
