@@ -194,6 +194,30 @@ fn the_plugin_explains_and_composes_with_a_compiled_in_router() {
 }
 
 #[test]
+fn the_plugin_composes_with_the_built_in_condition_router() {
+    // condition (priority 140) removes 10.0.0.6 (provider 5, a canary) and, for method
+    // `slow`, 10.0.0.8 (provider 7, a canary) too; the plugin (priority 200) runs after.
+    let text = canary_chain(
+        "  - type: condition\n    rule:\n      conditions:\n        - '=> host != 10.0.0.6'\n        - 'method = slow => host != 10.0.0.8'\n",
+    );
+    let state = state(compile(&text).unwrap());
+    assert_eq!(
+        state.router_names().collect::<Vec<_>>(),
+        ["condition(service)", "plugin(canary)"]
+    );
+    let canary = keys(2000, true, 1)[0].clone();
+    let stable = keys(2000, false, 1)[0].clone();
+    let req = |key: &str, method: &str| {
+        Request::new()
+            .with_method(method)
+            .with_attachment("x-user", key)
+    };
+    assert_eq!(routed(&state, &req(&canary, "get")).unwrap(), [2, 7]);
+    assert_eq!(routed(&state, &req(&canary, "slow")).unwrap(), [2]);
+    assert_eq!(routed(&state, &req(&stable, "get")).unwrap(), STABLE);
+}
+
+#[test]
 fn the_plugin_routes_concurrently_from_many_threads() {
     let state = Arc::new(state(compile(&canary_chain("")).unwrap()));
     let canary = keys(2000, true, 50);
