@@ -62,14 +62,21 @@ impl PreparedRouter for NativePrepared {
 fn build_plugin() -> std::path::PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = root.join("target").join("plugin-tests");
-    let status = Command::new(env!("CARGO"))
+    // `cargo bench` passes `--bench`: measure a release build. `cargo test --all-targets`
+    // runs each benchmark once as a smoke test: a debug build is enough there.
+    let release = std::env::args().any(|a| a == "--bench");
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .current_dir(&root)
         .env("CARGO_TARGET_DIR", &target)
-        .args(["build", "--quiet", "--release", "-p", "router-canary"])
-        .status()
-        .expect("cargo runs");
+        .args(["build", "--quiet", "-p", "router-canary"]);
+    if release {
+        cargo.arg("--release");
+    }
+    let status = cargo.status().expect("cargo runs");
     assert!(status.success(), "building router-canary failed");
-    target.join("release").join(format!(
+    let profile = if release { "release" } else { "debug" };
+    target.join(profile).join(format!(
         "{}router_canary{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
