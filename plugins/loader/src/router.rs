@@ -502,7 +502,7 @@ impl PreparedRouter for LoadedPrepared {
                 );
             }
             cx.explain(format_args!(
-                "plugin failed ({}: {message}); candidates kept unchanged; {n} failures so far",
+                "plugin failed ({}: {message}); candidates kept unchanged; {n} failure(s) so far",
                 status_name(code)
             ));
         }
