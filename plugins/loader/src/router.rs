@@ -509,3 +509,29 @@ impl PreparedRouter for LoadedPrepared {
         Evaluation::Runtime
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_text_stops_at_the_first_invalid_byte_and_at_cap() {
+        let mut mem = *b"abc\xffdef";
+        let mut buf = host_buf(&mut mem);
+        buf.len = 7;
+        assert_eq!(buf_text(&mem, &buf), "abc");
+        buf.len = 99; // a plugin that over-reports is clamped to the buffer
+        assert_eq!(buf_text(b"xyz", &buf), "xyz");
+        buf.len = 2;
+        assert_eq!(buf_text(&mem, &buf), "ab");
+    }
+
+    #[test]
+    fn byte_lookups_match_whole_keys_only() {
+        let map: Attributes = [("x-user", "u1"), ("x", "u2")].into_iter().collect();
+        assert_eq!(lookup_bytes(&map, b"x-user"), Some("u1"));
+        assert_eq!(lookup_bytes(&map, b"x"), Some("u2"));
+        assert_eq!(lookup_bytes(&map, b"x-use"), None);
+        assert_eq!(lookup_bytes(&map, b"\xff"), None);
+    }
+}

@@ -294,7 +294,11 @@ fn a_panicking_plugin_leaves_the_input_unchanged_and_is_counted_and_traced() {
         assert_eq!(step.router, "plugin(faulty)");
         assert_eq!((step.before, step.after), (8, 8));
         assert!(step.reason.contains(needle), "{}", step.reason);
-        assert!(step.reason.contains("6 failure(s) so far"), "{}", step.reason);
+        assert!(
+            step.reason.contains("6 failure(s) so far"),
+            "{}",
+            step.reason
+        );
         assert_eq!(stats[0].failures(), 6);
         assert!(stats[0].path().ends_with(lib_name("router-faulty")));
     }
