@@ -9,6 +9,7 @@
 //! recorded.
 
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -450,8 +451,14 @@ impl PreparedRouter for LoadedPrepared {
             consumer_get: request_consumer_get,
             consumer_is_prepared: cx.consumer_is_prepared(),
         };
-        let mut err_mem = [0u8; ERROR_CAP];
-        let mut err = host_buf(&mut err_mem);
+        // Left uninitialized (no memset per call): the host reads back only the `len` bytes
+        // the plugin wrote, as the ABI requires it to.
+        let mut err_mem = [MaybeUninit::<u8>::uninit(); ERROR_CAP];
+        let mut err = FfiBuf {
+            ptr: err_mem.as_mut_ptr().cast::<u8>(),
+            cap: ERROR_CAP,
+            len: 0,
+        };
         // Zeroed only when a trace is recorded.
         let mut explain_mem = if cx.explaining() {
             Some([0u8; EXPLAIN_CAP])
@@ -491,7 +498,12 @@ impl PreparedRouter for LoadedPrepared {
             candidates.copy_from(cx.scratch());
             let stats = &self.router.stats;
             let n = stats.record_failure();
-            let message = buf_text(&err_mem, &err);
+            // SAFETY: the plugin wrote the first `err.len` bytes (clamped to the buffer), as
+            // the ABI requires before it sets `len`; a zero `len` reads nothing.
+            let written = unsafe {
+                std::slice::from_raw_parts(err_mem.as_ptr().cast::<u8>(), err.len.min(ERROR_CAP))
+            };
+            let message = buf_text(written, &err);
             if n.is_power_of_two() {
                 tracing::warn!(
                     router = %self.router.display,
