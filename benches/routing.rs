@@ -216,6 +216,77 @@ fn threads(c: &mut Criterion) {
         });
     }
     group.finish();
+    cpu_scaling(&chain, &requests);
+}
+
+/// This thread's (time on a CPU, time waiting for one) in nanoseconds, from Linux's
+/// `/proc/thread-self/schedstat`; `None` elsewhere.
+fn thread_sched_ns() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
+}
+
+/// Beside criterion's wall-clock throughput: the same 1- and 2-thread runs with each
+/// thread's CPU time and run-queue wait, so the scaling can be judged on a machine shared
+/// with other work (when the CPU time per call stays the same with 2 threads, the threads do
+/// not slow each other down, and any missing wall-clock speed-up is time spent waiting for a
+/// core). Printed, and written to `target/criterion/threads_cpu.json`.
+fn cpu_scaling(chain: &Chain, requests: &[Request]) {
+    const CALLS: usize = 1_000_000;
+    let mut rows = Vec::new();
+    for threads in [1usize, 2] {
+        let start = Instant::now();
+        let per_thread: Vec<Option<(u64, u64)>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut call = CallState::seeded(SEED + t as u64);
+                        let before = thread_sched_ns();
+                        for i in 0..CALLS {
+                            let state = chain.load();
+                            let ok = state
+                                .route(&requests[(i + t * 7) % requests.len()], &mut call)
+                                .is_ok();
+                            black_box(ok);
+                        }
+                        let after = thread_sched_ns();
+                        before.zip(after).map(|(b, a)| (a.0 - b.0, a.1 - b.1))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().ok().flatten())
+                .collect()
+        });
+        let wall = start.elapsed().as_nanos() as f64;
+        let calls = (CALLS * threads) as f64;
+        let cpu: u64 = per_thread.iter().flatten().map(|t| t.0).sum();
+        let wait: u64 = per_thread.iter().flatten().map(|t| t.1).sum();
+        let row = serde_json::json!({
+            "threads": threads,
+            "calls": calls,
+            "wall_ns": wall,
+            "calls_per_second": calls / wall * 1e9,
+            "cpu_ns_per_call": cpu as f64 / calls,
+            "runqueue_wait_ns": wait,
+        });
+        eprintln!(
+            "threads={threads}: {:.0} calls/s wall-clock, {:.0} ns CPU per call, {:.0} ms waiting for a core",
+            calls / wall * 1e9,
+            cpu as f64 / calls,
+            wait as f64 / 1e6
+        );
+        rows.push(row);
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion");
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let _ = std::fs::write(
+            dir.join("threads_cpu.json"),
+            serde_json::to_string_pretty(&rows).unwrap_or_default(),
+        );
+    }
 }
 
 criterion_group!(benches, routing, updates, threads);

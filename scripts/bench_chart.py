@@ -85,7 +85,7 @@ def human(ns):
     return f"{ns / 1_000_000_000:.2f} s"
 
 
-def tables(results, memory):
+def tables(results, memory, cpu_rows=None):
     out = []
     sizes = sorted(
         {p for g, _ in TABLE_GROUPS for p in results.get(g, {}) if isinstance(p, int)}
@@ -119,6 +119,21 @@ def tables(results, memory):
         out.append("|---|---:|---:|---:|")
         out.append(f"| 1 | {human(threads[1])} | {t1:,.0f} | 1.00× |")
         out.append(f"| 2 | {human(threads[2])} (one call on each thread) | {t2:,.0f} | {t2 / t1:.2f}× |")
+    if cpu_rows:
+        base = next((r for r in cpu_rows if r["threads"] == 1), None)
+        out.append("")
+        out.append(
+            "| threads, 1,000,000 calls each (full chain, 10,000 providers) | calls per second (wall) "
+            "| speed-up | CPU time per call | time spent waiting for a core |"
+        )
+        out.append("|---|---:|---:|---:|---:|")
+        for r in cpu_rows:
+            speed = r["calls_per_second"] / base["calls_per_second"] if base else float("nan")
+            out.append(
+                f"| {r['threads']} | {r['calls_per_second']:,.0f} | {speed:.2f}× | "
+                f"{r['cpu_ns_per_call']:,.0f} ns | {r['runqueue_wait_ns'] / 1e6:,.0f} ms of "
+                f"{r['wall_ns'] / 1e6 * r['threads']:,.0f} ms |"
+            )
     if memory:
         out.append("")
         n = memory["providers"]
@@ -210,7 +225,13 @@ def main():
             memory = json.load(f)
     except (OSError, ValueError):
         pass
-    print(tables(results, memory))
+    cpu_rows = None
+    try:
+        with open(os.path.join(args.criterion_dir, "threads_cpu.json")) as f:
+            cpu_rows = json.load(f)
+    except (OSError, ValueError):
+        pass
+    print(tables(results, memory, cpu_rows))
     if svg(results, args.svg):
         print(f"\nchart written to {os.path.relpath(args.svg, ROOT)}", file=sys.stderr)
 
