@@ -2,6 +2,8 @@
 //!
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
 //! file:line:column); 3 no provider left (`route`, `explain`).
+//!
+//! Commands: `route`, `explain`, `check`, `simulate` (route + balance N calls and count).
 
 use std::process::ExitCode;
 
@@ -9,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod route;
+mod simulate;
 
 /// Exit code for invalid input.
 pub const EXIT_INVALID: u8 = 2;
@@ -44,6 +47,11 @@ enum Command {
         after_help = "Example:\n  routechain check rules/examples/*.chain.yaml\n\nExit: 0 when every file is valid, 2 otherwise."
     )]
     Check(check::CheckArgs),
+    /// Route and balance one request N times; print how many calls each provider got.
+    #[command(
+        after_help = "Example:\n  routechain simulate --chain rules/examples/demo/demo.chain.yaml \\\n    --providers rules/examples/demo/providers.txt --request rules/examples/demo/request.json \\\n    --calls 10000 --seed 7 --format table\n\nOutput (json): {\"calls\": N, \"empty\": k, \"counts\": [{\"index\": i, \"address\": \"...\", \"count\": c}, ...]}\nExit: 0 (calls that found no provider are counted in \"empty\"), 2 invalid input."
+    )]
+    Simulate(simulate::SimulateArgs),
 }
 
 /// Runs the command line in `args` (the first item is the program name).
@@ -63,6 +71,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Command::Route(args) => route::run(&args, route::Style::Json),
         Command::Explain(args) => route::run(&args, route::Style::Table),
         Command::Check(args) => check::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
     }
 }
 

@@ -1,10 +1,10 @@
 //! `routechain route` and `routechain explain`: route one request through a chain.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use routechain_core::{CallState, NoProvider, Trace};
+use routechain_core::{CallState, NoProvider, Request, Snapshot, Trace};
 use routechain_rules::ChainFile;
 use serde::Serialize;
 
@@ -72,11 +72,15 @@ pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
     }
 }
 
-fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
-    // Read everything first and report all input problems together.
-    let chain = ChainFile::load(&args.chain);
-    let providers = load::load_providers(&args.providers, 1);
-    let request = load::load_request(&args.request);
+/// Reads the chain file, provider list and request, reporting every input problem at once.
+pub(crate) fn load_inputs(
+    chain: &Path,
+    providers: &Path,
+    request: &Path,
+) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+    let chain = ChainFile::load(chain);
+    let providers = load::load_providers(providers, 1);
+    let request = load::load_request(request);
     let mut errors = Vec::new();
     for e in [
         chain.as_ref().err().cloned().map(LoadError::Invalid),
@@ -94,7 +98,11 @@ fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
     if !errors.is_empty() {
         return Err(LoadError::Invalid(errors));
     }
-    let (chain, providers, request) = (chain.map_err(LoadError::Invalid)?, providers?, request?);
+    Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
+}
+
+fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
+    let (chain, providers, request) = load_inputs(&args.chain, &args.providers, &args.request)?;
     let state = load::build_state(
         &chain,
         &crate::registry(),

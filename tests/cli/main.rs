@@ -247,3 +247,132 @@ fn every_command_has_help_with_an_example() {
         assert!(text.contains("Example"), "{cmd:?}: {text}");
     }
 }
+
+const WEIGHTED: &str = "\
+dubbo://10.0.0.1:20880/svc?weight=100
+dubbo://10.0.0.2:20880/svc?weight=300
+dubbo://10.0.0.3:20880/svc?weight=0
+";
+
+fn simulate(s: &Scratch, chain: &str, providers: &str, extra: &[&str]) -> Output {
+    let chain = s.write("chain.yaml", chain);
+    let providers = s.write("providers.txt", providers);
+    let request = s.write("request.json", r#"{"method": "get", "arguments": ["u1"]}"#);
+    let mut args = vec![
+        "simulate",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    routechain(&args)
+}
+
+fn counts(v: &Value) -> Vec<u64> {
+    v["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn simulate_random_follows_weights_and_is_repeatable_with_a_seed() {
+    let s = Scratch::new("sim-random");
+    let out = simulate(
+        &s,
+        "routers: []\n",
+        WEIGHTED,
+        &["--calls", "40000", "--seed", "3"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["calls"], 40000);
+    assert_eq!(v["empty"], 0);
+    assert_eq!(v["counts"][1]["address"], "10.0.0.2:20880");
+    assert_eq!(v["counts"][1]["index"], 1);
+    let c = counts(&v);
+    assert_eq!(c.iter().sum::<u64>(), 40000);
+    assert_eq!(c[2], 0, "weight 0 is never picked");
+    assert!((c[1] as f64 / 40000.0 - 0.75).abs() < 0.01, "{c:?}");
+    let again = simulate(
+        &s,
+        "routers: []\n",
+        WEIGHTED,
+        &["--calls", "40000", "--seed", "3"],
+    );
+    assert_eq!(counts(&json(&again)), c);
+}
+
+#[test]
+fn simulate_roundrobin_and_consistenthash_from_the_chain_file() {
+    let s = Scratch::new("sim-rr");
+    let out = simulate(
+        &s,
+        "routers: []\nload_balance: roundrobin\n",
+        WEIGHTED,
+        &["--calls", "400"],
+    );
+    assert_eq!(counts(&json(&out)), [100, 300, 0]);
+    let out = simulate(
+        &s,
+        "routers: []\nmethods:\n  get: {load_balance: consistenthash, hash_key: \"arguments[0]\"}\n",
+        WEIGHTED,
+        &["--calls", "500"],
+    );
+    let c = counts(&json(&out));
+    assert_eq!(
+        c.iter().filter(|n| **n == 500).count(),
+        1,
+        "one key, one provider: {c:?}"
+    );
+}
+
+#[test]
+fn simulate_counts_calls_without_a_provider_as_empty() {
+    let s = Scratch::new("sim-empty");
+    let out = simulate(&s, "routers: []\n", "# none\n", &["--calls", "25"]);
+    assert!(out.status.success());
+    let v = json(&out);
+    assert_eq!(v["empty"], 25);
+    assert_eq!(v["counts"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn simulate_table_has_shares_and_bars() {
+    let s = Scratch::new("sim-table");
+    let out = simulate(
+        &s,
+        "routers: []\nload_balance: roundrobin\n",
+        WEIGHTED,
+        &["--calls", "400", "--format", "table"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("calls: 400"), "{text}");
+    assert!(text.contains("load_balance: roundrobin"), "{text}");
+    let line = text.lines().find(|l| l.contains("10.0.0.2:20880")).unwrap();
+    assert!(
+        line.contains("300") && line.contains("75.00%") && line.contains('█'),
+        "{line}"
+    );
+    let zero = text.lines().find(|l| l.contains("10.0.0.3:20880")).unwrap();
+    assert!(!zero.contains('█'), "{zero}");
+}
+
+#[test]
+fn simulate_reports_a_bad_balancer_with_its_location() {
+    let s = Scratch::new("sim-bad");
+    let out = simulate(&s, "routers: []\nload_balance: fastest\n", WEIGHTED, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chain.yaml:2:15"), "{err}");
+    assert!(err.contains("unknown load balancer \"fastest\""), "{err}");
+}
