@@ -84,6 +84,10 @@ pub struct CallState<R: RandomSource = FastRng> {
     /// The routed set after [`ChainState::route`].
     pub candidates: Candidates,
     scratch: BitSet,
+    /// The routed set of the last [`crate::Service::select`], kept for its retries, and the
+    /// chain state it was routed on.
+    pub(crate) routed: BitSet,
+    pub(crate) routed_state: usize,
     /// The random source for per-call draws.
     pub rng: R,
 }
@@ -111,6 +115,8 @@ impl<R: RandomSource> CallState<R> {
         CallState {
             candidates: BitSet::default(),
             scratch: BitSet::default(),
+            routed: BitSet::default(),
+            routed_state: 0,
             rng,
         }
     }

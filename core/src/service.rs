@@ -16,7 +16,7 @@
 //! counters) is built once when the chain's state changes, off the hot path; health is
 //! carried over to the new snapshot by provider address.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -185,7 +185,8 @@ impl<'a> From<&'a str> for Target<'a> {
 /// Counters of a service since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServiceStats {
-    /// Times the breaker opened (a call was refused after the previous one passed).
+    /// Times the breaker opened: the first refusal after a change in provider health (a
+    /// provider degraded or let back in) counts as one trip.
     pub breaker_trips: u64,
     /// Calls refused with [`SelectError::ServiceUnavailable`].
     pub rejected: u64,
@@ -211,7 +212,10 @@ pub struct Service {
     clock: Arc<dyn Clock>,
     view: ArcSwap<View>,
     rebuild: Mutex<()>,
-    breaker_open: AtomicBool,
+    /// Bumped whenever a provider is degraded or let back in.
+    health_epoch: AtomicU64,
+    /// The health epoch of the last breaker trip (`u64::MAX`: none yet).
+    tripped_epoch: AtomicU64,
     counters: Counters,
 }
 
@@ -261,7 +265,8 @@ impl Service {
             clock,
             view: ArcSwap::new(view),
             rebuild: Mutex::new(()),
-            breaker_open: AtomicBool::new(false),
+            health_epoch: AtomicU64::new(0),
+            tripped_epoch: AtomicU64::new(u64::MAX),
             counters: Counters::default(),
         }
     }
@@ -308,11 +313,6 @@ impl Service {
         }
     }
 
-    /// True while the breaker is open (the last call was refused).
-    pub fn breaker_open(&self) -> bool {
-        self.breaker_open.load(Ordering::Relaxed)
-    }
-
     /// The current view; rebuilt (once, under a mutex) when the chain's state changed.
     fn current(&self) -> Arc<View> {
         let state = self.chain.load();
@@ -351,8 +351,16 @@ impl Service {
     }
 
     /// Routes `request` and picks one provider that is not in `exclude` (the providers a
-    /// retrying caller already tried). See the module documentation for the order of
-    /// checks. Allocation-free once `call`'s buffers have grown (an `Arc` clone only).
+    /// retrying caller already tried).
+    ///
+    /// In order: cool-downs that ended are released (probation); the request is routed —
+    /// or, for a retry (`exclude` not empty, same `call`, same chain state), the first
+    /// attempt's routed set is reused, as seed 000 retries on the same list; when every
+    /// routed provider is degraded the breaker refuses the call
+    /// ([`SelectError::ServiceUnavailable`]); with `skip_degraded` degraded providers leave
+    /// the set; the excluded providers leave it (by index, or by address when they were
+    /// selected from an older snapshot); the method's balancer picks one. Allocation-free
+    /// once `call`'s buffers have grown (an `Arc` clone only).
     pub fn select<R: RandomSource>(
         &self,
         request: &Request,
@@ -361,14 +369,29 @@ impl Service {
     ) -> Result<Selected, SelectError> {
         let view = self.current();
         let now = self.clock.now();
-        view.health.expire(now);
-        view.state.route(request, call)?;
+        if view.health.expire(now) > 0 {
+            self.health_epoch.fetch_add(1, Ordering::Relaxed);
+        }
+        let state_id = Arc::as_ptr(&view.state) as usize;
+        let retry_same_state = !exclude.is_empty()
+            && call.routed_state == state_id
+            && call.routed.len() == view.state.snapshot().len();
+        if retry_same_state {
+            // A retry: the same routed set as the first attempt (seed 000: remove the
+            // failed node and try the next of the same list), not a new routing draw.
+            call.candidates.copy_from(&call.routed);
+        } else {
+            view.state.route(request, call)?;
+            call.routed.copy_from(&call.candidates);
+            call.routed_state = state_id;
+        }
         let candidates = &mut call.candidates;
         let degraded = view.state.degraded();
         if degraded.any() {
             let healthy = candidates.count_with(|w| !degraded.word(w));
             if healthy == 0 {
-                if !self.breaker_open.swap(true, Ordering::Relaxed) {
+                let epoch = self.health_epoch.load(Ordering::Relaxed);
+                if self.tripped_epoch.swap(epoch, Ordering::Relaxed) != epoch {
                     self.counters.breaker_trips.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!("breaker open: every routed provider is degraded");
                 }
@@ -385,9 +408,6 @@ impl Service {
             if view.config.skip_degraded {
                 candidates.and_with(|w| !degraded.word(w));
             }
-        }
-        if self.breaker_open.load(Ordering::Relaxed) {
-            self.breaker_open.store(false, Ordering::Relaxed);
         }
         for s in exclude {
             if Arc::ptr_eq(s.view.state.snapshot(), view.state.snapshot()) {
@@ -443,6 +463,7 @@ impl Service {
         let now = self.clock.now();
         self.with_target(&view, target.into(), |i| {
             if view.health.failure(i, now, &view.config.health) == HealthChange::Degraded {
+                self.health_epoch.fetch_add(1, Ordering::Relaxed);
                 self.counters.degradations.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(provider = %view.state.snapshot().providers()[i].address(), "provider degraded");
             }
@@ -455,6 +476,7 @@ impl Service {
         let now = self.clock.now();
         self.with_target(&view, target.into(), |i| {
             view.health.degrade(i, now, &view.config.health);
+            self.health_epoch.fetch_add(1, Ordering::Relaxed);
             self.counters.degradations.fetch_add(1, Ordering::Relaxed);
         });
     }

@@ -227,17 +227,45 @@ fn breaker_opens_when_every_routed_provider_is_degraded_and_closes_after_cooldow
         }
         other => panic!("{other:?}"),
     }
-    assert!(svc.breaker_open());
     assert!(svc.select(&zone1, &[], &mut call).is_err());
-    assert_eq!(svc.stats().breaker_trips, 1);
-    assert_eq!(svc.stats().rejected, 2);
     // Another routed set is unaffected.
     assert_eq!(svc.select(&zone0, &[], &mut call).unwrap().index() % 2, 0);
-    assert!(!svc.breaker_open());
+    assert!(svc.select(&zone1, &[], &mut call).is_err());
+    assert_eq!(svc.stats().breaker_trips, 1, "one health change, one trip");
+    assert_eq!(svc.stats().rejected, 3);
     clock.advance(Duration::from_secs(6));
     let s = svc.select(&zone1, &[], &mut call).unwrap();
     assert_eq!(s.index() % 2, 1);
-    assert_eq!(svc.stats().rejected, 2);
+    assert_eq!(svc.stats().rejected, 3);
+    // Both fail again on probation: a new trip.
+    svc.report_failure(1);
+    svc.report_failure(3);
+    assert!(svc.select(&zone1, &[], &mut call).is_err());
+    assert_eq!(svc.stats().breaker_trips, 2);
+}
+
+#[test]
+fn a_retry_reuses_the_routed_set_of_the_first_attempt() {
+    // A router that keeps one provider drawn at random per call.
+    let one = ChainEntry::new(
+        "one",
+        0,
+        Arc::new(router_fn("one", |cx, c| {
+            let keep = cx.rng().below(4) as usize;
+            c.and_with(|w| if w == 0 { 1 << keep } else { 0 });
+        })),
+    );
+    let (svc, _) = service(4, ServiceConfig::default(), vec![one]);
+    let mut call = CallState::seeded(7);
+    for _ in 0..50 {
+        let first = svc.select(&Request::new(), &[], &mut call).unwrap();
+        // Not a new draw: the routed set was {first}, minus first = nothing.
+        assert_eq!(
+            svc.select(&Request::new(), std::slice::from_ref(&first), &mut call)
+                .unwrap_err(),
+            SelectError::Exhausted { tried: 1 }
+        );
+    }
 }
 
 #[test]
