@@ -14,6 +14,7 @@ pub use routechain_routers as routers;
 pub use routechain_rules as rules;
 
 pub mod cli;
+pub mod demo;
 pub mod load;
 
 use routechain_core::Registry;

@@ -88,6 +88,7 @@ pub struct CallState<R: RandomSource = FastRng> {
     /// chain state it was routed on.
     pub(crate) routed: BitSet,
     pub(crate) routed_state: usize,
+    pub(crate) routed_epoch: u64,
     /// The random source for per-call draws.
     pub rng: R,
 }
@@ -117,6 +118,7 @@ impl<R: RandomSource> CallState<R> {
             scratch: BitSet::default(),
             routed: BitSet::default(),
             routed_state: 0,
+            routed_epoch: 0,
             rng,
         }
     }

@@ -354,8 +354,10 @@ impl Service {
     /// retrying caller already tried).
     ///
     /// In order: cool-downs that ended are released (probation); the request is routed —
-    /// or, for a retry (`exclude` not empty, same `call`, same chain state), the first
-    /// attempt's routed set is reused, as seed 000 retries on the same list; when every
+    /// or, for a retry (`exclude` not empty, same `call`, same chain state, no provider
+    /// degraded or let back in since), the first attempt's routed set is reused, as seed 000
+    /// retries on the same list (when health changed, routers route again and see it);
+    /// when every
     /// routed provider is degraded the breaker refuses the call
     /// ([`SelectError::ServiceUnavailable`]); with `skip_degraded` degraded providers leave
     /// the set; the excluded providers leave it (by index, or by address when they were
@@ -373,10 +375,12 @@ impl Service {
             self.health_epoch.fetch_add(1, Ordering::Relaxed);
         }
         let state_id = Arc::as_ptr(&view.state) as usize;
-        let retry_same_state = !exclude.is_empty()
+        let epoch = self.health_epoch.load(Ordering::Relaxed);
+        let retry_same_set = !exclude.is_empty()
             && call.routed_state == state_id
+            && call.routed_epoch == epoch
             && call.routed.len() == view.state.snapshot().len();
-        if retry_same_state {
+        if retry_same_set {
             // A retry: the same routed set as the first attempt (seed 000: remove the
             // failed node and try the next of the same list), not a new routing draw.
             call.candidates.copy_from(&call.routed);
@@ -384,6 +388,7 @@ impl Service {
             view.state.route(request, call)?;
             call.routed.copy_from(&call.candidates);
             call.routed_state = state_id;
+            call.routed_epoch = epoch;
         }
         let candidates = &mut call.candidates;
         let degraded = view.state.degraded();

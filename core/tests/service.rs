@@ -343,3 +343,30 @@ fn in_flight_guards_steer_least_active() {
         );
     }
 }
+
+#[test]
+fn a_retry_after_a_health_change_routes_again() {
+    // Keeps provider 0 unless it is degraded, then provider 1 (a degraded filter).
+    let prefer0 = ChainEntry::new(
+        "prefer0",
+        0,
+        Arc::new(router_fn("prefer0", |cx, c| {
+            let keep = if cx.degraded().contains(0) { 1 } else { 0 };
+            c.and_with(|w| if w == 0 { 1 << keep } else { 0 });
+        })),
+    );
+    let config = ServiceConfig {
+        health: health(1, 30),
+        ..ServiceConfig::default()
+    };
+    let (svc, _) = service(2, config, vec![prefer0]);
+    let mut call = CallState::seeded(1);
+    let first = svc.select(&Request::new(), &[], &mut call).unwrap();
+    assert_eq!(first.index(), 0);
+    svc.report_failure(&first); // degrades 0: health changed
+    let retry = svc
+        .select(&Request::new(), std::slice::from_ref(&first), &mut call)
+        .unwrap();
+    assert_eq!(retry.index(), 1);
+    assert_eq!(svc.stats().breaker_trips, 0);
+}

@@ -3,13 +3,15 @@
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
 //! file:line:column); 3 no provider left (`route`, `explain`).
 //!
-//! Commands: `route`, `explain`, `check`, `simulate` (route + balance N calls and count).
+//! Commands: `route`, `explain`, `check`, `simulate` (route + balance N calls and count),
+//! `demo` (real calls over TCP through the demo chain; exit 1 when a check fails).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod check;
+mod demo;
 mod route;
 mod simulate;
 
@@ -52,6 +54,12 @@ enum Command {
         after_help = "Example:\n  routechain simulate --chain rules/examples/demo/demo.chain.yaml \\\n    --providers rules/examples/demo/providers.txt --request rules/examples/demo/request.json \\\n    --calls 10000 --seed 7 --format table\n\nOutput (json): {\"calls\": N, \"empty\": k, \"counts\": [{\"index\": i, \"address\": \"...\", \"count\": c}, ...]}\nExit: 0 (calls that found no provider are counted in \"empty\"), 2 invalid input."
     )]
     Simulate(simulate::SimulateArgs),
+    /// Start providers on 127.0.0.1, send thousands of real calls through the demo chain,
+    /// change a rule, kill providers, and print a checked report.
+    #[command(
+        after_help = "Example:\n  cargo run --release -- demo\n  routechain demo --quick          # 2000 calls, no progress bar (CI)\n\nExit: 0 every check passed, 1 a check failed, 2 the demo could not start."
+    )]
+    Demo(demo::DemoArgs),
 }
 
 /// Runs the command line in `args` (the first item is the program name).
@@ -67,18 +75,30 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
             };
         }
     };
+    init_logging_with_default(match cli.command {
+        // The demo's report is the output; health events are in it.
+        Command::Demo(_) => "error",
+        _ => "warn",
+    });
     match cli.command {
         Command::Route(args) => route::run(&args, route::Style::Json),
         Command::Explain(args) => route::run(&args, route::Style::Table),
         Command::Check(args) => check::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Demo(args) => demo::run(&args),
     }
 }
 
 /// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`).
 pub fn init_logging() {
+    init_logging_with_default("warn");
+}
+
+/// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
+/// (a subscriber already installed stays).
+pub fn init_logging_with_default(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -376,3 +376,47 @@ fn simulate_reports_a_bad_balancer_with_its_location() {
     assert!(err.contains("chain.yaml:2:15"), "{err}");
     assert!(err.contains("unknown load balancer \"fastest\""), "{err}");
 }
+
+#[test]
+fn demo_quick_runs_real_calls_and_every_check_passes() {
+    let out = routechain(&["demo", "--quick", "--calls", "1600", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v:#}\n{stderr}");
+    assert_eq!(v["pass"], true);
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 12);
+    assert!(checks.iter().all(|c| c["pass"] == true), "{checks:#?}");
+    // Numbers come from the replies: they add up.
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 4);
+    let calls: u64 = phases.iter().map(|p| p["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls, 1600);
+    for p in phases {
+        let by_provider: u64 = p["by_provider"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(by_provider, p["ok"].as_u64().unwrap());
+    }
+    assert_eq!(phases[0]["route_table"]["mt"], 90);
+    assert_eq!(phases[1]["route_table"]["mt"], 50);
+    assert_eq!(v["providers"].as_array().unwrap().len(), 13);
+    assert!(phases[2]["failovers"].as_u64().unwrap() > 0);
+    assert!(phases[3]["breaker_trips"].as_u64().unwrap() >= 1);
+    assert!(v["routing"]["samples"].as_u64().unwrap() >= 1600);
+    // The shipped example files are untouched (the demo works on a copy).
+    let rule =
+        std::fs::read_to_string(workspace().join("rules/examples/demo/idc-weight.rule.yaml"))
+            .unwrap();
+    assert!(rule.contains("beijing: {mt: 90, zf: 10}"));
+}
+
+#[test]
+fn demo_with_a_missing_directory_is_a_setup_error() {
+    let out = routechain(&["demo", "--quick", "--dir", "/nonexistent/routechain-demo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("demo could not run"));
+}
