@@ -276,3 +276,8 @@ fn condition() {
 fn condition_v31() {
     run_cases("condition_v31");
 }
+
+#[test]
+fn tag() {
+    run_cases("tag");
+}
