@@ -1021,6 +1021,50 @@ mod tests {
         assert!(HashKeyPart::parse("user").is_err());
     }
 
+    /// Dubbo's loop over a materialized list, drawing from the same random source.
+    fn naive_pick(weights: &[u32], cands: &BitSet, rng: &mut dyn RandomSource) -> Option<usize> {
+        let list: Vec<usize> = cands.iter().collect();
+        if list.len() <= 1 {
+            return list.first().copied();
+        }
+        let total: u64 = list.iter().map(|&i| weights[i] as u64).sum();
+        if total == 0 {
+            return Some(list[rng.below(list.len() as u64) as usize]);
+        }
+        let mut offset = rng.below(total);
+        for &i in &list {
+            let w = weights[i] as u64;
+            if offset < w {
+                return Some(i);
+            }
+            offset -= w;
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn weighted_pick_equals_dubbos_loop_draw_for_draw(
+            weights in proptest::collection::vec(proptest::sample::select(vec![0u32, 1, 50, 100, 200, 7, 300, 9, 11, 13, 1000]), 1..200),
+            mask in proptest::collection::vec(proptest::bool::ANY, 200),
+            seed in proptest::num::u64::ANY,
+        ) {
+            let text: String = weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| format!("dubbo://10.0.{}.{}:1/s?weight={w}\n", i / 250, i % 250))
+                .collect();
+            let s = Snapshot::parse_lines(1, &text).unwrap();
+            let w = Weights::new(&s);
+            let cands = BitSet::from_fn(weights.len(), |i| mask[i]);
+            let mut a = FastRng::seeded(seed);
+            let mut b = FastRng::seeded(seed);
+            for _ in 0..20 {
+                proptest::prop_assert_eq!(w.pick(&cands, &mut a), naive_pick(&weights, &cands, &mut b));
+            }
+        }
+    }
+
     #[test]
     fn method_slots_resolve() {
         let config = BalanceConfig::default()
