@@ -12,7 +12,7 @@ pub const EXIT_CHECK_FAILED: u8 = 1;
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
-    /// Total calls, over four phases (default 20000; 2000 with --quick).
+    /// Total calls, over five phases (default 20000; 2000 with --quick).
     #[arg(long)]
     calls: Option<u64>,
     /// A short run for CI: 2000 calls unless --calls says otherwise, no progress bar.

@@ -6,12 +6,14 @@
 //! 2. Loads the chain from a copy of `rules/examples/demo/` (tag, condition, group and
 //!    IDC-weight routers; round robin with consistent hashing for `getUser`; health).
 //! 3. Sends calls over TCP ([`wire`]): each is routed and balanced by a [`Service`], failed
-//!    attempts fail over, outcomes feed the health tracker. Four phases:
+//!    attempts fail over, outcomes feed the health tracker. Five phases:
 //!    - **baseline**: the route table as shipped (beijing mt 90 / zf 10);
 //!    - **after change**: the rule file is rewritten to 50/50 and reloaded
 //!      ([`reload_chain_from_files`], the hook a file watcher replaces);
 //!    - **failover**: the busiest stable provider is killed;
-//!    - **breaker**: both gray canaries are killed.
+//!    - **breaker**: both gray canaries are killed;
+//!    - **registry update**: the provider list drops the dead canaries (gray calls fall back
+//!      to stable; the dead stable provider, still listed, stays degraded by address).
 //! 4. Prints a report ([`Report`]) whose every number comes from the replies, and checks
 //!    it: the demo fails (exit 1) when any check fails.
 
@@ -39,6 +41,8 @@ pub const SERVICE: &str = "org.example.UserIndexService";
 pub const CHAIN_FILE: &str = "demo.chain.yaml";
 /// The IDC-weight rule file the demo rewrites.
 pub const RULE_FILE: &str = "idc-weight.rule.yaml";
+/// The demo's phases.
+pub const PHASES: usize = 5;
 /// The route table the demo switches to midway.
 pub const NEW_TABLE: [(&str, u32); 2] = [("mt", 50), ("zf", 50)];
 
@@ -48,7 +52,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Demo settings.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Total calls over the four phases.
+    /// Total calls over the phases.
     pub calls: u64,
     /// Concurrent callers.
     pub concurrency: usize,
@@ -121,6 +125,8 @@ pub struct PhaseStats {
     pub failed: BTreeMap<String, u64>,
     /// Untagged calls that did not get an answer.
     pub untagged_failed: u64,
+    /// Gray calls that did not get an answer (refused included).
+    pub gray_failed: u64,
     /// Wall time of the phase.
     pub seconds: f64,
     /// Breaker trips during the phase.
@@ -160,6 +166,7 @@ impl PhaseStats {
         self.rejected += o.rejected;
         self.rejected_gray += o.rejected_gray;
         self.untagged_failed += o.untagged_failed;
+        self.gray_failed += o.gray_failed;
         self.select_ns.extend(o.select_ns);
         self.call_ns.extend(o.call_ns);
         self.reject_ns.extend(o.reject_ns);
@@ -208,7 +215,7 @@ impl Latency {
 pub struct Report {
     /// The providers, as registered.
     pub providers: Vec<String>,
-    /// The four phases.
+    /// The phases.
     pub phases: Vec<PhaseStats>,
     /// Route + balance time per `select`.
     pub routing: Latency,
@@ -470,6 +477,7 @@ async fn caller(shared: Arc<Shared>, next: Arc<AtomicU64>, end: u64, seed: u64) 
                         }
                     }
                     stats.untagged_failed += u64::from(kind != Kind::Gray);
+                    stats.gray_failed += u64::from(kind == Kind::Gray);
                     break;
                 }
             };
@@ -502,6 +510,7 @@ async fn caller(shared: Arc<Shared>, next: Arc<AtomicU64>, end: u64, seed: u64) 
                             .entry("retries exhausted".to_string())
                             .or_default() += 1;
                         stats.untagged_failed += u64::from(kind != Kind::Gray);
+                        stats.gray_failed += u64::from(kind == Kind::Gray);
                         break;
                     }
                 }
@@ -631,14 +640,15 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         retries,
         progress,
     });
-    let quarter = opts.calls / 4;
-    let bounds = [0, quarter, 2 * quarter, 3 * quarter, opts.calls];
+    let bounds: Vec<u64> = (0..=PHASES as u64)
+        .map(|k| opts.calls * k / PHASES as u64)
+        .collect();
     let mut phases = Vec::new();
     let mut reload_ms = 0.0;
     let mut killed_stable = String::new();
     let started = Instant::now();
     let mut phase_time = 0.0;
-    for phase in 0..4 {
+    for phase in 0..PHASES {
         let (name, action) = match phase {
             0 => ("baseline".to_string(), "route table as shipped".to_string()),
             1 => {
@@ -675,7 +685,7 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
                     ),
                 )
             }
-            _ => {
+            3 => {
                 let gray: Vec<&RunningProvider> = shared
                     .providers
                     .iter()
@@ -692,6 +702,26 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
                             .map(|p| p.address())
                             .collect::<Vec<_>>()
                             .join(", ")
+                    ),
+                )
+            }
+            _ => {
+                // The registry notices the dead canaries (not yet the dead stable provider).
+                let registered: Vec<routechain_core::Url> = shared
+                    .providers
+                    .iter()
+                    .filter(|p| p.spec.tag.is_none())
+                    .map(|p| p.url.clone())
+                    .collect();
+                let n = registered.len();
+                shared
+                    .service
+                    .update_snapshot(Arc::new(Snapshot::new(2, registered)))
+                    .map_err(LoadError::Prepare)?;
+                (
+                    "registry update".to_string(),
+                    format!(
+                        "the provider list drops the dead canaries ({n} providers; the dead stable provider is still listed)"
                     ),
                 )
             }
@@ -713,8 +743,11 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
     for p in &phases {
         all.merge(p.clone());
     }
-    let killed_degraded = shared
-        .providers
+    // In the current snapshot (after the registry update): carried over by address.
+    let state = shared.service.state();
+    let killed_degraded = state
+        .snapshot()
+        .providers()
         .iter()
         .position(|p| p.address() == killed_stable)
         .is_some_and(|i| shared.service.is_degraded(i));
@@ -810,13 +843,11 @@ fn checks(
         all.untagged_on_gray == 0,
     ));
     let gray_before: u64 = r.phases[..3].iter().map(|p| p.gray_on_gray).sum();
+    let gray_escaped: u64 = r.phases[..4].iter().map(|p| p.gray_on_untagged).sum();
     c.push(check(
-        "gray calls reach the gray canaries while they run",
-        format!(
-            "{gray_before} gray calls on gray, {} on untagged",
-            all.gray_on_untagged
-        ),
-        gray_before > 0 && all.gray_on_untagged == 0,
+        "gray calls reach only the gray canaries while they are registered",
+        format!("{gray_before} gray calls on gray, {gray_escaped} on untagged"),
+        gray_before > 0 && gray_escaped == 0,
     ));
     c.push(check(
         "condition: reindex runs only in zf",
@@ -847,12 +878,12 @@ fn checks(
     ));
     let bound = threshold as u64 + 2 * opts.concurrency as u64;
     c.push(check(
-        "health: the killed provider is degraded and left alone",
+        "health: the killed provider is degraded after a few failures",
         format!(
-            "degraded: {killed_degraded}; {} attempts on it (bound {bound}: threshold {threshold} + in-flight)",
-            p3.attempts_on_killed
+            "{} attempts on it (bound {bound}: threshold {threshold} + in-flight); {} degradations in all",
+            p3.attempts_on_killed, r.degradations
         ),
-        killed_degraded && p3.attempts_on_killed <= bound,
+        p3.attempts_on_killed <= bound && r.degradations >= 1,
     ));
     let p4 = &r.phases[3];
     c.push(check(
@@ -862,6 +893,23 @@ fn checks(
             p4.breaker_trips, p4.rejected, p4.rejected_gray, r.rejections.p99_us
         ),
         p4.breaker_trips >= 1 && p4.rejected > 0 && p4.rejected == p4.rejected_gray,
+    ));
+    let p5 = &r.phases[4];
+    c.push(check(
+        "registry update: gray calls fall back to stable without the canaries",
+        format!(
+            "{} gray calls on untagged, {} on gray, {} unanswered",
+            p5.gray_on_untagged, p5.gray_on_gray, p5.gray_failed
+        ),
+        p5.gray_on_untagged > 0 && p5.gray_on_gray == 0 && p5.gray_failed == 0,
+    ));
+    c.push(check(
+        "health carried over by address: the dead provider stays out of the new list",
+        format!(
+            "degraded in the new snapshot: {killed_degraded}; {} attempts on it",
+            p5.attempts_on_killed
+        ),
+        killed_degraded && p5.attempts_on_killed == 0,
     ));
     c.push(check(
         "every untagged call is answered",
@@ -919,8 +967,8 @@ impl Report {
                 ));
             }
             s.push_str(&format!(
-                "  gray calls on gray: {}   reindex calls (all in zf): {}   failovers: {}   failed attempts: {}   refused by breaker: {}   breaker trips: {}\n",
-                p.gray_on_gray, p.reindex_ok, p.failovers, p.failed_attempts, p.rejected, p.breaker_trips
+                "  gray calls: {} on gray, {} on stable   reindex calls: {}   failovers: {}   failed attempts: {}   refused by breaker: {}   breaker trips: {}\n",
+                p.gray_on_gray, p.gray_on_untagged, p.reindex_ok, p.failovers, p.failed_attempts, p.rejected, p.breaker_trips
             ));
             if !p.failed.is_empty() {
                 let f = p

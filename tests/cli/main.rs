@@ -385,11 +385,11 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
     assert_eq!(out.status.code(), Some(0), "{v:#}\n{stderr}");
     assert_eq!(v["pass"], true);
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 12);
+    assert_eq!(checks.len(), 14);
     assert!(checks.iter().all(|c| c["pass"] == true), "{checks:#?}");
     // Numbers come from the replies: they add up.
     let phases = v["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 4);
+    assert_eq!(phases.len(), 5);
     let calls: u64 = phases.iter().map(|p| p["calls"].as_u64().unwrap()).sum();
     assert_eq!(calls, 1600);
     for p in phases {
@@ -406,6 +406,8 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
     assert_eq!(v["providers"].as_array().unwrap().len(), 13);
     assert!(phases[2]["failovers"].as_u64().unwrap() > 0);
     assert!(phases[3]["breaker_trips"].as_u64().unwrap() >= 1);
+    assert!(phases[4]["gray_on_untagged"].as_u64().unwrap() > 0);
+    assert_eq!(phases[4]["attempts_on_killed"], 0);
     assert!(v["routing"]["samples"].as_u64().unwrap() >= 1600);
     // The shipped example files are untouched (the demo works on a copy).
     let rule =
