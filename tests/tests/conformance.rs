@@ -3,7 +3,8 @@
 //! `Url::from_parts`, routers come from `routechain_routers::builtin_registry()` through a
 //! `RouterSpec`, are prepared on the case's snapshot, and route the case's request.
 //!
-//! One test per router kind; each runs every case of its kind and fails when there is none.
+//! One test per router kind (`condition`, `condition_v31`, `tag`); each runs every case of
+//! its kind and fails when there is none.
 
 use std::collections::BTreeMap;
 use std::path::Path;

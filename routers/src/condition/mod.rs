@@ -362,7 +362,14 @@ fn values_matching(ix: &ParamIndex, len: usize, pred: impl Fn(&str) -> bool) -> 
     let mut acc = BitSet::empty(len);
     for (v, s) in ix.values() {
         if pred(v) {
-            acc.or_assign(&s.to_bitset());
+            match s {
+                ProviderSet::Dense(b) => acc.or_assign(b),
+                ProviderSet::Sparse { indexes, .. } => {
+                    for &i in indexes.iter() {
+                        acc.insert(i as usize);
+                    }
+                }
+            }
         }
     }
     acc

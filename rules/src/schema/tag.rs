@@ -620,11 +620,13 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
                 "wildcard" => sm.wildcard = Some(text),
                 "empty" => sm.empty = true,
                 "noempty" => sm.noempty = true,
-                _ => match regex::Regex::new(&format!("^(?:{text})$")) {
+                _ => match regex::Regex::new(&text)
+                    .and_then(|_| regex::Regex::new(&format!("^(?:{text})$")))
+                {
                     Ok(r) => sm.regex = Some(r),
                     Err(e) => errors.push(RuleError::new(
                         kpath,
-                        format!("invalid regex {text:?}: {e}"),
+                        format!("invalid regex {text:?}: {}", regex_reason(&e)),
                     )),
                 },
             }
@@ -632,6 +634,16 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
         sm
     });
     ParamMatch { key, value }
+}
+
+/// The one-line reason of a regex error (its display spans several lines).
+fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().trim_start_matches("error: ").to_string())
+        .unwrap_or(text)
 }
 
 #[cfg(test)]
