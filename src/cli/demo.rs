@@ -30,6 +30,9 @@ pub struct DemoArgs {
     /// Print the report as JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Leave the example canary plugin out even when its library is built.
+    #[arg(long)]
+    no_plugin: bool,
 }
 
 pub fn run(args: &DemoArgs) -> ExitCode {
@@ -46,6 +49,11 @@ pub fn run(args: &DemoArgs) -> ExitCode {
             .clone()
             .unwrap_or_else(|| routechain_rules::examples_dir().join("demo")),
         progress: !args.quick && !args.json,
+        plugin: if args.no_plugin {
+            None
+        } else {
+            demo::find_canary_plugin()
+        },
     };
     match demo::run(&opts) {
         Ok(report) => {

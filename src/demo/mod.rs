@@ -46,6 +46,43 @@ pub const PHASES: usize = 5;
 /// The route table the demo switches to midway.
 pub const NEW_TABLE: [(&str, u32); 2] = [("mt", 50), ("zf", 50)];
 
+/// The share of users (by the `user` attribute) the canary plugin sends to canary providers.
+pub const PLUGIN_PERCENT: f64 = 10.0;
+
+/// The example canary plugin's library (`router-canary`), when it has been built:
+/// `$ROUTECHAIN_CANARY_PLUGIN`, else the workspace's `target/release`, else `target/debug`.
+pub fn find_canary_plugin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("ROUTECHAIN_CANARY_PLUGIN") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    let name = format!(
+        "{}router_canary{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    ["release", "debug"]
+        .iter()
+        .map(|profile| root.join(profile).join(&name))
+        .find(|p| p.is_file())
+}
+
+/// Appends the canary plugin entry to the (copied) chain file, whose `routers` list is its
+/// last top-level key.
+fn add_plugin_entry(chain: &Path, library: &Path) -> Result<(), DemoError> {
+    let mut text = std::fs::read_to_string(chain)?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let path = serde_json::to_string(&library.display().to_string())
+        .map_err(|e| DemoError::Setup(e.to_string()))?;
+    text.push_str(&format!(
+        "  # Added by the demo: the example plugin, built as {path}.\n  - type: plugin\n    path: {path}\n    priority: 165\n    config: {{percent: {PLUGIN_PERCENT}, attribute: user}}\n"
+    ));
+    std::fs::write(chain, text)?;
+    Ok(())
+}
+
 /// How long a call waits for its reply.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -62,6 +99,8 @@ pub struct Options {
     pub dir: PathBuf,
     /// Show a progress bar on stderr.
     pub progress: bool,
+    /// The canary plugin library to add to the chain (see [`find_canary_plugin`]).
+    pub plugin: Option<PathBuf>,
 }
 
 /// Why the demo could not run at all.
@@ -127,6 +166,13 @@ pub struct PhaseStats {
     pub untagged_failed: u64,
     /// Gray calls that did not get an answer (refused included).
     pub gray_failed: u64,
+    /// Untagged calls answered.
+    pub untagged_ok: u64,
+    /// Untagged calls answered by a `canary=true` provider.
+    pub canary_calls: u64,
+    /// Per user: bit 1 answered by a stable provider, bit 2 by a canary provider.
+    #[serde(skip)]
+    user_sides: BTreeMap<String, u8>,
     /// Wall time of the phase.
     pub seconds: f64,
     /// Breaker trips during the phase.
@@ -167,6 +213,11 @@ impl PhaseStats {
         self.rejected_gray += o.rejected_gray;
         self.untagged_failed += o.untagged_failed;
         self.gray_failed += o.gray_failed;
+        self.untagged_ok += o.untagged_ok;
+        self.canary_calls += o.canary_calls;
+        for (k, v) in o.user_sides {
+            *self.user_sides.entry(k).or_default() |= v;
+        }
         self.select_ns.extend(o.select_ns);
         self.call_ns.extend(o.call_ns);
         self.reject_ns.extend(o.reject_ns);
@@ -231,6 +282,14 @@ pub struct Report {
     pub breaker_trips: u64,
     /// Providers degraded by the health tracker.
     pub degradations: u64,
+    /// The canary plugin library in the chain, if it was built.
+    pub plugin: Option<String>,
+    /// Users seen on untagged calls.
+    pub users: u64,
+    /// Users answered only by canary providers.
+    pub canary_users: u64,
+    /// Users answered by both canary and stable providers.
+    pub mixed_users: u64,
     /// The checks.
     pub checks: Vec<Check>,
     /// True when every check passed.
@@ -379,7 +438,11 @@ fn plan(n: u64) -> (Kind, CallFrame) {
         method: method.to_string(),
         arguments: vec![serde_json::Value::String(format!("u-{}", n % 997))],
         attachments: BTreeMap::new(),
-        attributes: [("group".to_string(), group.to_string())].into(),
+        attributes: [
+            ("group".to_string(), group.to_string()),
+            ("user".to_string(), format!("u-{}", n % 997)),
+        ]
+        .into(),
     };
     if kind == Kind::Gray {
         frame
@@ -540,7 +603,15 @@ fn record(
             stats.gray_on_gray += u64::from(gray);
             stats.gray_on_untagged += u64::from(!gray);
         }
-        _ => stats.untagged_on_gray += u64::from(gray),
+        _ => {
+            stats.untagged_on_gray += u64::from(gray);
+            stats.untagged_ok += 1;
+            stats.canary_calls += u64::from(reply.canary);
+            if let Some(user) = frame.attributes.get("user") {
+                *stats.user_sides.entry(user.clone()).or_default() |=
+                    if reply.canary { 2 } else { 1 };
+            }
+        }
     }
     if shared
         .by_address
@@ -611,6 +682,9 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         1,
         providers.iter().map(|p| p.url.clone()).collect::<Vec<_>>(),
     );
+    if let Some(library) = &opts.plugin {
+        add_plugin_entry(&chain_path, library)?;
+    }
     let chain = ChainFile::load(&chain_path).map_err(LoadError::Invalid)?;
     let service = load::build_service(&chain, &crate::registry(), Arc::new(snapshot), None)?;
     let retries = service.config().retries;
@@ -765,6 +839,10 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         reload_ms,
         breaker_trips: service_stats.breaker_trips,
         degradations: service_stats.degradations,
+        plugin: opts.plugin.as_ref().map(|p| p.display().to_string()),
+        users: all.user_sides.len() as u64,
+        canary_users: all.user_sides.values().filter(|s| **s == 2).count() as u64,
+        mixed_users: all.user_sides.values().filter(|s| **s == 3).count() as u64,
         checks: Vec::new(),
         pass: false,
         phases,
@@ -911,6 +989,29 @@ fn checks(
         ),
         killed_degraded && p5.attempts_on_killed == 0,
     ));
+    if r.plugin.is_some() {
+        let share = r.canary_users as f64 / r.users.max(1) as f64;
+        let tol = tolerance_pp(PLUGIN_PERCENT / 100.0, r.users);
+        c.push(check(
+            "plugin canary: its share of users goes to the canary providers",
+            format!(
+                "{} of {} users ({:.1}%, configured {PLUGIN_PERCENT}%, ±{tol:.1}pp); {} untagged calls on canary providers",
+                r.canary_users,
+                r.users,
+                share * 100.0,
+                all.canary_calls
+            ),
+            r.users > 0 && (share * 100.0 - PLUGIN_PERCENT).abs() <= tol,
+        ));
+        c.push(check(
+            "plugin canary: a user stays on one side",
+            format!(
+                "{} users answered by both canary and stable providers",
+                r.mixed_users
+            ),
+            r.mixed_users == 0,
+        ));
+    }
     c.push(check(
         "every untagged call is answered",
         format!("{} unanswered", all.untagged_failed),
@@ -967,8 +1068,8 @@ impl Report {
                 ));
             }
             s.push_str(&format!(
-                "  gray calls: {} on gray, {} on stable   reindex calls: {}   failovers: {}   failed attempts: {}   refused by breaker: {}   breaker trips: {}\n",
-                p.gray_on_gray, p.gray_on_untagged, p.reindex_ok, p.failovers, p.failed_attempts, p.rejected, p.breaker_trips
+                "  gray calls: {} on gray, {} on stable   plugin canary calls: {}   reindex calls: {}   failovers: {}   failed attempts: {}   refused by breaker: {}   breaker trips: {}\n",
+                p.gray_on_gray, p.gray_on_untagged, p.canary_calls, p.reindex_ok, p.failovers, p.failed_attempts, p.rejected, p.breaker_trips
             ));
             if !p.failed.is_empty() {
                 let f = p
@@ -998,6 +1099,15 @@ impl Report {
             "Throughput: {:.0} calls/s; providers degraded by health: {}; breaker trips: {}; rule reload: {:.1} ms\n",
             self.throughput, self.degradations, self.breaker_trips, self.reload_ms
         ));
+        match &self.plugin {
+            Some(p) => s.push_str(&format!(
+                "Plugin router: canary ({p}): {} of {} users on the canary providers\n",
+                self.canary_users, self.users
+            )),
+            None => s.push_str(
+                "Plugin router: not in the chain (build it with `cargo build --release -p router-canary` to include it)\n",
+            ),
+        }
         s.push_str("\nChecks\n");
         for c in &self.checks {
             s.push_str(&format!(

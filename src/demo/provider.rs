@@ -25,6 +25,8 @@ pub struct ProviderSpec {
     pub tag: Option<&'static str>,
     /// `degraded=true` param (an operator took it out).
     pub degraded: bool,
+    /// `canary=true` param (the example canary plugin's canary providers).
+    pub canary: bool,
 }
 
 const fn spec(
@@ -40,11 +42,20 @@ const fn spec(
         weight,
         tag: None,
         degraded: false,
+        canary: false,
     }
 }
 
-/// The demo's providers: 3 IDCs in 2 regions, 2 groups, 2 gray canaries, 1 degraded.
-pub const LAYOUT: [ProviderSpec; 13] = [
+const fn canary(region: &'static str, idc: &'static str, group: &'static str) -> ProviderSpec {
+    ProviderSpec {
+        canary: true,
+        ..spec(region, idc, group, 100)
+    }
+}
+
+/// The demo's providers: 3 IDCs in 2 regions, 2 groups, 2 gray canaries (tag), 4 plugin
+/// canaries (`canary=true`), 1 degraded.
+pub const LAYOUT: [ProviderSpec; 17] = [
     spec("beijing", "mt", "idx_user", 100),
     spec("beijing", "mt", "idx_user", 100),
     spec("beijing", "mt", "idx_order", 200),
@@ -67,6 +78,10 @@ pub const LAYOUT: [ProviderSpec; 13] = [
     },
     spec("shanghai", "sh", "idx_user", 100),
     spec("shanghai", "sh", "idx_order", 100),
+    canary("beijing", "mt", "idx_user"),
+    canary("beijing", "mt", "idx_order"),
+    canary("beijing", "zf", "idx_user"),
+    canary("beijing", "zf", "idx_order"),
 ];
 
 /// A running provider.
@@ -101,6 +116,9 @@ impl RunningProvider {
         if spec.degraded {
             params.push(("degraded", "true"));
         }
+        if spec.canary {
+            params.push(("canary", "true"));
+        }
         let url = Url::from_parts("dubbo", "127.0.0.1", port, service, params);
         let served = Arc::new(AtomicU64::new(0));
         let identity = Arc::new(ReplyFrame {
@@ -110,6 +128,7 @@ impl RunningProvider {
             idc: spec.idc.to_string(),
             group: Some(spec.group.to_string()),
             tag: spec.tag.map(str::to_string),
+            canary: spec.canary,
             method: String::new(),
         });
         let task = tokio::spawn(accept_loop(listener, identity, served.clone()));

@@ -44,6 +44,9 @@ pub struct ReplyFrame {
     pub group: Option<String>,
     /// Its `dubbo.tag` param.
     pub tag: Option<String>,
+    /// Its `canary=true` param.
+    #[serde(default)]
+    pub canary: bool,
     /// The method it executed.
     pub method: String,
 }

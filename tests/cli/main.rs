@@ -409,6 +409,19 @@ fn simulate_reports_a_bad_balancer_with_its_location() {
     assert!(err.contains("unknown load balancer \"fastest\""), "{err}");
 }
 
+/// The canary plugin library, when built (what `routechain demo` looks for).
+fn canary_plugin_built() -> bool {
+    let name = format!(
+        "{}router_canary{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    std::env::var_os("ROUTECHAIN_CANARY_PLUGIN").is_some()
+        || ["release", "debug"]
+            .iter()
+            .any(|p| workspace().join("target").join(p).join(&name).is_file())
+}
+
 #[test]
 fn demo_quick_runs_real_calls_and_every_check_passes() {
     let out = routechain(&["demo", "--quick", "--calls", "1600", "--json"]);
@@ -417,7 +430,16 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
     assert_eq!(out.status.code(), Some(0), "{v:#}\n{stderr}");
     assert_eq!(v["pass"], true);
     let checks = v["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 14);
+    // scripts/test.sh builds the plugin first: then the demo chain includes it.
+    if canary_plugin_built() {
+        assert!(v["plugin"].is_string(), "{v:#}");
+        assert_eq!(checks.len(), 16);
+        assert!(v["canary_users"].as_u64().unwrap() > 0);
+        assert_eq!(v["mixed_users"], 0);
+    } else {
+        assert!(v["plugin"].is_null());
+        assert_eq!(checks.len(), 14);
+    }
     assert!(checks.iter().all(|c| c["pass"] == true), "{checks:#?}");
     // Numbers come from the replies: they add up.
     let phases = v["phases"].as_array().unwrap();
@@ -435,7 +457,7 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
     }
     assert_eq!(phases[0]["route_table"]["mt"], 90);
     assert_eq!(phases[1]["route_table"]["mt"], 50);
-    assert_eq!(v["providers"].as_array().unwrap().len(), 13);
+    assert_eq!(v["providers"].as_array().unwrap().len(), 17);
     assert!(phases[2]["failovers"].as_u64().unwrap() > 0);
     assert!(phases[3]["breaker_trips"].as_u64().unwrap() >= 1);
     assert!(phases[4]["gray_on_untagged"].as_u64().unwrap() > 0);
@@ -446,6 +468,30 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
         std::fs::read_to_string(workspace().join("rules/examples/demo/idc-weight.rule.yaml"))
             .unwrap();
     assert!(rule.contains("beijing: {mt: 90, zf: 10}"));
+}
+
+#[test]
+fn demo_without_the_plugin_runs_the_built_in_routers_only() {
+    let out = routechain(&[
+        "demo",
+        "--quick",
+        "--calls",
+        "1000",
+        "--no-plugin",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert!(v["plugin"].is_null());
+    assert_eq!(v["checks"].as_array().unwrap().len(), 14);
+    // Without the plugin the canary=true providers are ordinary: users reach them freely.
+    let on_canary: u64 = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["canary_calls"].as_u64().unwrap())
+        .sum();
+    assert!(on_canary > 0);
 }
 
 #[test]
