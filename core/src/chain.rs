@@ -87,7 +87,7 @@ pub struct CallState<R: RandomSource = FastRng> {
     /// The routed set of the last [`crate::Service::select`], kept for its retries, and the
     /// chain state it was routed on.
     pub(crate) routed: BitSet,
-    pub(crate) routed_state: usize,
+    pub(crate) routed_state: (usize, u64),
     pub(crate) routed_epoch: u64,
     /// The random source for per-call draws.
     pub rng: R,
@@ -117,7 +117,7 @@ impl<R: RandomSource> CallState<R> {
             candidates: BitSet::default(),
             scratch: BitSet::default(),
             routed: BitSet::default(),
-            routed_state: 0,
+            routed_state: (0, 0),
             routed_epoch: 0,
             rng,
         }

@@ -374,7 +374,9 @@ impl Service {
         if view.health.expire(now) > 0 {
             self.health_epoch.fetch_add(1, Ordering::Relaxed);
         }
-        let state_id = Arc::as_ptr(&view.state) as usize;
+        // The state's address and generation: an address reused by a later state has
+        // another generation.
+        let state_id = (Arc::as_ptr(&view.state) as usize, view.state.generation());
         let epoch = self.health_epoch.load(Ordering::Relaxed);
         let retry_same_set = !exclude.is_empty()
             && call.routed_state == state_id
