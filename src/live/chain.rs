@@ -1,0 +1,584 @@
+//! [`LiveChain`]: a [`Chain`] that applies [`Update`]s atomically and refuses bad ones.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use routechain_core::{
+    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
+};
+use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
+
+use super::zk::ServiceKey;
+use super::{ProviderText, RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update};
+use crate::load::{self, LoadError};
+
+/// How a [`LiveChain`] treats updates.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// Empty-push protection: a provider list that becomes empty while the current one is
+    /// not is held back (the current providers keep serving) instead of applied. Default on,
+    /// as Dubbo's registries do; turn it off to let an empty list through.
+    pub protect_empty: bool,
+    /// The consumer the routers prepare for; default the chain file's `consumer`, else an
+    /// empty URL.
+    pub consumer: Option<Arc<Url>>,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            protect_empty: true,
+            consumer: None,
+        }
+    }
+}
+
+/// Counters of what happened to updates, readable at any time without a lock.
+#[derive(Debug, Default)]
+pub struct LiveStats {
+    applied: AtomicU64,
+    refused: AtomicU64,
+    held_back: AtomicU64,
+}
+
+impl LiveStats {
+    /// Swaps done (one per applied update or batch).
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
+    }
+    /// Changes refused because they did not parse, validate or prepare.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+    /// Empty provider lists held back by empty-push protection.
+    pub fn held_back(&self) -> u64 {
+        self.held_back.load(Ordering::Relaxed)
+    }
+}
+
+/// What became of one update (or one part of a batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// A new state is serving.
+    Applied {
+        /// The new state's generation.
+        generation: u64,
+        /// What changed.
+        change: String,
+        /// The number of providers in the new state.
+        providers: usize,
+    },
+    /// The change was refused; the previous state keeps serving.
+    Refused {
+        /// What was refused.
+        change: String,
+        /// Why (every problem, located where possible).
+        reason: String,
+    },
+    /// An empty provider list held back by empty-push protection.
+    HeldBack {
+        /// What was held back.
+        change: String,
+        /// The number of providers still serving.
+        serving: usize,
+    },
+    /// The change changes nothing (same providers, or a rule no entry subscribes to).
+    Ignored {
+        /// What was ignored.
+        change: String,
+        /// Why.
+        reason: String,
+    },
+    /// A source's status message (connected, disconnected...).
+    Status {
+        /// The source.
+        source: String,
+        /// The message.
+        message: String,
+    },
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Report::Applied {
+                generation,
+                change,
+                providers,
+            } => write!(
+                f,
+                "applied generation {generation}: {change} ({providers} provider(s))"
+            ),
+            Report::Refused { change, reason } => write!(f, "refused {change}: {reason}"),
+            Report::HeldBack { change, serving } => write!(
+                f,
+                "held back {change}: an empty provider list would leave no provider \
+                 (empty-push protection); {serving} provider(s) keep serving"
+            ),
+            Report::Ignored { change, reason } => write!(f, "ignored {change}: {reason}"),
+            Report::Status { source, message } => write!(f, "{source}: {message}"),
+        }
+    }
+}
+
+struct Inputs {
+    file: ChainFile,
+    /// Config-center rules by key: `Some` the current document, `None` deleted (cleared).
+    overrides: HashMap<RuleKey, Option<YamlDoc>>,
+    snapshot_generation: u64,
+}
+
+/// A chain whose rules and providers change while it serves.
+///
+/// Calls read [`LiveChain::chain`] (lock-free). Updates are applied one at a time by
+/// [`LiveChain::apply`] (or the thread [`LiveChain::watch`] starts): each builds a new
+/// [`ChainState`] from the current one and swaps it in whole, so a call sees the old state
+/// or the new one, never a mix. A rule change recompiles only the entries that subscribe to
+/// that rule (the others keep their prepared state); a provider change re-prepares every
+/// router over the new snapshot; both in one update make one swap.
+pub struct LiveChain {
+    chain: Arc<Chain>,
+    registry: Registry,
+    options: LiveOptions,
+    inputs: Mutex<Inputs>,
+    stats: LiveStats,
+}
+
+impl fmt::Debug for LiveChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveChain")
+            .field("chain", &self.chain)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The config-center key an entry follows, if it follows one: entries without a rule of
+/// their own (no inline `rule`, no `rule_file`) subscribe to `<application>.<type>-router`
+/// when they name an `application`, else to `<service key>.<type>-router`.
+pub(crate) fn subscription(file: &ChainFile, def: &EntryDef) -> Option<RuleKey> {
+    if !matches!(def.rule, RuleSource::None) {
+        return None;
+    }
+    let key = match (&def.application, &file.service) {
+        (Some(app), _) => app.clone(),
+        (None, Some(service)) => ServiceKey::parse(service).rule_key(),
+        (None, None) => return None,
+    };
+    Some(RuleKey::new(key, def.type_name.clone()))
+}
+
+fn rule_for<'a>(
+    file: &ChainFile,
+    overrides: &'a HashMap<RuleKey, Option<YamlDoc>>,
+    def: &EntryDef,
+) -> RuleOverride<'a> {
+    match subscription(file, def).and_then(|k| overrides.get(&k)) {
+        Some(Some(doc)) => RuleOverride::Doc(doc),
+        Some(None) => RuleOverride::Cleared,
+        None => RuleOverride::Own,
+    }
+}
+
+fn render(errors: &[LocatedError]) -> String {
+    errors
+        .iter()
+        .map(LocatedError::render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl LiveChain {
+    /// A live chain over `file` with no provider yet.
+    pub fn new(
+        file: ChainFile,
+        registry: Registry,
+        options: LiveOptions,
+    ) -> Result<Self, LoadError> {
+        Self::with_providers(file, registry, options, Snapshot::new(1, Vec::new()))
+    }
+
+    /// A live chain over `file` serving `providers` from the start.
+    pub fn with_providers(
+        file: ChainFile,
+        registry: Registry,
+        options: LiveOptions,
+        providers: Snapshot,
+    ) -> Result<Self, LoadError> {
+        let generation = providers.generation();
+        let state = load::build_state(
+            &file,
+            &registry,
+            Arc::new(providers),
+            options.consumer.clone(),
+        )?;
+        Ok(LiveChain {
+            chain: Arc::new(Chain::new(state)),
+            registry,
+            options,
+            inputs: Mutex::new(Inputs {
+                file,
+                overrides: HashMap::new(),
+                snapshot_generation: generation,
+            }),
+            stats: LiveStats::default(),
+        })
+    }
+
+    /// The chain calls route through (`chain().load()` per call).
+    pub fn chain(&self) -> &Arc<Chain> {
+        &self.chain
+    }
+
+    /// The update counters.
+    pub fn stats(&self) -> &LiveStats {
+        &self.stats
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LiveOptions {
+        &self.options
+    }
+
+    /// The chain's service, as the chain file names it.
+    pub fn service(&self) -> Option<String> {
+        self.lock().file.service.clone()
+    }
+
+    /// The rule keys the chain's entries subscribe to (entries without a rule of their own),
+    /// deduplicated, in entry order.
+    pub fn subscriptions(&self) -> Vec<RuleKey> {
+        let inputs = self.lock();
+        let mut keys: Vec<RuleKey> = Vec::new();
+        for def in &inputs.file.entries {
+            if let Some(k) = subscription(&inputs.file, def)
+                && !keys.contains(&k)
+            {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inputs> {
+        self.inputs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts `source` and a thread that applies its updates in order, calling `on_report`
+    /// with every outcome. Dropping the returned [`Watching`] stops both.
+    pub fn watch(
+        self: &Arc<Self>,
+        source: Box<dyn Source>,
+        mut on_report: impl FnMut(&Report) + Send + 'static,
+    ) -> Result<Watching, SourceError> {
+        let name = source.name().to_string();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let handle = source.start(tx)?;
+        let me = self.clone();
+        let applier = std::thread::Builder::new()
+            .name(format!("routechain-live-{name}"))
+            .spawn(move || {
+                while let Some(update) = rx.blocking_recv() {
+                    for report in me.apply(update) {
+                        on_report(&report);
+                    }
+                }
+            })
+            .map_err(|e| SourceError::Start {
+                source_name: name,
+                reason: e.to_string(),
+            })?;
+        Ok(Watching {
+            source: Some(handle),
+            applier: Some(applier),
+        })
+    }
+
+    /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
+    /// benchmark hook for "prepare and swap N providers".
+    pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
+        self.apply_parsed(vec![Staged::Providers {
+            change: format!("providers from {origin} ({} URL(s))", providers.len()),
+            providers,
+        }])
+    }
+
+    /// Applies one update: parses and validates it, builds the new state off the call path
+    /// and swaps it in. A batch makes one swap; its bad parts are refused one by one and the
+    /// good parts applied. Returns what happened to each part.
+    pub fn apply(&self, update: Update) -> Vec<Report> {
+        let mut items = Vec::new();
+        flatten(update, &mut items);
+        let mut staged = Vec::new();
+        let mut reports = Vec::new();
+        for item in items {
+            let change = item.describe();
+            match item {
+                Update::Status { source, message } => {
+                    tracing::info!(source = %source, "{message}");
+                    reports.push(Report::Status { source, message });
+                }
+                Update::Providers { origin, text } => match parse_providers(&origin, &text) {
+                    Ok(providers) => staged.push(Staged::Providers { change, providers }),
+                    Err(reason) => reports.push(self.refuse(change, reason)),
+                },
+                Update::Rule { key, event, origin } => {
+                    let doc = match event {
+                        RuleEvent::Deleted => None,
+                        RuleEvent::Added(text) | RuleEvent::Modified(text) => {
+                            match YamlDoc::parse(origin, &text) {
+                                Ok(doc) => Some(doc),
+                                Err(e) => {
+                                    reports.push(self.refuse(change, e.render()));
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    staged.push(Staged::Rule { change, key, doc });
+                }
+                Update::ChainFile(path) => match ChainFile::load(&path) {
+                    Ok(file) => staged.push(Staged::Chain {
+                        change,
+                        file: Box::new(file),
+                    }),
+                    Err(errors) => reports.push(self.refuse(change, render(&errors))),
+                },
+                Update::Batch(_) => {}
+            }
+        }
+        if !staged.is_empty() {
+            reports.extend(self.apply_parsed(staged));
+        }
+        reports
+    }
+
+    fn refuse(&self, change: String, reason: String) -> Report {
+        self.stats.refused.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(change = %change, "refused update: {reason}");
+        Report::Refused { change, reason }
+    }
+
+    fn apply_parsed(&self, staged: Vec<Staged>) -> Vec<Report> {
+        let mut inputs = self.lock();
+        let current = self.chain.state();
+        let mut reports = Vec::new();
+        let mut new_file: Option<ChainFile> = None;
+        let mut overrides = inputs.overrides.clone();
+        let mut entries: Option<Vec<ChainEntry>> = None;
+        let mut snapshot: Option<Vec<Url>> = None;
+        let mut changes = Vec::new();
+        for item in staged {
+            match item {
+                Staged::Chain { change, file } => {
+                    match file.compile_with(&self.registry, |d| rule_for(&file, &overrides, d)) {
+                        Ok(es) => {
+                            entries = Some(es);
+                            new_file = Some(*file);
+                            changes.push(change);
+                        }
+                        Err(errors) => reports.push(self.refuse(change, render(&errors))),
+                    }
+                }
+                Staged::Rule { change, key, doc } => {
+                    let file = new_file.as_ref().unwrap_or(&inputs.file);
+                    let subscribed: Vec<(usize, &EntryDef)> = file
+                        .entries
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, d)| subscription(file, d).as_ref() == Some(&key))
+                        .collect();
+                    if subscribed.is_empty() {
+                        reports.push(Report::Ignored {
+                            change,
+                            reason: "no chain entry subscribes to this rule".into(),
+                        });
+                        continue;
+                    }
+                    let rule = match &doc {
+                        Some(d) => RuleOverride::Doc(d),
+                        None => RuleOverride::Cleared,
+                    };
+                    let mut compiled = Vec::new();
+                    let mut errors = Vec::new();
+                    for (pos, def) in &subscribed {
+                        match file.compile_entry(&self.registry, def, rule) {
+                            Ok(e) => compiled.push((*pos, e)),
+                            Err(mut es) => errors.append(&mut es),
+                        }
+                    }
+                    if !errors.is_empty() {
+                        reports.push(self.refuse(change, render(&errors)));
+                        continue;
+                    }
+                    let es = entries.get_or_insert_with(|| current.entries().to_vec());
+                    for (pos, e) in compiled {
+                        if let Some(slot) = es.get_mut(pos) {
+                            *slot = e;
+                        }
+                    }
+                    overrides.insert(key, doc);
+                    changes.push(change);
+                }
+                Staged::Providers { change, providers } => {
+                    let serving = snapshot.as_ref().map_or(current.snapshot().len(), Vec::len);
+                    if providers.is_empty() && serving > 0 && self.options.protect_empty {
+                        self.stats.held_back.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(change = %change, "empty provider list held back");
+                        reports.push(Report::HeldBack { change, serving });
+                        continue;
+                    }
+                    let same = snapshot.is_none()
+                        && providers.len() == current.snapshot().len()
+                        && providers
+                            .iter()
+                            .zip(current.snapshot().providers())
+                            .all(|(a, b)| a.raw() == b.raw());
+                    if same {
+                        reports.push(Report::Ignored {
+                            change,
+                            reason: "the provider list is unchanged".into(),
+                        });
+                        continue;
+                    }
+                    snapshot = Some(providers);
+                    changes.push(change);
+                }
+            }
+        }
+        if changes.is_empty() {
+            return reports;
+        }
+        let change = changes.join(" + ");
+        let snapshot_generation = inputs.snapshot_generation + u64::from(snapshot.is_some());
+        let snapshot = snapshot.map(|p| Arc::new(Snapshot::new(snapshot_generation, p)));
+        let result = self
+            .chain
+            .update(|cur| -> Result<ChainState, PrepareError> {
+                if let Some(file) = &new_file {
+                    let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
+                    let consumer = self
+                        .options
+                        .consumer
+                        .clone()
+                        .or_else(|| file.consumer.clone().map(Arc::new))
+                        .unwrap_or_else(|| Arc::new(Url::empty()));
+                    return ChainState::new(
+                        file.service.as_deref().map(Arc::from),
+                        snap,
+                        consumer,
+                        entries.clone().unwrap_or_default(),
+                    );
+                }
+                match (&snapshot, &entries) {
+                    (Some(s), Some(e)) => cur.with_snapshot_and_entries(
+                        s.clone(),
+                        Arc::new(DegradedSet::new(s.len())),
+                        e.clone(),
+                    ),
+                    (Some(s), None) => {
+                        cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
+                    }
+                    (None, Some(e)) => cur.with_entries(e.clone()),
+                    (None, None) => cur.with_entries(cur.entries().clone()),
+                }
+            });
+        match result {
+            Ok(state) => {
+                if let Some(file) = new_file {
+                    inputs.file = file;
+                }
+                inputs.overrides = overrides;
+                inputs.snapshot_generation = snapshot_generation;
+                self.stats.applied.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(generation = state.generation(), "applied {change}");
+                reports.push(Report::Applied {
+                    generation: state.generation(),
+                    change,
+                    providers: state.snapshot().len(),
+                });
+            }
+            Err(e) => reports.push(self.refuse(change, e.to_string())),
+        }
+        reports
+    }
+}
+
+enum Staged {
+    Chain {
+        change: String,
+        file: Box<ChainFile>,
+    },
+    Rule {
+        change: String,
+        key: RuleKey,
+        doc: Option<YamlDoc>,
+    },
+    Providers {
+        change: String,
+        providers: Vec<Url>,
+    },
+}
+
+fn flatten(update: Update, out: &mut Vec<Update>) {
+    match update {
+        Update::Batch(items) => {
+            for item in items {
+                flatten(item, out);
+            }
+        }
+        other => out.push(other),
+    }
+}
+
+fn parse_providers(origin: &str, text: &ProviderText) -> Result<Vec<Url>, String> {
+    match text {
+        ProviderText::Lines(text) => load::parse_providers(origin, text, 0)
+            .map(|s| s.providers().to_vec())
+            .map_err(|e| e.render()),
+        ProviderText::Urls(urls) => {
+            let mut out = Vec::with_capacity(urls.len());
+            let mut errors = Vec::new();
+            for u in urls {
+                match Url::parse(u) {
+                    Ok(url) => out.push(url),
+                    Err(e) => errors.push(format!(
+                        "{origin}: invalid provider URL {u:?} at column {}: {}",
+                        e.column, e.reason
+                    )),
+                }
+            }
+            if errors.is_empty() {
+                Ok(out)
+            } else {
+                Err(errors.join("\n"))
+            }
+        }
+    }
+}
+
+/// A source and the thread applying its updates; dropping it stops both.
+pub struct Watching {
+    source: Option<SourceHandle>,
+    applier: Option<std::thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for Watching {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watching")
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        // Stopping the source drops its sender, which ends the applier's loop.
+        drop(self.source.take());
+        if let Some(t) = self.applier.take() {
+            let _ = t.join();
+        }
+    }
+}
