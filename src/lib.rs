@@ -6,30 +6,8 @@
 //! loading ([`rules`]), assembles the default [`registry`], loads a chain from files
 //! ([`load`]), keeps it current from files or ZooKeeper ([`live`]) and holds the `routechain` command-line tool ([`cli`]).
 //!
-//! ```
-//! use std::sync::Arc;
-//! use routechain::core::{CallState, Request, Snapshot};
+//! See the README's "The library" section for a complete example (compiled as a doc test).
 //!
-//! let chain_yaml = "
-//! routers:
-//!   - type: condition
-//!     rule:
-//!       conditions:
-//!         - method = getComment => region = hangzhou
-//! ";
-//! let providers = Snapshot::parse_lines(1, "\
-//!     dubbo://10.0.0.1:20880/com.foo.CommentService?region=hangzhou\n\
-//!     dubbo://10.0.0.2:20880/com.foo.CommentService?region=beijing\n").unwrap();
-//! let chain_file = routechain::rules::ChainFile::parse("inline.yaml", chain_yaml, None).unwrap();
-//! let state = routechain::load::build_state(&chain_file, &routechain::registry(), Arc::new(providers), None)
-//!     .unwrap();
-//! let mut call = CallState::seeded(7);
-//! state.route(&Request::new().with_method("getComment"), &mut call).unwrap();
-//! let routed: Vec<&str> = call.candidates.iter()
-//!     .map(|i| state.snapshot().providers()[i].address())
-//!     .collect();
-//! assert_eq!(routed, ["10.0.0.1:20880"]);
-//! ```
 
 pub use routechain_core as core;
 pub use routechain_routers as routers;
@@ -48,3 +26,8 @@ pub fn registry() -> Registry {
     routechain_routers::register_builtins(&mut registry);
     registry
 }
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -90,6 +90,16 @@ impl Snapshot {
         self.providers.is_empty()
     }
 
+    /// Bytes held by the snapshot: the provider table and every URL's heap buffers.
+    pub fn memory_bytes(&self) -> usize {
+        self.providers.len() * std::mem::size_of::<Provider>()
+            + self
+                .providers
+                .iter()
+                .map(Provider::heap_bytes)
+                .sum::<usize>()
+    }
+
     /// The same providers under another generation number.
     pub fn with_generation(&self, generation: u64) -> Self {
         Snapshot {

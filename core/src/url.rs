@@ -13,20 +13,92 @@ use std::fmt;
 /// `host` alone when there is no port.
 pub const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
 
+/// A span `start..end` into a URL's text buffer.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+struct Span(u32, u32);
+
 /// A parsed Dubbo-style URL.
+///
+/// Stored compactly (the snapshot holds one per provider): the raw text, plus one buffer
+/// holding every decoded part and parameter, addressed by 32-bit spans.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Url {
     raw: Box<str>,
-    protocol: Box<str>,
-    username: Option<Box<str>>,
-    password: Option<Box<str>>,
-    host: Box<str>,
-    port: u16,
-    port_text: Box<str>,
-    address: Box<str>,
-    path: Box<str>,
+    text: Box<str>,
+    protocol: Span,
+    username: Option<Span>,
+    password: Option<Span>,
+    host: Span,
+    port_text: Span,
+    address: Span,
+    path: Span,
     /// Sorted by key, one entry per key (last occurrence wins).
-    params: Box<[(Box<str>, Box<str>)]>,
+    params: Box<[(Span, Span)]>,
+    port: u16,
+}
+
+/// Builds the compact buffer of a URL.
+struct Assembler {
+    text: String,
+}
+
+impl Assembler {
+    fn push(&mut self, s: &str) -> Span {
+        let start = self.text.len() as u32;
+        self.text.push_str(s);
+        Span(start, self.text.len() as u32)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    raw: Option<&str>,
+    protocol: &str,
+    username: Option<&str>,
+    password: Option<&str>,
+    host: &str,
+    port: u16,
+    path: &str,
+    params: Vec<(String, String)>,
+) -> Url {
+    let params = normalize_params(params);
+    let capacity = protocol.len()
+        + host.len() * 2
+        + path.len()
+        + 16
+        + params.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+    let mut a = Assembler {
+        text: String::with_capacity(capacity),
+    };
+    let protocol_span = a.push(protocol);
+    let username = username.map(|u| a.push(u));
+    let password = password.map(|p| a.push(p));
+    let host_span = a.push(host);
+    let port_text = a.push(&if port > 0 {
+        port.to_string()
+    } else {
+        String::new()
+    });
+    let address = a.push(&make_address(host, port));
+    let path_span = a.push(path);
+    let params: Box<[(Span, Span)]> = params.iter().map(|(k, v)| (a.push(k), a.push(v))).collect();
+    let mut url = Url {
+        raw: raw.unwrap_or("").into(),
+        text: a.text.into_boxed_str(),
+        protocol: protocol_span,
+        username,
+        password,
+        host: host_span,
+        port_text,
+        address,
+        path: path_span,
+        params,
+        port,
+    };
+    if raw.is_none() {
+        url.raw = url.to_string().into();
+    }
+    url
 }
 
 /// A URL that could not be parsed, with the input and the byte position of the problem.
@@ -44,18 +116,7 @@ pub struct UrlError {
 impl Url {
     /// An empty URL: no protocol, no host, no parameters. Used as the consumer when none is set.
     pub fn empty() -> Self {
-        Url {
-            raw: "".into(),
-            protocol: "".into(),
-            username: None,
-            password: None,
-            host: "".into(),
-            port: 0,
-            port_text: "".into(),
-            address: "".into(),
-            path: "".into(),
-            params: Box::new([]),
-        }
+        assemble(Some(""), "", None, None, "", 0, "", Vec::new())
     }
 
     /// Parses a Dubbo-style URL. Never panics; a malformed URL is an error naming the
@@ -73,30 +134,29 @@ impl Url {
         path: &str,
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Self {
-        let params = normalize_params(
-            params
-                .into_iter()
-                .map(|(k, v)| (Box::<str>::from(k), Box::<str>::from(v)))
-                .collect(),
-        );
-        let mut url = Url {
-            raw: "".into(),
-            protocol: protocol.into(),
-            username: None,
-            password: None,
-            host: host.into(),
+        let params = params
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assemble(
+            None,
+            protocol,
+            None,
+            None,
+            host,
             port,
-            port_text: if port > 0 {
-                port.to_string().into()
-            } else {
-                "".into()
-            },
-            address: make_address(host, port).into(),
-            path: path.trim_start_matches('/').into(),
+            path.trim_start_matches('/'),
             params,
-        };
-        url.raw = url.to_string().into();
-        url
+        )
+    }
+
+    /// Heap bytes held by this URL (raw text, decoded buffer, parameter table).
+    pub fn heap_bytes(&self) -> usize {
+        self.raw.len() + self.text.len() + self.params.len() * std::mem::size_of::<(Span, Span)>()
+    }
+
+    fn span(&self, span: Span) -> &str {
+        &self.text[span.0 as usize..span.1 as usize]
     }
 
     /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]).
@@ -105,19 +165,19 @@ impl Url {
     }
     /// The protocol (`dubbo`, `tri`, `mock`...); empty when the URL had none.
     pub fn protocol(&self) -> &str {
-        &self.protocol
+        self.span(self.protocol)
     }
     /// The user name before `@`, if any.
     pub fn username(&self) -> Option<&str> {
-        self.username.as_deref()
+        self.username.map(|s| self.span(s))
     }
     /// The password after `user:`, if any.
     pub fn password(&self) -> Option<&str> {
-        self.password.as_deref()
+        self.password.map(|s| self.span(s))
     }
     /// The host, without brackets for IPv6.
     pub fn host(&self) -> &str {
-        &self.host
+        self.span(self.host)
     }
     /// The port; 0 when the URL had none.
     pub fn port(&self) -> u16 {
@@ -125,32 +185,34 @@ impl Url {
     }
     /// `host:port` (IPv6 hosts in brackets), or the host alone when there is no port.
     pub fn address(&self) -> &str {
-        &self.address
+        self.span(self.address)
     }
     /// The path without its leading `/`.
     pub fn path(&self) -> &str {
-        &self.path
+        self.span(self.path)
     }
     /// A query parameter (not the derived keys).
     pub fn param(&self, key: &str) -> Option<&str> {
         self.params
-            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .binary_search_by(|(k, _)| self.span(*k).cmp(key))
             .ok()
-            .map(|i| &*self.params[i].1)
+            .map(|i| self.span(self.params[i].1))
     }
     /// Every query parameter, sorted by key.
     pub fn params(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.params.iter().map(|(k, v)| (&**k, &**v))
+        self.params
+            .iter()
+            .map(|(k, v)| (self.span(*k), self.span(*v)))
     }
     /// The value a matcher sees for `key`: a derived key (`protocol`, `host`, `port` when
     /// greater than zero, `path`, `address`) or else the query parameter.
     pub fn get(&self, key: &str) -> Option<&str> {
         match key {
-            "protocol" => Some(&self.protocol),
-            "host" => Some(&self.host),
-            "port" => (self.port > 0).then_some(&*self.port_text),
-            "path" => Some(&self.path),
-            "address" => Some(&self.address),
+            "protocol" => Some(self.span(self.protocol)),
+            "host" => Some(self.span(self.host)),
+            "port" => (self.port > 0).then(|| self.span(self.port_text)),
+            "path" => Some(self.span(self.path)),
+            "address" => Some(self.span(self.address)),
             _ => self.param(key),
         }
     }
@@ -169,17 +231,17 @@ fn make_address(host: &str, port: u16) -> String {
     }
 }
 
-fn normalize_params(mut params: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<str>)]> {
+fn normalize_params(mut params: Vec<(String, String)>) -> Vec<(String, String)> {
     // Stable sort keeps occurrence order within a key; keep the last one.
     params.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out: Vec<(Box<str>, Box<str>)> = Vec::with_capacity(params.len());
+    let mut out: Vec<(String, String)> = Vec::with_capacity(params.len());
     for (k, v) in params {
         match out.last_mut() {
             Some(last) if last.0 == k => last.1 = v,
             _ => out.push((k, v)),
         }
     }
-    out.into_boxed_slice()
+    out
 }
 
 impl fmt::Display for Url {
@@ -187,14 +249,14 @@ impl fmt::Display for Url {
         if !self.raw.is_empty() {
             return f.write_str(&self.raw);
         }
-        if !self.protocol.is_empty() {
-            write!(f, "{}://", self.protocol)?;
+        if !self.protocol().is_empty() {
+            write!(f, "{}://", self.protocol())?;
         }
-        f.write_str(&self.address)?;
-        if !self.path.is_empty() {
-            write!(f, "/{}", self.path)?;
+        f.write_str(self.address())?;
+        if !self.path().is_empty() {
+            write!(f, "/{}", self.path())?;
         }
-        for (i, (k, v)) in self.params.iter().enumerate() {
+        for (i, (k, v)) in self.params().enumerate() {
             write!(f, "{}{}={}", if i == 0 { '?' } else { '&' }, k, v)?;
         }
         Ok(())
@@ -304,27 +366,16 @@ impl Parser<'_> {
                 offset += part.len() + 1;
             }
         }
-        Ok(Url {
-            raw: s.into(),
-            protocol: protocol.into(),
-            username: username.map(Into::into),
-            password: password.map(Into::into),
-            address: make_address(&host, port).into(),
-            port_text: if port > 0 {
-                port.to_string().into()
-            } else {
-                "".into()
-            },
-            host: host.into(),
+        Ok(assemble(
+            Some(s),
+            protocol,
+            username.as_deref(),
+            password.as_deref(),
+            &host,
             port,
-            path: path.into(),
-            params: normalize_params(
-                params
-                    .into_iter()
-                    .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
-                    .collect(),
-            ),
-        })
+            &path,
+            params,
+        ))
     }
 
     fn host_port(&self, hp: &str, start: usize) -> Result<(String, u16), UrlError> {

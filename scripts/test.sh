@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every test of routechain on a fresh machine: installs what the tests need (ZooKeeper,
+# from Debian's packages, when it is missing), then runs the whole workspace's tests.
+# Tests that need ZooKeeper start their own server on a free loopback port.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -x .ci/zookeeper.sh ] || [ -f .ci/zookeeper.sh ]; then
+  bash .ci/zookeeper.sh
+fi
+
+cargo test --workspace --all-targets --no-fail-fast "$@"
+cargo test --workspace --doc
