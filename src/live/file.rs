@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
-use routechain_rules::ChainFile;
+use routechain_rules::YamlDoc;
 
 use super::{ProviderText, Source, SourceError, SourceHandle, Update, UpdateSender};
 
@@ -69,12 +69,21 @@ fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// The rule files the chain file names now (a chain that does not parse names the ones
-/// that did).
-fn rule_files(chain: &Path) -> Vec<PathBuf> {
-    let (file, _) = ChainFile::load_lenient(chain);
-    file.map(|f| f.rule_files().map(Path::to_path_buf).collect())
-        .unwrap_or_default()
+/// The rule files the chain file names now, whether or not they exist or parse (a bad
+/// rule file must stay watched so that its fix is seen). `None` when the chain file itself
+/// cannot be read or parsed.
+fn rule_files(chain: &Path) -> Option<Vec<PathBuf>> {
+    let text = std::fs::read_to_string(chain).ok()?;
+    let doc = YamlDoc::parse(chain.display().to_string(), &text).ok()?;
+    let base = dir_of(chain);
+    let routers = doc.value.get("routers")?.as_array()?;
+    Some(
+        routers
+            .iter()
+            .filter_map(|r| r.get("rule_file")?.as_str())
+            .map(|f| base.join(f))
+            .collect(),
+    )
 }
 
 fn dir_of(path: &Path) -> PathBuf {
@@ -107,7 +116,7 @@ impl Source for FileSource {
         })?;
         let mut watched_dirs = BTreeSet::new();
         let mut contents = Contents::new();
-        let mut rules = rule_files(&config.chain);
+        let mut rules = rule_files(&config.chain).unwrap_or_default();
         for path in std::iter::once(&config.chain)
             .chain(&rules)
             .chain(&config.providers)
@@ -147,7 +156,8 @@ impl Source for FileSource {
                     }
                     if chain_changed {
                         updates.push(Update::ChainFile(config.chain.clone()));
-                        let new_rules = rule_files(&config.chain);
+                        // A chain file that does not parse keeps the previous rule files.
+                        let new_rules = rule_files(&config.chain).unwrap_or_else(|| rules.clone());
                         for path in &new_rules {
                             if !contents.contains_key(path) {
                                 contents.insert(path.clone(), read(path));

@@ -548,22 +548,21 @@ async fn run(
     }
 }
 
-async fn session(
+/// Adds a persistent watch on every path; each watcher forwards its node events (as the
+/// path) to `events`.
+async fn install_watches(
     client: &Client,
-    cx: &mut Ctx<'_>,
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-) -> End {
-    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
+    paths: &[String],
+    events: &tokio::sync::mpsc::UnboundedSender<Arc<str>>,
+) -> Result<tokio::task::JoinSet<()>, String> {
     let mut forwarders = tokio::task::JoinSet::new();
-    let mut paths: Vec<String> = cx.config.rule_keys.iter().map(rule_path).collect();
-    paths.extend(cx.providers_dir());
     for path in paths {
-        let mut watcher = match client.watch(&path, AddWatchMode::Persistent).await {
-            Ok(w) => w,
-            Err(e) => return End::Reconnect(format!("cannot watch {path}: {e}")),
-        };
-        let ev_tx = ev_tx.clone();
-        let path: Arc<str> = Arc::from(path);
+        let mut watcher = client
+            .watch(path, AddWatchMode::Persistent)
+            .await
+            .map_err(|e| format!("cannot watch {path}: {e}"))?;
+        let events = events.clone();
+        let path: Arc<str> = Arc::from(path.as_str());
         forwarders.spawn(async move {
             loop {
                 let event = watcher.changed().await;
@@ -573,22 +572,53 @@ async fn session(
                     }
                     continue;
                 }
-                if ev_tx.send(path.clone()).is_err() {
+                if events.send(path.clone()).is_err() {
                     break;
                 }
             }
         });
     }
+    Ok(forwarders)
+}
+
+async fn session(
+    client: &Client,
+    cx: &mut Ctx<'_>,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> End {
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
+    let mut paths: Vec<String> = cx.config.rule_keys.iter().map(rule_path).collect();
+    paths.extend(cx.providers_dir());
     let mut states = client.state_watcher();
+    let mut forwarders: Option<tokio::task::JoinSet<()>> = None;
     let mut need_resync = true;
     loop {
         if need_resync {
-            match cx.resync(client).await {
-                Ok(()) => need_resync = false,
-                Err(e) if e == ZkClientError::SessionExpired => {
-                    return End::Reconnect("session expired".into());
+            // (Re-)watch first, then read: a change between the two is seen by both at
+            // worst, never by neither. After a reconnection the old watches are dropped
+            // first (a server that restarted may have lost them, and events sent while
+            // disconnected are lost either way).
+            if let Some(mut old) = forwarders.take() {
+                old.shutdown().await;
+            }
+            match install_watches(client, &paths, &ev_tx).await {
+                Ok(f) => forwarders = Some(f),
+                Err(e) => {
+                    tracing::debug!("zookeeper: {e}; retrying after reconnection");
                 }
-                Err(e) => tracing::debug!("zookeeper: re-read failed ({e}); waiting to reconnect"),
+            }
+            if forwarders.is_some() {
+                match cx.resync(client).await {
+                    Ok(()) => need_resync = false,
+                    Err(ZkClientError::SessionExpired) => {
+                        return End::Reconnect("session expired".into());
+                    }
+                    Err(e) => {
+                        tracing::debug!(
+                            "zookeeper: re-read failed ({e}); retrying after reconnection"
+                        );
+                    }
+                }
             }
         }
         tokio::select! {
@@ -598,7 +628,7 @@ async fn session(
                     cx.status("disconnected; the last good state keeps serving");
                 }
                 SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
-                    cx.status("reconnected; re-reading rules and providers");
+                    cx.status("reconnected; re-watching and re-reading rules and providers");
                     need_resync = true;
                 }
                 SessionState::Expired => return End::Reconnect("session expired".into()),
