@@ -84,10 +84,11 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     }
 }
 
-/// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`).
+/// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`,
+/// except the live chain's refusals, which `routechain watch` prints itself).
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,routechain::live=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

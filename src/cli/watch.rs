@@ -103,7 +103,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
                 config
                     .rule_keys
                     .iter()
-                    .map(|k| crate::live::rule_path(k))
+                    .map(crate::live::rule_path)
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -124,19 +124,25 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             call: Mutex::new(call),
         })
     });
-    if let Some(r) = &router {
-        r.print(&live);
-    }
+    // Hold the printer while the source starts, so the start line comes first; the watches
+    // are in place once `watch` returns, so no change made after the start line is missed.
+    let start_lock = router
+        .as_ref()
+        .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
     let printer = router.clone();
     let live_for_reports = live.clone();
     let _watching = live
         .watch(source, move |report| {
             eprintln!("routechain watch: {report}");
             if let (Report::Applied { .. }, Some(r)) = (report, &printer) {
-                r.print(&live_for_reports);
+                let mut call = r.call.lock().unwrap_or_else(|p| p.into_inner());
+                r.print(&live_for_reports, &mut call);
             }
         })
         .map_err(|e| invalid(e.to_string()))?;
+    if let (Some(r), Some(mut call)) = (&router, start_lock) {
+        r.print(&live, &mut call);
+    }
     loop {
         std::thread::park();
     }
@@ -148,10 +154,9 @@ struct RequestPrinter {
 }
 
 impl RequestPrinter {
-    fn print(&self, live: &LiveChain) {
+    fn print(&self, live: &LiveChain, call: &mut CallState) {
         let state = live.chain().load();
-        let mut call = self.call.lock().unwrap_or_else(|p| p.into_inner());
-        let routed = route_once(&state, &self.request, &mut call);
+        let routed = route_once(&state, &self.request, call);
         println!("{}", routed.json(false, Some(state.generation()), false));
     }
 }

@@ -342,7 +342,7 @@ fn empty_push_protection_can_be_turned_off() {
     wait_route(&live, &["10.0.0.1:20880"]);
     admin.unregister(&provider(1, "zone=a"));
     super::support::wait_for(super::PATIENCE, "empty provider list", || {
-        (live.chain().load().snapshot().len() == 0).then_some(())
+        live.chain().load().snapshot().is_empty().then_some(())
     });
     assert_eq!(live.stats().held_back(), 0);
 }
