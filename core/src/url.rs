@@ -282,7 +282,13 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn err(&self, byte_pos: usize, reason: impl Into<String>) -> UrlError {
-        let column = self.input[..byte_pos.min(self.input.len())].chars().count() + 1;
+        // Characters that start before `byte_pos` (which may fall inside a character).
+        let column = self
+            .input
+            .char_indices()
+            .take_while(|(i, _)| *i < byte_pos)
+            .count()
+            + 1;
         UrlError {
             input: self.input.to_string(),
             column,

@@ -5,12 +5,39 @@
 //! per-snapshot indexes, and routes each call with bitset operations.
 //!
 //! [`register_builtins`] registers every built-in type into a [`Registry`] value.
+//!
+//! Default priorities (lower runs first; an entry's `priority` overrides them):
+//!
+//! | type | priority | why |
+//! |---|---|---|
+//! | `mock` | -100 | Dubbo's |
+//! | `tag` | 100 | Dubbo's |
+//! | `condition` | 140 (service scope), 150 (application scope) | Dubbo's |
+//! | `affinity` | see [`affinity`] | Dubbo's |
+//! | `group` | [`group::GROUP_PRIORITY`] (160) | after Dubbo's tag (100) and condition (140/150) routers |
+//! | `idc-weight` | [`idc_weight::IDC_WEIGHT_PRIORITY`] (170) | last: picks the datacenter among what the others left |
+
+use std::sync::Arc;
 
 use routechain_core::Registry;
 
+pub mod affinity;
+pub mod condition;
+pub mod group;
+pub mod idc_weight;
+pub mod mock;
+pub mod tag;
+
+pub use condition::{ConditionFactory, ConditionRouter, ConditionRule};
+
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
-    let _ = registry;
+    registry.register("mock", Arc::new(mock::MockFactory));
+    registry.register("tag", Arc::new(tag::TagFactory));
+    registry.register("condition", Arc::new(ConditionFactory));
+    registry.register("affinity", Arc::new(affinity::AffinityFactory));
+    registry.register("group", Arc::new(group::GroupFactory));
+    registry.register("idc-weight", Arc::new(idc_weight::IdcWeightFactory));
 }
 
 /// A registry holding the built-in router types.

@@ -162,7 +162,18 @@ impl YamlDoc {
     pub fn locate_error(&self, error: &RuleError) -> LocatedError {
         let mut loc = if error.message.starts_with("unknown field") {
             unknown_field_name(&error.message)
-                .map(|name| self.locate_key(&error.path.key(name)))
+                .map(|name| {
+                    // serde_path_to_error ends the path with the unknown key itself.
+                    let ends_with_name = matches!(
+                        error.path.0.last(),
+                        Some(PathSegment::Key(k)) if k == name
+                    );
+                    if ends_with_name {
+                        self.locate_key(&error.path)
+                    } else {
+                        self.locate_key(&error.path.key(name))
+                    }
+                })
                 .unwrap_or_else(|| self.locate(&error.path))
         } else {
             self.locate(&error.path)

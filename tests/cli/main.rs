@@ -552,3 +552,117 @@ fn zk_commands_exit_4_when_zookeeper_is_unreachable() {
     assert_eq!(out.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect to ZooKeeper"));
 }
+
+fn route_example(request_json: &str, seed: &str) -> Output {
+    let s = Scratch::new(&format!("full-{seed}-{}", request_json.len()));
+    let request = s.write("request.json", request_json);
+    routechain(&[
+        "route",
+        "--chain",
+        "rules/examples/full.chain.yaml",
+        "--providers",
+        "rules/examples/providers.txt",
+        "--request",
+        request.to_str().unwrap(),
+        "--explain",
+        "--seed",
+        seed,
+    ])
+}
+
+const BEIJING_MT: &str = "consumer://10.1.9.9/org.apache.dubbo.samples.CommentService?application=comment-web&region=beijing&idc=mt";
+
+#[test]
+fn the_full_example_chain_routes_through_all_four_routers() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 1..=20 {
+        let out = routechain(&[
+            "route",
+            "--chain",
+            "rules/examples/full.chain.yaml",
+            "--providers",
+            "rules/examples/providers.txt",
+            "--request",
+            "rules/examples/request.json",
+            "--explain",
+            "--seed",
+            &seed.to_string(),
+        ]);
+        assert_eq!(out.status.code(), Some(0));
+        let v = json(&out);
+        let steps: Vec<&str> = v["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["router"].as_str().unwrap())
+            .collect();
+        assert_eq!(steps, ["tag", "condition(service)", "group", "idc-weight"]);
+        let counts: Vec<(u64, u64)> = v["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["before"].as_u64().unwrap(), s["after"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(counts, [(9, 7), (7, 5), (5, 2), (2, 1)]);
+        seen.extend(indexes(&v));
+    }
+    // idx_user in beijing: 10.1.1.1 (mt, index 0) and 10.1.2.1 (zf, index 3), split 50/50.
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [0, 3]);
+}
+
+#[test]
+fn a_gray_request_reaches_only_the_gray_provider_of_its_region() {
+    for seed in ["1", "2", "3", "4"] {
+        let out = route_example(
+            &format!(
+                r#"{{"consumer": "{BEIJING_MT}", "method": "getComment",
+                    "attachments": {{"dubbo.tag": "gray"}}, "attributes": {{"group": "idx_user"}}}}"#
+            ),
+            seed,
+        );
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(indexes(&json(&out)), [2], "seed {seed}");
+    }
+}
+
+#[test]
+fn a_group_without_providers_exits_3_naming_the_group_router() {
+    let out = route_example(
+        &format!(
+            r#"{{"consumer": "{BEIJING_MT}", "method": "getComment", "attributes": {{"group": "idx_nothing"}}}}"#
+        ),
+        "1",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let v = json(&out);
+    assert_eq!(indexes(&v), Vec::<u64>::new());
+    assert_eq!(v["error"]["router"], "group");
+    assert_eq!(v["trace"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn explain_prints_a_table_with_one_row_per_router() {
+    let out = routechain(&[
+        "explain",
+        "--chain",
+        "rules/examples/full.chain.yaml",
+        "--providers",
+        "rules/examples/providers.txt",
+        "--request",
+        "rules/examples/request.json",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    assert!(
+        rows[2].contains("group") && rows[2].contains("idx_user"),
+        "{text}"
+    );
+    assert!(text.contains("result: 1 provider(s)"), "{text}");
+}

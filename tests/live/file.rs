@@ -45,9 +45,13 @@ dubbo://10.0.0.3:20880/com.foo.BarService?region=hz
 
 const CHAIN: &str = "\
 routers:
-  - type: select
+  - type: condition
     rule_file: region.rule.yaml
 ";
+
+fn region(r: &str) -> String {
+    format!("conditions: ['=> region = {r}']\n")
+}
 
 fn start(chain: &Path, providers: &Path) -> Arc<LiveChain> {
     let file = ChainFile::load(chain).expect("chain loads");
@@ -55,7 +59,7 @@ fn start(chain: &Path, providers: &Path) -> Arc<LiveChain> {
     Arc::new(
         LiveChain::with_providers(
             file,
-            super::support::select::registry(),
+            routechain::registry(),
             LiveOptions::default(),
             snapshot,
         )
@@ -67,7 +71,7 @@ fn start(chain: &Path, providers: &Path) -> Arc<LiveChain> {
 fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it() {
     let d = Dir::new("rename");
     let chain = d.replace("chain.yaml", CHAIN);
-    d.replace("region.rule.yaml", "key: region\nvalue: hz\n");
+    d.replace("region.rule.yaml", &region("hz"));
     let providers = d.replace("providers.txt", PROVIDERS);
     let live = start(&chain, &providers);
     let (_w, rx) = watch(
@@ -80,7 +84,7 @@ fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it()
     wait_route(&live, &["10.0.0.1:20880", "10.0.0.3:20880"]);
 
     // The rule file, replaced by rename.
-    d.replace("region.rule.yaml", "key: region\nvalue: bj\n");
+    d.replace("region.rule.yaml", &region("bj"));
     wait_route(&live, &["10.0.0.2:20880"]);
     wait_report(
         &rx,
@@ -89,7 +93,7 @@ fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it()
     );
 
     // A bad edit: refused with file:line:column, the previous rule keeps serving.
-    d.replace("region.rule.yaml", "key: region\nvalue: [bj\n");
+    d.replace("region.rule.yaml", "conditions: ['=> region = bj'\n");
     let report = wait_report(&rx, "refusal", |r| matches!(r, Report::Refused { .. }));
     let Report::Refused { reason, .. } = report else {
         unreachable!()
@@ -99,16 +103,19 @@ fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it()
     assert_eq!(live.stats().refused(), 1);
     wait_route(&live, &["10.0.0.2:20880"]);
     // A rule that parses but does not validate: refused too.
-    d.replace("region.rule.yaml", "key: region\n");
+    d.replace(
+        "region.rule.yaml",
+        "configVersion: v9.9\nconditions: ['=> region = hz']\n",
+    );
     let report = wait_report(&rx, "refusal", |r| matches!(r, Report::Refused { .. }));
     assert!(
-        report.to_string().contains("missing field `value`"),
+        report.to_string().contains("unknown configVersion"),
         "{report}"
     );
     wait_route(&live, &["10.0.0.2:20880"]);
 
     // A good edit applies.
-    d.replace("region.rule.yaml", "key: region\nvalue: hz\n");
+    d.replace("region.rule.yaml", &region("hz"));
     wait_route(&live, &["10.0.0.1:20880", "10.0.0.3:20880"]);
 
     // The providers file, written in place.
@@ -135,13 +142,19 @@ fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it()
         &["10.0.0.1:20880", "10.0.0.3:20880", "10.0.0.4:20880"],
     );
     // The chain file itself: a second router follows another rule file, watched from now on.
-    d.replace("zone.rule.yaml", "key: address\nvalue: 10.0.0.3:20880\n");
+    d.replace(
+        "zone.rule.yaml",
+        "conditions: ['=> address = 10.0.0.3:20880']\n",
+    );
     d.replace(
         "chain.yaml",
-        &format!("{CHAIN}  - type: select\n    rule_file: zone.rule.yaml\n"),
+        &format!("{CHAIN}  - type: condition\n    rule_file: zone.rule.yaml\n"),
     );
     wait_route(&live, &["10.0.0.3:20880"]);
-    d.replace("zone.rule.yaml", "key: address\nvalue: 10.0.0.4:20880\n");
+    d.replace(
+        "zone.rule.yaml",
+        "conditions: ['=> address = 10.0.0.4:20880']\n",
+    );
     wait_route(&live, &["10.0.0.4:20880"]);
 }
 
@@ -158,7 +171,7 @@ fn a_kubernetes_configmap_symlink_swap_is_seen() {
         std::fs::write(dir.join("region.rule.yaml"), rule).unwrap();
         std::fs::write(dir.join("providers.txt"), PROVIDERS).unwrap();
     };
-    version("..2026_01", "key: region\nvalue: hz\n");
+    version("..2026_01", &region("hz"));
     std::os::unix::fs::symlink("..2026_01", d.path("..data")).unwrap();
     for f in ["chain.yaml", "region.rule.yaml", "providers.txt"] {
         std::os::unix::fs::symlink(format!("..data/{f}"), d.path(f)).unwrap();
@@ -173,7 +186,7 @@ fn a_kubernetes_configmap_symlink_swap_is_seen() {
         ))),
     );
     wait_route(&live, &["10.0.0.1:20880", "10.0.0.3:20880"]);
-    version("..2026_02", "key: region\nvalue: bj\n");
+    version("..2026_02", &region("bj"));
     std::os::unix::fs::symlink("..2026_02", d.path("..data_tmp")).unwrap();
     std::fs::rename(d.path("..data_tmp"), d.path("..data")).unwrap();
     std::fs::remove_dir_all(d.path("..2026_01")).unwrap();
@@ -184,7 +197,7 @@ fn a_kubernetes_configmap_symlink_swap_is_seen() {
 fn an_emptied_providers_file_is_held_back() {
     let d = Dir::new("empty");
     let chain = d.replace("chain.yaml", CHAIN);
-    d.replace("region.rule.yaml", "key: region\nvalue: hz\n");
+    d.replace("region.rule.yaml", &region("hz"));
     let providers = d.replace("providers.txt", PROVIDERS);
     let live = start(&chain, &providers);
     let (_w, rx) = watch(

@@ -22,8 +22,7 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 pub fn live(chain_yaml: &str) -> Arc<LiveChain> {
     let file = ChainFile::parse("test.chain.yaml", chain_yaml, None).expect("chain parses");
     Arc::new(
-        LiveChain::new(file, support::select::registry(), LiveOptions::default())
-            .expect("chain builds"),
+        LiveChain::new(file, routechain::registry(), LiveOptions::default()).expect("chain builds"),
     )
 }
 
@@ -53,11 +52,15 @@ pub fn route(live: &LiveChain, request: &Request) -> Result<Vec<String>, NoProvi
 
 /// Waits until routing an empty request gives exactly `expected` (addresses).
 pub fn wait_route(live: &LiveChain, expected: &[&str]) {
-    let request = Request::new();
+    wait_route_for(live, &Request::new(), expected);
+}
+
+/// Waits until routing `request` gives exactly `expected` (addresses).
+pub fn wait_route_for(live: &LiveChain, request: &Request, expected: &[&str]) {
     let mut last = None;
     let found = std::time::Instant::now();
     while found.elapsed() < PATIENCE {
-        let got = route(live, &request);
+        let got = route(live, request);
         if matches!(&got, Ok(a) if a == expected) {
             return;
         }

@@ -9,7 +9,7 @@ use routechain::live::{Report, RuleKey, ServiceKey, ZkAdmin, ZkConfig, ZkSource}
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use super::support::zookeeper::ZooKeeper;
-use super::{live, wait_report, wait_route, watch};
+use super::{live, wait_report, wait_route, wait_route_for, watch};
 
 const SERVICE: &str = "com.foo.BarService";
 
@@ -122,15 +122,21 @@ fn source_with_session(
 const CHAIN: &str = "
 service: com.foo.BarService
 routers:
-  - type: select                 # follows com.foo.BarService::.select-router
-  - type: select                 # follows demo-app.select-router
+  - type: condition              # follows com.foo.BarService::.condition-router
+  - type: condition              # follows demo-app.condition-router
     application: demo-app
-  - type: select                 # inline rule: kept, never subscribes
-    rule: {key: zone, value: a}
+  - type: tag                    # follows demo-provider.tag-router
+    application: demo-provider
+  - type: condition              # inline rule: kept, never subscribes
+    rule:
+      conditions: ['=> zone = a']
 ";
 
+const ALL: [&str; 3] = ["10.0.0.1:20880", "10.0.0.2:20880", "10.0.0.3:20880"];
+
 #[test]
-fn rules_and_providers_in_dubbo_layout_take_effect_and_a_deleted_rule_is_cleared() {
+fn dubbo_condition_and_tag_rules_and_providers_in_dubbos_layout_take_effect_and_deleted_rules_clear()
+ {
     let zk = ZooKeeper::start("layout");
     let raw = Raw::connect(&zk.address());
     // Providers as Dubbo registers them: URL-encoded children of /dubbo/<interface>/providers.
@@ -145,69 +151,80 @@ fn rules_and_providers_in_dubbo_layout_take_effect_and_a_deleted_rule_is_cleared
     ] {
         raw.put(&format!("/dubbo/com.foo.BarService/providers/{child}"), "");
     }
-    // A rule for the inline entry's type under the service key exists before the start:
-    // the first entry picks it up, the inline entry keeps its own rule.
+    // A service rule, as Dubbo Admin writes it, exists before the start.
+    const SERVICE_RULE: &str = "/dubbo/config/dubbo/com.foo.BarService::.condition-router";
     raw.put(
-        "/dubbo/config/dubbo/com.foo.BarService::.select-router",
-        "key: region\nvalue: hz\n",
+        SERVICE_RULE,
+        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabled: true\n\
+         force: false\nruntime: true\nconditions:\n  - => region = hz\n",
     );
     let live = live(CHAIN);
     assert_eq!(
         live.subscriptions(),
         [
-            RuleKey::new("com.foo.BarService::", "select"),
-            RuleKey::new("demo-app", "select")
+            RuleKey::new("com.foo.BarService::", "condition"),
+            RuleKey::new("demo-app", "condition"),
+            RuleKey::new("demo-provider", "tag"),
         ]
     );
     let (_watching, rx) = watch(&live, source(&live, &zk));
     wait_route(&live, &["10.0.0.1:20880", "10.0.0.3:20880"]);
 
-    // Application-scope rule: added.
+    // An application-scope condition rule: added.
+    const APP_RULE: &str = "/dubbo/config/dubbo/demo-app.condition-router";
     raw.put(
-        "/dubbo/config/dubbo/demo-app.select-router",
-        "key: env\nvalue: gray\n",
+        APP_RULE,
+        "configVersion: v3.0\nscope: application\nkey: demo-app\nconditions:\n  - => env = gray\n",
     );
     wait_route(&live, &["10.0.0.3:20880"]);
     wait_report(
         &rx,
         "app rule added",
-        |r| matches!(r, Report::Applied { change, .. } if change == "rule demo-app.select-router added"),
+        |r| matches!(r, Report::Applied { change, .. } if change == "rule demo-app.condition-router added"),
     );
-    // Service rule: modified.
+    // The service rule: modified (its empty match on the app rule's side is ignored, as
+    // force is false there).
     raw.put(
-        "/dubbo/config/dubbo/com.foo.BarService::.select-router",
-        "key: region\nvalue: bj\n",
+        SERVICE_RULE,
+        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nforce: true\n\
+         conditions:\n  - => region = bj\n",
     );
-    // region=bj and env=gray: nobody.
-    super::support::wait_for(super::PATIENCE, "empty result", || {
-        super::route(&live, &Request::new()).is_err().then_some(())
-    });
+    wait_route(&live, &["10.0.0.2:20880"]);
     wait_report(&rx, "service rule modified", |r| {
         matches!(r, Report::Applied { change, .. }
-            if change == "rule com.foo.BarService::.select-router modified")
+            if change == "rule com.foo.BarService::.condition-router modified")
     });
     // Deleted nodes clear the rules.
-    raw.delete("/dubbo/config/dubbo/demo-app.select-router");
-    wait_route(&live, &["10.0.0.2:20880"]);
-    raw.delete("/dubbo/config/dubbo/com.foo.BarService::.select-router");
-    wait_route(
-        &live,
-        &["10.0.0.1:20880", "10.0.0.2:20880", "10.0.0.3:20880"],
-    );
+    raw.delete(SERVICE_RULE);
+    wait_route(&live, &["10.0.0.3:20880"]);
     wait_report(&rx, "service rule deleted", |r| {
         matches!(r, Report::Applied { change, .. }
-            if change == "rule com.foo.BarService::.select-router deleted")
+            if change == "rule com.foo.BarService::.condition-router deleted")
     });
+    raw.delete(APP_RULE);
+    wait_route(&live, &ALL);
+
+    // A dynamic tag rule under the provider application's key.
+    const TAG_RULE: &str = "/dubbo/config/dubbo/demo-provider.tag-router";
+    raw.put(
+        TAG_RULE,
+        "configVersion: v3.0\nforce: false\nenabled: true\nkey: demo-provider\ntags:\n  \
+         - name: gray\n    addresses: [\"10.0.0.3:20880\"]\n",
+    );
+    // An untagged request never reaches a provider of a dynamic tag; a gray one does.
+    wait_route(&live, &["10.0.0.1:20880", "10.0.0.2:20880"]);
+    let gray = Request::new().with_attachment("dubbo.tag", "gray");
+    wait_route_for(&live, &gray, &["10.0.0.3:20880"]);
+    raw.delete(TAG_RULE);
+    wait_route(&live, &ALL);
+
     // A node for a key nobody follows changes nothing.
     raw.put(
-        "/dubbo/config/dubbo/other-app.select-router",
-        "key: region\nvalue: bj\n",
+        "/dubbo/config/dubbo/other-app.condition-router",
+        "conditions: ['=> region = bj']\n",
     );
     std::thread::sleep(Duration::from_millis(300));
-    wait_route(
-        &live,
-        &["10.0.0.1:20880", "10.0.0.2:20880", "10.0.0.3:20880"],
-    );
+    wait_route(&live, &ALL);
     assert_eq!(live.stats().refused(), 0);
 }
 
@@ -219,23 +236,27 @@ fn a_bad_rule_or_provider_is_refused_and_the_previous_state_keeps_serving() {
         admin.register(&provider(n, params));
     }
     let key = ServiceKey::parse(SERVICE).rule_key();
-    admin.put_rule(&key, "select", "key: region\nvalue: hz\n");
+    admin.put_rule(&key, "condition", "conditions: ['=> region = hz']\n");
     let live = live(CHAIN);
     let (_watching, rx) = watch(&live, source(&live, &zk));
     wait_route(&live, &["10.0.0.1:20880"]);
 
     let bad_rules = [
-        ("key: [region\n", "did not find expected"),
+        ("conditions: ['=> region = hz'\n", "expected ',' or ']'"),
         ("", "the rule document is empty"),
-        ("- key: region\n", "a rule document must be a mapping"),
-        ("key: region\n", "missing field `value`"),
+        ("- => region = hz\n", "a rule document must be a mapping"),
+        ("conditions: []\n", "`conditions` is empty"),
         (
-            "key: region\nvalue: hz\nforce: true\n",
-            "unknown field `force`",
+            "configVersion: v9.9\nconditions: ['=> region = bj']\n",
+            "unknown configVersion \"v9.9\"",
+        ),
+        (
+            "force: maybe\nconditions: ['=> region = bj']\n",
+            "force: must be true or false",
         ),
     ];
     for (i, (text, reason)) in bad_rules.iter().enumerate() {
-        admin.put_rule(&key, "select", text);
+        admin.put_rule(&key, "condition", text);
         let report = wait_report(&rx, "refusal", |r| matches!(r, Report::Refused { .. }));
         let Report::Refused {
             change,
@@ -244,20 +265,20 @@ fn a_bad_rule_or_provider_is_refused_and_the_previous_state_keeps_serving() {
         else {
             unreachable!()
         };
-        assert_eq!(change, "rule com.foo.BarService::.select-router modified");
-        assert!(
-            why.contains(reason) || (i == 0 && why.contains("zookeeper:/dubbo/config/dubbo/")),
-            "{text:?}: {why}"
+        assert_eq!(
+            change,
+            "rule com.foo.BarService::.condition-router modified"
         );
+        assert!(why.contains(reason), "{text:?}: {why}");
         assert!(
-            why.contains("zookeeper:/dubbo/config/dubbo/com.foo.BarService::.select-router"),
+            why.contains("zookeeper:/dubbo/config/dubbo/com.foo.BarService::.condition-router:"),
             "{why}"
         );
         assert_eq!(live.stats().refused(), i as u64 + 1);
         wait_route(&live, &["10.0.0.1:20880"]);
     }
     // A good rule applies again.
-    admin.put_rule(&key, "select", "key: region\nvalue: bj\n");
+    admin.put_rule(&key, "condition", "conditions: ['=> region = bj']\n");
     wait_route(&live, &["10.0.0.2:20880"]);
 
     // A provider whose URL does not parse: the whole list is refused, the old one serves.
@@ -276,7 +297,7 @@ fn a_bad_rule_or_provider_is_refused_and_the_previous_state_keeps_serving() {
     admin.register(&provider(3, "region=bj&zone=a"));
     wait_route(&live, &["10.0.0.2:20880", "10.0.0.3:20880"]);
     // Deleting the node clears the rule.
-    admin.delete_rule(&key, "select");
+    admin.delete_rule(&key, "condition");
     wait_route(
         &live,
         &["10.0.0.1:20880", "10.0.0.2:20880", "10.0.0.3:20880"],
@@ -334,10 +355,8 @@ fn empty_push_protection_can_be_turned_off() {
         protect_empty: false,
         ..Default::default()
     };
-    let live = Arc::new(
-        routechain::live::LiveChain::new(file, super::support::select::registry(), options)
-            .unwrap(),
-    );
+    let live =
+        Arc::new(routechain::live::LiveChain::new(file, routechain::registry(), options).unwrap());
     let (_watching, _rx) = watch(&live, source(&live, &zk));
     wait_route(&live, &["10.0.0.1:20880"]);
     admin.unregister(&provider(1, "zone=a"));
@@ -405,7 +424,7 @@ fn zookeeper_restart_and_session_expiry_keep_the_last_good_state_then_changes_ap
         for (n, params) in [(1, "region=hz&zone=a"), (2, "region=bj&zone=a")] {
             admin.register(&provider(n, params));
         }
-        admin.put_rule(&key, "select", "key: region\nvalue: hz\n");
+        admin.put_rule(&key, "condition", "conditions: ['=> region = hz']\n");
     }
     let live = live(CHAIN);
     let session = Duration::from_secs(8);
@@ -429,7 +448,7 @@ fn zookeeper_restart_and_session_expiry_keep_the_last_good_state_then_changes_ap
         |r| matches!(r, Report::Status { message, .. } if message.starts_with("reconnected")),
     );
     let admin = Admin::connect(&zk.address());
-    admin.put_rule(&key, "select", "key: region\nvalue: bj\n");
+    admin.put_rule(&key, "condition", "conditions: ['=> region = bj']\n");
     wait_route(&live, &["10.0.0.2:20880"]);
     drop(admin);
 
@@ -448,7 +467,7 @@ fn zookeeper_restart_and_session_expiry_keep_the_last_good_state_then_changes_ap
         |r| matches!(r, Report::Status { message, .. } if message.contains("expired")),
     );
     // Watches work on the new session.
-    admin.put_rule(&key, "select", "key: region\nvalue: hz\n");
+    admin.put_rule(&key, "condition", "conditions: ['=> region = hz']\n");
     wait_route(&live, &["10.0.0.1:20880"]);
 
     let (calls, failures) = traffic.finish();
@@ -467,12 +486,19 @@ fn a_thousand_rule_updates_under_concurrent_routing_never_fail_or_tear() {
         admin.register(&provider(n + 1, &format!("v={n}")));
     }
     let key = ServiceKey::parse(SERVICE).rule_key();
-    // Version k selects provider k % 7 (the last version differs from the first).
-    let rule = |version: usize| format!("key: v\nvalue: \"{}\"\n", version % 7);
-    admin.put_rule(&key, "select", &rule(0));
+    // Version k selects provider k % 7 (the last version differs from the first); `force`
+    // makes an empty match an empty result.
+    let rule = |version: usize| {
+        format!(
+            "configVersion: v3.0\nscope: service\nforce: true\nconditions:\n  - => v = {}\n",
+            version % 7
+        )
+    };
+    admin.put_rule(&key, "condition", &rule(0));
     // Two entries follow the same node: both must change in the same swap. A call that
     // saw one entry at version a and the other at version b != a would select nothing.
-    let live = live("service: com.foo.BarService\nrouters:\n  - type: select\n  - type: select\n");
+    let live =
+        live("service: com.foo.BarService\nrouters:\n  - type: condition\n  - type: condition\n");
     let (_watching, _rx) = watch(&live, source(&live, &zk));
     wait_route(&live, &["10.0.0.1:20880"]);
 
@@ -509,7 +535,7 @@ fn a_thousand_rule_updates_under_concurrent_routing_never_fail_or_tear() {
         })
         .collect();
     for version in 1..=UPDATES {
-        admin.put_rule(&key, "select", &rule(version));
+        admin.put_rule(&key, "condition", &rule(version));
     }
     let last = format!("10.0.0.{}:20880", UPDATES % 7 + 1);
     wait_route(&live, &[last.as_str()]);
@@ -528,13 +554,22 @@ fn a_thousand_rule_updates_under_concurrent_routing_never_fail_or_tear() {
             assert_eq!(first, v, "generation {generation} gave two answers");
         }
     }
+    eprintln!(
+        "{} generations seen by routing threads, {} swaps applied",
+        generations.len(),
+        live.stats().applied()
+    );
     assert!(generations.len() > 1, "routing never saw an update");
     assert_eq!(live.stats().refused(), 0);
     // Every update is applied (or coalesced when ZooKeeper sent one event for several).
     assert!(live.stats().applied() >= 2);
     let final_rule = admin
         .rt
-        .block_on(admin.admin.get_rule(&RuleKey::new(key.clone(), "select")))
+        .block_on(
+            admin
+                .admin
+                .get_rule(&RuleKey::new(key.clone(), "condition")),
+        )
         .unwrap();
     assert_eq!(final_rule.as_deref(), Some(rule(UPDATES).as_str()));
 }

@@ -1,8 +1,6 @@
-//! Test support shared by the integration test crates: a real ZooKeeper server and a
-//! test-only router type.
+//! Test support shared by the integration test crates: a real ZooKeeper server.
 #![allow(dead_code)]
 
-pub mod select;
 pub mod zookeeper;
 
 use std::time::{Duration, Instant};

@@ -1,0 +1,697 @@
+//! The `condition` router: Dubbo's condition rules, v3.0 text (`when => then`) and v3.1
+//! from/to with weighted destinations, exactly as Dubbo 3.3 routes them, with the
+//! provider side precomputed.
+//!
+//! - [`ConditionRule`] is a compiled rule document (schema:
+//!   [`routechain_rules::schema::condition`]); [`parser`] turns the condition texts into
+//!   [`matcher::Term`]s and reports located errors.
+//! - [`ConditionRouter`] prepares, per snapshot and consumer, every then-part and every v3.1
+//!   `to.match` as a [`ProviderSet`]; `$name` references resolve against the prepared
+//!   consumer, and through a [`ParamIndex`] lookup for a request that carries another
+//!   consumer. When-parts that read nothing from the request are decided at prepare time
+//!   (unless `runtime: true`), and the route is then reported [`Evaluation::Cached`].
+//! - Per call: the when-part's string compares, bitset intersections, and for v3.1 one draw
+//!   `rng().below(sum of weights)` over the non-empty destinations. Nothing allocates.
+//! - [`ConditionFactory`] registers the type `condition` (default priority 140 for
+//!   `scope: service`, 150 for `scope: application`).
+
+pub mod matcher;
+pub mod parser;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use routechain_core::{
+    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter,
+    ProviderSet, Request, RouteContext, Router, RouterFactory, RouterSpec, RuleDoc, RuleError,
+    Snapshot, Url,
+};
+use routechain_rules::schema::condition::{
+    ConditionRuleDef, ConditionsDef, ConfigVersion, Scope, TextField,
+};
+
+use self::matcher::{Key, Pattern, Term, glob_match};
+use self::parser::{Side, parse_match, parse_text_condition};
+
+/// Dubbo's priority of a service-scope condition rule.
+pub const SERVICE_PRIORITY: i32 = 140;
+/// Dubbo's priority of an application-scope condition rule.
+pub const APPLICATION_PRIORITY: i32 = 150;
+
+/// What a condition does to the candidates once its when-part matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// v3.0 with an empty or `false` then-part: no provider.
+    Blocklist,
+    /// v3.0: keep the providers matching every term (`force` decides an empty result).
+    Then(Vec<Term>),
+    /// v3.1 without `to` (or with an empty `to`): traffic disabled, no provider.
+    TrafficDisabled,
+    /// v3.1: one non-empty destination, picked with probability weight / sum.
+    Destinations(Vec<Destination>),
+}
+
+/// A v3.1 destination: a provider subset and its weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The `to.match` terms (empty: every provider).
+    pub terms: Vec<Term>,
+    /// The weight (default 100); a zero weight is never picked.
+    pub weight: u32,
+}
+
+/// One compiled condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// When-part terms (empty: every request).
+    pub when: Vec<Term>,
+    /// What happens when the when-part matches.
+    pub action: Action,
+}
+
+impl Condition {
+    /// True when the when-part reads the request (method, arguments, attachments).
+    pub fn reads_request(&self) -> bool {
+        self.when.iter().any(|t| t.key.reads_request())
+    }
+}
+
+/// A compiled condition rule document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConditionRule {
+    /// v3.0 or v3.1.
+    pub version: ConfigVersion,
+    /// Service or application.
+    pub scope: Scope,
+    /// `key`, if given.
+    pub key: Option<String>,
+    /// `enabled`.
+    pub enabled: bool,
+    /// `force`.
+    pub force: bool,
+    /// `runtime`: evaluate every when-part per call.
+    pub runtime: bool,
+    /// The conditions, applied one after another.
+    pub conditions: Vec<Condition>,
+}
+
+impl ConditionRule {
+    /// Compiles a rule document, reporting every problem (field errors and located errors
+    /// inside condition texts) at once.
+    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, Vec<RuleError>> {
+        Self::from_def(&ConditionRuleDef::from_doc(doc)?)
+    }
+
+    /// Compiles a validated rule definition.
+    pub fn from_def(def: &ConditionRuleDef) -> Result<Self, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        let mut conditions = Vec::new();
+        match &def.conditions {
+            ConditionsDef::Text(texts) => {
+                for (i, t) in texts.iter().enumerate() {
+                    match parse_text_condition(&t.text, &t.path, i) {
+                        Ok(c) => conditions.push(Condition {
+                            when: c.when,
+                            action: match c.then {
+                                None => Action::Blocklist,
+                                Some(terms) => Action::Then(terms),
+                            },
+                        }),
+                        Err(mut es) => errors.append(&mut es),
+                    }
+                }
+            }
+            ConditionsDef::MultiDest(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let mut parse = |text: &Option<TextField>, side| match text {
+                        None => Vec::new(),
+                        Some(t) => {
+                            parse_match(&t.text, side, &t.path, i).unwrap_or_else(|mut es| {
+                                errors.append(&mut es);
+                                Vec::new()
+                            })
+                        }
+                    };
+                    let when = parse(&item.from, Side::When);
+                    let action = match &item.to {
+                        None => Action::TrafficDisabled,
+                        Some(to) if to.is_empty() => Action::TrafficDisabled,
+                        Some(to) => Action::Destinations(
+                            to.iter()
+                                .map(|d| Destination {
+                                    terms: parse(&d.match_text, Side::Then),
+                                    weight: d.weight,
+                                })
+                                .collect(),
+                        ),
+                    };
+                    conditions.push(Condition { when, action });
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(ConditionRule {
+                version: def.version,
+                scope: def.scope,
+                key: def.key.clone(),
+                enabled: def.enabled,
+                force: def.force,
+                runtime: def.runtime,
+                conditions,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// True when every when-part is decided without the request and `runtime` is off: the
+    /// route is then answered from prepared state for the prepared consumer.
+    pub fn cacheable(&self) -> bool {
+        !self.runtime && !self.conditions.iter().any(Condition::reads_request)
+    }
+}
+
+/// The `condition` router: a compiled rule (or none: every provider passes).
+#[derive(Debug, Clone)]
+pub struct ConditionRouter {
+    name: String,
+    rule: Option<Arc<ConditionRule>>,
+}
+
+impl ConditionRouter {
+    /// A router for `rule`.
+    pub fn new(rule: ConditionRule) -> Self {
+        ConditionRouter {
+            name: format!("condition({})", rule.scope.as_str()),
+            rule: Some(Arc::new(rule)),
+        }
+    }
+
+    /// A router without a rule: every provider passes.
+    pub fn passthrough() -> Self {
+        ConditionRouter {
+            name: "condition".into(),
+            rule: None,
+        }
+    }
+
+    /// Compiles a rule document into a router.
+    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, Vec<RuleError>> {
+        ConditionRule::from_doc(doc).map(Self::new)
+    }
+
+    /// The rule, if any.
+    pub fn rule(&self) -> Option<&ConditionRule> {
+        self.rule.as_deref()
+    }
+}
+
+impl Router for ConditionRouter {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        let Some(rule) = &self.rule else {
+            return Ok(Arc::new(PreparedCondition {
+                rule: None,
+                conditions: Vec::new(),
+            }));
+        };
+        let mut indexes = Indexes {
+            snapshot: cx.snapshot,
+            by_key: HashMap::new(),
+        };
+        let empty_request = Request::new();
+        let conditions = rule
+            .conditions
+            .iter()
+            .map(|c| PreparedCond {
+                consumer_ok: c
+                    .when
+                    .iter()
+                    .filter(|t| !t.key.reads_request())
+                    .all(|t| t.matches_when(&empty_request, cx.consumer)),
+                action: match &c.action {
+                    Action::Blocklist => PreparedAction::Blocklist,
+                    Action::TrafficDisabled => PreparedAction::TrafficDisabled,
+                    Action::Then(terms) => {
+                        PreparedAction::Then(indexes.set_expr(terms, cx.consumer))
+                    }
+                    Action::Destinations(ds) => PreparedAction::Destinations(
+                        ds.iter()
+                            .map(|d| (indexes.set_expr(&d.terms, cx.consumer), d.weight))
+                            .collect(),
+                    ),
+                },
+            })
+            .collect();
+        Ok(Arc::new(PreparedCondition {
+            rule: Some(rule.clone()),
+            conditions,
+        }))
+    }
+}
+
+/// Parameter indexes of one snapshot, built once per key a rule reads.
+struct Indexes<'a> {
+    snapshot: &'a Snapshot,
+    by_key: HashMap<Box<str>, Arc<ParamIndex>>,
+}
+
+impl Indexes<'_> {
+    fn index(&mut self, key: &str) -> Arc<ParamIndex> {
+        if let Some(ix) = self.by_key.get(key) {
+            return ix.clone();
+        }
+        let ix = Arc::new(ParamIndex::build(self.snapshot, key));
+        self.by_key.insert(key.into(), ix.clone());
+        ix
+    }
+
+    /// The providers matching every term (all providers for no term), for `consumer`,
+    /// plus the per-call form when a term refers to the consumer.
+    fn set_expr(&mut self, terms: &[Term], consumer: &Url) -> SetExpr {
+        let len = self.snapshot.len();
+        let mut set = BitSet::full(len);
+        let mut dynamic = terms.iter().any(Term::has_consumer_ref).then(Vec::new);
+        for term in terms {
+            let (present, pos, neg, dyn_term) = match &term.key {
+                Key::Provider(name) => {
+                    let ix = self.index(name);
+                    let mut present = BitSet::full(len);
+                    present.and_not_assign(&ix.missing().to_bitset());
+                    let pattern_set = |p: &Pattern| pattern_set(p, &ix, &present, consumer);
+                    let pos = if term.matches.is_empty() {
+                        present.clone()
+                    } else {
+                        or_all(len, term.matches.iter().map(pattern_set))
+                    };
+                    let neg = or_all(len, term.mismatches.iter().map(pattern_set));
+                    let dyn_term = dynamic.is_some().then(|| {
+                        let dyn_pat = |p: &Pattern| match p {
+                            Pattern::ConsumerRef(n) => DynPat::Ref(n.clone()),
+                            other => DynPat::Fixed(ProviderSet::from_bitset(pattern_set(other))),
+                        };
+                        DynTerm {
+                            key: name.clone(),
+                            present: ProviderSet::from_bitset(present.clone()),
+                            index: Some(ix.clone()),
+                            matches: term.matches.iter().map(dyn_pat).collect(),
+                            mismatches: term.mismatches.iter().map(dyn_pat).collect(),
+                        }
+                    });
+                    (present, pos, neg, dyn_term)
+                }
+                // A then-part key with no value on a provider: never matches.
+                _ => {
+                    let e = BitSet::empty(len);
+                    (e.clone(), e.clone(), e, None)
+                }
+            };
+            if term.matches.is_empty() && term.mismatches.is_empty() {
+                set.clear();
+            } else {
+                let mut t = pos;
+                t.and_not_assign(&neg);
+                t.and_assign(&present);
+                set.and_assign(&t);
+            }
+            if let Some(d) = dynamic.as_mut() {
+                d.push(dyn_term.unwrap_or_else(|| DynTerm::never(len)));
+            }
+        }
+        SetExpr {
+            prepared: ProviderSet::from_bitset(set),
+            dynamic: dynamic.map(|terms| DynSet { terms }),
+        }
+    }
+}
+
+fn or_all(len: usize, sets: impl Iterator<Item = BitSet>) -> BitSet {
+    let mut acc = BitSet::empty(len);
+    for s in sets {
+        acc.or_assign(&s);
+    }
+    acc
+}
+
+/// The providers whose value of the index's key matches `p` (for `consumer`'s `$name`).
+fn pattern_set(p: &Pattern, ix: &ParamIndex, present: &BitSet, consumer: &Url) -> BitSet {
+    let len = present.len();
+    let one = |v: &str| {
+        ix.get(v)
+            .map_or_else(|| BitSet::empty(len), ProviderSet::to_bitset)
+    };
+    match p {
+        Pattern::Any => present.clone(),
+        Pattern::Exact(e) => one(e),
+        Pattern::ConsumerRef(name) => match consumer.get(name) {
+            None => BitSet::empty(len),
+            Some("*") => present.clone(),
+            Some(v) if !v.contains('*') => one(v),
+            Some(_) => values_matching(ix, len, |v| p.matches(v, Some(consumer))),
+        },
+        Pattern::Glob(_) | Pattern::Range { .. } => {
+            values_matching(ix, len, |v| p.matches(v, Some(consumer)))
+        }
+    }
+}
+
+fn values_matching(ix: &ParamIndex, len: usize, pred: impl Fn(&str) -> bool) -> BitSet {
+    let mut acc = BitSet::empty(len);
+    for (v, s) in ix.values() {
+        if pred(v) {
+            match s {
+                ProviderSet::Dense(b) => acc.or_assign(b),
+                ProviderSet::Sparse { indexes, .. } => {
+                    for &i in indexes.iter() {
+                        acc.insert(i as usize);
+                    }
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// A then-part (or `to.match`) over the snapshot: the set for the prepared consumer, and the
+/// per-call form for another consumer when the terms refer to the consumer.
+struct SetExpr {
+    prepared: ProviderSet,
+    dynamic: Option<DynSet>,
+}
+
+impl SetExpr {
+    fn intersects(&self, candidates: &Candidates, cx: &RouteContext<'_>) -> bool {
+        match &self.dynamic {
+            Some(d) if !cx.consumer_is_prepared() => {
+                let (consumer, snapshot) = (cx.consumer(), cx.snapshot());
+                candidates.any_with(|w| d.word(w, consumer, snapshot))
+            }
+            _ => self.prepared.intersects(candidates),
+        }
+    }
+
+    fn and_into(&self, candidates: &mut Candidates, cx: &RouteContext<'_>) {
+        match &self.dynamic {
+            Some(d) if !cx.consumer_is_prepared() => {
+                let (consumer, snapshot) = (cx.consumer(), cx.snapshot());
+                candidates.and_with(|w| d.word(w, consumer, snapshot));
+            }
+            _ => self.prepared.and_into(candidates),
+        }
+    }
+}
+
+/// Terms evaluated word by word for a consumer other than the prepared one.
+struct DynSet {
+    terms: Vec<DynTerm>,
+}
+
+struct DynTerm {
+    key: Box<str>,
+    present: ProviderSet,
+    /// `None` for a key providers never have.
+    index: Option<Arc<ParamIndex>>,
+    matches: Vec<DynPat>,
+    mismatches: Vec<DynPat>,
+}
+
+enum DynPat {
+    Fixed(ProviderSet),
+    Ref(Box<str>),
+}
+
+impl DynTerm {
+    fn never(len: usize) -> Self {
+        DynTerm {
+            key: "".into(),
+            present: ProviderSet::empty(len),
+            index: None,
+            matches: Vec::new(),
+            mismatches: Vec::new(),
+        }
+    }
+
+    fn pattern_word(&self, p: &DynPat, w: usize, consumer: &Url, snapshot: &Snapshot) -> u64 {
+        match p {
+            DynPat::Fixed(s) => s.word(w),
+            DynPat::Ref(name) => match consumer.get(name) {
+                None => 0,
+                Some("*") => self.present.word(w),
+                Some(v) if !v.contains('*') => self
+                    .index
+                    .as_ref()
+                    .and_then(|ix| ix.get(v))
+                    .map_or(0, |s| s.word(w)),
+                // The consumer's value is itself a glob: test the providers of this word.
+                Some(v) => {
+                    let mut bits = 0u64;
+                    for b in 0..64 {
+                        let Some(p) = snapshot.get(w * 64 + b) else {
+                            break;
+                        };
+                        if p.get(&self.key).is_some_and(|pv| glob_match(v, pv)) {
+                            bits |= 1 << b;
+                        }
+                    }
+                    bits
+                }
+            },
+        }
+    }
+
+    fn word(&self, w: usize, consumer: &Url, snapshot: &Snapshot) -> u64 {
+        if self.matches.is_empty() && self.mismatches.is_empty() {
+            return 0;
+        }
+        let pos = if self.matches.is_empty() {
+            self.present.word(w)
+        } else {
+            self.matches.iter().fold(0, |acc, p| {
+                acc | self.pattern_word(p, w, consumer, snapshot)
+            })
+        };
+        let neg = self.mismatches.iter().fold(0, |acc, p| {
+            acc | self.pattern_word(p, w, consumer, snapshot)
+        });
+        pos & !neg & self.present.word(w)
+    }
+}
+
+impl DynSet {
+    fn word(&self, w: usize, consumer: &Url, snapshot: &Snapshot) -> u64 {
+        let mut acc = u64::MAX;
+        for t in &self.terms {
+            acc &= t.word(w, consumer, snapshot);
+            if acc == 0 {
+                break;
+            }
+        }
+        acc
+    }
+}
+
+enum PreparedAction {
+    Blocklist,
+    TrafficDisabled,
+    Then(SetExpr),
+    Destinations(Vec<(SetExpr, u32)>),
+}
+
+struct PreparedCond {
+    /// The when-part's consumer terms, decided for the prepared consumer.
+    consumer_ok: bool,
+    action: PreparedAction,
+}
+
+/// A condition rule prepared for one snapshot and consumer.
+struct PreparedCondition {
+    rule: Option<Arc<ConditionRule>>,
+    conditions: Vec<PreparedCond>,
+}
+
+impl PreparedCondition {
+    fn when_matches(
+        &self,
+        cond: &Condition,
+        prepared: &PreparedCond,
+        cx: &RouteContext<'_>,
+        use_cache: bool,
+    ) -> bool {
+        let (request, consumer) = (cx.request(), cx.consumer());
+        if use_cache {
+            if !prepared.consumer_ok {
+                return false;
+            }
+        } else if !cond
+            .when
+            .iter()
+            .filter(|t| !t.key.reads_request())
+            .all(|t| t.matches_when(request, consumer))
+        {
+            return false;
+        }
+        cond.when
+            .iter()
+            .filter(|t| t.key.reads_request())
+            .all(|t| t.matches_when(request, consumer))
+    }
+}
+
+impl PreparedRouter for PreparedCondition {
+    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+        let Some(rule) = &self.rule else {
+            cx.explain(format_args!("no condition rule: every provider passes"));
+            return Evaluation::Cached;
+        };
+        if !rule.enabled {
+            cx.explain(format_args!("rule disabled"));
+            return Evaluation::Cached;
+        }
+        let use_cache = !rule.runtime && cx.consumer_is_prepared();
+        let evaluation = if use_cache && rule.cacheable() {
+            Evaluation::Cached
+        } else {
+            Evaluation::Runtime
+        };
+        for (i, (cond, prepared)) in rule.conditions.iter().zip(&self.conditions).enumerate() {
+            if candidates.is_empty() {
+                cx.explain(format_args!("condition #{i}: no provider left, skipped"));
+                continue;
+            }
+            if !self.when_matches(cond, prepared, cx, use_cache) {
+                cx.explain(format_args!("condition #{i}: when did not match"));
+                continue;
+            }
+            match &prepared.action {
+                PreparedAction::Blocklist => {
+                    candidates.clear();
+                    cx.explain(format_args!(
+                        "condition #{i}: when matched, blocklist (empty then-part)"
+                    ));
+                }
+                PreparedAction::TrafficDisabled => {
+                    candidates.clear();
+                    cx.explain(format_args!(
+                        "condition #{i}: when matched, traffic disabled (no `to`)"
+                    ));
+                }
+                PreparedAction::Then(set) => {
+                    if set.intersects(candidates, cx) {
+                        set.and_into(candidates, cx);
+                        if cx.explaining() {
+                            let n = candidates.count();
+                            cx.explain(format_args!(
+                                "condition #{i}: when matched, {n} providers by then-part"
+                            ));
+                        }
+                    } else if rule.force {
+                        candidates.clear();
+                        cx.explain(format_args!(
+                            "condition #{i}: then-part matched nothing and force=true: no provider"
+                        ));
+                    } else {
+                        cx.explain(format_args!(
+                            "condition #{i} ignored: then-part matched nothing and force=false"
+                        ));
+                    }
+                }
+                PreparedAction::Destinations(dests) => {
+                    route_destinations(i, dests, rule.force, cx, candidates);
+                }
+            }
+        }
+        evaluation
+    }
+}
+
+/// Picks one non-empty destination with probability weight / sum (two passes, no
+/// allocation); none → `force` ? empty : unchanged.
+fn route_destinations(
+    i: usize,
+    dests: &[(SetExpr, u32)],
+    force: bool,
+    cx: &mut RouteContext<'_>,
+    candidates: &mut Candidates,
+) {
+    let mut sum = 0u64;
+    let mut live = 0usize;
+    let mut last = 0usize;
+    for (j, (set, weight)) in dests.iter().enumerate() {
+        if *weight > 0 && set.intersects(candidates, cx) {
+            sum += u64::from(*weight);
+            live += 1;
+            last = j;
+        }
+    }
+    if live == 0 {
+        if force {
+            candidates.clear();
+            cx.explain(format_args!(
+                "condition #{i}: every destination is empty and force=true: no provider"
+            ));
+        } else {
+            cx.explain(format_args!(
+                "condition #{i} ignored: every destination is empty and force=false"
+            ));
+        }
+        return;
+    }
+    let pick = if live == 1 {
+        last
+    } else {
+        let mut r = cx.rng().below(sum);
+        let mut pick = last;
+        for (j, (set, weight)) in dests.iter().enumerate() {
+            let weight = u64::from(*weight);
+            if weight > 0 && set.intersects(candidates, cx) {
+                if r < weight {
+                    pick = j;
+                    break;
+                }
+                r -= weight;
+            }
+        }
+        pick
+    };
+    if let Some((set, weight)) = dests.get(pick) {
+        set.and_into(candidates, cx);
+        if cx.explaining() {
+            let n = candidates.count();
+            cx.explain(format_args!(
+                "condition #{i}: when matched, destination #{pick} (weight {weight} of {sum}), {n} providers"
+            ));
+        }
+    }
+}
+
+/// The factory of the `condition` router type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConditionFactory;
+
+impl RouterFactory for ConditionFactory {
+    fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
+        let application = spec
+            .rule
+            .and_then(|r| r.value.get("scope"))
+            .and_then(|s| s.as_str())
+            == Some("application");
+        if application {
+            APPLICATION_PRIORITY
+        } else {
+            SERVICE_PRIORITY
+        }
+    }
+
+    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        Ok(Arc::new(match &spec.rule {
+            None => ConditionRouter::passthrough(),
+            Some(doc) => ConditionRouter::from_doc(doc)?,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,579 @@
+//! The group-assign router (`type: group`): routes each call to the provider group(s) the
+//! request names, so one consumer subscribed to every group of an interface can call one
+//! chosen group per call (seed 002).
+//!
+//! The group travels in the request (attribute, then attachment), never in a thread-local:
+//! a call fanned out to many tasks routes each task by its own request.
+//!
+//! Per snapshot the router indexes provider param value → [`ProviderSet`]; per call it looks
+//! up the named group (or each group of a comma list, iterated in place) and ANDs the
+//! candidates with it (a list is first ORed into the call's scratch bitset). Nothing
+//! allocates per call.
+//!
+//! Semantics, in order:
+//! 1. The request value: the attribute named `attribute`, else the attachment of that name,
+//!    else `default_group`. A blank value counts as absent.
+//! 2. No value, or a value naming `*` → every candidate passes.
+//! 3. Otherwise the candidates in any named group are kept. A provider without the param
+//!    belongs to no group: only `*` or "no group named" reach it.
+//! 4. No candidate in the named group(s): `force: true` → empty result; `force: false` →
+//!    the candidates are left unchanged.
+
+use std::sync::Arc;
+
+use routechain_core::{
+    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter,
+    ProviderSet, RouteContext, Router, RouterFactory, RouterSpec, RuleError,
+};
+use routechain_rules::schema::group::{GroupRule, RawGroupRule, group_names};
+
+/// The default priority of the group router: after Dubbo's tag (100) and condition
+/// (service 140, application 150) routers, before the IDC-weight router (170).
+pub const GROUP_PRIORITY: i32 = 160;
+
+/// Builds group routers from chain entries (`type: group`); an entry without `rule` gets
+/// the defaults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GroupFactory;
+
+impl RouterFactory for GroupFactory {
+    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
+        GROUP_PRIORITY
+    }
+
+    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let rule = match &spec.rule {
+            Some(doc) => RawGroupRule::parse(doc)?,
+            None => GroupRule::default(),
+        };
+        Ok(Arc::new(GroupRouter::new(rule)))
+    }
+}
+
+/// The compiled group router.
+#[derive(Debug, Clone)]
+pub struct GroupRouter {
+    rule: Arc<GroupRule>,
+}
+
+impl GroupRouter {
+    /// A router for `rule`.
+    pub fn new(rule: GroupRule) -> Self {
+        GroupRouter {
+            rule: Arc::new(rule),
+        }
+    }
+    /// The rule.
+    pub fn rule(&self) -> &GroupRule {
+        &self.rule
+    }
+}
+
+impl Router for GroupRouter {
+    fn name(&self) -> &str {
+        "group"
+    }
+
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        Ok(Arc::new(PreparedGroup {
+            rule: self.rule.clone(),
+            index: ParamIndex::build(cx.snapshot, &self.rule.provider_param),
+        }))
+    }
+}
+
+/// The group router prepared for one snapshot: group → providers.
+struct PreparedGroup {
+    rule: Arc<GroupRule>,
+    index: ParamIndex,
+}
+
+/// Where the call's group value came from.
+#[derive(Clone, Copy)]
+enum Source {
+    Attribute,
+    Attachment,
+    Default,
+}
+
+impl Source {
+    fn describe(self) -> &'static str {
+        match self {
+            Source::Attribute => "attribute",
+            Source::Attachment => "attachment",
+            Source::Default => "default_group",
+        }
+    }
+}
+
+fn non_blank(v: &str) -> Option<&str> {
+    (!v.trim().is_empty()).then_some(v)
+}
+
+/// `dst |= set`, without allocating.
+fn or_into(set: &ProviderSet, dst: &mut BitSet) {
+    match set {
+        ProviderSet::Dense(b) => dst.or_assign(b),
+        ProviderSet::Sparse { indexes, .. } => {
+            for &i in indexes.iter() {
+                dst.insert(i as usize);
+            }
+        }
+    }
+}
+
+impl PreparedRouter for PreparedGroup {
+    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+        let rule = &*self.rule;
+        let request = cx.request();
+        let attr = &*rule.attribute;
+        let found = request
+            .attributes
+            .get(attr)
+            .and_then(non_blank)
+            .map(|v| (v, Source::Attribute))
+            .or_else(|| {
+                request
+                    .attachments
+                    .get(attr)
+                    .and_then(non_blank)
+                    .map(|v| (v, Source::Attachment))
+            })
+            .or_else(|| rule.default_group.as_deref().map(|v| (v, Source::Default)));
+        let Some((value, source)) = found else {
+            cx.explain(format_args!(
+                "no group named (attribute/attachment `{attr}` absent, no default_group): every provider passes"
+            ));
+            return Evaluation::Runtime;
+        };
+
+        let matched = if !value.contains(',') {
+            // One group: a lookup and an AND.
+            let group = value.trim();
+            if group == "*" {
+                cx.explain(format_args!(
+                    "group `*` ({}): every provider passes",
+                    source.describe()
+                ));
+                return Evaluation::Runtime;
+            }
+            match self.index.get(group) {
+                Some(set) if set.intersects(candidates) => {
+                    set.and_into(candidates);
+                    true
+                }
+                _ => false,
+            }
+        } else {
+            // A list: OR each named group into the scratch set, then AND.
+            let n = candidates.len();
+            let scratch = cx.scratch();
+            if scratch.len() != n {
+                scratch.reset_full(n);
+            }
+            scratch.clear();
+            let mut named = false;
+            let mut all = false;
+            for group in group_names(value) {
+                if group == "*" {
+                    all = true;
+                    break;
+                }
+                named = true;
+                if let Some(set) = self.index.get(group) {
+                    or_into(set, scratch);
+                }
+            }
+            if all || !named {
+                cx.explain(format_args!(
+                    "group list {value:?} ({}) {}: every provider passes",
+                    source.describe(),
+                    if all { "names `*`" } else { "names no group" }
+                ));
+                return Evaluation::Runtime;
+            }
+            if candidates.intersects(scratch) {
+                candidates.and_assign(scratch);
+                true
+            } else {
+                false
+            }
+        };
+
+        if matched {
+            if cx.explaining() {
+                cx.explain(format_args!(
+                    "group {value:?} ({}): kept {} provider(s) of the group",
+                    source.describe(),
+                    candidates.count()
+                ));
+            }
+        } else if rule.force {
+            candidates.clear();
+            cx.explain(format_args!(
+                "group {value:?} ({}) has no provider among the candidates; force=true: none left",
+                source.describe()
+            ));
+        } else {
+            cx.explain(format_args!(
+                "group {value:?} ({}) has no provider among the candidates; force=false: candidates unchanged",
+                source.describe()
+            ));
+        }
+        Evaluation::Runtime
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use routechain_core::{
+        CallState, Chain, ChainEntry, ChainState, DegradedSet, FieldPath, NoProvider, Request,
+        RuleDoc, Snapshot, Trace, Url, router_fn,
+    };
+    use routechain_rules::YamlDoc;
+
+    const PROVIDERS: &str = "\
+dubbo://10.0.0.0:20880/svc?group=idx_user
+dubbo://10.0.0.1:20880/svc?group=idx_user
+dubbo://10.0.0.2:20880/svc?group=idx_order
+dubbo://10.0.0.3:20880/svc?group=idx_shop
+dubbo://10.0.0.4:20880/svc
+dubbo://10.0.0.5:20880/svc?grp=idx_user&group=idx_other
+";
+
+    fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
+        let root = FieldPath::root();
+        let entry_path = FieldPath::root().key("routers").index(0);
+        let entry = serde_json::Value::Null;
+        GroupFactory.build(&RouterSpec {
+            type_name: "group",
+            entry: RuleDoc::new(&entry, &entry_path),
+            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
+            base_dir: None,
+            service: None,
+        })
+    }
+
+    fn state(rule: Option<&str>, before: Option<Arc<dyn Router>>) -> ChainState {
+        let snapshot = Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap());
+        let mut entries = Vec::new();
+        if let Some(r) = before {
+            entries.push(ChainEntry::new("before", 0, r));
+        }
+        entries.push(ChainEntry::new(
+            "group",
+            GROUP_PRIORITY,
+            build(rule).unwrap(),
+        ));
+        ChainState::new(None, snapshot, Arc::new(Url::empty()), entries).unwrap()
+    }
+
+    fn routed(state: &ChainState, request: &Request) -> Result<Vec<usize>, NoProvider> {
+        let mut call = CallState::seeded(1);
+        state.route(request, &mut call)?;
+        Ok(call.candidates.iter().collect())
+    }
+
+    const ALL: &[usize] = &[0, 1, 2, 3, 4, 5];
+
+    #[test]
+    fn group_selection_table() {
+        // (rule, attribute value, attachment value, expected indexes; None = no provider)
+        type Case = (
+            Option<&'static str>,
+            Option<&'static str>,
+            Option<&'static str>,
+            Option<&'static [usize]>,
+        );
+        let cases: &[Case] = &[
+            (None, Some("idx_user"), None, Some(&[0, 1])),
+            (None, Some(" idx_user "), None, Some(&[0, 1])),
+            (None, Some("idx_order,idx_shop"), None, Some(&[2, 3])),
+            (None, Some(" idx_order , idx_nope ,"), None, Some(&[2])),
+            (None, Some("*"), None, Some(ALL)),
+            (None, Some("idx_user,*"), None, Some(ALL)),
+            (None, Some(", ,"), None, Some(ALL)),
+            (None, None, None, Some(ALL)),
+            (None, Some(""), None, Some(ALL)),
+            // force defaults to true: a group with no provider → none.
+            (None, Some("idx_nope"), None, None),
+            (None, Some("idx_nope,idx_gone"), None, None),
+            (Some("force: true"), Some("idx_nope"), None, None),
+            (Some("force: false"), Some("idx_nope"), None, Some(ALL)),
+            (
+                Some("force: false"),
+                Some("idx_nope,idx_gone"),
+                None,
+                Some(ALL),
+            ),
+            (Some("force: false"), Some("idx_shop"), None, Some(&[3])),
+            // The attachment is read when the attribute is absent (or blank).
+            (None, None, Some("idx_shop"), Some(&[3])),
+            (None, Some(" "), Some("idx_shop"), Some(&[3])),
+            // The attribute wins over the attachment.
+            (None, Some("idx_user"), Some("idx_shop"), Some(&[0, 1])),
+            // default_group applies only when the request names none.
+            (Some("default_group: idx_order"), None, None, Some(&[2])),
+            (
+                Some("default_group: idx_order"),
+                Some("idx_shop"),
+                None,
+                Some(&[3]),
+            ),
+            (
+                Some("default_group: idx_order"),
+                None,
+                Some("idx_user"),
+                Some(&[0, 1]),
+            ),
+            (
+                Some("default_group: 'idx_order, idx_shop'"),
+                None,
+                None,
+                Some(&[2, 3]),
+            ),
+            (Some("default_group: '*'"), None, None, Some(ALL)),
+            (Some("default_group: idx_nope"), None, None, None),
+            (
+                Some("{default_group: idx_nope, force: false}"),
+                None,
+                None,
+                Some(ALL),
+            ),
+            (Some("default_group: null"), None, None, Some(ALL)),
+            // Other attribute and param names.
+            (
+                Some("{attribute: tenant, provider_param: grp}"),
+                Some("idx_user"),
+                None,
+                Some(&[5]),
+            ),
+            (
+                Some("{attribute: tenant}"),
+                Some("idx_other"),
+                None,
+                Some(&[5]),
+            ),
+        ];
+        for (i, (rule, attribute, attachment, expected)) in cases.iter().enumerate() {
+            let s = state(*rule, None);
+            let attr_name = if rule.is_some_and(|r| r.contains("tenant")) {
+                "tenant"
+            } else {
+                "group"
+            };
+            let mut request = Request::new().with_method("search");
+            if let Some(v) = attribute {
+                request = request.with_attribute(attr_name, *v);
+            }
+            if let Some(v) = attachment {
+                request = request.with_attachment(attr_name, *v);
+            }
+            let got = routed(&s, &request);
+            match expected {
+                Some(want) => assert_eq!(
+                    got.as_deref(),
+                    Ok(*want),
+                    "case {i}: {rule:?} {attribute:?} {attachment:?}"
+                ),
+                None => assert!(
+                    matches!(got, Err(NoProvider::EmptiedBy { ref router, .. }) if &**router == "group"),
+                    "case {i}: {rule:?} {attribute:?}: {got:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn providers_without_the_param_are_reached_only_by_star_or_no_group() {
+        let s = state(None, None);
+        let reaches_4 = |v: Option<&str>| {
+            let mut r = Request::new();
+            if let Some(v) = v {
+                r = r.with_attribute("group", v);
+            }
+            routed(&s, &r).is_ok_and(|c| c.contains(&4))
+        };
+        assert!(reaches_4(None));
+        assert!(reaches_4(Some("*")));
+        for v in ["idx_user", "idx_order,idx_shop", "idx_other", ""] {
+            assert_eq!(reaches_4(Some(v)), v.is_empty(), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn force_counts_only_candidates_left_by_earlier_routers() {
+        // An earlier router removed both idx_user providers.
+        let drop_users: Arc<dyn Router> = Arc::new(router_fn("drop-users", |_, c| {
+            c.remove(0);
+            c.remove(1);
+        }));
+        let request = Request::new().with_attribute("group", "idx_user");
+        let forced = state(None, Some(drop_users.clone()));
+        assert!(routed(&forced, &request).is_err());
+        let lenient = state(Some("force: false"), Some(drop_users));
+        assert_eq!(routed(&lenient, &request).unwrap(), [2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn explain_names_the_source_and_the_decision() {
+        let cases = [
+            (
+                Request::new().with_attribute("group", "idx_user"),
+                "group \"idx_user\" (attribute): kept 2",
+            ),
+            (
+                Request::new().with_attachment("group", "idx_shop"),
+                "(attachment): kept 1",
+            ),
+            (Request::new(), "no group named"),
+            (
+                Request::new().with_attribute("group", "a,*"),
+                "names `*`: every provider passes",
+            ),
+            (
+                Request::new().with_attribute("group", "idx_nope"),
+                "force=true: none left",
+            ),
+        ];
+        let s = state(None, None);
+        for (request, want) in cases {
+            let mut call = CallState::seeded(1);
+            let mut trace = Trace::default();
+            let _ = s.route_traced(&request, &mut call, &mut trace);
+            let reason = &trace.steps[0].reason;
+            assert!(reason.contains(want), "{reason} does not contain {want}");
+            assert_eq!(trace.steps[0].evaluation, Evaluation::Runtime);
+        }
+    }
+
+    #[test]
+    fn entry_without_rule_uses_defaults_and_bad_rules_are_refused() {
+        let router = build(None).unwrap();
+        assert_eq!(router.name(), "group");
+        let errors = build(Some("force: maybe\n")).err().unwrap();
+        assert_eq!(errors[0].path.to_string(), "force");
+        let errors = build(Some("attribute: ''\nprovider_param: ' '\n"))
+            .err()
+            .unwrap();
+        assert_eq!(errors.len(), 2);
+    }
+
+    #[test]
+    fn routing_a_group_allocates_nothing() {
+        let text: String = (0..1000)
+            .map(|i| {
+                format!(
+                    "dubbo://10.0.{}.{}:1/s?group=g{}\n",
+                    i / 250,
+                    i % 250,
+                    i % 200
+                )
+            })
+            .collect();
+        let s = ChainState::new(
+            None,
+            Arc::new(Snapshot::parse_lines(1, &text).unwrap()),
+            Arc::new(Url::empty()),
+            vec![ChainEntry::new(
+                "group",
+                GROUP_PRIORITY,
+                build(None).unwrap(),
+            )],
+        )
+        .unwrap();
+        let one = Request::new().with_attribute("group", "g7");
+        let list = Request::new().with_attribute("group", "g7, g8,g9");
+        let mut call = CallState::seeded(1);
+        s.route(&list, &mut call).unwrap();
+        let info = allocation_counter::measure(|| {
+            for _ in 0..100 {
+                s.route(&one, &mut call).unwrap();
+                s.route(&list, &mut call).unwrap();
+            }
+        });
+        assert_eq!(info.count_total, 0, "{info:?}");
+        assert_eq!(call.candidates.count(), 15);
+    }
+
+    /// Seed 002: one logical call fanned out to 64 tasks, each for its own group, while the
+    /// provider list changes underneath; the group travels in each task's request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn fanned_out_tasks_each_route_to_their_own_group_during_updates() {
+        const GROUPS: usize = 64;
+        fn snapshot(generation: u64) -> Arc<Snapshot> {
+            // Every generation lists every group, with a varying number of providers per
+            // group and a rotated order, so indexes move between generations.
+            let mut lines = Vec::new();
+            for g in 0..GROUPS {
+                for k in 0..=((g + generation as usize) % 3) {
+                    lines.push(format!(
+                        "dubbo://10.{}.{g}.{k}:20880/svc?group=idx_{g}&gen={generation}",
+                        generation % 250
+                    ));
+                }
+            }
+            lines.push("dubbo://10.255.0.1:20880/svc".to_string());
+            let shift = generation as usize % lines.len();
+            lines.rotate_left(shift);
+            Arc::new(Snapshot::parse_lines(generation, &lines.join("\n")).unwrap())
+        }
+        let chain = Arc::new(Chain::new(
+            ChainState::new(
+                None,
+                snapshot(0),
+                Arc::new(Url::empty()),
+                vec![ChainEntry::new(
+                    "group",
+                    GROUP_PRIORITY,
+                    build(None).unwrap(),
+                )],
+            )
+            .unwrap(),
+        ));
+        let updater = {
+            let chain = chain.clone();
+            tokio::spawn(async move {
+                for generation in 1..=200u64 {
+                    let next = snapshot(generation);
+                    let degraded = Arc::new(DegradedSet::new(next.len()));
+                    chain.update(|s| s.with_snapshot(next, degraded)).unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let logical = Request::new().with_method("search").with_service("svc");
+        let mut tasks = Vec::new();
+        for g in 0..GROUPS {
+            let chain = chain.clone();
+            let request = logical.clone().with_attribute("group", format!("idx_{g}"));
+            tasks.push(tokio::spawn(async move {
+                let want = format!("idx_{g}");
+                let mut call = CallState::seeded(g as u64);
+                let mut generations = std::collections::BTreeSet::new();
+                for _ in 0..300 {
+                    let state = chain.load();
+                    state.route(&request, &mut call).unwrap();
+                    generations.insert(state.generation());
+                    assert!(call.candidates.count() >= 1);
+                    for i in call.candidates.iter() {
+                        let p = &state.snapshot().providers()[i];
+                        assert_eq!(p.get("group"), Some(want.as_str()), "task {g}: {p}");
+                    }
+                    tokio::task::yield_now().await;
+                }
+                generations.len()
+            }));
+        }
+        let mut seen_generations = 0;
+        for t in tasks {
+            seen_generations = seen_generations.max(t.await.unwrap());
+        }
+        updater.await.unwrap();
+        assert_eq!(chain.load().generation(), 201);
+        // The tasks really ran while the provider list changed.
+        assert!(seen_generations > 1, "no task saw an update");
+    }
+}

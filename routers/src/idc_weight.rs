@@ -1,0 +1,1260 @@
+//! The IDC-weight router (`type: idc-weight`): per call, picks the region and the IDC
+//! (datacenter) to call, by route table, failover switch, the caller's own IDC or a stable
+//! hash, drops degraded providers, and falls back when the choice has no provider (seeds 000
+//! and 001).
+//!
+//! Per call, exactly:
+//! 1. Candidates = input minus degraded providers (param `degraded_param` = `true`, or
+//!    marked in the live [`routechain_core::DegradedSet`] by the health tracker).
+//! 2. Region: the first of [local region] + `cross_region` with a candidate; keep only its
+//!    providers. None anywhere → step 5.
+//! 3. Target IDC: the region's route table (one draw in `0..100` over cumulative weights);
+//!    else, in the local region, `selected[local idc]`; else the local IDC; else (caller's
+//!    IDC unknown) a stable hash of the consumer host over the region's known IDCs. In a
+//!    cross region without a table, the whole region.
+//! 4. Keep the candidates in the target IDC.
+//! 5. Nothing left: `force: true` → empty; `force: false` → the candidates of step 2, or
+//!    every non-degraded candidate, or (every candidate degraded) the whole input.
+//!
+//! Prepared per snapshot: region → bitset (a provider without the region param takes the
+//! region its IDC is listed under), IDC → bitset, the degraded-param bitset, and the local
+//! region/IDC decision for the prepared consumer. The route tables are cumulative weights
+//! compiled with the rule. Per call: one copy of the candidates minus degraded into the
+//! scratch bitset, a few word scans, at most one random draw; no allocation.
+
+use std::fmt;
+use std::sync::Arc;
+
+use routechain_core::{
+    BitSet, Candidates, Evaluation, PrepareContext, PrepareError, PreparedRouter, RouteContext,
+    Router, RouterFactory, RouterSpec, RuleError, Url, stable_hash,
+};
+use routechain_rules::schema::idc_weight::{
+    Idc, IdcWeightRule, ROUTE_TABLE_TOTAL, RawIdcWeightRule,
+};
+
+/// The default priority of the IDC-weight router: last of the built-in filters, after
+/// Dubbo's tag (100) and condition (140/150) routers and the group router (160).
+pub const IDC_WEIGHT_PRIORITY: i32 = 170;
+
+/// Builds IDC-weight routers from chain entries (`type: idc-weight`). The rule is required
+/// (its `idcs` field is).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdcWeightFactory;
+
+impl RouterFactory for IdcWeightFactory {
+    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
+        IDC_WEIGHT_PRIORITY
+    }
+
+    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let Some(doc) = &spec.rule else {
+            return Err(vec![RuleError::new(
+                spec.entry.path.clone(),
+                "an `idc-weight` router needs a rule (`rule` or `rule_file`) with at least \
+                 `idcs`, the known IDCs of each region, e.g. `idcs: {beijing: [mt, zf]}`",
+            )]);
+        };
+        Ok(Arc::new(IdcWeightRouter::new(RawIdcWeightRule::parse(
+            doc,
+        )?)))
+    }
+}
+
+/// The compiled IDC-weight router.
+#[derive(Debug, Clone)]
+pub struct IdcWeightRouter {
+    rule: Arc<IdcWeightRule>,
+}
+
+impl IdcWeightRouter {
+    /// A router for `rule`.
+    pub fn new(rule: IdcWeightRule) -> Self {
+        IdcWeightRouter {
+            rule: Arc::new(rule),
+        }
+    }
+    /// The rule.
+    pub fn rule(&self) -> &IdcWeightRule {
+        &self.rule
+    }
+}
+
+impl Router for IdcWeightRouter {
+    fn name(&self) -> &str {
+        "idc-weight"
+    }
+
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        let rule = &*self.rule;
+        let n = cx.snapshot.len();
+        // The rule's regions and IDCs come first, at the rule's indexes.
+        let mut regions: Vec<(Box<str>, BitSet)> = rule
+            .regions
+            .iter()
+            .map(|r| (r.name.clone(), BitSet::empty(n)))
+            .collect();
+        let mut idcs: Vec<(Box<str>, BitSet)> = rule
+            .idcs
+            .iter()
+            .map(|d| (d.name.clone(), BitSet::empty(n)))
+            .collect();
+        let mut degraded = BitSet::empty(n);
+        for (i, p) in cx.snapshot.providers().iter().enumerate() {
+            if p.get(&rule.degraded_param)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            {
+                degraded.insert(i);
+            }
+            let idc = param(p, &rule.idc_param).map(|v| find_or_push(&mut idcs, v, n));
+            if let Some(k) = idc {
+                idcs[k].1.insert(i);
+            }
+            let region = match param(p, &rule.region_param) {
+                Some(v) => Some(find_or_push(&mut regions, v, n)),
+                // No region param: the region the rule lists the provider's IDC under.
+                None => idc
+                    .filter(|&k| k < rule.idcs.len())
+                    .map(|k| rule.idcs[k].region),
+            };
+            if let Some(r) = region {
+                regions[r].1.insert(i);
+            }
+        }
+        let mut prepared = PreparedIdcWeight {
+            rule: self.rule.clone(),
+            degraded,
+            regions,
+            idcs,
+            local: Local {
+                region: None,
+                target: LocalTarget::Unknown,
+            },
+        };
+        prepared.local = prepared.resolve(cx.consumer);
+        tracing::debug!(
+            providers = n,
+            regions = prepared.regions.len(),
+            idcs = prepared.idcs.len(),
+            degraded = prepared.degraded.count(),
+            "idc-weight router prepared"
+        );
+        Ok(Arc::new(prepared))
+    }
+}
+
+/// A URL's value for `key`, trimmed; `None` when absent or blank.
+fn param<'u>(url: &'u Url, key: &str) -> Option<&'u str> {
+    url.get(key).map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The index of `name` (case-insensitive) in `list`, adding it (lower-cased, empty set).
+fn find_or_push(list: &mut Vec<(Box<str>, BitSet)>, name: &str, n: usize) -> usize {
+    match find(list, name) {
+        Some(i) => i,
+        None => {
+            list.push((name.to_ascii_lowercase().into(), BitSet::empty(n)));
+            list.len() - 1
+        }
+    }
+}
+
+/// The index of `name` (case-insensitive) in `list`: a short scan, no allocation.
+fn find(list: &[(Box<str>, BitSet)], name: &str) -> Option<usize> {
+    list.iter().position(|(k, _)| k.eq_ignore_ascii_case(name))
+}
+
+/// Word `w` of `set` (0 past its end).
+#[inline]
+fn word(set: &BitSet, w: usize) -> u64 {
+    set.words().get(w).copied().unwrap_or(0)
+}
+
+/// The caller's side of the decision: its region and what its IDC implies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Local {
+    /// The local region (index into the prepared regions), if it names one that exists.
+    region: Option<usize>,
+    /// What to target when the local region is chosen and has no route table.
+    target: LocalTarget,
+}
+
+/// The local region's target IDC when no route table applies (indexes into the prepared
+/// IDCs; the rule's IDCs have the same indexes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LocalTarget {
+    /// `selected[local]`.
+    Selected { local: usize, target: usize },
+    /// The local IDC itself.
+    Idc(usize),
+    /// The caller names an IDC that neither the rule nor any provider has.
+    Missing,
+    /// The caller's IDC is unknown: the stable hash of its host picked this IDC.
+    Hash(usize),
+    /// The caller's IDC is unknown and its region lists no IDC to hash over.
+    Unknown,
+}
+
+/// The IDC-weight router prepared for one snapshot.
+struct PreparedIdcWeight {
+    rule: Arc<IdcWeightRule>,
+    /// Providers whose `degraded_param` is `true`.
+    degraded: BitSet,
+    /// Region (lower-cased) → providers; the rule's regions first, then others seen.
+    regions: Vec<(Box<str>, BitSet)>,
+    /// IDC (lower-cased) → providers; the rule's IDCs first, then others seen.
+    idcs: Vec<(Box<str>, BitSet)>,
+    /// The decision for the consumer the chain was prepared for.
+    local: Local,
+}
+
+/// How step 3 chose the target.
+#[derive(Debug, Clone, Copy)]
+enum Strategy {
+    /// The region's route table; the draw and the IDC it picked.
+    Table { draw: u32, idc: usize },
+    /// `selected[local]`.
+    Selected { local: usize, target: usize },
+    /// The local IDC.
+    Local(usize),
+    /// The local IDC, which no provider has.
+    LocalMissing,
+    /// The stable hash of the consumer host.
+    Hash(usize),
+    /// The whole local region (caller's IDC unknown, no known IDC to hash over).
+    LocalWhole,
+    /// A cross region without a route table: the whole region.
+    CrossWhole,
+}
+
+impl Strategy {
+    /// The target IDC, `Some(None)` for "an IDC no provider has", `None` for the whole region.
+    fn target(self) -> Option<Option<usize>> {
+        match self {
+            Strategy::Table { idc, .. }
+            | Strategy::Selected { target: idc, .. }
+            | Strategy::Local(idc)
+            | Strategy::Hash(idc) => Some(Some(idc)),
+            Strategy::LocalMissing => Some(None),
+            Strategy::LocalWhole | Strategy::CrossWhole => None,
+        }
+    }
+}
+
+/// What the call ended with.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    /// Step 4 kept the target (or whole region).
+    Target,
+    /// The target had no candidate; force → empty.
+    ForcedEmpty,
+    /// The target had no candidate; fell back to the region's candidates.
+    FallbackRegion,
+    /// No region had a candidate; force → empty.
+    NoRegionForced,
+    /// No region had a candidate; fell back to every non-degraded candidate.
+    FallbackHealthy,
+    /// Every candidate is degraded; fell back to the whole input.
+    FallbackInput,
+}
+
+impl PreparedIdcWeight {
+    /// The local region and IDC names for `consumer`: the rule's `local`, else the consumer
+    /// URL's params; a missing region is the region the rule lists the local IDC under.
+    fn local_names<'s>(&'s self, consumer: &'s Url) -> (Option<&'s str>, Option<&'s str>) {
+        let rule = &*self.rule;
+        let idc = rule
+            .local_idc
+            .as_deref()
+            .or_else(|| param(consumer, &rule.idc_param));
+        let region = rule
+            .local_region
+            .as_deref()
+            .or_else(|| param(consumer, &rule.region_param))
+            .or_else(|| {
+                idc.and_then(|d| rule.idc_index(d))
+                    .map(|k| &*rule.regions[rule.idcs[k].region].name)
+            });
+        (region, idc)
+    }
+
+    /// The local decision for `consumer` (no allocation).
+    fn resolve(&self, consumer: &Url) -> Local {
+        let rule = &*self.rule;
+        let (region_name, idc_name) = self.local_names(consumer);
+        let region = region_name.and_then(|r| find(&self.regions, r));
+        let target = match idc_name {
+            Some(d) => match find(&self.idcs, d) {
+                Some(k) => match rule.selected_for(k) {
+                    Some(t) => LocalTarget::Selected {
+                        local: k,
+                        target: t,
+                    },
+                    None => LocalTarget::Idc(k),
+                },
+                None => LocalTarget::Missing,
+            },
+            None => match region.and_then(|r| rule.regions.get(r)) {
+                Some(r) if !r.idcs.is_empty() => {
+                    let h = stable_hash(consumer.host().as_bytes()) % r.idcs.len() as u64;
+                    LocalTarget::Hash(r.idcs.start + h as usize)
+                }
+                _ => LocalTarget::Unknown,
+            },
+        };
+        Local { region, target }
+    }
+
+    fn idc_name(&self, k: usize) -> &str {
+        &self.idcs[k].0
+    }
+}
+
+impl PreparedRouter for PreparedIdcWeight {
+    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+        let rule = &*self.rule;
+        let n = candidates.len();
+        let live = cx.degraded();
+        let input = if cx.explaining() {
+            candidates.count()
+        } else {
+            0
+        };
+
+        // Step 1: healthy = input minus degraded (param or live), kept in the scratch set.
+        // The live set is read once here, so later steps agree with each other.
+        {
+            let healthy = cx.scratch();
+            if healthy.len() != n {
+                healthy.reset_full(n);
+            }
+            for (w, (h, c)) in healthy
+                .words_mut()
+                .iter_mut()
+                .zip(candidates.words())
+                .enumerate()
+            {
+                *h = c & !word(&self.degraded, w) & !live.word(w);
+            }
+        }
+
+        let local_call;
+        let local = if cx.consumer_is_prepared() {
+            &self.local
+        } else {
+            local_call = self.resolve(cx.consumer());
+            &local_call
+        };
+
+        // Step 2: the first region with a healthy candidate.
+        let chosen = {
+            let healthy: &BitSet = cx.scratch();
+            let has = |r: usize| {
+                let set = &self.regions[r].1;
+                healthy.any_with(|w| word(set, w))
+            };
+            match local.region.filter(|&r| has(r)) {
+                Some(r) => Some((r, true)),
+                None => rule
+                    .cross_region
+                    .iter()
+                    .copied()
+                    .find(|&r| Some(r) != local.region && has(r))
+                    .map(|r| (r, false)),
+            }
+        };
+
+        let Some((region, is_local)) = chosen else {
+            // Step 5 without a region.
+            let outcome = if rule.force {
+                candidates.clear();
+                Outcome::NoRegionForced
+            } else {
+                let healthy: &BitSet = cx.scratch();
+                if healthy.is_empty() {
+                    Outcome::FallbackInput
+                } else {
+                    candidates.and_with(|w| word(healthy, w));
+                    Outcome::FallbackHealthy
+                }
+            };
+            if cx.explaining() {
+                self.explain(cx, candidates, input, None, None, outcome);
+            }
+            return Evaluation::Runtime;
+        };
+
+        // Step 3: the target IDC.
+        let table = rule
+            .regions
+            .get(region)
+            .and_then(|r| r.route_table.as_ref());
+        let strategy = if let Some(table) = table {
+            let draw = cx.rng().below(u64::from(ROUTE_TABLE_TOTAL)) as u32;
+            Strategy::Table {
+                draw,
+                idc: table.pick(draw),
+            }
+        } else if is_local {
+            match local.target {
+                LocalTarget::Selected { local, target } => Strategy::Selected { local, target },
+                LocalTarget::Idc(k) => Strategy::Local(k),
+                LocalTarget::Missing => Strategy::LocalMissing,
+                LocalTarget::Hash(k) => Strategy::Hash(k),
+                LocalTarget::Unknown => Strategy::LocalWhole,
+            }
+        } else {
+            Strategy::CrossWhole
+        };
+
+        // Step 4: keep the target; step 5: fall back.
+        let healthy: &BitSet = cx.scratch();
+        let region_set = &self.regions[region].1;
+        let outcome = match strategy.target() {
+            None => {
+                candidates.and_with(|w| word(healthy, w) & word(region_set, w));
+                Outcome::Target
+            }
+            Some(target) => {
+                let target_set = target.map(|k| &self.idcs[k].1);
+                let hit = target_set
+                    .is_some_and(|t| healthy.any_with(|w| word(region_set, w) & word(t, w)));
+                match target_set {
+                    Some(t) if hit => {
+                        candidates
+                            .and_with(|w| word(healthy, w) & word(region_set, w) & word(t, w));
+                        Outcome::Target
+                    }
+                    _ if rule.force => {
+                        candidates.clear();
+                        Outcome::ForcedEmpty
+                    }
+                    _ => {
+                        candidates.and_with(|w| word(healthy, w) & word(region_set, w));
+                        Outcome::FallbackRegion
+                    }
+                }
+            }
+        };
+        if cx.explaining() {
+            self.explain(
+                cx,
+                candidates,
+                input,
+                Some((region, is_local)),
+                Some(strategy),
+                outcome,
+            );
+        }
+        Evaluation::Runtime
+    }
+}
+
+/// IDC names, comma-separated, for explain traces.
+struct Names<'a>(&'a [Idc]);
+
+impl fmt::Display for Names<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(&d.name)?;
+        }
+        Ok(())
+    }
+}
+
+impl PreparedIdcWeight {
+    /// Writes the explain reason (only called when a trace is recorded).
+    fn explain(
+        &self,
+        cx: &mut RouteContext<'_>,
+        candidates: &Candidates,
+        input: usize,
+        region: Option<(usize, bool)>,
+        strategy: Option<Strategy>,
+        outcome: Outcome,
+    ) {
+        let rule = &*self.rule;
+        let consumer = cx.consumer();
+        let (local_region, local_idc) = self.local_names(consumer);
+        let healthy = cx.scratch().count();
+        if input > healthy {
+            cx.explain(format_args!(
+                "dropped {} degraded provider(s) (param `{}`=true or live health)",
+                input - healthy,
+                rule.degraded_param
+            ));
+        }
+        match region {
+            None => cx.explain(format_args!(
+                "no region has a non-degraded candidate (local region {}, cross regions [{}])",
+                local_region.unwrap_or("unknown"),
+                CrossNames(rule)
+            )),
+            Some((r, true)) => cx.explain(format_args!("region {} (local)", self.regions[r].0)),
+            Some((r, false)) => cx.explain(format_args!(
+                "cross-region {}: local region {} has no non-degraded candidate",
+                self.regions[r].0,
+                local_region.unwrap_or("unknown")
+            )),
+        }
+        match strategy {
+            None => {}
+            Some(Strategy::Table { draw, idc }) => cx.explain(format_args!(
+                "route table of region {}: draw {draw} of 0..{ROUTE_TABLE_TOTAL} → idc {}",
+                region.map(|(r, _)| &*self.regions[r].0).unwrap_or(""),
+                self.idc_name(idc)
+            )),
+            Some(Strategy::Selected { local, target }) => cx.explain(format_args!(
+                "selected: local idc {} reads from idc {}",
+                self.idc_name(local),
+                self.idc_name(target)
+            )),
+            Some(Strategy::Local(k)) => cx.explain(format_args!("local idc {}", self.idc_name(k))),
+            Some(Strategy::LocalMissing) => cx.explain(format_args!(
+                "local idc {} (no provider has it)",
+                local_idc.unwrap_or("")
+            )),
+            Some(Strategy::Hash(k)) => {
+                let known = region
+                    .and_then(|(r, _)| rule.regions.get(r))
+                    .map(|r| &rule.idcs[r.idcs.clone()])
+                    .unwrap_or(&[]);
+                cx.explain(format_args!(
+                    "caller idc unknown: hash of consumer host {:?} over [{}] → idc {}",
+                    consumer.host(),
+                    Names(known),
+                    self.idc_name(k)
+                ))
+            }
+            Some(Strategy::LocalWhole) => cx.explain(format_args!(
+                "caller idc unknown and the region lists no idc: whole region"
+            )),
+            Some(Strategy::CrossWhole) => cx.explain(format_args!(
+                "no route table in the cross region: whole region"
+            )),
+        }
+        let target = strategy
+            .and_then(Strategy::target)
+            .map(|t| t.map(|k| self.idc_name(k)).or(local_idc).unwrap_or(""));
+        let kept = candidates.count();
+        match outcome {
+            Outcome::Target => match target {
+                Some(t) => cx.explain(format_args!("kept {kept} provider(s) of idc {t}")),
+                None => cx.explain(format_args!("kept {kept} provider(s) of the region")),
+            },
+            Outcome::ForcedEmpty => cx.explain(format_args!(
+                "idc {} has no non-degraded candidate in the region; force=true: none left",
+                target.unwrap_or("")
+            )),
+            Outcome::FallbackRegion => cx.explain(format_args!(
+                "idc {} has no non-degraded candidate in the region; fallback: {kept} provider(s) of the region",
+                target.unwrap_or("")
+            )),
+            Outcome::NoRegionForced => cx.explain(format_args!("force=true: none left")),
+            Outcome::FallbackHealthy => cx.explain(format_args!(
+                "fallback: every non-degraded candidate ({kept})"
+            )),
+            Outcome::FallbackInput => cx.explain(format_args!(
+                "every candidate is degraded; fallback: the whole input ({kept})"
+            )),
+        }
+    }
+}
+
+/// The cross regions' names, for explain traces.
+struct CrossNames<'a>(&'a IdcWeightRule);
+
+impl fmt::Display for CrossNames<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &r) in self.0.cross_region.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(&self.0.regions[r].name)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use routechain_core::{
+        CallState, Chain, ChainEntry, ChainState, DegradedSet, FieldPath, NoProvider, Request,
+        RuleDoc, Snapshot, Trace,
+    };
+    use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
+
+    const IDCS: &str = "idcs:\n  beijing: [mt, zf]\n  shanghai: [sh]\n";
+
+    /// Beijing: mt 0-2, zf 3-5; Shanghai: sh 6-7.
+    const PROVIDERS: &str = "\
+dubbo://10.1.0.0:20880/svc?region=beijing&idc=mt
+dubbo://10.1.0.1:20880/svc?region=beijing&idc=mt
+dubbo://10.1.0.2:20880/svc?region=beijing&idc=mt
+dubbo://10.1.1.3:20880/svc?region=beijing&idc=zf
+dubbo://10.1.1.4:20880/svc?region=beijing&idc=zf
+dubbo://10.1.1.5:20880/svc?region=beijing&idc=zf
+dubbo://10.2.0.6:20880/svc?region=shanghai&idc=sh
+dubbo://10.2.0.7:20880/svc?region=shanghai&idc=sh
+";
+
+    fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
+        let root = FieldPath::root();
+        let entry_path = FieldPath::root().key("routers").index(0);
+        let entry = serde_json::Value::Null;
+        IdcWeightFactory.build(&RouterSpec {
+            type_name: "idc-weight",
+            entry: RuleDoc::new(&entry, &entry_path),
+            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
+            base_dir: None,
+            service: None,
+        })
+    }
+
+    fn consumer(url: &str) -> Arc<Url> {
+        Arc::new(Url::parse(url).unwrap())
+    }
+
+    fn state_with(rule: &str, providers: &str, consumer_url: &str) -> ChainState {
+        let snapshot = Arc::new(Snapshot::parse_lines(1, providers).unwrap());
+        let router = build(Some(rule)).unwrap_or_else(|e| panic!("{rule}: {e:?}"));
+        ChainState::new(
+            None,
+            snapshot,
+            consumer(consumer_url),
+            vec![ChainEntry::new("idc-weight", IDC_WEIGHT_PRIORITY, router)],
+        )
+        .unwrap()
+    }
+
+    fn state(extra: &str, consumer_url: &str) -> ChainState {
+        state_with(&format!("{IDCS}{extra}"), PROVIDERS, consumer_url)
+    }
+
+    /// The IDCs of the routed providers, or `None` for no provider.
+    fn idcs_of(state: &ChainState, call: &CallState) -> BTreeSet<String> {
+        call.candidates
+            .iter()
+            .map(|i| {
+                state.snapshot().providers()[i]
+                    .get("idc")
+                    .unwrap_or("-")
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn route(state: &ChainState, request: &Request) -> (Option<BTreeSet<String>>, String) {
+        let mut call = CallState::seeded(3);
+        let mut trace = Trace::default();
+        let result = state.route_traced(request, &mut call, &mut trace);
+        let reason = trace.steps[0].reason.clone();
+        assert_eq!(trace.steps[0].evaluation, Evaluation::Runtime);
+        match result {
+            Ok(()) => (Some(idcs_of(state, &call)), reason),
+            Err(NoProvider::EmptiedBy { router, .. }) => {
+                assert_eq!(&*router, "idc-weight");
+                (None, reason)
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn set(idcs: &[&str]) -> Option<BTreeSet<String>> {
+        Some(idcs.iter().map(|s| s.to_string()).collect())
+    }
+
+    const BJ_MT: &str = "consumer://10.9.0.1/svc?region=beijing&idc=mt";
+    const BJ_ZF: &str = "consumer://10.9.0.1/svc?region=beijing&idc=zf";
+
+    #[test]
+    fn extreme_weights_send_every_call_to_one_idc() {
+        let cases = [
+            ("route_tables: {beijing: {mt: 100, zf: 0}}", "mt"),
+            ("route_tables: {beijing: {mt: 0, zf: 100}}", "zf"),
+            ("route_tables: {beijing: {zf: 100}}", "zf"),
+        ];
+        for (table, want) in cases {
+            for consumer_url in [BJ_MT, BJ_ZF] {
+                let s = state(table, consumer_url);
+                let mut call = CallState::seeded(11);
+                for _ in 0..2_000 {
+                    s.route(&Request::new(), &mut call).unwrap();
+                    assert_eq!(idcs_of(&s, &call), set(&[want]).unwrap(), "{table}");
+                    assert_eq!(call.candidates.count(), 3);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn weighted_split_over_100k_seeded_calls_is_within_one_point() {
+        const CALLS: u32 = 100_000;
+        let cases = [
+            ("route_tables: {beijing: {mt: 50, zf: 50}}", 50.0),
+            ("route_tables: {beijing: {mt: 80, zf: 20}}", 80.0),
+            ("route_tables: {beijing: {zf: 20, mt: 80}}", 80.0),
+            ("route_tables: {beijing: {mt: 1, zf: 99}}", 1.0),
+        ];
+        for (seed, (table, mt_share)) in cases.into_iter().enumerate() {
+            let s = state(table, BJ_MT);
+            let mut call = CallState::seeded(seed as u64 + 100);
+            let (mut mt, mut zf) = (0u32, 0u32);
+            for _ in 0..CALLS {
+                s.route(&Request::new(), &mut call).unwrap();
+                let idcs = idcs_of(&s, &call);
+                assert_eq!(idcs.len(), 1, "one IDC per call");
+                match idcs.first().map(String::as_str) {
+                    Some("mt") => mt += 1,
+                    Some("zf") => zf += 1,
+                    other => panic!("{other:?}"),
+                }
+            }
+            let got = f64::from(mt) * 100.0 / f64::from(CALLS);
+            assert!((got - mt_share).abs() <= 1.0, "{table}: mt {got}%");
+            assert_eq!(mt + zf, CALLS);
+        }
+    }
+
+    #[test]
+    fn strategy_order_and_explain() {
+        // (rule extra, consumer, expected IDCs (None = no provider), explain fragment)
+        let cases: &[(&str, &str, Option<&[&str]>, &str)] = &[
+            (
+                "",
+                BJ_MT,
+                Some(&["mt"]),
+                "region beijing (local); local idc mt; kept 3 provider(s) of idc mt",
+            ),
+            ("", BJ_ZF, Some(&["zf"]), "local idc zf"),
+            // selected overrides the local IDC.
+            (
+                "selected: {mt: zf}",
+                BJ_MT,
+                Some(&["zf"]),
+                "selected: local idc mt reads from idc zf",
+            ),
+            ("selected: {mt: zf}", BJ_ZF, Some(&["zf"]), "local idc zf"),
+            (
+                "selected: {mt: mt}",
+                BJ_MT,
+                Some(&["mt"]),
+                "selected: local idc mt reads from idc mt",
+            ),
+            // The route table comes first.
+            (
+                "selected: {mt: zf}\nroute_tables: {beijing: {mt: 100}}",
+                BJ_MT,
+                Some(&["mt"]),
+                "route table of region beijing: draw ",
+            ),
+            // The rule's `local` beats the consumer URL.
+            (
+                "local: {region: beijing, idc: zf}",
+                BJ_MT,
+                Some(&["zf"]),
+                "local idc zf",
+            ),
+            (
+                "local: {idc: zf}",
+                "consumer://10.9.0.1/svc",
+                Some(&["zf"]),
+                "region beijing (local)",
+            ),
+            // A consumer with only an IDC: its region is the one the rule lists it under.
+            (
+                "",
+                "consumer://10.9.0.1/svc?idc=zf",
+                Some(&["zf"]),
+                "region beijing (local)",
+            ),
+            // Case-insensitive names.
+            (
+                "",
+                "consumer://10.9.0.1/svc?region=BeiJing&idc=MT",
+                Some(&["mt"]),
+                "local idc mt",
+            ),
+            (
+                "selected: {MT: Zf}",
+                "consumer://10.9.0.1/svc?region=beijing&idc=Mt",
+                Some(&["zf"]),
+                "selected",
+            ),
+            // A local IDC no provider has: fall back to the region, or none with force.
+            (
+                "",
+                "consumer://10.9.0.1/svc?region=beijing&idc=gz",
+                Some(&["mt", "zf"]),
+                "idc gz has no non-degraded candidate in the region; fallback: 6 provider(s) of the region",
+            ),
+            (
+                "force: true",
+                "consumer://10.9.0.1/svc?region=beijing&idc=gz",
+                None,
+                "force=true: none left",
+            ),
+            // No region known: fall back to every candidate, or none with force.
+            (
+                "",
+                "consumer://10.9.0.1/svc",
+                Some(&["mt", "sh", "zf"]),
+                "no region has a non-degraded candidate (local region unknown, cross regions []); fallback: every non-degraded candidate (8)",
+            ),
+            (
+                "force: true",
+                "consumer://10.9.0.1/svc",
+                None,
+                "force=true: none left",
+            ),
+            // Cross-region: the whole region without a table.
+            (
+                "cross_region: [shanghai]",
+                "consumer://10.9.0.1/svc",
+                Some(&["sh"]),
+                "cross-region shanghai: local region unknown has no non-degraded candidate; no route table in the cross region: whole region",
+            ),
+            (
+                "cross_region: [shanghai]",
+                "consumer://10.9.0.1/svc?region=guangzhou&idc=gz",
+                Some(&["sh"]),
+                "cross-region shanghai: local region guangzhou",
+            ),
+            (
+                "cross_region: [beijing]",
+                "consumer://10.9.0.1/svc?region=shanghai&idc=sh",
+                Some(&["sh"]),
+                "region shanghai (local); local idc sh",
+            ),
+        ];
+        for (i, (extra, consumer_url, want, explain)) in cases.iter().enumerate() {
+            let s = state(extra, consumer_url);
+            let (got, reason) = route(&s, &Request::new());
+            assert_eq!(
+                got,
+                want.and_then(set),
+                "case {i}: {extra} {consumer_url}: {reason}"
+            );
+            assert!(
+                reason.contains(explain),
+                "case {i}: {reason:?} lacks {explain:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hash_fallback_is_stable_per_host_and_spreads_over_hosts() {
+        let mut per_idc = [0usize; 2];
+        for h in 0..400 {
+            let url = format!(
+                "consumer://172.16.{}.{}/svc?region=beijing",
+                h / 200,
+                h % 200
+            );
+            let host = Url::parse(&url).unwrap().host().to_string();
+            let expected = ["mt", "zf"][(stable_hash(host.as_bytes()) % 2) as usize];
+            // Prepared for this consumer, twice (stable across preparations and calls)...
+            for _ in 0..2 {
+                let s = state("", &url);
+                let mut call = CallState::seeded(h);
+                for _ in 0..5 {
+                    s.route(&Request::new(), &mut call).unwrap();
+                    assert_eq!(idcs_of(&s, &call), set(&[expected]).unwrap(), "{url}");
+                }
+            }
+            // ...and resolved per call for a consumer the chain was not prepared for.
+            let s = state("", BJ_MT);
+            let (got, reason) = route(&s, &Request::new().with_consumer(consumer(&url)));
+            assert_eq!(got, set(&[expected]), "{url}");
+            assert!(
+                reason.contains(&format!(
+                    "caller idc unknown: hash of consumer host \"{host}\" over [mt, zf] → idc {expected}"
+                )),
+                "{reason}"
+            );
+            per_idc[usize::from(expected == "zf")] += 1;
+        }
+        for n in per_idc {
+            assert!((140..=260).contains(&n), "uneven spread {per_idc:?}");
+        }
+    }
+
+    #[test]
+    fn a_per_call_consumer_is_resolved_per_call() {
+        let s = state("selected: {zf: mt}", BJ_MT);
+        let cases = [
+            (BJ_ZF, &["mt"][..]),
+            ("consumer://10.9.0.9/svc?region=shanghai&idc=sh", &["sh"]),
+            (BJ_MT, &["mt"]),
+        ];
+        for (url, want) in cases {
+            let (got, _) = route(&s, &Request::new().with_consumer(consumer(url)));
+            assert_eq!(got, set(want), "{url}");
+        }
+    }
+
+    #[test]
+    fn provider_region_comes_from_its_idc_when_the_param_is_missing() {
+        let providers = "\
+dubbo://10.1.0.0:1/svc?idc=MT
+dubbo://10.1.0.1:1/svc?idc=zf
+dubbo://10.1.0.2:1/svc?idc=sh
+dubbo://10.1.0.3:1/svc
+";
+        let s = state_with(IDCS, providers, BJ_MT);
+        let (got, _) = route(&s, &Request::new());
+        assert_eq!(got, set(&["MT"]));
+        let s = state_with(
+            &format!("{IDCS}force: true\n"),
+            providers,
+            "consumer://h/svc?idc=gz&region=beijing",
+        );
+        assert_eq!(route(&s, &Request::new()).0, None);
+        let s = state_with(IDCS, providers, "consumer://h/svc?idc=gz&region=beijing");
+        // Fallback: the region's providers (10.1.0.3 has no IDC, so no region).
+        assert_eq!(route(&s, &Request::new()).0, set(&["MT", "zf"]));
+    }
+
+    /// Providers: mt 0 (degraded param) 1 2; zf 3 4 (live degraded) 5; sh 6 7.
+    fn degraded_state(
+        extra: &str,
+        consumer_url: &str,
+        param: &[usize],
+        live: &[usize],
+    ) -> ChainState {
+        let providers: String = PROVIDERS
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if param.contains(&i) {
+                    format!("{l}&degraded=True\n")
+                } else if i == 1 {
+                    format!("{l}&degraded=false\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let s = state_with(&format!("{IDCS}{extra}"), &providers, consumer_url);
+        for &i in live {
+            s.degraded().mark(i);
+        }
+        s
+    }
+
+    #[test]
+    fn degraded_providers_are_never_chosen_while_others_exist() {
+        let table = "route_tables: {beijing: {mt: 50, zf: 50}}";
+        let s = degraded_state(table, BJ_MT, &[0], &[4]);
+        let mut call = CallState::seeded(5);
+        let mut seen = BTreeSet::new();
+        for _ in 0..2_000 {
+            s.route(&Request::new(), &mut call).unwrap();
+            seen.extend(call.candidates.iter());
+        }
+        assert_eq!(seen, BTreeSet::from([1, 2, 3, 5]));
+
+        // A degraded provider recovers: the live set is read per call.
+        s.degraded().clear(4);
+        let mut seen = BTreeSet::new();
+        for _ in 0..200 {
+            s.route(&Request::new(), &mut call).unwrap();
+            seen.extend(call.candidates.iter());
+        }
+        assert_eq!(seen, BTreeSet::from([1, 2, 3, 4, 5]));
+    }
+
+    #[test]
+    fn degraded_fallbacks() {
+        // (rule extra, degraded by param, live degraded, consumer, expected indexes)
+        type Case = (
+            &'static str,
+            &'static [usize],
+            &'static [usize],
+            &'static str,
+            Option<&'static [usize]>,
+            &'static str,
+        );
+        let cases: &[Case] = &[
+            // The whole local IDC degraded: fall back to the region's healthy providers.
+            (
+                "",
+                &[0, 1],
+                &[2],
+                BJ_MT,
+                Some(&[3, 4, 5]),
+                "dropped 3 degraded provider(s)",
+            ),
+            (
+                "force: true",
+                &[0, 1],
+                &[2],
+                BJ_MT,
+                None,
+                "idc mt has no non-degraded candidate",
+            ),
+            // The whole region degraded: the cross region.
+            (
+                "cross_region: [shanghai]",
+                &[0, 1, 3],
+                &[2, 4, 5],
+                BJ_MT,
+                Some(&[6, 7]),
+                "cross-region shanghai",
+            ),
+            // The whole region degraded, no cross region: every healthy provider.
+            (
+                "",
+                &[0, 1, 3],
+                &[2, 4, 5],
+                BJ_MT,
+                Some(&[6, 7]),
+                "fallback: every non-degraded candidate (2)",
+            ),
+            (
+                "force: true",
+                &[0, 1, 3],
+                &[2, 4, 5],
+                BJ_MT,
+                None,
+                "force=true: none left",
+            ),
+            // Every provider degraded: a degraded provider beats none.
+            (
+                "",
+                &[0, 1, 2, 3, 4, 5],
+                &[6, 7],
+                BJ_MT,
+                Some(&[0, 1, 2, 3, 4, 5, 6, 7]),
+                "every candidate is degraded; fallback: the whole input (8)",
+            ),
+            (
+                "force: true",
+                &[0, 1, 2, 3, 4, 5],
+                &[6, 7],
+                BJ_MT,
+                None,
+                "force=true: none left",
+            ),
+            // Another param name.
+            (
+                "degraded_param: down",
+                &[0],
+                &[],
+                BJ_MT,
+                Some(&[0, 1, 2]),
+                "local idc mt",
+            ),
+        ];
+        for (i, (extra, param, live, consumer_url, want, explain)) in cases.iter().enumerate() {
+            let s = degraded_state(extra, consumer_url, param, live);
+            let mut call = CallState::seeded(1);
+            let mut trace = Trace::default();
+            let result = s.route_traced(&Request::new(), &mut call, &mut trace);
+            let reason = &trace.steps[0].reason;
+            match want {
+                Some(w) => {
+                    assert!(result.is_ok(), "case {i}: {reason}");
+                    assert_eq!(
+                        call.candidates.iter().collect::<Vec<_>>(),
+                        *w,
+                        "case {i}: {reason}"
+                    );
+                }
+                None => assert!(result.is_err(), "case {i}: {reason}"),
+            }
+            assert!(
+                reason.contains(explain),
+                "case {i}: {reason:?} lacks {explain:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cross_region_failover_in_preference_order_with_tables() {
+        let rule = "\
+idcs:
+  beijing: [mt, zf]
+  shanghai: [sh, sh2]
+  guangzhou: [gz]
+route_tables:
+  shanghai: {sh: 0, sh2: 100}
+cross_region: [shanghai, guangzhou]
+";
+        let providers = "\
+dubbo://10.1.0.0:1/svc?region=beijing&idc=mt
+dubbo://10.2.0.1:1/svc?region=shanghai&idc=sh
+dubbo://10.2.0.2:1/svc?region=shanghai&idc=sh2
+dubbo://10.3.0.3:1/svc?region=guangzhou&idc=gz
+";
+        let s = state_with(rule, providers, BJ_MT);
+        let (got, _) = route(&s, &Request::new());
+        assert_eq!(got, set(&["mt"]));
+        s.degraded().mark(0);
+        let (got, reason) = route(&s, &Request::new());
+        assert_eq!(got, set(&["sh2"]), "{reason}");
+        assert!(reason.contains("cross-region shanghai: local region beijing has no non-degraded candidate; route table of region shanghai: draw"), "{reason}");
+        s.degraded().mark(2);
+        // The cross region's table picks sh2, which has no healthy provider: region fallback.
+        let (got, reason) = route(&s, &Request::new());
+        assert_eq!(got, set(&["sh"]), "{reason}");
+        s.degraded().mark(1);
+        let (got, reason) = route(&s, &Request::new());
+        assert_eq!(got, set(&["gz"]), "{reason}");
+        assert!(reason.contains("cross-region guangzhou"), "{reason}");
+    }
+
+    #[test]
+    fn no_rule_is_a_clear_error() {
+        let errors = build(None).err().unwrap();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path.to_string(), "routers[0]");
+        assert!(errors[0].message.contains("needs a rule"), "{}", errors[0]);
+    }
+
+    #[test]
+    fn validation_errors_are_located_in_the_chain_file() {
+        let text = "\
+routers:
+  - type: idc-weight
+    rule:
+      idcs:
+        beijing: [mt, zf]
+        shanghai: [sh]
+      route_tables:
+        beijing: {mt: 50, sh: 40}
+      selected: {mt: gz}
+      cross_region: [hangzhou]
+  - type: idc-weight
+";
+        let file = ChainFile::parse("chain.yaml", text, None).unwrap();
+        let errors = file.compile(&crate::builtin_registry()).unwrap_err();
+        let mut shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        shown.sort();
+        let expected = [
+            "chain.yaml:10:22: routers[0].rule.cross_region[0]: cross region `hangzhou` is not a region of `idcs`",
+            "chain.yaml:11:5: routers[1]: an `idc-weight` router needs a rule",
+            "chain.yaml:8:18: routers[0].rule.route_tables.beijing: the weights of the route table of region `beijing` sum to 90",
+            "chain.yaml:8:31: routers[0].rule.route_tables.beijing.sh: IDC `sh` in the route table of region `beijing` belongs to region `shanghai`",
+            "chain.yaml:9:22: routers[0].rule.selected.mt: IDC `gz` selected for local IDC `mt` is not an IDC of `idcs`",
+        ];
+        assert_eq!(shown.len(), expected.len(), "{shown:#?}");
+        for (got, want) in shown.iter().zip(expected) {
+            assert!(got.starts_with(want), "\n got  {got}\n want {want}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_update_is_refused_and_the_previous_rule_keeps_serving() {
+        let text = format!(
+            "routers:\n  - type: idc-weight\n    rule:\n{}      route_tables: {{beijing: {{mt: 100}}}}\n",
+            IDCS.lines()
+                .map(|l| format!("      {l}\n"))
+                .collect::<String>()
+        );
+        let file = ChainFile::parse("chain.yaml", &text, None).unwrap();
+        let registry = crate::builtin_registry();
+        let entries = file.compile(&registry).unwrap();
+        let chain = Chain::new(
+            ChainState::new(
+                None,
+                Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
+                consumer(BJ_MT),
+                entries,
+            )
+            .unwrap(),
+        );
+        let update = |rule_text: &str| {
+            let node = YamlDoc::parse("/config/svc.idc-weight", rule_text).unwrap();
+            chain.update(|s| {
+                let entry = file
+                    .compile_entry(&registry, &file.entries[0], RuleOverride::Doc(&node))
+                    .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+                s.with_entries(vec![entry]).map_err(|e| vec![e.to_string()])
+            })
+        };
+        let routes_to = |want: &str| {
+            let state = chain.load();
+            let mut call = CallState::seeded(1);
+            state.route(&Request::new(), &mut call).unwrap();
+            assert_eq!(idcs_of(&state, &call), set(&[want]).unwrap());
+        };
+        routes_to("mt");
+        let bad = format!("{IDCS}route_tables: {{beijing: {{mt: 60, zf: 60}}}}\n");
+        let errors = update(&bad).err().unwrap();
+        assert!(
+            errors[0].starts_with("/config/svc.idc-weight:4:25: route_tables.beijing: the weights"),
+            "{errors:?}"
+        );
+        assert_eq!(chain.load().generation(), 1);
+        routes_to("mt");
+        update(&format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n")).unwrap();
+        assert_eq!(chain.load().generation(), 2);
+        routes_to("zf");
+    }
+
+    #[test]
+    fn routing_allocates_nothing() {
+        let text: String = (0..1000)
+            .map(|i| {
+                let (region, idc) =
+                    [("beijing", "mt"), ("beijing", "zf"), ("shanghai", "sh")][i % 3];
+                format!(
+                    "dubbo://10.0.{}.{}:1/s?region={region}&idc={idc}&degraded={}\n",
+                    i / 250,
+                    i % 250,
+                    i % 10 == 0
+                )
+            })
+            .collect();
+        let s = state_with(
+            &format!(
+                "{IDCS}route_tables: {{beijing: {{mt: 30, zf: 70}}}}\nselected: {{sh: sh}}\ncross_region: [shanghai]\n"
+            ),
+            &text,
+            BJ_MT,
+        );
+        s.degraded().mark(1);
+        let requests = [
+            Request::new(),
+            Request::new()
+                .with_consumer(consumer("consumer://10.9.9.9/svc?region=SHANGHAI&idc=SH")),
+            Request::new().with_consumer(consumer("consumer://10.9.9.9/svc?region=guangzhou")),
+            Request::new().with_consumer(consumer("consumer://10.9.9.9/svc")),
+        ];
+        let mut call = CallState::seeded(1);
+        for r in &requests {
+            s.route(r, &mut call).unwrap();
+        }
+        let info = allocation_counter::measure(|| {
+            for _ in 0..100 {
+                for r in &requests {
+                    s.route(r, &mut call).unwrap();
+                }
+            }
+        });
+        assert_eq!(info.count_total, 0, "{info:?}");
+    }
+
+    #[test]
+    fn a_snapshot_update_re_prepares_the_indexes() {
+        let s = state("", BJ_MT);
+        let next = Arc::new(
+            Snapshot::parse_lines(2, "dubbo://10.1.0.9:1/svc?region=beijing&idc=zf\ndubbo://10.1.0.8:1/svc?region=beijing&idc=mt\n")
+                .unwrap(),
+        );
+        let s2 = s
+            .with_snapshot(next.clone(), Arc::new(DegradedSet::new(next.len())))
+            .unwrap();
+        let mut call = CallState::seeded(1);
+        s2.route(&Request::new(), &mut call).unwrap();
+        assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [1]);
+    }
+}

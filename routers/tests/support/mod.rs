@@ -1,0 +1,62 @@
+//! Test kit for router tests: snapshots from URL lines, rules from YAML, one-router chains.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use routechain_core::{
+    CallState, ChainEntry, ChainState, FieldPath, NoProvider, Request, RuleDoc, RuleError,
+    Snapshot, Url,
+};
+use routechain_rules::YamlDoc;
+
+/// A snapshot from provider URL lines.
+pub fn snapshot(lines: &[&str]) -> Arc<Snapshot> {
+    Arc::new(Snapshot::parse_lines(1, &lines.join("\n")).expect("test providers parse"))
+}
+
+/// A consumer URL.
+pub fn consumer(url: &str) -> Arc<Url> {
+    Arc::new(Url::parse(url).expect("test consumer parses"))
+}
+
+/// Parses `yaml` and hands its root document to `f` (a router's `from_doc`).
+pub fn with_doc<T>(
+    yaml: &str,
+    f: impl FnOnce(&RuleDoc<'_>) -> Result<T, Vec<RuleError>>,
+) -> Result<T, Vec<RuleError>> {
+    let doc = YamlDoc::parse("rule.yaml", yaml).expect("test YAML parses");
+    let root = FieldPath::root();
+    f(&RuleDoc::new(&doc.value, &root))
+}
+
+/// Routes `request` through a chain of `entries` over `providers`; the routed indexes, or
+/// the empty list when a router emptied the candidates.
+pub fn route(
+    providers: &Arc<Snapshot>,
+    consumer: &Arc<Url>,
+    entries: Vec<ChainEntry>,
+    request: &Request,
+) -> Vec<usize> {
+    let state = ChainState::new(None, providers.clone(), consumer.clone(), entries)
+        .expect("routers prepare");
+    route_state(&state, request)
+}
+
+/// Routes through a prepared state.
+pub fn route_state(state: &ChainState, request: &Request) -> Vec<usize> {
+    let mut call = CallState::seeded(7);
+    match state.route(request, &mut call) {
+        Ok(()) => call.candidates.iter().collect(),
+        Err(NoProvider::EmptiedBy { .. } | NoProvider::EmptySnapshot) => Vec::new(),
+    }
+}
+
+/// A request with the given attachments.
+pub fn request(attachments: &[(&str, &str)]) -> Request {
+    let mut r = Request::new().with_method("sayHello");
+    for (k, v) in attachments {
+        r = r.with_attachment(*k, *v);
+    }
+    r
+}

@@ -1,0 +1,568 @@
+//! The condition rule document: what Dubbo Admin writes under `<key>.condition-router`.
+//!
+//! ```yaml
+//! configVersion: v3.0          # or v3.1 (from/to with weights); absent = v3.0
+//! scope: service               # or application
+//! key: com.foo.BarService
+//! enabled: true                # default true
+//! force: false                 # default false
+//! runtime: false               # default false: when-parts that read no request are cached
+//! priority: 1                  # accepted as Dubbo does; the chain entry decides order
+//! conditions:
+//!   - method = getComment => region = hangzhou
+//! ```
+//!
+//! [`RawConditionRule`] is the document as serde reads it, every field kept as a JSON value so
+//! that every problem is reported in one pass; [`RawConditionRule::validate`] checks the
+//! fields and gives a [`ConditionRuleDef`]: flags resolved, conditions as text (v3.0) or as
+//! from/to entries (v3.1), each with the field path its errors are reported at. The
+//! condition text itself is parsed by the router (`routechain_routers::condition`).
+
+use routechain_core::{FieldPath, RuleDoc, RuleError};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The weight of a v3.1 destination that names none (Dubbo's default).
+pub const DEFAULT_WEIGHT: u32 = 100;
+
+/// The condition rule document as written; every field optional and untyped so that the
+/// validation reports every problem at once.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawConditionRule {
+    /// `configVersion`: absent or `v3.0` (text conditions), `v3.1` (from/to).
+    #[serde(rename = "configVersion", default)]
+    pub config_version: Option<Value>,
+    /// `scope`: `service` or `application`.
+    #[serde(default)]
+    pub scope: Option<Value>,
+    /// `key`: the service key or application name the rule belongs to.
+    #[serde(default)]
+    pub key: Option<Value>,
+    /// `enabled` (default true).
+    #[serde(default)]
+    pub enabled: Option<Value>,
+    /// `force` (default false).
+    #[serde(default)]
+    pub force: Option<Value>,
+    /// `runtime` (default false).
+    #[serde(default)]
+    pub runtime: Option<Value>,
+    /// `priority` (an integer; accepted, the chain entry decides order).
+    #[serde(default)]
+    pub priority: Option<Value>,
+    /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
+    #[serde(default)]
+    pub conditions: Option<Value>,
+}
+
+/// The rule's `configVersion`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigVersion {
+    /// v3.0 and earlier: `when => then` text conditions.
+    V30,
+    /// v3.1: `from`/`to` conditions with weighted destinations.
+    V31,
+}
+
+/// The rule's `scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A service rule (key `interface:version:group`); Dubbo runs it at 140.
+    Service,
+    /// An application rule; Dubbo runs it at 150.
+    Application,
+}
+
+impl Scope {
+    /// `service` or `application`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Service => "service",
+            Scope::Application => "application",
+        }
+    }
+}
+
+/// A text scalar of the rule with its absolute field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextField {
+    /// The text.
+    pub text: String,
+    /// Where it is (errors inside the text use [`RuleError::at_offset`] at this path).
+    pub path: FieldPath,
+}
+
+/// One v3.1 destination: `{match: ..., weight: ...}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DestinationDef {
+    /// `match` (absent: every provider).
+    pub match_text: Option<TextField>,
+    /// `weight` (default 100).
+    pub weight: u32,
+    /// The destination's path.
+    pub path: FieldPath,
+}
+
+/// One v3.1 condition: `{from: {match}, to: [destinations]}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiDestDef {
+    /// `from.match` (absent: every request).
+    pub from: Option<TextField>,
+    /// `to` (absent: traffic disabled).
+    pub to: Option<Vec<DestinationDef>>,
+    /// The condition's path.
+    pub path: FieldPath,
+}
+
+/// The conditions of a validated rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConditionsDef {
+    /// v3.0 text conditions.
+    Text(Vec<TextField>),
+    /// v3.1 from/to conditions.
+    MultiDest(Vec<MultiDestDef>),
+}
+
+/// A validated condition rule: flags resolved, condition texts not yet parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConditionRuleDef {
+    /// The version.
+    pub version: ConfigVersion,
+    /// The scope (default service).
+    pub scope: Scope,
+    /// `key`, if given.
+    pub key: Option<String>,
+    /// `enabled`.
+    pub enabled: bool,
+    /// `force`.
+    pub force: bool,
+    /// `runtime`.
+    pub runtime: bool,
+    /// `priority`, if given.
+    pub priority: Option<i64>,
+    /// The conditions.
+    pub conditions: ConditionsDef,
+}
+
+impl RawConditionRule {
+    /// Reads the raw document (only a non-mapping document fails here).
+    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, RuleError> {
+        if !doc.value.is_object() {
+            return Err(RuleError::new(
+                doc.path.clone(),
+                "a condition rule is a mapping with `conditions`",
+            ));
+        }
+        doc.parse::<RawConditionRule>()
+    }
+
+    /// Validates every field, reporting every problem; `root` is the document's path.
+    pub fn validate(&self, root: &FieldPath) -> Result<ConditionRuleDef, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        let version = match &self.config_version {
+            None | Some(Value::Null) => ConfigVersion::V30,
+            Some(Value::String(s)) => match parse_version(s) {
+                Some(v) => v,
+                None => {
+                    errors.push(RuleError::new(
+                        root.key("configVersion"),
+                        format!(
+                            "unknown configVersion {s:?}: supported are v3.0 (text conditions) \
+                             and v3.1 (from/to conditions)"
+                        ),
+                    ));
+                    ConfigVersion::V30
+                }
+            },
+            Some(other) => {
+                errors.push(RuleError::new(
+                    root.key("configVersion"),
+                    format!("configVersion must be a string such as \"v3.1\", found {other}"),
+                ));
+                ConfigVersion::V30
+            }
+        };
+        let scope = match &self.scope {
+            None | Some(Value::Null) => Scope::Service,
+            Some(Value::String(s)) if s == "service" => Scope::Service,
+            Some(Value::String(s)) if s == "application" => Scope::Application,
+            Some(other) => {
+                errors.push(RuleError::new(
+                    root.key("scope"),
+                    format!("scope must be `service` or `application`, found {other}"),
+                ));
+                Scope::Service
+            }
+        };
+        let key = match &self.key {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                errors.push(RuleError::new(
+                    root.key("key"),
+                    format!("key must be a string, found {other}"),
+                ));
+                None
+            }
+        };
+        let enabled = flag(&self.enabled, true, &root.key("enabled"), &mut errors);
+        let force = flag(&self.force, false, &root.key("force"), &mut errors);
+        let runtime = flag(&self.runtime, false, &root.key("runtime"), &mut errors);
+        let priority = match &self.priority {
+            None | Some(Value::Null) => None,
+            Some(v) => match integer(v) {
+                Some(p) => Some(p),
+                None => {
+                    errors.push(RuleError::new(
+                        root.key("priority"),
+                        format!("priority must be an integer, found {v}"),
+                    ));
+                    None
+                }
+            },
+        };
+        let cpath = root.key("conditions");
+        let conditions = match &self.conditions {
+            None | Some(Value::Null) => {
+                errors.push(RuleError::new(
+                    root.clone(),
+                    "missing field `conditions`: a condition rule needs at least one condition",
+                ));
+                None
+            }
+            Some(Value::Array(items)) if items.is_empty() => {
+                errors.push(RuleError::new(
+                    cpath.clone(),
+                    "`conditions` is empty: a condition rule needs at least one condition",
+                ));
+                None
+            }
+            Some(Value::Array(items)) => Some(match version {
+                ConfigVersion::V30 => ConditionsDef::Text(
+                    items
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, item)| text_condition(item, cpath.index(i), &mut errors))
+                        .collect(),
+                ),
+                ConfigVersion::V31 => ConditionsDef::MultiDest(
+                    items
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, item)| multi_dest(item, cpath.index(i), &mut errors))
+                        .collect(),
+                ),
+            }),
+            Some(other) => {
+                errors.push(RuleError::new(
+                    cpath.clone(),
+                    format!("`conditions` must be a list, found {other}"),
+                ));
+                None
+            }
+        };
+        match conditions {
+            Some(conditions) if errors.is_empty() => Ok(ConditionRuleDef {
+                version,
+                scope,
+                key,
+                enabled,
+                force,
+                runtime,
+                priority,
+                conditions,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+impl ConditionRuleDef {
+    /// Reads and validates a rule document, reporting every problem.
+    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, Vec<RuleError>> {
+        RawConditionRule::from_doc(doc)
+            .map_err(|e| vec![e])?
+            .validate(doc.path)
+    }
+}
+
+/// Parses a `configVersion` as Dubbo does: `v3.1...` is v3.1, a version up to v3.1 is v3.0,
+/// anything newer (or not a version) is unknown.
+fn parse_version(s: &str) -> Option<ConfigVersion> {
+    let lower = s.trim().to_ascii_lowercase();
+    if lower.starts_with("v3.1") {
+        return Some(ConfigVersion::V31);
+    }
+    let digits = lower.strip_prefix('v').unwrap_or(&lower);
+    let mut parts = digits.split('.');
+    let numbers: Option<Vec<u64>> = parts.by_ref().map(|p| p.parse::<u64>().ok()).collect();
+    let numbers = numbers?;
+    let (major, minor) = (
+        numbers.first().copied()?,
+        numbers.get(1).copied().unwrap_or(0),
+    );
+    (major < 3 || (major == 3 && minor == 0)).then_some(ConfigVersion::V30)
+}
+
+fn flag(
+    value: &Option<Value>,
+    default: bool,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> bool {
+    match value {
+        None | Some(Value::Null) => default,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => true,
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => false,
+        Some(other) => {
+            errors.push(RuleError::new(
+                path.clone(),
+                format!("must be true or false, found {other}"),
+            ));
+            default
+        }
+    }
+}
+
+fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text_condition(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<TextField> {
+    match item {
+        Value::String(s) => Some(TextField {
+            text: s.clone(),
+            path,
+        }),
+        // An unquoted `true`/`false` is a YAML boolean; Dubbo reads it as the text.
+        Value::Bool(b) => Some(TextField {
+            text: b.to_string(),
+            path,
+        }),
+        Value::Object(_) => {
+            errors.push(RuleError::new(
+                path,
+                "a v3.0 condition is a text `when => then`; from/to conditions need \
+                 `configVersion: v3.1`",
+            ));
+            None
+        }
+        other => {
+            errors.push(RuleError::new(
+                path,
+                format!("a condition is a text `when => then`, found {other}"),
+            ));
+            None
+        }
+    }
+}
+
+fn match_text(
+    value: Option<&Value>,
+    path: FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<TextField> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(TextField {
+            text: s.clone(),
+            path,
+        }),
+        Some(Value::Bool(b)) => Some(TextField {
+            text: b.to_string(),
+            path,
+        }),
+        Some(other) => {
+            errors.push(RuleError::new(
+                path,
+                format!("`match` must be a condition text such as \"env=gray\", found {other}"),
+            ));
+            None
+        }
+    }
+}
+
+fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<MultiDestDef> {
+    let Some(map) = item.as_object() else {
+        errors.push(RuleError::new(
+            path,
+            if item.is_string() {
+                "a v3.1 condition is a mapping with `from` and `to`; text conditions need \
+                 `configVersion: v3.0`"
+                    .to_string()
+            } else {
+                format!("a v3.1 condition is a mapping with `from` and `to`, found {item}")
+            },
+        ));
+        return None;
+    };
+    let before = errors.len();
+    let from = match map.get("from") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(f)) => match_text(f.get("match"), path.key("from").key("match"), errors),
+        Some(other) => {
+            errors.push(RuleError::new(
+                path.key("from"),
+                format!("`from` must be a mapping with `match`, found {other}"),
+            ));
+            None
+        }
+    };
+    let to = match map.get("to") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(j, d)| destination(d, path.key("to").index(j), errors))
+                .collect(),
+        ),
+        Some(other) => {
+            errors.push(RuleError::new(
+                path.key("to"),
+                format!("`to` must be a list of destinations `{{match, weight}}`, found {other}"),
+            ));
+            None
+        }
+    };
+    (errors.len() == before).then_some(MultiDestDef { from, to, path })
+}
+
+fn destination(
+    item: &Value,
+    path: FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<DestinationDef> {
+    let Some(map) = item.as_object() else {
+        errors.push(RuleError::new(
+            path,
+            format!("a destination is a mapping `{{match, weight}}`, found {item}"),
+        ));
+        return None;
+    };
+    let before = errors.len();
+    let match_text = match_text(map.get("match"), path.key("match"), errors);
+    let weight = match map.get("weight") {
+        None | Some(Value::Null) => DEFAULT_WEIGHT,
+        Some(v) => match integer(v).and_then(|w| u32::try_from(w).ok()) {
+            Some(w) => w,
+            None => {
+                errors.push(RuleError::new(
+                    path.key("weight"),
+                    format!("weight must be a non-negative integer, found {v}"),
+                ));
+                DEFAULT_WEIGHT
+            }
+        },
+    };
+    (errors.len() == before).then_some(DestinationDef {
+        match_text,
+        weight,
+        path,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn validate(v: Value) -> Result<ConditionRuleDef, Vec<RuleError>> {
+        let root = FieldPath::root();
+        ConditionRuleDef::from_doc(&RuleDoc::new(&v, &root))
+    }
+
+    #[test]
+    fn defaults_and_v30_text() {
+        let d = validate(json!({"conditions": ["a=b => c=d", true]})).unwrap();
+        assert_eq!(d.version, ConfigVersion::V30);
+        assert_eq!(d.scope, Scope::Service);
+        assert!(d.enabled && !d.force && !d.runtime);
+        let ConditionsDef::Text(t) = d.conditions else {
+            panic!("v3.0 expected")
+        };
+        assert_eq!(t[1].text, "true");
+        assert_eq!(t[1].path.to_string(), "conditions[1]");
+    }
+
+    #[test]
+    fn versions_as_dubbo_reads_them() {
+        for (s, v) in [
+            ("v3.0", Some(ConfigVersion::V30)),
+            ("v2.7", Some(ConfigVersion::V30)),
+            ("V3.1", Some(ConfigVersion::V31)),
+            ("v3.1.2", Some(ConfigVersion::V31)),
+            ("v3.2", None),
+            ("v4.0", None),
+            ("banana", None),
+        ] {
+            assert_eq!(parse_version(s), v, "{s}");
+        }
+    }
+
+    #[test]
+    fn every_problem_at_once() {
+        let e = validate(json!({
+            "configVersion": "v3.1",
+            "scope": "cluster",
+            "force": "maybe",
+            "conditions": [
+                "a => b",
+                {"from": {"match": 3}, "to": [{"match": "x=y", "weight": "heavy"}, {"weight": -1}]},
+            ]
+        }))
+        .unwrap_err();
+        let paths: Vec<String> = e.iter().map(|e| e.path.to_string()).collect();
+        assert_eq!(
+            paths,
+            [
+                "scope",
+                "force",
+                "conditions[0]",
+                "conditions[1].from.match",
+                "conditions[1].to[0].weight",
+                "conditions[1].to[1].weight"
+            ]
+        );
+        assert!(e[4].message.contains("heavy"), "{}", e[4].message);
+    }
+
+    #[test]
+    fn unknown_version_and_empty_conditions_are_errors() {
+        let e = validate(json!({"configVersion": "v4.0", "conditions": []})).unwrap_err();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].message.contains("v4.0"));
+        assert_eq!(e[1].path.to_string(), "conditions");
+        assert!(validate(json!({"force": true})).is_err());
+        assert!(validate(json!([1])).is_err());
+    }
+
+    #[test]
+    fn v31_structure() {
+        let d = validate(json!({
+            "configVersion": "v3.1",
+            "conditions": [
+                {"from": {"match": "env=gray"}, "to": [{"match": "env!=gray"}, {"match": "env=gray", "weight": "900"}]},
+                {"from": {"match": "tag=x"}},
+                {"to": [{"match": "version=v1"}]},
+            ]
+        }))
+        .unwrap();
+        let ConditionsDef::MultiDest(c) = d.conditions else {
+            panic!("v3.1 expected")
+        };
+        let to = c[0].to.as_ref().unwrap();
+        assert_eq!((to[0].weight, to[1].weight), (100, 900));
+        assert!(c[1].to.is_none());
+        assert!(c[2].from.is_none());
+        assert_eq!(
+            c[0].from.as_ref().unwrap().path.to_string(),
+            "conditions[0].from.match"
+        );
+    }
+}
