@@ -128,6 +128,10 @@ struct Inputs {
     /// Config-center rules by key: `Some` the current document, `None` deleted (cleared).
     overrides: HashMap<RuleKey, Option<YamlDoc>>,
     snapshot_generation: u64,
+    /// The state replaced by the last swap, kept until the next one so that the applier,
+    /// not a call that still held it, usually frees it (a 10,000-provider state is not free
+    /// to drop).
+    retired: Option<Arc<ChainState>>,
 }
 
 /// A chain whose rules and providers change while it serves.
@@ -222,6 +226,7 @@ impl LiveChain {
                 file,
                 overrides: HashMap::new(),
                 snapshot_generation: generation,
+                retired: None,
             }),
             stats: LiveStats::default(),
         })
@@ -492,6 +497,7 @@ impl LiveChain {
                 }
                 inputs.overrides = overrides;
                 inputs.snapshot_generation = snapshot_generation;
+                inputs.retired = Some(current);
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");
                 reports.push(Report::Applied {
@@ -580,5 +586,169 @@ impl Drop for Watching {
         if let Some(t) = self.applier.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use routechain_core::{CallState, Request};
+
+    const CHAIN: &str = "
+service: com.foo.BarService
+routers:
+  - type: condition
+  - type: condition
+    application: web
+  - type: condition
+    rule:
+      conditions: ['=> zone = a']
+";
+
+    fn live() -> LiveChain {
+        let file = ChainFile::parse("t.yaml", CHAIN, None).unwrap();
+        LiveChain::new(file, crate::registry(), LiveOptions::default()).unwrap()
+    }
+
+    fn providers(list: &[(u8, &str)]) -> Update {
+        Update::Providers {
+            origin: "test".into(),
+            text: ProviderText::Urls(
+                list.iter()
+                    .map(|(n, q)| format!("dubbo://10.0.0.{n}:20880/com.foo.BarService?{q}"))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn rule(key: &str, event: RuleEvent) -> Update {
+        Update::Rule {
+            key: RuleKey::new(key, "condition"),
+            event,
+            origin: format!("test:{key}"),
+        }
+    }
+
+    fn routed(live: &LiveChain) -> Vec<String> {
+        let state = live.chain().load();
+        let mut call = CallState::seeded(1);
+        match state.route(&Request::new(), &mut call) {
+            Ok(()) => call
+                .candidates
+                .iter()
+                .map(|i| state.snapshot().providers()[i].address().to_string())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn subscriptions_follow_the_service_key_or_the_application() {
+        assert_eq!(
+            live().subscriptions(),
+            [
+                RuleKey::new("com.foo.BarService::", "condition"),
+                RuleKey::new("web", "condition")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_rule_and_providers_in_one_batch_make_one_swap() {
+        let live = live();
+        let before = live.chain().state().generation();
+        let reports = live.apply(Update::Batch(vec![
+            rule(
+                "com.foo.BarService::",
+                RuleEvent::Added("conditions: ['=> region = hz']".into()),
+            ),
+            providers(&[(1, "region=hz&zone=a"), (2, "region=bj&zone=a")]),
+        ]));
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert!(
+            matches!(&reports[0], Report::Applied { generation, providers: 2, .. } if *generation == before + 1),
+            "{reports:?}"
+        );
+        assert_eq!(routed(&live), ["10.0.0.1:20880"]);
+    }
+
+    #[test]
+    fn a_batch_refuses_its_bad_parts_and_applies_the_good_ones() {
+        let live = live();
+        live.apply(providers(&[
+            (1, "region=hz&zone=a"),
+            (2, "region=bj&zone=a"),
+        ]));
+        let reports = live.apply(Update::Batch(vec![
+            rule(
+                "com.foo.BarService::",
+                RuleEvent::Added("conditions: []".into()),
+            ),
+            rule(
+                "web",
+                RuleEvent::Added("conditions: ['=> region = bj']".into()),
+            ),
+        ]));
+        assert_eq!(reports.len(), 2, "{reports:?}");
+        assert!(
+            matches!(&reports[0], Report::Refused { reason, .. }
+                if reason.starts_with("test:com.foo.BarService:::1:13: conditions:")),
+            "{reports:?}"
+        );
+        assert!(matches!(&reports[1], Report::Applied { .. }), "{reports:?}");
+        assert_eq!(live.stats().refused(), 1);
+        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
+    }
+
+    #[test]
+    fn a_rule_change_recompiles_only_the_entries_that_follow_it() {
+        let live = live();
+        live.apply(providers(&[(1, "region=hz&zone=a")]));
+        let old = live.chain().state();
+        live.apply(rule(
+            "web",
+            RuleEvent::Added("conditions: ['=> region = hz']".into()),
+        ));
+        let new = live.chain().state();
+        let same: Vec<bool> = old
+            .entries()
+            .iter()
+            .zip(new.entries().iter())
+            .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
+            .collect();
+        assert_eq!(same, [true, false, true]);
+    }
+
+    #[test]
+    fn unchanged_lists_and_unfollowed_rules_are_ignored_and_empty_pushes_held_back() {
+        let live = live();
+        let list = providers(&[(1, "zone=a")]);
+        assert!(matches!(
+            live.apply(list.clone())[0],
+            Report::Applied { .. }
+        ));
+        assert!(matches!(live.apply(list)[0], Report::Ignored { .. }));
+        assert!(matches!(
+            live.apply(rule("nobody", RuleEvent::Deleted))[0],
+            Report::Ignored { .. }
+        ));
+        let generation = live.chain().state().generation();
+        assert!(matches!(
+            live.apply(providers(&[]))[0],
+            Report::HeldBack { serving: 1, .. }
+        ));
+        assert_eq!(live.chain().state().generation(), generation);
+        assert_eq!(live.stats().held_back(), 1);
+        // A provider URL that does not parse refuses the whole list.
+        let reports = live.apply(providers(&[(2, "zone=a"), (3, "zone=a")]).clone());
+        assert!(matches!(reports[0], Report::Applied { .. }));
+        let bad = Update::Providers {
+            origin: "test".into(),
+            text: ProviderText::Urls(vec!["dubbo://10.0.0.9:x/a".into()]),
+        };
+        assert!(
+            matches!(&live.apply(bad)[0], Report::Refused { reason, .. } if reason.contains("10.0.0.9:x"))
+        );
+        assert_eq!(routed(&live), ["10.0.0.2:20880", "10.0.0.3:20880"]);
     }
 }
