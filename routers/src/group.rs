@@ -498,6 +498,80 @@ dubbo://10.0.0.5:20880/svc?grp=idx_user&group=idx_other
         assert_eq!(call.candidates.count(), 15);
     }
 
+    proptest::proptest! {
+        /// The router agrees with a direct reading of the rules over random providers,
+        /// inputs, request values and `force`.
+        #[test]
+        fn agrees_with_a_naive_model(
+            groups in proptest::collection::vec(proptest::option::of(0usize..6), 1..150),
+            input_mask in proptest::collection::vec(proptest::bool::weighted(0.8), 150),
+            items in proptest::collection::vec(0usize..10, 0..4),
+            force in proptest::bool::ANY,
+            via_attachment in proptest::bool::ANY,
+        ) {
+            const NAMES: [&str; 10] = ["g0", "g1", "g2", "g3", "g4", "g5", "g6", "*", " ", "g7"];
+            let text: String = groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| match g {
+                    Some(g) => format!("dubbo://10.0.0.{i}:1/s?group=g{g}\n"),
+                    None => format!("dubbo://10.0.0.{i}:1/s\n"),
+                })
+                .collect();
+            let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
+            let mask = input_mask.clone();
+            let before: Arc<dyn Router> = Arc::new(router_fn("input", move |_, c| {
+                for (i, keep) in mask.iter().enumerate() {
+                    if !keep {
+                        c.remove(i);
+                    }
+                }
+            }));
+            let rule = format!("force: {force}");
+            let state = ChainState::new(
+                None,
+                snapshot,
+                Arc::new(Url::empty()),
+                vec![
+                    ChainEntry::new("input", 0, before),
+                    ChainEntry::new("group", GROUP_PRIORITY, build(Some(&rule)).unwrap()),
+                ],
+            )
+            .unwrap();
+            let value = items.iter().map(|&i| NAMES[i]).collect::<Vec<_>>().join(",");
+            let request = if via_attachment {
+                Request::new().with_attachment("group", value.clone())
+            } else {
+                Request::new().with_attribute("group", value.clone())
+            };
+
+            // The model.
+            let input: Vec<usize> = (0..groups.len()).filter(|&i| input_mask[i]).collect();
+            let named: Vec<&str> = value.split(',').map(str::trim).filter(|g| !g.is_empty()).collect();
+            let expected: Vec<usize> = if named.is_empty() || named.contains(&"*") {
+                input.clone()
+            } else {
+                let matched: Vec<usize> = input
+                    .iter()
+                    .copied()
+                    .filter(|&i| groups[i].is_some_and(|g| named.contains(&format!("g{g}").as_str())))
+                    .collect();
+                match (matched.is_empty(), force) {
+                    (false, _) => matched,
+                    (true, true) => vec![],
+                    (true, false) => input.clone(),
+                }
+            };
+
+            let mut call = CallState::seeded(1);
+            let got = match state.route(&request, &mut call) {
+                Ok(()) => call.candidates.iter().collect::<Vec<_>>(),
+                Err(_) => vec![],
+            };
+            proptest::prop_assert_eq!(got, expected, "value {:?}", value);
+        }
+    }
+
     /// Seed 002: one logical call fanned out to 64 tasks, each for its own group, while the
     /// provider list changes underneath; the group travels in each task's request.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -22,12 +22,13 @@
 //! compiled with the rule. Per call: one copy of the candidates minus degraded into the
 //! scratch bitset, a few word scans, at most one random draw; no allocation.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, PrepareContext, PrepareError, PreparedRouter, RouteContext,
-    Router, RouterFactory, RouterSpec, RuleError, Url, stable_hash,
+    BitSet, Candidates, Evaluation, PrepareContext, PrepareError, PreparedRouter, ProviderSet,
+    RouteContext, Router, RouterFactory, RouterSpec, RuleError, Url, stable_hash,
 };
 use routechain_rules::schema::idc_weight::{
     Idc, IdcWeightRule, ROUTE_TABLE_TOTAL, RawIdcWeightRule,
@@ -89,16 +90,8 @@ impl Router for IdcWeightRouter {
         let rule = &*self.rule;
         let n = cx.snapshot.len();
         // The rule's regions and IDCs come first, at the rule's indexes.
-        let mut regions: Vec<(Box<str>, BitSet)> = rule
-            .regions
-            .iter()
-            .map(|r| (r.name.clone(), BitSet::empty(n)))
-            .collect();
-        let mut idcs: Vec<(Box<str>, BitSet)> = rule
-            .idcs
-            .iter()
-            .map(|d| (d.name.clone(), BitSet::empty(n)))
-            .collect();
+        let mut regions = NamedSetsBuilder::new(rule.regions.iter().map(|r| &r.name), n);
+        let mut idcs = NamedSetsBuilder::new(rule.idcs.iter().map(|d| &d.name), n);
         let mut degraded = BitSet::empty(n);
         for (i, p) in cx.snapshot.providers().iter().enumerate() {
             if p.get(&rule.degraded_param)
@@ -106,26 +99,24 @@ impl Router for IdcWeightRouter {
             {
                 degraded.insert(i);
             }
-            let idc = param(p, &rule.idc_param).map(|v| find_or_push(&mut idcs, v, n));
-            if let Some(k) = idc {
-                idcs[k].1.insert(i);
-            }
-            let region = match param(p, &rule.region_param) {
-                Some(v) => Some(find_or_push(&mut regions, v, n)),
+            let idc = param(p, &rule.idc_param).map(|v| idcs.add(v, i));
+            match param(p, &rule.region_param) {
+                Some(v) => {
+                    regions.add(v, i);
+                }
                 // No region param: the region the rule lists the provider's IDC under.
-                None => idc
-                    .filter(|&k| k < rule.idcs.len())
-                    .map(|k| rule.idcs[k].region),
-            };
-            if let Some(r) = region {
-                regions[r].1.insert(i);
+                None => {
+                    if let Some(k) = idc.filter(|&k| k < rule.idcs.len()) {
+                        regions.add_to(rule.idcs[k].region, i);
+                    }
+                }
             }
         }
         let mut prepared = PreparedIdcWeight {
             rule: self.rule.clone(),
             degraded,
-            regions,
-            idcs,
+            regions: regions.finish(),
+            idcs: idcs.finish(),
             local: Local {
                 region: None,
                 target: LocalTarget::Unknown,
@@ -148,26 +139,150 @@ fn param<'u>(url: &'u Url, key: &str) -> Option<&'u str> {
     url.get(key).map(str::trim).filter(|v| !v.is_empty())
 }
 
-/// The index of `name` (case-insensitive) in `list`, adding it (lower-cased, empty set).
-fn find_or_push(list: &mut Vec<(Box<str>, BitSet)>, name: &str, n: usize) -> usize {
-    match find(list, name) {
-        Some(i) => i,
-        None => {
-            list.push((name.to_ascii_lowercase().into(), BitSet::empty(n)));
-            list.len() - 1
-        }
-    }
-}
-
-/// The index of `name` (case-insensitive) in `list`: a short scan, no allocation.
-fn find(list: &[(Box<str>, BitSet)], name: &str) -> Option<usize> {
-    list.iter().position(|(k, _)| k.eq_ignore_ascii_case(name))
-}
-
 /// Word `w` of `set` (0 past its end).
 #[inline]
 fn word(set: &BitSet, w: usize) -> u64 {
     set.words().get(w).copied().unwrap_or(0)
+}
+
+/// Lower-cased names (regions or IDCs) → provider sets over one snapshot. The rule's names
+/// come first, at the rule's indexes, as dense sets; the other values seen in the snapshot
+/// follow, dense or sparse by size and found by hash, so a param with many distinct values
+/// (a misconfigured `idc_param: host`, say) costs memory and time in proportion to the
+/// providers.
+struct NamedSets {
+    sets: Vec<(Box<str>, ProviderSet)>,
+    rule_len: usize,
+    others: HashMap<Box<str>, usize>,
+}
+
+impl NamedSets {
+    /// The index of `name` (case-insensitive), without allocating: a short scan of the
+    /// rule's names, then a hash lookup of the name lower-cased in a stack buffer.
+    fn find(&self, name: &str) -> Option<usize> {
+        if let Some(i) = self.sets[..self.rule_len]
+            .iter()
+            .position(|(k, _)| k.eq_ignore_ascii_case(name))
+        {
+            return Some(i);
+        }
+        if self.others.is_empty() {
+            return None;
+        }
+        let mut buf = [0u8; 64];
+        match buf.get_mut(..name.len()) {
+            Some(lower) => {
+                lower.copy_from_slice(name.as_bytes());
+                lower.make_ascii_lowercase();
+                // ASCII lower-casing keeps UTF-8 valid.
+                let lower = std::str::from_utf8(lower).ok()?;
+                self.others.get(lower).copied()
+            }
+            None => self
+                .others
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, &i)| i),
+        }
+    }
+    fn name(&self, i: usize) -> &str {
+        &self.sets[i].0
+    }
+    fn set(&self, i: usize) -> &ProviderSet {
+        &self.sets[i].1
+    }
+    fn len(&self) -> usize {
+        self.sets.len()
+    }
+}
+
+/// Builds [`NamedSets`] at prepare time.
+struct NamedSetsBuilder {
+    n: usize,
+    rule: Vec<(Box<str>, BitSet)>,
+    /// Other names: lower-cased name → index into `members`.
+    others: HashMap<Box<str>, usize>,
+    /// Other names' members, in increasing provider order.
+    members: Vec<(Box<str>, Vec<u32>)>,
+    lower: String,
+}
+
+impl NamedSetsBuilder {
+    fn new<'a>(rule_names: impl Iterator<Item = &'a Box<str>>, n: usize) -> Self {
+        NamedSetsBuilder {
+            n,
+            rule: rule_names.map(|k| (k.clone(), BitSet::empty(n))).collect(),
+            others: HashMap::new(),
+            members: Vec::new(),
+            lower: String::new(),
+        }
+    }
+
+    /// Adds provider `i` to the set of `name` (case-insensitive); returns the set's index.
+    fn add(&mut self, name: &str, i: usize) -> usize {
+        if let Some(k) = self
+            .rule
+            .iter()
+            .position(|(r, _)| r.eq_ignore_ascii_case(name))
+        {
+            self.rule[k].1.insert(i);
+            return k;
+        }
+        self.lower.clear();
+        self.lower.push_str(name);
+        self.lower.make_ascii_lowercase();
+        let m = match self.others.get(self.lower.as_str()) {
+            Some(&m) => m,
+            None => {
+                let m = self.members.len();
+                self.others.insert(self.lower.as_str().into(), m);
+                self.members.push((self.lower.as_str().into(), Vec::new()));
+                m
+            }
+        };
+        self.members[m].1.push(i as u32);
+        self.rule.len() + m
+    }
+
+    /// Adds provider `i` to the rule's set `k`.
+    fn add_to(&mut self, k: usize, i: usize) {
+        self.rule[k].1.insert(i);
+    }
+
+    fn finish(self) -> NamedSets {
+        let n = self.n;
+        let rule_len = self.rule.len();
+        let mut sets: Vec<(Box<str>, ProviderSet)> = self
+            .rule
+            .into_iter()
+            .map(|(k, b)| (k, ProviderSet::Dense(b)))
+            .collect();
+        for (name, members) in self.members {
+            // Sorted and distinct: providers were added in increasing order.
+            let set = if members.len() * 4 < n.div_ceil(64) * 8 {
+                ProviderSet::Sparse {
+                    indexes: members.into_boxed_slice(),
+                    len: n,
+                }
+            } else {
+                ProviderSet::Dense(BitSet::from_indexes(
+                    n,
+                    members.into_iter().map(|i| i as usize),
+                ))
+            };
+            sets.push((name, set));
+        }
+        let others = self
+            .others
+            .into_iter()
+            .map(|(k, m)| (k, rule_len + m))
+            .collect();
+        NamedSets {
+            sets,
+            rule_len,
+            others,
+        }
+    }
 }
 
 /// The caller's side of the decision: its region and what its IDC implies.
@@ -201,9 +316,9 @@ struct PreparedIdcWeight {
     /// Providers whose `degraded_param` is `true`.
     degraded: BitSet,
     /// Region (lower-cased) → providers; the rule's regions first, then others seen.
-    regions: Vec<(Box<str>, BitSet)>,
+    regions: NamedSets,
     /// IDC (lower-cased) → providers; the rule's IDCs first, then others seen.
-    idcs: Vec<(Box<str>, BitSet)>,
+    idcs: NamedSets,
     /// The decision for the consumer the chain was prepared for.
     local: Local,
 }
@@ -282,9 +397,9 @@ impl PreparedIdcWeight {
     fn resolve(&self, consumer: &Url) -> Local {
         let rule = &*self.rule;
         let (region_name, idc_name) = self.local_names(consumer);
-        let region = region_name.and_then(|r| find(&self.regions, r));
+        let region = region_name.and_then(|r| self.regions.find(r));
         let target = match idc_name {
-            Some(d) => match find(&self.idcs, d) {
+            Some(d) => match self.idcs.find(d) {
                 Some(k) => match rule.selected_for(k) {
                     Some(t) => LocalTarget::Selected {
                         local: k,
@@ -306,7 +421,7 @@ impl PreparedIdcWeight {
     }
 
     fn idc_name(&self, k: usize) -> &str {
-        &self.idcs[k].0
+        self.idcs.name(k)
     }
 }
 
@@ -350,8 +465,8 @@ impl PreparedRouter for PreparedIdcWeight {
         let chosen = {
             let healthy: &BitSet = cx.scratch();
             let has = |r: usize| {
-                let set = &self.regions[r].1;
-                healthy.any_with(|w| word(set, w))
+                let set = self.regions.set(r);
+                healthy.any_with(|w| set.word(w))
             };
             match local.region.filter(|&r| has(r)) {
                 Some(r) => Some((r, true)),
@@ -409,20 +524,19 @@ impl PreparedRouter for PreparedIdcWeight {
 
         // Step 4: keep the target; step 5: fall back.
         let healthy: &BitSet = cx.scratch();
-        let region_set = &self.regions[region].1;
+        let region_set = self.regions.set(region);
         let outcome = match strategy.target() {
             None => {
-                candidates.and_with(|w| word(healthy, w) & word(region_set, w));
+                candidates.and_with(|w| word(healthy, w) & region_set.word(w));
                 Outcome::Target
             }
             Some(target) => {
-                let target_set = target.map(|k| &self.idcs[k].1);
+                let target_set = target.map(|k| self.idcs.set(k));
                 let hit = target_set
-                    .is_some_and(|t| healthy.any_with(|w| word(region_set, w) & word(t, w)));
+                    .is_some_and(|t| healthy.any_with(|w| region_set.word(w) & t.word(w)));
                 match target_set {
                     Some(t) if hit => {
-                        candidates
-                            .and_with(|w| word(healthy, w) & word(region_set, w) & word(t, w));
+                        candidates.and_with(|w| word(healthy, w) & region_set.word(w) & t.word(w));
                         Outcome::Target
                     }
                     _ if rule.force => {
@@ -430,7 +544,7 @@ impl PreparedRouter for PreparedIdcWeight {
                         Outcome::ForcedEmpty
                     }
                     _ => {
-                        candidates.and_with(|w| word(healthy, w) & word(region_set, w));
+                        candidates.and_with(|w| word(healthy, w) & region_set.word(w));
                         Outcome::FallbackRegion
                     }
                 }
@@ -493,10 +607,10 @@ impl PreparedIdcWeight {
                 local_region.unwrap_or("unknown"),
                 CrossNames(rule)
             )),
-            Some((r, true)) => cx.explain(format_args!("region {} (local)", self.regions[r].0)),
+            Some((r, true)) => cx.explain(format_args!("region {} (local)", self.regions.name(r))),
             Some((r, false)) => cx.explain(format_args!(
                 "cross-region {}: local region {} has no non-degraded candidate",
-                self.regions[r].0,
+                self.regions.name(r),
                 local_region.unwrap_or("unknown")
             )),
         }
@@ -504,7 +618,7 @@ impl PreparedIdcWeight {
             None => {}
             Some(Strategy::Table { draw, idc }) => cx.explain(format_args!(
                 "route table of region {}: draw {draw} of 0..{ROUTE_TABLE_TOTAL} → idc {}",
-                region.map(|(r, _)| &*self.regions[r].0).unwrap_or(""),
+                region.map(|(r, _)| self.regions.name(r)).unwrap_or(""),
                 self.idc_name(idc)
             )),
             Some(Strategy::Selected { local, target }) => cx.explain(format_args!(
@@ -1204,8 +1318,12 @@ routers:
     fn routing_allocates_nothing() {
         let text: String = (0..1000)
             .map(|i| {
-                let (region, idc) =
-                    [("beijing", "mt"), ("beijing", "zf"), ("shanghai", "sh")][i % 3];
+                let (region, idc) = [
+                    ("beijing", "mt"),
+                    ("beijing", "zf"),
+                    ("shanghai", "sh"),
+                    ("guangzhou", "gz9"),
+                ][i % 4];
                 format!(
                     "dubbo://10.0.{}.{}:1/s?region={region}&idc={idc}&degraded={}\n",
                     i / 250,
@@ -1227,6 +1345,8 @@ routers:
             Request::new()
                 .with_consumer(consumer("consumer://10.9.9.9/svc?region=SHANGHAI&idc=SH")),
             Request::new().with_consumer(consumer("consumer://10.9.9.9/svc?region=guangzhou")),
+            Request::new()
+                .with_consumer(consumer("consumer://10.9.9.9/svc?region=GuangZhou&idc=GZ9")),
             Request::new().with_consumer(consumer("consumer://10.9.9.9/svc")),
         ];
         let mut call = CallState::seeded(1);
@@ -1241,6 +1361,319 @@ routers:
             }
         });
         assert_eq!(info.count_total, 0, "{info:?}");
+    }
+
+    /// One random provider: (region, idc, degraded param, live degraded).
+    type RandomProvider = (usize, usize, bool, bool);
+
+    proptest::proptest! {
+        /// The router agrees with a direct, list-based reading of the five steps over
+        /// random providers, inputs, consumers and rule variants.
+        #[test]
+        fn agrees_with_a_naive_model(
+            providers in proptest::collection::vec(
+                (0usize..5, 0usize..6, proptest::bool::weighted(0.2), proptest::bool::weighted(0.1)),
+                1..80,
+            ),
+            input_mask in proptest::collection::vec(proptest::bool::weighted(0.85), 80),
+            consumer_region in 0usize..5,
+            consumer_idc in 0usize..6,
+            host in 0u8..20,
+            table in proptest::option::of(0u32..=100),
+            cross_table in proptest::bool::ANY,
+            selected in proptest::bool::ANY,
+            cross in proptest::bool::ANY,
+            force in proptest::bool::ANY,
+            seed in 0u64..1000,
+        ) {
+            check_model(&providers, &input_mask, consumer_region, consumer_idc, host,
+                        table, cross_table, selected, cross, force, seed)?;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_model(
+        providers: &[RandomProvider],
+        input_mask: &[bool],
+        consumer_region: usize,
+        consumer_idc: usize,
+        host: u8,
+        table: Option<u32>,
+        cross_table: bool,
+        selected: bool,
+        cross: bool,
+        force: bool,
+        seed: u64,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use routechain_core::{FastRng, RandomSource, router_fn};
+        // None = param absent. Mixed case on purpose.
+        const REGIONS: [Option<&str>; 5] = [
+            Some("beijing"),
+            Some("BeiJing"),
+            Some("shanghai"),
+            Some("gz"),
+            None,
+        ];
+        const IDCS_: [Option<&str>; 6] = [
+            Some("mt"),
+            Some("ZF"),
+            Some("sh"),
+            Some("sh2"),
+            Some("xx"),
+            None,
+        ];
+        let known: [(&str, &[&str]); 2] =
+            [("beijing", &["mt", "zf"]), ("shanghai", &["sh", "sh2"])];
+
+        let mut rule = String::from("idcs:\n  beijing: [mt, zf]\n  shanghai: [sh, sh2]\n");
+        let mut tables: Vec<(&str, [(&str, u32); 2])> = Vec::new();
+        if let Some(w) = table {
+            tables.push(("beijing", [("mt", w), ("zf", 100 - w)]));
+        }
+        if cross_table {
+            tables.push(("shanghai", [("sh", 30), ("sh2", 70)]));
+        }
+        if !tables.is_empty() {
+            rule.push_str("route_tables:\n");
+            for (r, ws) in &tables {
+                rule.push_str(&format!(
+                    "  {r}: {{{}: {}, {}: {}}}\n",
+                    ws[0].0, ws[0].1, ws[1].0, ws[1].1
+                ));
+            }
+        }
+        if selected {
+            rule.push_str("selected: {mt: zf, sh2: sh}\n");
+        }
+        if cross {
+            rule.push_str("cross_region: [shanghai, beijing]\n");
+        }
+        rule.push_str(&format!("force: {force}\n"));
+
+        let text: String = providers
+            .iter()
+            .enumerate()
+            .map(|(i, &(r, d, deg, _))| {
+                let mut params = vec![];
+                if let Some(r) = REGIONS[r] {
+                    params.push(format!("region={r}"));
+                }
+                if let Some(d) = IDCS_[d] {
+                    params.push(format!("idc={d}"));
+                }
+                if deg {
+                    params.push("degraded=true".to_string());
+                }
+                format!(
+                    "dubbo://10.0.{}.{}:1/s?{}\n",
+                    i / 200,
+                    i % 200,
+                    params.join("&")
+                )
+            })
+            .collect();
+        let mut consumer_params = vec![];
+        if let Some(r) = REGIONS[consumer_region] {
+            consumer_params.push(format!("region={r}"));
+        }
+        if let Some(d) = IDCS_[consumer_idc] {
+            consumer_params.push(format!("idc={d}"));
+        }
+        let consumer_url = format!("consumer://172.16.0.{host}/s?{}", consumer_params.join("&"));
+        let mask: Vec<bool> = input_mask[..providers.len()].to_vec();
+        let keep = mask.clone();
+        let before: Arc<dyn Router> = Arc::new(router_fn("input", move |_, c| {
+            for (i, k) in keep.iter().enumerate() {
+                if !k {
+                    c.remove(i);
+                }
+            }
+        }));
+        let state = ChainState::new(
+            None,
+            Arc::new(Snapshot::parse_lines(1, &text).unwrap()),
+            consumer(&consumer_url),
+            vec![
+                ChainEntry::new("input", 0, before),
+                ChainEntry::new(
+                    "idc-weight",
+                    IDC_WEIGHT_PRIORITY,
+                    build(Some(&rule)).unwrap(),
+                ),
+            ],
+        )
+        .unwrap();
+        for (i, p) in providers.iter().enumerate() {
+            if p.3 {
+                state.degraded().mark(i);
+            }
+        }
+
+        // The model, on lists and lower-cased strings.
+        let lower = |s: Option<&str>| s.map(|s| s.to_ascii_lowercase());
+        let region_of_idc = |d: &str| {
+            known
+                .iter()
+                .find(|(_, ds)| ds.contains(&d))
+                .map(|(r, _)| r.to_string())
+        };
+        let p_idc = |i: usize| lower(IDCS_[providers[i].1]);
+        let p_region = |i: usize| {
+            lower(REGIONS[providers[i].0]).or_else(|| p_idc(i).and_then(|d| region_of_idc(&d)))
+        };
+        let input: Vec<usize> = (0..providers.len()).filter(|&i| mask[i]).collect();
+        let healthy: Vec<usize> = input
+            .iter()
+            .copied()
+            .filter(|&i| !providers[i].2 && !providers[i].3)
+            .collect();
+        let local_idc = lower(IDCS_[consumer_idc]);
+        let local_region = lower(REGIONS[consumer_region])
+            .or_else(|| local_idc.as_deref().and_then(region_of_idc));
+        let mut order: Vec<String> = local_region.iter().cloned().collect();
+        if cross {
+            for r in ["shanghai", "beijing"] {
+                if local_region.as_deref() != Some(r) {
+                    order.push(r.to_string());
+                }
+            }
+        }
+        let chosen = order
+            .iter()
+            .find(|r| {
+                healthy
+                    .iter()
+                    .any(|&i| p_region(i).as_deref() == Some(r.as_str()))
+            })
+            .cloned();
+        let mut rng = FastRng::seeded(seed);
+        let expected: Vec<usize> = match chosen {
+            None if force => vec![],
+            None if !healthy.is_empty() => healthy.clone(),
+            None => input.clone(),
+            Some(r) => {
+                let region_c: Vec<usize> = healthy
+                    .iter()
+                    .copied()
+                    .filter(|&i| p_region(i).as_deref() == Some(r.as_str()))
+                    .collect();
+                let table = tables.iter().find(|(t, _)| *t == r);
+                let target: Option<String> = if let Some((_, ws)) = table {
+                    let draw = rng.below(100) as u32;
+                    Some(if draw < ws[0].1 { ws[0].0 } else { ws[1].0 }.to_string())
+                } else if Some(&r) == local_region.as_ref() {
+                    match &local_idc {
+                        Some(d) if selected && d == "mt" => Some("zf".into()),
+                        Some(d) if selected && d == "sh2" => Some("sh".into()),
+                        Some(d) => Some(d.clone()),
+                        None => known.iter().find(|(k, _)| *k == r).map(|(_, ds)| {
+                            let h = stable_hash(format!("172.16.0.{host}").as_bytes())
+                                % ds.len() as u64;
+                            ds[h as usize].to_string()
+                        }),
+                    }
+                } else {
+                    None
+                };
+                match target {
+                    None => region_c,
+                    Some(t) => {
+                        let kept: Vec<usize> = region_c
+                            .iter()
+                            .copied()
+                            .filter(|&i| p_idc(i).as_deref() == Some(t.as_str()))
+                            .collect();
+                        match (kept.is_empty(), force) {
+                            (false, _) => kept,
+                            (true, true) => vec![],
+                            (true, false) => region_c,
+                        }
+                    }
+                }
+            }
+        };
+
+        let mut call = CallState::seeded(seed);
+        let got = match state.route(&Request::new(), &mut call) {
+            Ok(()) => call.candidates.iter().collect::<Vec<_>>(),
+            Err(_) => vec![],
+        };
+        proptest::prop_assert_eq!(&got, &expected, "rule:\n{}consumer {}", rule, consumer_url);
+        // The same answer for a consumer resolved per call.
+        let other = ChainState::new(
+            None,
+            state.snapshot().clone(),
+            Arc::new(Url::empty()),
+            state.entries().clone(),
+        )
+        .unwrap();
+        for (i, p) in providers.iter().enumerate() {
+            if p.3 {
+                other.degraded().mark(i);
+            }
+        }
+        let mut call = CallState::seeded(seed);
+        let got = match other.route(
+            &Request::new().with_consumer(consumer(&consumer_url)),
+            &mut call,
+        ) {
+            Ok(()) => call.candidates.iter().collect::<Vec<_>>(),
+            Err(_) => vec![],
+        };
+        proptest::prop_assert_eq!(
+            &got,
+            &expected,
+            "per call: rule:\n{}consumer {}",
+            rule,
+            consumer_url
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn names_outside_the_rule_are_indexed_by_hash_case_insensitively() {
+        let long = "x".repeat(80);
+        let mut text = String::new();
+        // Many distinct IDC values outside the rule (one per provider) in region beijing.
+        for i in 0..3000 {
+            text.push_str(&format!(
+                "dubbo://10.0.{}.{}:1/s?region=beijing&idc=rack-{i}\n",
+                i / 250,
+                i % 250
+            ));
+        }
+        text.push_str(&format!(
+            "dubbo://10.9.0.1:1/s?region=Guangzhou&idc={long}\n"
+        ));
+        text.push_str("dubbo://10.9.0.2:1/s?region=guangzhou&idc=GZ1\n");
+        let cases = [
+            ("consumer://h/s?region=beijing&idc=RACK-2999", vec![2999]),
+            ("consumer://h/s?region=BEIJING&idc=rack-7", vec![7]),
+            // A long name takes the scan path.
+            (
+                &*format!(
+                    "consumer://h/s?region=guangzhou&idc={}",
+                    long.to_uppercase()
+                ),
+                vec![3000],
+            ),
+            ("consumer://h/s?region=GUANGZHOU&idc=gz1", vec![3001]),
+            // A region outside the rule without a known IDC: the whole region.
+            ("consumer://h/s?region=guangzhou", vec![3000, 3001]),
+        ];
+        let s = state_with(IDCS, &text, BJ_MT);
+        for (url, want) in &cases {
+            // Prepared for this consumer, and resolved per call.
+            let prepared = state_with(IDCS, &text, url);
+            for (state, request) in [
+                (&prepared, Request::new()),
+                (&s, Request::new().with_consumer(consumer(url))),
+            ] {
+                let mut call = CallState::seeded(1);
+                state.route(&request, &mut call).unwrap();
+                assert_eq!(&call.candidates.iter().collect::<Vec<_>>(), want, "{url}");
+            }
+        }
     }
 
     #[test]

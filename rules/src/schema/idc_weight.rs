@@ -214,7 +214,33 @@ impl RawIdcWeightRule {
     pub fn validate(&self, base: &FieldPath) -> Result<IdcWeightRule, Vec<RuleError>> {
         let mut errors = Vec::new();
         let mut err = |path: FieldPath, message: String| errors.push(RuleError::new(path, message));
+        self.check_params(base, &mut err);
+        let mut known = self.known(base, &mut err);
+        let (local_region, local_idc) = self.check_local(base, &known, &mut err);
+        let tables = self.check_route_tables(base, &known, &mut err);
+        let selected = self.check_selected(base, &known, &mut err);
+        let cross_region = self.check_cross_region(base, &known, &mut err);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        for (r, t) in tables {
+            known.regions[r].route_table = Some(t);
+        }
+        Ok(IdcWeightRule {
+            region_param: self.region_param.trim().into(),
+            idc_param: self.idc_param.trim().into(),
+            degraded_param: self.degraded_param.trim().into(),
+            local_region: local_region.map(|r| known.regions[r].name.clone()),
+            local_idc: local_idc.map(|d| known.idcs[d].name.clone()),
+            regions: known.regions,
+            idcs: known.idcs,
+            selected,
+            cross_region,
+            force: self.force,
+        })
+    }
 
+    fn check_params(&self, base: &FieldPath, err: &mut impl FnMut(FieldPath, String)) {
         for (field, value) in [
             ("region_param", &self.region_param),
             ("idc_param", &self.idc_param),
@@ -227,8 +253,10 @@ impl RawIdcWeightRule {
                 );
             }
         }
+    }
 
-        // idcs: regions and their IDCs.
+    /// `idcs`: the known regions and IDCs.
+    fn known(&self, base: &FieldPath, err: &mut impl FnMut(FieldPath, String)) -> Known<'_> {
         let mut regions: Vec<Region> = Vec::new();
         let mut idcs: Vec<Idc> = Vec::new();
         // Region key as written, per region index (for field paths).
@@ -297,62 +325,51 @@ impl RawIdcWeightRule {
             });
             region_keys.push(region_key);
         }
-        let known_regions = || {
-            region_keys
-                .iter()
-                .map(|k| k.trim())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let region_of = |name: &str| {
-            regions
-                .iter()
-                .position(|r| r.name.eq_ignore_ascii_case(name.trim()))
-        };
-        let idc_of = |name: &str| {
-            idcs.iter()
-                .position(|d| d.name.eq_ignore_ascii_case(name.trim()))
-        };
-        let idcs_of = |r: usize| {
-            idcs[regions[r].idcs.clone()]
-                .iter()
-                .map(|d| &*d.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        Known {
+            regions,
+            idcs,
+            region_keys,
+        }
+    }
 
-        // local
+    /// `local`: (region index, IDC index).
+    fn check_local(
+        &self,
+        base: &FieldPath,
+        known: &Known<'_>,
+        err: &mut impl FnMut(FieldPath, String),
+    ) -> (Option<usize>, Option<usize>) {
         let mut local_region = None;
         let mut local_idc = None;
         if let Some(local) = &self.local {
             let path = base.key("local");
             if let Some(region) = &local.region {
-                match region_of(region) {
+                match known.region_of(region) {
                     Some(r) => local_region = Some(r),
                     None => err(
                         path.key("region"),
                         format!(
                             "local region `{}` is not a region of `idcs` (known: {})",
                             region.trim(),
-                            known_regions()
+                            known.region_list()
                         ),
                     ),
                 }
             }
             if let Some(idc) = &local.idc {
-                match idc_of(idc) {
+                match known.idc_of(idc) {
                     Some(d) => {
                         local_idc = Some(d);
                         if let Some(r) = local_region
-                            && idcs[d].region != r
+                            && known.idcs[d].region != r
                         {
                             err(
                                 path.key("idc"),
                                 format!(
                                     "local IDC `{}` belongs to region `{}`, not to the local region `{}`",
                                     idc.trim(),
-                                    regions[idcs[d].region].name,
-                                    regions[r].name
+                                    known.regions[known.idcs[d].region].name,
+                                    known.regions[r].name
                                 ),
                             );
                         }
@@ -365,18 +382,27 @@ impl RawIdcWeightRule {
             }
         }
 
-        // route_tables
+        (local_region, local_idc)
+    }
+
+    /// `route_tables`: (region index, table).
+    fn check_route_tables(
+        &self,
+        base: &FieldPath,
+        known: &Known<'_>,
+        err: &mut impl FnMut(FieldPath, String),
+    ) -> Vec<(usize, RouteTable)> {
         let mut tables: Vec<(usize, RouteTable)> = Vec::new();
         for (region_key, table) in self.route_tables.iter().flatten() {
             let path = base.key("route_tables").key(region_key.as_str());
-            let region = region_of(region_key);
+            let region = known.region_of(region_key);
             if region.is_none() {
                 err(
                     path.clone(),
                     format!(
                         "route table of unknown region `{}` (known regions: {})",
                         region_key.trim(),
-                        known_regions()
+                        known.region_list()
                     ),
                 );
             }
@@ -425,20 +451,20 @@ impl RawIdcWeightRule {
                 }
                 seen.push(idc_name);
                 let Some(r) = region else { continue };
-                match idc_of(idc_name) {
+                match known.idc_of(idc_name) {
                     None => err(
                         wpath,
                         format!(
                             "IDC `{idc_name}` in the route table of region `{region_name}` is not a known IDC of that region (known: {})",
-                            idcs_of(r)
+                            known.idc_list(r)
                         ),
                     ),
-                    Some(d) if idcs[d].region != r => err(
+                    Some(d) if known.idcs[d].region != r => err(
                         wpath,
                         format!(
                             "IDC `{idc_name}` in the route table of region `{region_name}` belongs to region `{}`; a route table lists IDCs of its own region (known: {})",
-                            regions[idcs[d].region].name,
-                            idcs_of(r)
+                            known.regions[known.idcs[d].region].name,
+                            known.idc_list(r)
                         ),
                     ),
                     Some(d) => {
@@ -466,12 +492,21 @@ impl RawIdcWeightRule {
             }
         }
 
-        // selected
+        tables
+    }
+
+    /// `selected`: (local IDC index, selected IDC index), sorted.
+    fn check_selected(
+        &self,
+        base: &FieldPath,
+        known: &Known<'_>,
+        err: &mut impl FnMut(FieldPath, String),
+    ) -> Vec<(usize, usize)> {
         let mut selected = Vec::new();
         for (from_key, to) in self.selected.iter().flatten() {
             let path = base.key("selected").key(from_key.as_str());
-            let from = idc_of(from_key);
-            let to_idx = idc_of(to);
+            let from = known.idc_of(from_key);
+            let to_idx = known.idc_of(to);
             if from_key.trim().is_empty() {
                 err(path.clone(), "blank IDC name in `selected`".into());
             } else if from.is_none() {
@@ -499,15 +534,15 @@ impl RawIdcWeightRule {
                 );
             }
             if let (Some(f), Some(t)) = (from, to_idx) {
-                if idcs[f].region != idcs[t].region {
+                if known.idcs[f].region != known.idcs[t].region {
                     err(
                         path.clone(),
                         format!(
                             "IDC `{}` selected for local IDC `{}` is in region `{}`, not in `{}`; `selected` switches between IDCs of one region (use `cross_region` across regions)",
                             to.trim(),
                             from_key.trim(),
-                            regions[idcs[t].region].name,
-                            regions[idcs[f].region].name
+                            known.regions[known.idcs[t].region].name,
+                            known.regions[known.idcs[f].region].name
                         ),
                     );
                 } else {
@@ -517,17 +552,26 @@ impl RawIdcWeightRule {
         }
         selected.sort_unstable();
 
-        // cross_region
+        selected
+    }
+
+    /// `cross_region`: region indexes in preference order.
+    fn check_cross_region(
+        &self,
+        base: &FieldPath,
+        known: &Known<'_>,
+        err: &mut impl FnMut(FieldPath, String),
+    ) -> Vec<usize> {
         let mut cross_region: Vec<usize> = Vec::new();
         for (i, region) in self.cross_region.iter().flatten().enumerate() {
             let path = base.key("cross_region").index(i);
-            match region_of(region) {
+            match known.region_of(region) {
                 None => err(
                     path,
                     format!(
                         "cross region `{}` is not a region of `idcs` (known: {})",
                         region.trim(),
-                        known_regions()
+                        known.region_list()
                     ),
                 ),
                 Some(r) if cross_region.contains(&r) => err(
@@ -541,24 +585,42 @@ impl RawIdcWeightRule {
             }
         }
 
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        for (r, t) in tables {
-            regions[r].route_table = Some(t);
-        }
-        Ok(IdcWeightRule {
-            region_param: self.region_param.trim().into(),
-            idc_param: self.idc_param.trim().into(),
-            degraded_param: self.degraded_param.trim().into(),
-            local_region: local_region.map(|r| regions[r].name.clone()),
-            local_idc: local_idc.map(|d| idcs[d].name.clone()),
-            regions,
-            idcs,
-            selected,
-            cross_region,
-            force: self.force,
-        })
+        cross_region
+    }
+}
+
+/// The regions and IDCs of `idcs`, during validation.
+struct Known<'a> {
+    regions: Vec<Region>,
+    idcs: Vec<Idc>,
+    /// Each region's key as written.
+    region_keys: Vec<&'a str>,
+}
+
+impl Known<'_> {
+    fn region_of(&self, name: &str) -> Option<usize> {
+        self.regions
+            .iter()
+            .position(|r| r.name.eq_ignore_ascii_case(name.trim()))
+    }
+    fn idc_of(&self, name: &str) -> Option<usize> {
+        self.idcs
+            .iter()
+            .position(|d| d.name.eq_ignore_ascii_case(name.trim()))
+    }
+    fn region_list(&self) -> String {
+        self.region_keys
+            .iter()
+            .map(|k| k.trim())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+    fn idc_list(&self, r: usize) -> String {
+        self.idcs[self.regions[r].idcs.clone()]
+            .iter()
+            .map(|d| &*d.name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
