@@ -415,24 +415,30 @@ impl Traffic {
     }
 }
 
-#[test]
-fn zookeeper_restart_and_session_expiry_keep_the_last_good_state_then_changes_apply() {
-    let mut zk = ZooKeeper::start("restart");
-    let key = ServiceKey::parse(SERVICE).rule_key();
-    {
-        let admin = Admin::connect(&zk.address());
-        for (n, params) in [(1, "region=hz&zone=a"), (2, "region=bj&zone=a")] {
-            admin.register(&provider(n, params));
-        }
-        admin.put_rule(&key, "condition", "conditions: ['=> region = hz']\n");
+/// Seeds two providers and a service rule selecting region hz.
+fn seed_restart(zk: &ZooKeeper) {
+    let admin = Admin::connect(&zk.address());
+    for (n, params) in [(1, "region=hz&zone=a"), (2, "region=bj&zone=a")] {
+        admin.register(&provider(n, params));
     }
+    let key = ServiceKey::parse(SERVICE).rule_key();
+    admin.put_rule(&key, "condition", "conditions: ['=> region = hz']\n");
+}
+
+#[test]
+fn a_zookeeper_restart_keeps_the_last_good_state_then_the_session_resumes_and_changes_apply() {
+    let mut zk = ZooKeeper::start("restart");
+    seed_restart(&zk);
+    let key = ServiceKey::parse(SERVICE).rule_key();
     let live = live(CHAIN);
-    let session = Duration::from_secs(8);
-    let (_watching, rx) = watch(&live, source_with_session(&live, &zk, session));
+    // A session long enough to outlive the restart (the client gives up after 1.4 times it).
+    let (_watching, rx) = watch(
+        &live,
+        source_with_session(&live, &zk, Duration::from_secs(15)),
+    );
     wait_route(&live, &["10.0.0.1:20880"]);
     let traffic = Traffic::start(&live, 2);
 
-    // A short outage (shorter than the session): the session survives.
     zk.stop();
     wait_report(
         &rx,
@@ -442,6 +448,7 @@ fn zookeeper_restart_and_session_expiry_keep_the_last_good_state_then_changes_ap
     std::thread::sleep(Duration::from_millis(500));
     wait_route(&live, &["10.0.0.1:20880"]);
     zk.resume();
+    // Same session: reconnected, re-watched, re-read.
     wait_report(
         &rx,
         "reconnected",
@@ -450,25 +457,49 @@ fn zookeeper_restart_and_session_expiry_keep_the_last_good_state_then_changes_ap
     let admin = Admin::connect(&zk.address());
     admin.put_rule(&key, "condition", "conditions: ['=> region = bj']\n");
     wait_route(&live, &["10.0.0.2:20880"]);
-    drop(admin);
-
-    // A long outage (longer than the session): the session expires; a new one re-reads
-    // and re-watches, picking up a change made before the source reconnected.
-    zk.stop();
-    std::thread::sleep(session + Duration::from_secs(1));
-    wait_route(&live, &["10.0.0.2:20880"]);
-    zk.resume();
-    let admin = Admin::connect(&zk.address());
     admin.register(&provider(3, "region=bj&zone=a"));
     wait_route(&live, &["10.0.0.2:20880", "10.0.0.3:20880"]);
+
+    let (calls, failures) = traffic.finish();
+    assert!(calls > 0);
+    assert_eq!(failures, 0, "calls failed while ZooKeeper was down");
+    assert_eq!(live.stats().refused(), 0);
+}
+
+#[test]
+fn after_a_session_expiry_a_new_session_rereads_and_rewatches_while_the_last_good_state_serves() {
+    let mut zk = ZooKeeper::start("expiry");
+    seed_restart(&zk);
+    let key = ServiceKey::parse(SERVICE).rule_key();
+    let live = live(CHAIN);
+    let session = Duration::from_secs(2);
+    let (_watching, rx) = watch(&live, source_with_session(&live, &zk, session));
+    wait_route(&live, &["10.0.0.1:20880"]);
+    let traffic = Traffic::start(&live, 2);
+
+    // An outage longer than the session (the client declares it expired after 1.4 times
+    // the session timeout without an answer).
+    zk.stop();
     wait_report(
         &rx,
         "session expired",
-        |r| matches!(r, Report::Status { message, .. } if message.contains("expired")),
+        |r| matches!(r, Report::Status { message, .. } if message.contains("session expired")),
     );
-    // Watches work on the new session.
-    admin.put_rule(&key, "condition", "conditions: ['=> region = hz']\n");
+    std::thread::sleep(session);
     wait_route(&live, &["10.0.0.1:20880"]);
+    zk.resume();
+    // The source keeps retrying, opens a new session, re-reads: a change made while it
+    // was away is picked up, and the new watches see the next one.
+    let admin = Admin::connect(&zk.address());
+    admin.register(&provider(3, "region=hz&zone=a"));
+    wait_route(&live, &["10.0.0.1:20880", "10.0.0.3:20880"]);
+    wait_report(
+        &rx,
+        "new session",
+        |r| matches!(r, Report::Status { message, .. } if message.starts_with("connected")),
+    );
+    admin.put_rule(&key, "condition", "conditions: ['=> region = bj']\n");
+    wait_route(&live, &["10.0.0.2:20880"]);
 
     let (calls, failures) = traffic.finish();
     assert!(calls > 0);
