@@ -529,8 +529,11 @@ fn zk_commands_seed_dubbos_layout_and_watch_follows_zookeeper() {
     let out = routechain(&[&["zk", "get-rule"][..], &node].concat());
     assert_eq!(out.status.code(), Some(1));
 
-    // watch follows the providers.
-    let chain = s.write("chain.yaml", "routers: []\n");
+    // watch follows the providers and the service's condition rule.
+    let chain = s.write(
+        "chain.yaml",
+        "service: com.foo.BarService\nrouters:\n  - type: condition\n",
+    );
     let request = s.write("request.json", "{}");
     let w = Watch::spawn(&[
         "--chain",
@@ -551,6 +554,28 @@ fn zk_commands_seed_dubbos_layout_and_watch_follows_zookeeper() {
     };
     assert_eq!(addresses(&v), ["10.20.3.3:20880", "10.20.3.4:20880"]);
     w.stderr_with("zookeeper: connected to");
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[rule.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(addresses(&v), ["10.20.3.3:20880"]);
+    w.stderr_with("rule com.foo.BarService::.condition-router added");
+    // A bad rule: refused with its node, line and column; no new line.
+    let bad = s.write("bad.yaml", "conditions: []\n");
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[bad.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let line = w.stderr_with("refused rule com.foo.BarService::.condition-router modified");
+    assert!(
+        line.contains(
+            "zookeeper:/dubbo/config/dubbo/com.foo.BarService::.condition-router:1:13: conditions:"
+        ),
+        "{line}"
+    );
+    let before = v["generation"].as_u64().unwrap();
+    let out = routechain(&[&["zk", "delete-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(v["generation"].as_u64(), Some(before + 1));
+    assert_eq!(addresses(&v), ["10.20.3.3:20880", "10.20.3.4:20880"]);
     let out = routechain(&[
         "zk",
         "unregister",
@@ -562,6 +587,7 @@ fn zk_commands_seed_dubbos_layout_and_watch_follows_zookeeper() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let v = w.next_json();
+    assert_eq!(v["generation"].as_u64(), Some(before + 2));
     assert_eq!(addresses(&v), ["10.20.3.4:20880"]);
 }
 
