@@ -378,13 +378,43 @@ impl LiveChain {
         for item in staged {
             match item {
                 Staged::Chain { change, file } => {
-                    match file.compile_with(&self.registry, |d| rule_for(&file, &overrides, d)) {
-                        Ok(es) => {
-                            entries = Some(es);
-                            new_file = Some(*file);
-                            changes.push(change);
+                    // Entries whose definition and rule are unchanged keep their compiled
+                    // router (and so their prepared indexes); the others compile.
+                    let old_file = new_file.as_ref().unwrap_or(&inputs.file);
+                    let old_entries = entries
+                        .clone()
+                        .unwrap_or_else(|| current.entries().to_vec());
+                    let same_context =
+                        old_file.service == file.service && old_file.base_dir == file.base_dir;
+                    let mut compiled = Vec::with_capacity(file.entries.len());
+                    let mut errors = Vec::new();
+                    for (pos, def) in file.entries.iter().enumerate() {
+                        let kept = old_entries.get(pos).filter(|_| {
+                            same_context
+                                && old_file
+                                    .entries
+                                    .get(pos)
+                                    .is_some_and(|old| same_entry(old_file, old, &file, def))
+                        });
+                        if let Some(e) = kept {
+                            compiled.push(e.clone());
+                            continue;
                         }
-                        Err(errors) => reports.push(self.refuse(change, render(&errors))),
+                        match file.compile_entry(
+                            &self.registry,
+                            def,
+                            rule_for(&file, &overrides, def),
+                        ) {
+                            Ok(e) => compiled.push(e),
+                            Err(mut es) => errors.append(&mut es),
+                        }
+                    }
+                    if errors.is_empty() {
+                        entries = Some(compiled);
+                        new_file = Some(*file);
+                        changes.push(change);
+                    } else {
+                        reports.push(self.refuse(change, render(&errors)));
                     }
                 }
                 Staged::Rule { change, key, doc } => {
@@ -459,10 +489,18 @@ impl LiveChain {
         let change = changes.join(" + ");
         let snapshot_generation = inputs.snapshot_generation + u64::from(snapshot.is_some());
         let snapshot = snapshot.map(|p| Arc::new(Snapshot::new(snapshot_generation, p)));
+        // A chain file with another service or consumer prepares everything afresh; otherwise
+        // routers that are the same as before keep their prepared state.
+        let consumer_raw = |f: &ChainFile| f.consumer.as_ref().map(|c| c.raw().to_string());
+        let fresh = new_file.as_ref().filter(|f| {
+            f.service != inputs.file.service
+                || (self.options.consumer.is_none()
+                    && consumer_raw(f) != consumer_raw(&inputs.file))
+        });
         let result = self
             .chain
             .update(|cur| -> Result<ChainState, PrepareError> {
-                if let Some(file) = &new_file {
+                if let Some(file) = fresh {
                     let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
                     let consumer = self
                         .options
@@ -510,6 +548,19 @@ impl LiveChain {
         }
         reports
     }
+}
+
+/// True when two chain entries are defined the same: the same entry mapping (type,
+/// priority, application, inline rule...) and, for a `rule_file`, the same file and content.
+fn same_entry(a_file: &ChainFile, a: &EntryDef, b_file: &ChainFile, b: &EntryDef) -> bool {
+    let same_rule = match (&a.rule, &b.rule) {
+        (RuleSource::None, RuleSource::None) | (RuleSource::Inline, RuleSource::Inline) => true,
+        (RuleSource::File { path: pa, doc: da }, RuleSource::File { path: pb, doc: db }) => {
+            pa == pb && da.value == db.value
+        }
+        _ => false,
+    };
+    same_rule && a_file.doc.get(&a.path()) == b_file.doc.get(&b.path())
 }
 
 enum Staged {
@@ -750,5 +801,52 @@ routers:
             matches!(&live.apply(bad)[0], Report::Refused { reason, .. } if reason.contains("10.0.0.9:x"))
         );
         assert_eq!(routed(&live), ["10.0.0.2:20880", "10.0.0.3:20880"]);
+    }
+
+    #[test]
+    fn a_chain_reload_recompiles_only_the_entries_whose_definition_or_rule_file_changed() {
+        let dir = std::env::temp_dir().join(format!("routechain-live-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+        write("a.rule.yaml", "conditions: ['=> region = hz']\n");
+        write("b.rule.yaml", "conditions: ['=> zone = a']\n");
+        let chain_text = "routers:\n  - type: condition\n    rule_file: a.rule.yaml\n  \
+                          - type: condition\n    rule_file: b.rule.yaml\n";
+        write("c.yaml", chain_text);
+        let path = dir.join("c.yaml");
+        let file = ChainFile::load(&path).unwrap();
+        let live = LiveChain::new(file, crate::registry(), LiveOptions::default()).unwrap();
+        live.apply(providers(&[
+            (1, "region=hz&zone=a"),
+            (2, "region=bj&zone=a"),
+        ]));
+        let same = |old: &ChainState, new: &ChainState| -> Vec<bool> {
+            old.entries()
+                .iter()
+                .zip(new.entries().iter())
+                .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
+                .collect()
+        };
+        let old = live.chain().state();
+        write("b.rule.yaml", "force: true\nconditions: ['=> zone = b']\n");
+        assert!(matches!(
+            live.apply(Update::ChainFile(path.clone()))[0],
+            Report::Applied { .. }
+        ));
+        let new = live.chain().state();
+        assert_eq!(same(&old, &new), [true, false]);
+        // The untouched router kept its prepared state too: routing reflects both rules.
+        assert_eq!(routed(&live), Vec::<String>::new());
+        write("b.rule.yaml", "conditions: ['=> zone = a']\n");
+        live.apply(Update::ChainFile(path.clone()));
+        assert_eq!(routed(&live), ["10.0.0.1:20880"]);
+        // Another service: everything compiles and prepares afresh.
+        let old = live.chain().state();
+        write("c.yaml", &format!("service: com.foo.Other\n{chain_text}"));
+        live.apply(Update::ChainFile(path.clone()));
+        let new = live.chain().state();
+        assert_eq!(same(&old, &new), [false, false]);
+        assert_eq!(new.service(), Some("com.foo.Other"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
