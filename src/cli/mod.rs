@@ -1,10 +1,11 @@
 //! The `routechain` command-line tool.
 //!
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
-//! file:line:column); 3 no provider left (`route`, `explain`).
+//! file:line:column); 3 no provider left (`route`, `explain`); 4 ZooKeeper unreachable or
+//! an operation on it failed (`zk`); 1 a check of `demo` failed.
 //!
 //! Commands: `route`, `explain`, `check`, `simulate` (route + balance N calls and count),
-//! `demo` (real calls over TCP through the demo chain; exit 1 when a check fails).
+//! `demo` (real calls over TCP through the demo chain), `watch`, `zk`.
 
 use std::process::ExitCode;
 
@@ -14,18 +15,22 @@ mod check;
 mod demo;
 mod route;
 mod simulate;
+mod watch;
+mod zk;
 
 /// Exit code for invalid input.
 pub const EXIT_INVALID: u8 = 2;
 /// Exit code when no provider remains.
 pub const EXIT_NO_PROVIDER: u8 = 3;
+/// Exit code when ZooKeeper cannot be reached or an operation on it fails.
+pub const EXIT_UNAVAILABLE: u8 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "routechain",
     version,
     about = "Dubbo-style service routing: narrow a provider list per call with a chain of routers",
-    after_help = "Examples:\n  routechain route --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt --request rules/examples/request.json\n  routechain check rules/examples/*.chain.yaml"
+    after_help = "Examples:\n  routechain route --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt --request rules/examples/request.json\n  routechain check rules/examples/*.chain.yaml\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 --service com.foo.BarService --request request.json"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -60,6 +65,17 @@ enum Command {
         after_help = "Example:\n  cargo run --release -- demo\n  routechain demo --quick          # 2000 calls, no progress bar (CI)\n\nExit: 0 every check passed, 1 a check failed, 2 the demo could not start."
     )]
     Demo(demo::DemoArgs),
+    /// Keep a chain live from files or ZooKeeper; print every applied or refused change
+    /// (stderr) and, with --request, the routed result after each applied one (stdout).
+    #[command(
+        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
+    )]
+    Watch(watch::WatchArgs),
+    /// Read and write rules and providers in ZooKeeper, in Dubbo's layout.
+    #[command(
+        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 ZooKeeper unreachable or the operation failed."
+    )]
+    Zk(zk::ZkArgs),
 }
 
 /// Runs the command line in `args` (the first item is the program name).
@@ -78,7 +94,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     init_logging_with_default(match cli.command {
         // The demo's report is the output; health events are in it.
         Command::Demo(_) => "error",
-        _ => "warn",
+        _ => DEFAULT_LOG_FILTER,
     });
     match cli.command {
         Command::Route(args) => route::run(&args, route::Style::Json),
@@ -86,13 +102,19 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Zk(args) => zk::run(&args),
     }
 }
 
-/// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`).
+/// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`,
+/// except the live chain's refusals, which `routechain watch` prints itself).
 pub fn init_logging() {
-    init_logging_with_default("warn");
+    init_logging_with_default(DEFAULT_LOG_FILTER);
 }
+
+/// The log filter when `RUST_LOG` is unset.
+const DEFAULT_LOG_FILTER: &str = "warn,routechain::live=error";
 
 /// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
 /// (a subscriber already installed stays).
