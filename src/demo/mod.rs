@@ -9,7 +9,7 @@
 //!    attempts fail over, outcomes feed the health tracker. Five phases:
 //!    - **baseline**: the route table as shipped (beijing mt 90 / zf 10);
 //!    - **after change**: the rule file is rewritten to 50/50 and reloaded
-//!      ([`reload_chain_from_files`], the hook a file watcher replaces);
+//!      by the live file watcher ([`crate::live::FileSource`], as `routechain watch`);
 //!    - **failover**: the busiest stable provider is killed;
 //!    - **breaker**: both gray canaries are killed;
 //!    - **registry update**: the provider list drops the dead canaries (gray calls fall back
@@ -33,7 +33,8 @@ use tokio::net::TcpStream;
 
 use self::provider::{LAYOUT, RunningProvider};
 use self::wire::{CallFrame, ReplyFrame, read_frame, write_frame};
-use crate::load::{self, LoadError};
+use crate::live::{FileConfig, FileSource, LiveChain, LiveOptions};
+use crate::load::LoadError;
 
 /// The service the demo's providers serve.
 pub const SERVICE: &str = "org.example.UserIndexService";
@@ -276,7 +277,8 @@ pub struct Report {
     pub rejections: Latency,
     /// Calls per second over all phases.
     pub throughput: f64,
-    /// Time from writing the rule file to the new rule serving.
+    /// Time from writing the rule file to the file watcher's applied report (debounce
+    /// included).
     pub reload_ms: f64,
     /// Breaker trips in total.
     pub breaker_trips: u64,
@@ -296,20 +298,33 @@ pub struct Report {
     pub pass: bool,
 }
 
-/// Reloads the chain's routers from its files and swaps them in (the prepared state of
-/// unchanged routers is kept). This is the one place the demo applies a rule change: a
-/// file watcher (`routechain watch`'s source) replaces this call.
-pub fn reload_chain_from_files(service: &Service, chain_path: &Path) -> Result<u64, LoadError> {
-    let chain = ChainFile::load(chain_path)?;
-    let entries = chain.compile(&crate::registry())?;
-    let state = service
-        .chain()
-        .update(|s| s.with_entries(entries))
-        .map_err(LoadError::Prepare)?;
-    if chain.service_config != *service.config() {
-        service.set_config(chain.service_config.clone());
+/// How long the demo waits for the file watcher to apply the rule change.
+const WATCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits for the live chain's next report (the file watcher's, or a provider update's); it
+/// must say "applied".
+async fn next_applied(reports: &std::sync::mpsc::Receiver<String>) -> Result<String, DemoError> {
+    let deadline = Instant::now() + WATCH_TIMEOUT;
+    loop {
+        match reports.try_recv() {
+            Ok(r) if r.starts_with("applied") => return Ok(r),
+            Ok(r) => {
+                return Err(DemoError::Setup(format!(
+                    "the live chain did not apply the change: {r}"
+                )));
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                return Err(DemoError::Setup("the file watcher stopped".into()));
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+        }
+        if Instant::now() > deadline {
+            return Err(DemoError::Setup(format!(
+                "the file watcher did not apply the change within {WATCH_TIMEOUT:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    Ok(state.generation())
 }
 
 /// Beijing's route table as the rule file says.
@@ -686,7 +701,25 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         add_plugin_entry(&chain_path, library)?;
     }
     let chain = ChainFile::load(&chain_path).map_err(LoadError::Invalid)?;
-    let service = load::build_service(&chain, &crate::registry(), Arc::new(snapshot), None)?;
+    let service_config = chain.service_config.clone();
+    // The chain is live: a file watcher applies changes to the chain file and its rule
+    // files (`routechain watch`'s file source).
+    let live = Arc::new(LiveChain::with_providers(
+        chain,
+        crate::registry(),
+        LiveOptions::default(),
+        snapshot,
+    )?);
+    let service = Service::new(live.chain().clone(), service_config);
+    let (report_tx, reports) = std::sync::mpsc::channel::<String>();
+    let _watching = live
+        .watch(
+            Box::new(FileSource::new(FileConfig::new(chain_path.clone(), None))),
+            move |report| {
+                let _ = report_tx.send(report.to_string());
+            },
+        )
+        .map_err(|e| DemoError::Setup(format!("cannot watch {}: {e}", chain_path.display())))?;
     let retries = service.config().retries;
     let by_address = providers
         .iter()
@@ -728,12 +761,12 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
             1 => {
                 let t = Instant::now();
                 write_route_table(&rule_path, &NEW_TABLE)?;
-                let generation = reload_chain_from_files(&shared.service, &chain_path)?;
+                let applied = next_applied(&reports).await?;
                 reload_ms = t.elapsed().as_secs_f64() * 1000.0;
                 (
                     "after change".to_string(),
                     format!(
-                        "rewrote {RULE_FILE} and reloaded it in {reload_ms:.1} ms (chain generation {generation})"
+                        "rewrote {RULE_FILE}; the file watcher {applied} {reload_ms:.0} ms after the write"
                     ),
                 )
             }
@@ -788,10 +821,14 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
                     .map(|p| p.url.clone())
                     .collect();
                 let n = registered.len();
-                shared
-                    .service
-                    .update_snapshot(Arc::new(Snapshot::new(2, registered)))
-                    .map_err(LoadError::Prepare)?;
+                for report in live.apply_providers("registry", registered) {
+                    let report = report.to_string();
+                    if !report.starts_with("applied") {
+                        return Err(DemoError::Setup(format!(
+                            "the provider update was not applied: {report}"
+                        )));
+                    }
+                }
                 (
                     "registry update".to_string(),
                     format!(
@@ -1096,7 +1133,7 @@ impl Report {
             ));
         }
         s.push_str(&format!(
-            "Throughput: {:.0} calls/s; providers degraded by health: {}; breaker trips: {}; rule reload: {:.1} ms\n",
+            "Throughput: {:.0} calls/s; providers degraded by health: {}; breaker trips: {}; rule file written → applied by the watcher: {:.0} ms\n",
             self.throughput, self.degradations, self.breaker_trips, self.reload_ms
         ));
         match &self.plugin {
