@@ -16,6 +16,8 @@
 //! 5. Nothing left: `force: true` → empty; `force: false` → the candidates of step 2, or
 //!    every non-degraded candidate, or (every candidate degraded) the whole input.
 //!
+//! No rule (an entry without one, or a deleted config-center rule): every provider passes.
+//!
 //! Prepared per snapshot: region → bitset (a provider without the region param takes the
 //! region its IDC is listed under), IDC → bitset, the degraded-param bitset, and the local
 //! region/IDC decision for the prepared consumer. The route tables are cumulative weights
@@ -38,8 +40,10 @@ use routechain_rules::schema::idc_weight::{
 /// Dubbo's tag (100) and condition (140/150) routers and the group router (160).
 pub const IDC_WEIGHT_PRIORITY: i32 = 170;
 
-/// Builds IDC-weight routers from chain entries (`type: idc-weight`). The rule is required
-/// (its `idcs` field is).
+/// Builds IDC-weight routers from chain entries (`type: idc-weight`). An entry without a
+/// rule (or whose config-center rule was deleted, [`routechain_rules::RuleOverride::Cleared`])
+/// is a pass-through router: every provider passes, as the condition and affinity routers
+/// do without a rule.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IdcWeightFactory;
 
@@ -49,35 +53,35 @@ impl RouterFactory for IdcWeightFactory {
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let Some(doc) = &spec.rule else {
-            return Err(vec![RuleError::new(
-                spec.entry.path.clone(),
-                "an `idc-weight` router needs a rule (`rule` or `rule_file`) with at least \
-                 `idcs`, the known IDCs of each region, e.g. `idcs: {beijing: [mt, zf]}`",
-            )]);
-        };
-        Ok(Arc::new(IdcWeightRouter::new(RawIdcWeightRule::parse(
-            doc,
-        )?)))
+        Ok(Arc::new(match &spec.rule {
+            None => IdcWeightRouter::passthrough(),
+            Some(doc) => IdcWeightRouter::new(RawIdcWeightRule::parse(doc)?),
+        }))
     }
 }
 
-/// The compiled IDC-weight router.
+/// The compiled IDC-weight router: a rule, or none (every provider passes).
 #[derive(Debug, Clone)]
 pub struct IdcWeightRouter {
-    rule: Arc<IdcWeightRule>,
+    rule: Option<Arc<IdcWeightRule>>,
 }
 
 impl IdcWeightRouter {
     /// A router for `rule`.
     pub fn new(rule: IdcWeightRule) -> Self {
         IdcWeightRouter {
-            rule: Arc::new(rule),
+            rule: Some(Arc::new(rule)),
         }
     }
-    /// The rule.
-    pub fn rule(&self) -> &IdcWeightRule {
-        &self.rule
+
+    /// A router without a rule: every provider passes.
+    pub fn passthrough() -> Self {
+        IdcWeightRouter { rule: None }
+    }
+
+    /// The rule, if any.
+    pub fn rule(&self) -> Option<&IdcWeightRule> {
+        self.rule.as_deref()
     }
 }
 
@@ -87,7 +91,10 @@ impl Router for IdcWeightRouter {
     }
 
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        let rule = &*self.rule;
+        let Some(shared) = &self.rule else {
+            return Ok(Arc::new(PassThrough));
+        };
+        let rule = &**shared;
         let n = cx.snapshot.len();
         // The rule's regions and IDCs come first, at the rule's indexes.
         let mut regions = NamedSetsBuilder::new(rule.regions.iter().map(|r| &r.name), n);
@@ -113,7 +120,7 @@ impl Router for IdcWeightRouter {
             }
         }
         let mut prepared = PreparedIdcWeight {
-            rule: self.rule.clone(),
+            rule: shared.clone(),
             degraded,
             regions: regions.finish(),
             idcs: idcs.finish(),
@@ -131,6 +138,16 @@ impl Router for IdcWeightRouter {
             "idc-weight router prepared"
         );
         Ok(Arc::new(prepared))
+    }
+}
+
+/// The IDC-weight router without a rule: every provider passes.
+struct PassThrough;
+
+impl PreparedRouter for PassThrough {
+    fn route(&self, cx: &mut RouteContext<'_>, _candidates: &mut Candidates) -> Evaluation {
+        cx.explain(format_args!("no idc-weight rule: every provider passes"));
+        Evaluation::Cached
     }
 }
 
@@ -1226,11 +1243,65 @@ dubbo://10.3.0.3:1/svc?region=guangzhou&idc=gz
     }
 
     #[test]
-    fn no_rule_is_a_clear_error() {
-        let errors = build(None).err().unwrap();
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path.to_string(), "routers[0]");
-        assert!(errors[0].message.contains("needs a rule"), "{}", errors[0]);
+    fn no_rule_passes_every_provider() {
+        let router = build(None).unwrap();
+        assert!(router.name() == "idc-weight");
+        let snapshot = Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap());
+        let s = ChainState::new(
+            None,
+            snapshot.clone(),
+            consumer(BJ_MT),
+            vec![ChainEntry::new("idc-weight", IDC_WEIGHT_PRIORITY, router)],
+        )
+        .unwrap();
+        // Degraded providers too: without a rule nothing is dropped.
+        s.degraded().mark(0);
+        let mut call = CallState::seeded(3);
+        let mut trace = Trace::default();
+        s.route_traced(&Request::new(), &mut call, &mut trace)
+            .unwrap();
+        assert_eq!(call.candidates.count(), snapshot.len());
+        assert_eq!(trace.steps[0].evaluation, Evaluation::Cached);
+        assert_eq!(
+            trace.steps[0].reason,
+            "no idc-weight rule: every provider passes"
+        );
+    }
+
+    #[test]
+    fn a_deleted_config_center_rule_passes_every_provider() {
+        let file =
+            ChainFile::parse("chain.yaml", "routers:\n  - type: idc-weight\n", None).unwrap();
+        let registry = crate::builtin_registry();
+        let node = YamlDoc::parse(
+            "/config/svc.idc-weight",
+            &format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n"),
+        )
+        .unwrap();
+        let entry = |rule| {
+            file.compile_entry(&registry, &file.entries[0], rule)
+                .unwrap()
+        };
+        let chain = Chain::new(
+            ChainState::new(
+                None,
+                Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
+                consumer(BJ_MT),
+                vec![entry(RuleOverride::Doc(&node))],
+            )
+            .unwrap(),
+        );
+        let routed = |chain: &Chain| {
+            let state = chain.load();
+            let mut call = CallState::seeded(1);
+            state.route(&Request::new(), &mut call).unwrap();
+            idcs_of(&state, &call)
+        };
+        assert_eq!(Some(routed(&chain)), set(&["zf"]));
+        chain
+            .update(|s| s.with_entries(vec![entry(RuleOverride::Cleared)]))
+            .unwrap();
+        assert_eq!(Some(routed(&chain)), set(&["mt", "zf", "sh"]));
     }
 
     #[test]
@@ -1246,7 +1317,7 @@ routers:
         beijing: {mt: 50, sh: 40}
       selected: {mt: gz}
       cross_region: [hangzhou]
-  - type: idc-weight
+  - type: idc-weight   # no rule: a pass-through router, not an error
 ";
         let file = ChainFile::parse("chain.yaml", text, None).unwrap();
         let errors = file.compile(&crate::builtin_registry()).unwrap_err();
@@ -1254,7 +1325,6 @@ routers:
         shown.sort();
         let expected = [
             "chain.yaml:10:22: routers[0].rule.cross_region[0]: cross region `hangzhou` is not a region of `idcs`",
-            "chain.yaml:11:5: routers[1]: an `idc-weight` router needs a rule",
             "chain.yaml:8:18: routers[0].rule.route_tables.beijing: the weights of the route table of region `beijing` sum to 90",
             "chain.yaml:8:31: routers[0].rule.route_tables.beijing.sh: IDC `sh` in the route table of region `beijing` belongs to region `shanghai`",
             "chain.yaml:9:22: routers[0].rule.selected.mt: IDC `gz` selected for local IDC `mt` is not an IDC of `idcs`",
