@@ -5,7 +5,7 @@
 //! The group travels in the request (attribute, then attachment), never in a thread-local:
 //! a call fanned out to many tasks routes each task by its own request.
 //!
-//! Per snapshot the router indexes provider param value → [`ProviderSet`]; per call it looks
+//! Per snapshot the router indexes provider param value → [`routechain_core::ProviderSet`]; per call it looks
 //! up the named group (or each group of a comma list, iterated in place) and ANDs the
 //! candidates with it (a list is first ORed into the call's scratch bitset). Nothing
 //! allocates per call.
@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter,
-    ProviderSet, RouteContext, Router, RouterFactory, RouterSpec, RuleError,
+    Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter, RouteContext,
+    Router, RouterFactory, RouterSpec, RuleError,
 };
 use routechain_rules::schema::group::{GroupRule, RawGroupRule, group_names};
 
@@ -110,18 +110,6 @@ fn non_blank(v: &str) -> Option<&str> {
     (!v.trim().is_empty()).then_some(v)
 }
 
-/// `dst |= set`, without allocating.
-fn or_into(set: &ProviderSet, dst: &mut BitSet) {
-    match set {
-        ProviderSet::Dense(b) => dst.or_assign(b),
-        ProviderSet::Sparse { indexes, .. } => {
-            for &i in indexes.iter() {
-                dst.insert(i as usize);
-            }
-        }
-    }
-}
-
 impl PreparedRouter for PreparedGroup {
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         let rule = &*self.rule;
@@ -181,7 +169,7 @@ impl PreparedRouter for PreparedGroup {
                 }
                 named = true;
                 if let Some(set) = self.index.get(group) {
-                    or_into(set, scratch);
+                    set.or_into(scratch);
                 }
             }
             if all || !named {

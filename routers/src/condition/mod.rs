@@ -362,14 +362,7 @@ fn values_matching(ix: &ParamIndex, len: usize, pred: impl Fn(&str) -> bool) -> 
     let mut acc = BitSet::empty(len);
     for (v, s) in ix.values() {
         if pred(v) {
-            match s {
-                ProviderSet::Dense(b) => acc.or_assign(b),
-                ProviderSet::Sparse { indexes, .. } => {
-                    for &i in indexes.iter() {
-                        acc.insert(i as usize);
-                    }
-                }
-            }
+            s.or_into(&mut acc);
         }
     }
     acc
