@@ -14,6 +14,7 @@ use routechain_core::{
     RouteContext, Router, RouterFactory, RouterSpec, RuleDoc, RuleError, Snapshot, Url,
 };
 use routechain_rules::schema::affinity::{self as schema, AffinityRule};
+use routechain_rules::schema::dubbo::is_application_scope;
 
 /// Dubbo's order for service-scope affinity rules.
 pub const SERVICE_PRIORITY: i32 = 130;
@@ -27,10 +28,7 @@ pub struct AffinityFactory;
 
 impl RouterFactory for AffinityFactory {
     fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        let application = spec
-            .rule
-            .is_some_and(|r| r.value.get("scope").and_then(|s| s.as_str()) == Some("application"));
-        if application {
+        if spec.rule.is_some_and(|r| is_application_scope(r.value)) {
             APPLICATION_PRIORITY
         } else {
             SERVICE_PRIORITY

@@ -29,6 +29,7 @@ use routechain_core::{
 use routechain_rules::schema::condition::{
     ConditionRuleDef, ConditionsDef, ConfigVersion, Scope, TextField,
 };
+use routechain_rules::schema::dubbo::is_application_scope;
 
 use self::matcher::{Key, Pattern, Term, glob_match};
 use self::parser::{Side, parse_match, parse_text_condition};
@@ -666,12 +667,7 @@ pub struct ConditionFactory;
 
 impl RouterFactory for ConditionFactory {
     fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        let application = spec
-            .rule
-            .and_then(|r| r.value.get("scope"))
-            .and_then(|s| s.as_str())
-            == Some("application");
-        if application {
+        if spec.rule.is_some_and(|r| is_application_scope(r.value)) {
             APPLICATION_PRIORITY
         } else {
             SERVICE_PRIORITY

@@ -22,6 +22,8 @@ use routechain_core::{FieldPath, RuleDoc, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::dubbo::parse_bool;
+
 /// The weight of a v3.1 destination that names none (Dubbo's default).
 pub const DEFAULT_WEIGHT: u32 = 100;
 
@@ -310,19 +312,22 @@ fn flag(
     path: &FieldPath,
     errors: &mut Vec<RuleError>,
 ) -> bool {
-    match value {
-        None | Some(Value::Null) => default,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => true,
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => false,
-        Some(other) => {
-            errors.push(RuleError::new(
-                path.clone(),
-                format!("must be true or false, found {other}"),
-            ));
-            default
-        }
-    }
+    let value = match value {
+        None | Some(Value::Null) => return default,
+        Some(v) => v,
+    };
+    let parsed = match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => parse_bool(s),
+        _ => None,
+    };
+    parsed.unwrap_or_else(|| {
+        errors.push(RuleError::new(
+            path.clone(),
+            format!("must be true or false, found {value}"),
+        ));
+        default
+    })
 }
 
 fn integer(v: &Value) -> Option<i64> {
