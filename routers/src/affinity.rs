@@ -119,7 +119,7 @@ impl PreparedRouter for PreparedAffinity {
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         let (Some(rule), Some(index)) = (self.rule.as_deref(), &self.index) else {
             cx.explain(format_args!(
-                "no enabled affinity rule: candidates unchanged"
+                "no enabled affinity rule: every provider passes"
             ));
             return Evaluation::Cached;
         };

@@ -541,7 +541,9 @@ impl PreparedRouter for PreparedCondition {
             return Evaluation::Cached;
         };
         if !rule.enabled {
-            cx.explain(format_args!("rule disabled"));
+            cx.explain(format_args!(
+                "condition rule disabled: every provider passes"
+            ));
             return Evaluation::Cached;
         }
         let use_cache = !rule.runtime && cx.consumer_is_prepared();
