@@ -126,7 +126,7 @@ impl Router for IdcWeightRouter {
             idcs: idcs.finish(),
             local: Local {
                 region: None,
-                target: LocalTarget::Unknown,
+                target: Strategy::LocalWhole,
             },
         };
         prepared.local = prepared.resolve(cx.consumer);
@@ -303,28 +303,14 @@ impl NamedSetsBuilder {
 }
 
 /// The caller's side of the decision: its region and what its IDC implies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 struct Local {
     /// The local region (index into the prepared regions), if it names one that exists.
     region: Option<usize>,
-    /// What to target when the local region is chosen and has no route table.
-    target: LocalTarget,
-}
-
-/// The local region's target IDC when no route table applies (indexes into the prepared
-/// IDCs; the rule's IDCs have the same indexes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LocalTarget {
-    /// `selected[local]`.
-    Selected { local: usize, target: usize },
-    /// The local IDC itself.
-    Idc(usize),
-    /// The caller names an IDC that neither the rule nor any provider has.
-    Missing,
-    /// The caller's IDC is unknown: the stable hash of its host picked this IDC.
-    Hash(usize),
-    /// The caller's IDC is unknown and its region lists no IDC to hash over.
-    Unknown,
+    /// The strategy when the local region is chosen and has no route table: one of
+    /// [`Strategy::Selected`], [`Strategy::Local`], [`Strategy::LocalMissing`],
+    /// [`Strategy::Hash`] and [`Strategy::LocalWhole`].
+    target: Strategy,
 }
 
 /// The IDC-weight router prepared for one snapshot.
@@ -418,20 +404,20 @@ impl PreparedIdcWeight {
         let target = match idc_name {
             Some(d) => match self.idcs.find(d) {
                 Some(k) => match rule.selected_for(k) {
-                    Some(t) => LocalTarget::Selected {
+                    Some(t) => Strategy::Selected {
                         local: k,
                         target: t,
                     },
-                    None => LocalTarget::Idc(k),
+                    None => Strategy::Local(k),
                 },
-                None => LocalTarget::Missing,
+                None => Strategy::LocalMissing,
             },
             None => match region.and_then(|r| rule.regions.get(r)) {
                 Some(r) if !r.idcs.is_empty() => {
                     let h = stable_hash(consumer.host().as_bytes()) % r.idcs.len() as u64;
-                    LocalTarget::Hash(r.idcs.start + h as usize)
+                    Strategy::Hash(r.idcs.start + h as usize)
                 }
-                _ => LocalTarget::Unknown,
+                _ => Strategy::LocalWhole,
             },
         };
         Local { region, target }
@@ -528,13 +514,7 @@ impl PreparedRouter for PreparedIdcWeight {
                 idc: table.pick(draw),
             }
         } else if is_local {
-            match local.target {
-                LocalTarget::Selected { local, target } => Strategy::Selected { local, target },
-                LocalTarget::Idc(k) => Strategy::Local(k),
-                LocalTarget::Missing => Strategy::LocalMissing,
-                LocalTarget::Hash(k) => Strategy::Hash(k),
-                LocalTarget::Unknown => Strategy::LocalWhole,
-            }
+            local.target
         } else {
             Strategy::CrossWhole
         };
