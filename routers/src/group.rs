@@ -216,10 +216,9 @@ impl PreparedRouter for PreparedGroup {
 mod tests {
     use super::*;
     use routechain_core::{
-        CallState, Chain, ChainEntry, ChainState, DegradedSet, FieldPath, NoProvider, Request,
-        RuleDoc, Snapshot, Trace, Url, router_fn,
+        CallState, Chain, ChainEntry, ChainState, DegradedSet, NoProvider, Request, Snapshot,
+        Trace, Url, router_fn,
     };
-    use routechain_rules::YamlDoc;
 
     const PROVIDERS: &str = "\
 dubbo://10.0.0.0:20880/svc?group=idx_user
@@ -231,17 +230,7 @@ dubbo://10.0.0.5:20880/svc?grp=idx_user&group=idx_other
 ";
 
     fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
-        let root = FieldPath::root();
-        let entry_path = FieldPath::root().key("routers").index(0);
-        let entry = serde_json::Value::Null;
-        GroupFactory.build(&RouterSpec {
-            type_name: "group",
-            entry: RuleDoc::new(&entry, &entry_path),
-            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
-            base_dir: None,
-            service: None,
-        })
+        crate::test_support::build(&GroupFactory, "group", rule)
     }
 
     fn state(rule: Option<&str>, before: Option<Arc<dyn Router>>) -> ChainState {

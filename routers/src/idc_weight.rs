@@ -696,8 +696,7 @@ mod tests {
 
     use super::*;
     use routechain_core::{
-        CallState, Chain, ChainEntry, ChainState, DegradedSet, FieldPath, NoProvider, Request,
-        RuleDoc, Snapshot, Trace,
+        CallState, Chain, ChainEntry, ChainState, DegradedSet, NoProvider, Request, Snapshot, Trace,
     };
     use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
 
@@ -716,17 +715,7 @@ dubbo://10.2.0.7:20880/svc?region=shanghai&idc=sh
 ";
 
     fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
-        let root = FieldPath::root();
-        let entry_path = FieldPath::root().key("routers").index(0);
-        let entry = serde_json::Value::Null;
-        IdcWeightFactory.build(&RouterSpec {
-            type_name: "idc-weight",
-            entry: RuleDoc::new(&entry, &entry_path),
-            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
-            base_dir: None,
-            service: None,
-        })
+        crate::test_support::build(&IdcWeightFactory, "idc-weight", rule)
     }
 
     fn consumer(url: &str) -> Arc<Url> {

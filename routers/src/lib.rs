@@ -46,3 +46,32 @@ pub fn builtin_registry() -> Registry {
     register_builtins(&mut registry);
     registry
 }
+
+/// Helpers shared by the routers' unit tests.
+#[cfg(test)]
+mod test_support {
+    use std::sync::Arc;
+
+    use routechain_core::{FieldPath, Router, RouterFactory, RouterSpec, RuleDoc, RuleError};
+    use routechain_rules::YamlDoc;
+
+    /// Builds a router of `type_name` with `factory`, as entry `routers[0]` of a chain file
+    /// with `rule` (YAML text) as its rule document.
+    pub(crate) fn build(
+        factory: &dyn RouterFactory,
+        type_name: &str,
+        rule: Option<&str>,
+    ) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
+        let root = FieldPath::root();
+        let entry_path = FieldPath::root().key("routers").index(0);
+        let entry = serde_json::Value::Null;
+        factory.build(&RouterSpec {
+            type_name,
+            entry: RuleDoc::new(&entry, &entry_path),
+            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
+            base_dir: None,
+            service: None,
+        })
+    }
+}
