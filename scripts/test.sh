@@ -9,5 +9,9 @@ if [ -x .ci/zookeeper.sh ] || [ -f .ci/zookeeper.sh ]; then
   bash .ci/zookeeper.sh
 fi
 
+# The example chain rules/examples/plugins/canary.chain.yaml loads the canary plugin from
+# target/release/ (the plugin tests build their own copies under target/plugin-tests/).
+cargo build --release -p router-canary
+
 cargo test --workspace --all-targets --no-fail-fast "$@"
 cargo test --workspace --doc

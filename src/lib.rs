@@ -2,14 +2,16 @@
 //!
 //! An ordered chain of routers, modeled on Apache Dubbo's, that narrows a service's provider
 //! list for every call; a load balancer then picks one provider. This crate is the facade:
-//! it re-exports the model ([`core`]), the built-in routers ([`routers`]) and the rule
-//! loading ([`rules`]), assembles the default [`registry`], loads a chain from files
-//! ([`load`]) and holds the `routechain` command-line tool ([`cli`]).
+//! it re-exports the model ([`core`]), the built-in routers ([`routers`]), the plugin
+//! loader ([`plugins`]) and the rule loading ([`rules`]), assembles the default
+//! [`registry`], loads a chain from files ([`load`]) and holds the `routechain` command-line
+//! tool ([`cli`]).
 //!
 //! See the README's "The library" section for a complete example (compiled as a doc test).
 //!
 
 pub use routechain_core as core;
+pub use routechain_plugin_loader as plugins;
 pub use routechain_routers as routers;
 pub use routechain_rules as rules;
 
@@ -23,6 +25,7 @@ use routechain_core::Registry;
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     routechain_routers::register_builtins(&mut registry);
+    routechain_plugin_loader::register(&mut registry);
     registry
 }
 

@@ -234,6 +234,38 @@ fn check_reports_every_problem_and_exit_codes() {
 }
 
 #[test]
+fn check_reports_refused_plugin_libraries_with_path_and_reason() {
+    let s = Scratch::new("check-plugins");
+    s.write("libnot_a_plugin.so", "plain text, not a shared library\n");
+    let chain = s.write(
+        "plugins.yaml",
+        "routers:\n  - type: plugin\n    path: libmissing.so\n  - type: plugin\n    path: libnot_a_plugin.so\n",
+    );
+    let out = routechain(&["check", chain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let missing = s.0.join("libmissing.so");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:11: routers[0].path: plugin library {} does not exist",
+            chain.display(),
+            missing.display()
+        )),
+        "{stderr}"
+    );
+    let not_lib = s.0.join("libnot_a_plugin.so");
+    assert!(
+        stderr.contains(&format!(
+            "{}:5:11: routers[1].path: cannot load plugin library {}:",
+            chain.display(),
+            not_lib.display()
+        )),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("plugins.yaml: 2 problem(s)"));
+}
+
+#[test]
 fn every_command_has_help_with_an_example() {
     for cmd in [
         vec!["--help"],
