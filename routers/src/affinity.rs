@@ -14,7 +14,6 @@ use routechain_core::{
     RouteContext, Router, RouterFactory, RouterSpec, RuleDoc, RuleError, Snapshot, Url,
 };
 use routechain_rules::schema::affinity::{self as schema, AffinityRule};
-use routechain_rules::schema::dubbo::is_application_scope;
 
 /// Dubbo's order for service-scope affinity rules.
 pub const SERVICE_PRIORITY: i32 = 130;
@@ -28,11 +27,7 @@ pub struct AffinityFactory;
 
 impl RouterFactory for AffinityFactory {
     fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        if spec.rule.is_some_and(|r| is_application_scope(r.value)) {
-            APPLICATION_PRIORITY
-        } else {
-            SERVICE_PRIORITY
-        }
+        crate::scope_priority(spec, SERVICE_PRIORITY, APPLICATION_PRIORITY)
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {

@@ -19,7 +19,8 @@
 
 use std::sync::Arc;
 
-use routechain_core::Registry;
+use routechain_core::{Registry, RouterSpec};
+use routechain_rules::schema::dubbo::is_application_scope;
 
 pub mod affinity;
 pub mod condition;
@@ -38,6 +39,16 @@ pub fn register_builtins(registry: &mut Registry) {
     registry.register("affinity", Arc::new(affinity::AffinityFactory));
     registry.register("group", Arc::new(group::GroupFactory));
     registry.register("idc-weight", Arc::new(idc_weight::IdcWeightFactory));
+}
+
+/// The default priority of a router type whose Dubbo order depends on the rule's scope:
+/// `application` for `scope: application`, else `service` (no rule included).
+pub(crate) fn scope_priority(spec: &RouterSpec<'_>, service: i32, application: i32) -> i32 {
+    if spec.rule.is_some_and(|r| is_application_scope(r.value)) {
+        application
+    } else {
+        service
+    }
 }
 
 /// A registry holding the built-in router types.

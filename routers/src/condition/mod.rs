@@ -29,7 +29,6 @@ use routechain_core::{
 use routechain_rules::schema::condition::{
     ConditionRuleDef, ConditionsDef, ConfigVersion, Scope, TextField,
 };
-use routechain_rules::schema::dubbo::is_application_scope;
 
 use self::matcher::{Key, Pattern, Term, glob_match};
 use self::parser::{Side, parse_match, parse_text_condition};
@@ -669,11 +668,7 @@ pub struct ConditionFactory;
 
 impl RouterFactory for ConditionFactory {
     fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        if spec.rule.is_some_and(|r| is_application_scope(r.value)) {
-            APPLICATION_PRIORITY
-        } else {
-            SERVICE_PRIORITY
-        }
+        crate::scope_priority(spec, SERVICE_PRIORITY, APPLICATION_PRIORITY)
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
