@@ -25,7 +25,9 @@
 //! scratch bitset, a few word scans, at most one random draw; no allocation.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt;
+use std::hash::Hasher;
 use std::sync::Arc;
 
 use routechain_core::{
@@ -164,18 +166,30 @@ fn word(set: &BitSet, w: usize) -> u64 {
 
 /// Lower-cased names (regions or IDCs) → provider sets over one snapshot. The rule's names
 /// come first, at the rule's indexes, as dense sets; the other values seen in the snapshot
-/// follow, dense or sparse by size and found by hash, so a param with many distinct values
-/// (a misconfigured `idc_param: host`, say) costs memory and time in proportion to the
-/// providers.
+/// follow, dense or sparse by size and found by a case-insensitive hash, so a param with many
+/// distinct values (a misconfigured `idc_param: host`, say) costs memory and time in
+/// proportion to the providers, and a lookup never scans them.
 struct NamedSets {
     sets: Vec<(Box<str>, ProviderSet)>,
     rule_len: usize,
-    others: HashMap<Box<str>, usize>,
+    /// [`caseless_hash`] of each other name → its index.
+    others: HashMap<u64, usize>,
+    /// Other names whose hash an earlier name already has (practically none).
+    collided: Vec<usize>,
+}
+
+/// A hash of `name` lower-cased (ASCII), computed without allocating.
+fn caseless_hash(name: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    for b in name.bytes() {
+        h.write_u8(b.to_ascii_lowercase());
+    }
+    h.finish()
 }
 
 impl NamedSets {
     /// The index of `name` (case-insensitive), without allocating: a short scan of the
-    /// rule's names, then a hash lookup of the name lower-cased in a stack buffer.
+    /// rule's names, then a hash lookup.
     fn find(&self, name: &str) -> Option<usize> {
         if let Some(i) = self.sets[..self.rule_len]
             .iter()
@@ -186,20 +200,12 @@ impl NamedSets {
         if self.others.is_empty() {
             return None;
         }
-        let mut buf = [0u8; 64];
-        match buf.get_mut(..name.len()) {
-            Some(lower) => {
-                lower.copy_from_slice(name.as_bytes());
-                lower.make_ascii_lowercase();
-                // ASCII lower-casing keeps UTF-8 valid.
-                let lower = std::str::from_utf8(lower).ok()?;
-                self.others.get(lower).copied()
-            }
-            None => self
-                .others
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, &i)| i),
+        let is = |i: &usize| self.sets[*i].0.eq_ignore_ascii_case(name);
+        let &first = self.others.get(&caseless_hash(name))?;
+        if is(&first) {
+            Some(first)
+        } else {
+            self.collided.iter().copied().find(is)
         }
     }
     fn name(&self, i: usize) -> &str {
@@ -289,15 +295,21 @@ impl NamedSetsBuilder {
             };
             sets.push((name, set));
         }
-        let others = self
-            .others
-            .into_iter()
-            .map(|(k, m)| (k, rule_len + m))
-            .collect();
+        let mut others = HashMap::with_capacity(sets.len() - rule_len);
+        let mut collided = Vec::new();
+        for (i, (name, _)) in sets.iter().enumerate().skip(rule_len) {
+            match others.entry(caseless_hash(name)) {
+                Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+                Entry::Occupied(_) => collided.push(i),
+            }
+        }
         NamedSets {
             sets,
             rule_len,
             others,
+            collided,
         }
     }
 }
@@ -1688,7 +1700,7 @@ routers:
         let cases = [
             ("consumer://h/s?region=beijing&idc=RACK-2999", vec![2999]),
             ("consumer://h/s?region=BEIJING&idc=rack-7", vec![7]),
-            // A long name takes the scan path.
+            // A long name is found by the same case-insensitive hash.
             (
                 &*format!(
                     "consumer://h/s?region=guangzhou&idc={}",
@@ -1713,6 +1725,28 @@ routers:
                 assert_eq!(&call.candidates.iter().collect::<Vec<_>>(), want, "{url}");
             }
         }
+    }
+
+    #[test]
+    fn named_sets_find_every_name_even_when_hashes_collide() {
+        let rule_names: Vec<Box<str>> = vec!["mt".into()];
+        let mut b = NamedSetsBuilder::new(rule_names.iter(), 4);
+        for (i, name) in ["MT", "rack-1", "Rack-2", "rack-1"].into_iter().enumerate() {
+            b.add(name, i);
+        }
+        let mut sets = b.finish();
+        let find = |sets: &NamedSets, name: &str| sets.find(name).map(|i| sets.name(i).to_string());
+        assert_eq!(sets.find("Mt"), Some(0));
+        assert_eq!(find(&sets, "RACK-1").as_deref(), Some("rack-1"));
+        assert_eq!(find(&sets, "rack-2").as_deref(), Some("rack-2"));
+        assert_eq!(sets.find("rack-3"), None);
+        assert_eq!(sets.set(1).count(), 2);
+        // Force a collision: rack-2's hash now names rack-1, and rack-2 is a collided name.
+        let (r1, r2) = (sets.find("rack-1").unwrap(), sets.find("rack-2").unwrap());
+        sets.others.insert(caseless_hash("rack-2"), r1);
+        sets.collided.push(r2);
+        assert_eq!(sets.find("RACK-2"), Some(r2));
+        assert_eq!(sets.find("rack-1"), Some(r1));
     }
 
     #[test]
