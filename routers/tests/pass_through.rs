@@ -77,6 +77,9 @@ fn no_rule_or_a_disabled_rule_passes_every_provider() {
         let got: Vec<usize> = call.candidates.iter().collect();
         assert_eq!(got, [0, 1, 2], "{type_name} {rule:?}");
         assert_eq!(trace.steps[0].reason, reason, "{type_name} {rule:?}");
+        if rule.is_none() {
+            assert_eq!(trace.steps[0].router, type_name);
+        }
         assert_eq!(trace.steps[0].evaluation, Evaluation::Cached, "{type_name}");
     }
 }

@@ -174,7 +174,6 @@ impl ConditionRule {
 /// The `condition` router: a compiled rule (or none: every provider passes).
 #[derive(Debug, Clone)]
 pub struct ConditionRouter {
-    name: String,
     rule: Option<Arc<ConditionRule>>,
 }
 
@@ -182,17 +181,13 @@ impl ConditionRouter {
     /// A router for `rule`.
     pub fn new(rule: ConditionRule) -> Self {
         ConditionRouter {
-            name: format!("condition({})", rule.scope.as_str()),
             rule: Some(Arc::new(rule)),
         }
     }
 
     /// A router without a rule: every provider passes.
     pub fn passthrough() -> Self {
-        ConditionRouter {
-            name: "condition".into(),
-            rule: None,
-        }
+        ConditionRouter { rule: None }
     }
 
     /// Compiles a rule document into a router.
@@ -207,8 +202,13 @@ impl ConditionRouter {
 }
 
 impl Router for ConditionRouter {
+    /// `condition(service)` or `condition(application)`; `condition` without a rule.
     fn name(&self) -> &str {
-        &self.name
+        match self.rule.as_deref().map(|r| r.scope) {
+            None => "condition",
+            Some(Scope::Service) => "condition(service)",
+            Some(Scope::Application) => "condition(application)",
+        }
     }
 
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
