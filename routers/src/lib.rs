@@ -8,14 +8,18 @@
 //!
 //! Default priorities (lower runs first; an entry's `priority` overrides them):
 //!
-//! | type | priority | why |
-//! |---|---|---|
-//! | `mock` | -100 | Dubbo's |
-//! | `tag` | 100 | Dubbo's |
-//! | `condition` | 140 (service scope), 150 (application scope) | Dubbo's |
-//! | `affinity` | see [`affinity`] | Dubbo's |
-//! | `group` | [`group::GROUP_PRIORITY`] (160) | after Dubbo's tag (100) and condition (140/150) routers |
-//! | `idc-weight` | [`idc_weight::IDC_WEIGHT_PRIORITY`] (170) | last: picks the datacenter among what the others left |
+//! | type | priority | why | without a rule |
+//! |---|---|---|---|
+//! | `mock` | -100 | Dubbo's | takes none: routes by the `invocation.need.mock` attachment |
+//! | `tag` | 100 | Dubbo's | static-tag routing |
+//! | `condition` | 140 (service scope), 150 (application scope) | Dubbo's | every provider passes |
+//! | `affinity` | see [`affinity`] | Dubbo's | every provider passes |
+//! | `group` | [`group::GROUP_PRIORITY`] (160) | after Dubbo's tag (100) and condition (140/150) routers | the rule's defaults |
+//! | `idc-weight` | [`idc_weight::IDC_WEIGHT_PRIORITY`] (170) | last: picks the datacenter among what the others left | every provider passes |
+//!
+//! "Without a rule" includes a config-center rule that was deleted
+//! (`routechain_rules::RuleOverride::Cleared`): an entry that subscribes to a key can start
+//! before its rule is written.
 
 use std::sync::Arc;
 
