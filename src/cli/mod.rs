@@ -1,7 +1,8 @@
 //! The `routechain` command-line tool.
 //!
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
-//! file:line:column); 3 no provider left (`route`, `explain`).
+//! file:line:column); 3 no provider left (`route`, `explain`); 4 ZooKeeper unreachable or
+//! an operation on it failed (`zk`).
 
 use std::process::ExitCode;
 
@@ -9,18 +10,22 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod route;
+mod watch;
+mod zk;
 
 /// Exit code for invalid input.
 pub const EXIT_INVALID: u8 = 2;
 /// Exit code when no provider remains.
 pub const EXIT_NO_PROVIDER: u8 = 3;
+/// Exit code when ZooKeeper cannot be reached or an operation on it fails.
+pub const EXIT_UNAVAILABLE: u8 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "routechain",
     version,
     about = "Dubbo-style service routing: narrow a provider list per call with a chain of routers",
-    after_help = "Examples:\n  routechain route --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt --request rules/examples/request.json\n  routechain check rules/examples/*.chain.yaml"
+    after_help = "Examples:\n  routechain route --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt --request rules/examples/request.json\n  routechain check rules/examples/*.chain.yaml\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 --service com.foo.BarService --request request.json"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -44,6 +49,17 @@ enum Command {
         after_help = "Example:\n  routechain check rules/examples/*.chain.yaml\n\nExit: 0 when every file is valid, 2 otherwise."
     )]
     Check(check::CheckArgs),
+    /// Keep a chain live from files or ZooKeeper; print every applied or refused change
+    /// (stderr) and, with --request, the routed result after each applied one (stdout).
+    #[command(
+        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
+    )]
+    Watch(watch::WatchArgs),
+    /// Read and write rules and providers in ZooKeeper, in Dubbo's layout.
+    #[command(
+        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 ZooKeeper unreachable or the operation failed."
+    )]
+    Zk(zk::ZkArgs),
 }
 
 /// Runs the command line in `args` (the first item is the program name).
@@ -63,13 +79,16 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Command::Route(args) => route::run(&args, route::Style::Json),
         Command::Explain(args) => route::run(&args, route::Style::Table),
         Command::Check(args) => check::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Zk(args) => zk::run(&args),
     }
 }
 
-/// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`).
+/// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`,
+/// except the live chain's refusals, which `routechain watch` prints itself).
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,routechain::live=error"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,5 +1,8 @@
 //! CLI tests: run the real `routechain` binary on files, check stdout, stderr and exit codes.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -272,12 +275,340 @@ fn every_command_has_help_with_an_example() {
         vec!["route", "--help"],
         vec!["explain", "--help"],
         vec!["check", "--help"],
+        vec!["watch", "--help"],
+        vec!["zk", "--help"],
+        vec!["zk", "put-rule", "--help"],
+        vec!["zk", "get-rule", "--help"],
+        vec!["zk", "delete-rule", "--help"],
+        vec!["zk", "register", "--help"],
+        vec!["zk", "unregister", "--help"],
+        vec!["zk", "providers", "--help"],
     ] {
         let out = routechain(&cmd);
         assert_eq!(out.status.code(), Some(0), "{cmd:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("Example"), "{cmd:?}: {text}");
     }
+}
+
+/// A running `routechain watch`: its stdout and stderr lines arrive on channels; killed on
+/// drop.
+struct Watch {
+    child: std::process::Child,
+    stdout: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn spawn(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
+            .arg("watch")
+            .args(args)
+            .current_dir(workspace())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn routechain watch");
+        let lines = |r: Box<dyn std::io::Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(r).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            rx
+        };
+        let stdout = lines(Box::new(child.stdout.take().unwrap()));
+        let stderr = lines(Box::new(child.stderr.take().unwrap()));
+        Watch {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The next stdout line, parsed.
+    fn next_json(&self) -> Value {
+        let line = self
+            .stdout
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no stdout line; stderr: {:?}",
+                    self.stderr.try_iter().collect::<Vec<_>>()
+                )
+            });
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Skips stderr lines until one contains `needle`; returns it.
+    fn stderr_with(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn addresses(v: &Value) -> Vec<String> {
+    v["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["address"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Replaces a file like an editor: write a temporary file, rename it over the original.
+fn replace(path: &Path, text: &str) {
+    let tmp = path.with_extension("swp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn watch_prints_a_route_line_per_applied_change_and_the_reason_of_every_refusal() {
+    let s = Scratch::new("watch");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let providers = s.write("providers.txt", PROVIDERS);
+    let request = s.write("request.json", "{}");
+    let w = Watch::spawn(&[
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    // At start: the route command's JSON plus the generation, on one line.
+    let v = w.next_json();
+    assert_eq!(v["generation"], 1);
+    assert_eq!(indexes(&v), [0, 1, 2]);
+    assert_eq!(v["providers"][0]["address"], "10.20.3.3:20880");
+    assert!(v.get("error").is_none());
+
+    replace(
+        &providers,
+        "dubbo://10.20.3.5:20880/com.foo.BarService\ndubbo://10.20.3.6:20880/com.foo.BarService\n",
+    );
+    let v = w.next_json();
+    assert_eq!(v["generation"], 2);
+    assert_eq!(addresses(&v), ["10.20.3.5:20880", "10.20.3.6:20880"]);
+    w.stderr_with("applied generation 2: providers from");
+
+    // Bad edits: refused with their reason, nothing routed differently.
+    replace(&providers, "dubbo://10.20.3.7:99999/com.foo.BarService\n");
+    let line = w.stderr_with("refused providers from");
+    assert!(line.starts_with("routechain watch: refused"), "{line}");
+    assert!(
+        line.contains(&format!("{}:1:", providers.display())),
+        "{line}"
+    );
+    replace(&chain, "routers:\n  - type: no-such-router\n");
+    let line = w.stderr_with("refused chain file");
+    assert!(
+        line.contains(&format!(
+            "{}:2:11: routers[0].type: unknown router type",
+            chain.display()
+        )),
+        "{line}"
+    );
+    // An empty provider list is held back.
+    replace(&providers, "# nobody\n");
+    w.stderr_with("held back providers from");
+
+    // A good edit applies: the next line is generation 3 (the refusals made none).
+    replace(&chain, "routers: []  # fixed\n");
+    let v = w.next_json();
+    assert_eq!(v["generation"], 3);
+    assert_eq!(addresses(&v), ["10.20.3.5:20880", "10.20.3.6:20880"]);
+}
+
+#[test]
+fn watch_exits_2_when_the_starting_files_are_invalid() {
+    let s = Scratch::new("watch-invalid");
+    let chain = s.write("chain.yaml", "routers:\n  - type: nope\n");
+    let out = routechain(&["watch", "--chain", chain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown router type"), "{stderr}");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let out = routechain(&[
+        "watch",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--zookeeper",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a service"));
+}
+
+#[test]
+fn zk_commands_seed_dubbos_layout_and_watch_follows_zookeeper() {
+    let zk = support::zookeeper::ZooKeeper::start("cli");
+    let addr = zk.address();
+    let s = Scratch::new("zk");
+    let url1 = "dubbo://10.20.3.3:20880/com.foo.BarService?region=hangzhou";
+    let url2 = "dubbo://10.20.3.4:20880/com.foo.BarService?region=beijing";
+    let out = routechain(&[
+        "zk",
+        "register",
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+        url1,
+        url2,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = routechain(&[
+        "zk",
+        "providers",
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+    ]);
+    // Sorted: the 10.20.3.3 URL first.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{url1}\n{url2}\n")
+    );
+
+    // Rules: put, get, delete.
+    let rule = s.write(
+        "rule.yaml",
+        "configVersion: v3.0\nconditions:\n  - => region = hangzhou\n",
+    );
+    let node = [
+        "--zookeeper",
+        addr.as_str(),
+        "--key",
+        "com.foo.BarService::",
+        "--type",
+        "condition",
+    ];
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[rule.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("/dubbo/config/dubbo/com.foo.BarService::.condition-router")
+    );
+    let out = routechain(&[&["zk", "get-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "configVersion: v3.0\nconditions:\n  - => region = hangzhou\n"
+    );
+    let out = routechain(&[&["zk", "delete-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let out = routechain(&[&["zk", "get-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(1));
+
+    // watch follows the providers and the service's condition rule.
+    let chain = s.write(
+        "chain.yaml",
+        "service: com.foo.BarService\nrouters:\n  - type: condition\n",
+    );
+    let request = s.write("request.json", "{}");
+    let w = Watch::spawn(&[
+        "--chain",
+        chain.to_str().unwrap(),
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    let first = w.next_json();
+    assert_eq!(first["generation"], 1);
+    let v = if addresses(&first).is_empty() {
+        w.next_json()
+    } else {
+        first
+    };
+    assert_eq!(addresses(&v), ["10.20.3.3:20880", "10.20.3.4:20880"]);
+    w.stderr_with("zookeeper: connected to");
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[rule.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(addresses(&v), ["10.20.3.3:20880"]);
+    w.stderr_with("rule com.foo.BarService::.condition-router added");
+    // A bad rule: refused with its node, line and column; no new line.
+    let bad = s.write("bad.yaml", "conditions: []\n");
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[bad.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let line = w.stderr_with("refused rule com.foo.BarService::.condition-router modified");
+    assert!(
+        line.contains(
+            "zookeeper:/dubbo/config/dubbo/com.foo.BarService::.condition-router:1:13: conditions:"
+        ),
+        "{line}"
+    );
+    let before = v["generation"].as_u64().unwrap();
+    let out = routechain(&[&["zk", "delete-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(v["generation"].as_u64(), Some(before + 1));
+    assert_eq!(addresses(&v), ["10.20.3.3:20880", "10.20.3.4:20880"]);
+    let out = routechain(&[
+        "zk",
+        "unregister",
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+        url1,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(v["generation"].as_u64(), Some(before + 2));
+    assert_eq!(addresses(&v), ["10.20.3.4:20880"]);
+}
+
+#[test]
+fn zk_commands_exit_4_when_zookeeper_is_unreachable() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = routechain(&[
+        "zk",
+        "providers",
+        "--zookeeper",
+        &format!("127.0.0.1:{port}"),
+        "--service",
+        "com.foo.BarService",
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect to ZooKeeper"));
 }
 
 fn route_example(request_json: &str, seed: &str) -> Output {
