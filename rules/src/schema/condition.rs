@@ -43,6 +43,10 @@ pub struct RawConditionRule {
     /// `enabled` (default true).
     #[serde(default)]
     pub enabled: Option<Value>,
+    /// `valid` (default true): Dubbo's rule-level switch; `false` disables the rule like
+    /// `enabled: false`.
+    #[serde(default)]
+    pub valid: Option<Value>,
     /// `force` (default false).
     #[serde(default)]
     pub force: Option<Value>,
@@ -208,6 +212,8 @@ impl RawConditionRule {
             }
         };
         let enabled = flag(&self.enabled, true, &root.key("enabled"), &mut errors);
+        let valid = flag(&self.valid, true, &root.key("valid"), &mut errors);
+        let enabled = enabled && valid;
         let force = flag(&self.force, false, &root.key("force"), &mut errors);
         let runtime = flag(&self.runtime, false, &root.key("runtime"), &mut errors);
         let priority = match &self.priority {
@@ -480,6 +486,18 @@ mod tests {
     fn validate(v: Value) -> Result<ConditionRuleDef, Vec<RuleError>> {
         let root = FieldPath::root();
         ConditionRuleDef::from_doc(&RuleDoc::new(&v, &root))
+    }
+
+    #[test]
+    fn valid_false_disables_the_rule_like_enabled_false() {
+        let d = validate(json!({"valid": false, "conditions": ["a=b => c=d"]})).unwrap();
+        assert!(!d.enabled);
+        let d = validate(json!({"valid": "true", "enabled": true, "conditions": ["a=b => c=d"]}))
+            .unwrap();
+        assert!(d.enabled);
+        let errors =
+            validate(json!({"enabled": false, "valid": 3, "conditions": ["a=b"]})).unwrap_err();
+        assert_eq!(errors[0].path.to_string(), "valid");
     }
 
     #[test]
