@@ -212,15 +212,7 @@ impl ChainState {
         snapshot: Arc<Snapshot>,
         degraded: Arc<DegradedSet>,
     ) -> Result<Self, PrepareError> {
-        Self::assemble(
-            self.generation + 1,
-            self.service.clone(),
-            snapshot,
-            self.consumer.clone(),
-            degraded,
-            self.entries.clone(),
-            None,
-        )
+        self.with_snapshot_and_entries(snapshot, degraded, self.entries.clone())
     }
 
     /// A new state with other routers over the same snapshot: routers that are the same
