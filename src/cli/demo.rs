@@ -6,13 +6,16 @@ use std::process::ExitCode;
 use super::EXIT_INVALID;
 use crate::demo::{self, Options};
 
+/// Fewer calls leave phases too small to measure anything.
+const MIN_CALLS: u64 = 500;
+
 /// Exit code when a check of the demo fails.
 pub const EXIT_CHECK_FAILED: u8 = 1;
 
 /// Arguments of `demo`.
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
-    /// Total calls, over five phases (default 20000; 2000 with --quick).
+    /// Total calls, over five phases (default 20000; 2000 with --quick; at least 500).
     #[arg(long)]
     calls: Option<u64>,
     /// A short run for CI: 2000 calls unless --calls says otherwise, no progress bar.
@@ -39,7 +42,7 @@ pub fn run(args: &DemoArgs) -> ExitCode {
     let calls = args
         .calls
         .unwrap_or(if args.quick { 2_000 } else { 20_000 })
-        .max(8);
+        .max(MIN_CALLS);
     let opts = Options {
         calls,
         concurrency: args.concurrency.clamp(1, 1024),
