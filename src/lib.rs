@@ -4,8 +4,8 @@
 //! list for every call; a load balancer then picks one provider. This crate is the facade:
 //! it re-exports the model ([`core`]), the built-in routers ([`routers`]), the plugin
 //! loader ([`plugins`]) and the rule loading ([`rules`]), assembles the default
-//! [`registry`], loads a chain from files ([`load`]) and holds the `routechain` command-line
-//! tool ([`cli`]).
+//! [`registry`], loads a chain from files ([`load`]), keeps it current from files or
+//! ZooKeeper ([`live`]) and holds the `routechain` command-line tool ([`cli`]).
 //!
 //! See the README's "The library" section for a complete example (compiled as a doc test).
 //!
@@ -16,6 +16,8 @@ pub use routechain_routers as routers;
 pub use routechain_rules as rules;
 
 pub mod cli;
+pub mod demo;
+pub mod live;
 pub mod load;
 pub mod testkit;
 

@@ -6,7 +6,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use routechain_core::{ChainState, PrepareError, Registry, Request, RequestSpec, Snapshot, Url};
+use routechain_core::{
+    Chain, ChainState, PrepareError, Registry, Request, RequestSpec, Service, Snapshot, Url,
+};
 use routechain_rules::{ChainFile, LocatedError, Location};
 
 /// Why a chain could not be loaded.
@@ -131,4 +133,20 @@ pub fn build_state(
         consumer,
         entries,
     )?)
+}
+
+/// Builds a [`Service`] (routing, balancing, failover, health) from a chain file: its
+/// routers over `snapshot`, and its `load_balance`, `methods`, `skip_degraded`, `retries`
+/// and `health` settings.
+pub fn build_service(
+    chain: &ChainFile,
+    registry: &Registry,
+    snapshot: Arc<Snapshot>,
+    consumer: Option<Arc<Url>>,
+) -> Result<Service, LoadError> {
+    let state = build_state(chain, registry, snapshot, consumer)?;
+    Ok(Service::new(
+        Arc::new(Chain::new(state)),
+        chain.service_config.clone(),
+    ))
 }

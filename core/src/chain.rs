@@ -84,6 +84,11 @@ pub struct CallState<R: RandomSource = FastRng> {
     /// The routed set after [`ChainState::route`].
     pub candidates: Candidates,
     scratch: BitSet,
+    /// The routed set of the last [`crate::Service::select`], kept for its retries, and the
+    /// chain state it was routed on.
+    pub(crate) routed: BitSet,
+    pub(crate) routed_state: (usize, u64),
+    pub(crate) routed_epoch: u64,
     /// The random source for per-call draws.
     pub rng: R,
 }
@@ -111,6 +116,9 @@ impl<R: RandomSource> CallState<R> {
         CallState {
             candidates: BitSet::default(),
             scratch: BitSet::default(),
+            routed: BitSet::default(),
+            routed_state: (0, 0),
+            routed_epoch: 0,
             rng,
         }
     }
@@ -204,15 +212,7 @@ impl ChainState {
         snapshot: Arc<Snapshot>,
         degraded: Arc<DegradedSet>,
     ) -> Result<Self, PrepareError> {
-        Self::assemble(
-            self.generation + 1,
-            self.service.clone(),
-            snapshot,
-            self.consumer.clone(),
-            degraded,
-            self.entries.clone(),
-            None,
-        )
+        self.with_snapshot_and_entries(snapshot, degraded, self.entries.clone())
     }
 
     /// A new state with other routers over the same snapshot: routers that are the same

@@ -106,6 +106,18 @@ impl ProviderSet {
         }
     }
 
+    /// `dst |= self`, without allocating.
+    pub fn or_into(&self, dst: &mut BitSet) {
+        match self {
+            ProviderSet::Dense(b) => dst.or_assign(b),
+            ProviderSet::Sparse { indexes, .. } => {
+                for &i in indexes.iter() {
+                    dst.insert(i as usize);
+                }
+            }
+        }
+    }
+
     /// Word `w` of the set as a bitset word (for combining in [`BitSet::and_with`]).
     /// Dense sets answer in O(1); sparse sets search their indexes.
     ///
@@ -279,6 +291,11 @@ mod tests {
                 s.and_into(&mut a);
                 let mut b = c.clone();
                 b.and_assign(&set);
+                prop_assert_eq!(&a, &b);
+                let mut a = c.clone();
+                s.or_into(&mut a);
+                let mut b = c.clone();
+                b.or_assign(&set);
                 prop_assert_eq!(&a, &b);
                 for w in 0..8 {
                     prop_assert_eq!(s.word(w), set.words()[w]);

@@ -27,14 +27,7 @@ pub struct AffinityFactory;
 
 impl RouterFactory for AffinityFactory {
     fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        let application = spec
-            .rule
-            .is_some_and(|r| r.value.get("scope").and_then(|s| s.as_str()) == Some("application"));
-        if application {
-            APPLICATION_PRIORITY
-        } else {
-            SERVICE_PRIORITY
-        }
+        crate::scope_priority(spec, SERVICE_PRIORITY, APPLICATION_PRIORITY)
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
@@ -88,50 +81,59 @@ impl Router for AffinityRouter {
 /// The affinity router's state for one snapshot and consumer.
 #[derive(Debug, Clone)]
 pub struct PreparedAffinity {
-    rule: Option<Arc<AffinityRule>>,
+    /// The enabled rule with its index; `None` (no rule, or a disabled one): every
+    /// provider passes.
+    active: Option<Active>,
+}
+
+/// An enabled rule over one snapshot.
+#[derive(Debug, Clone)]
+struct Active {
+    rule: Arc<AffinityRule>,
     /// Provider value of the key → providers.
-    index: Option<ParamIndex>,
+    index: ParamIndex,
     /// The providers matching the prepared consumer; `None` when it lacks the key.
     prepared: Option<ProviderSet>,
+    /// The set of a value no provider has.
     empty: ProviderSet,
 }
 
 impl PreparedAffinity {
     /// Indexes `snapshot` by the rule's key and resolves the set for `consumer`.
     pub fn build(snapshot: &Snapshot, consumer: &Url, rule: Option<Arc<AffinityRule>>) -> Self {
-        let active = rule.as_ref().filter(|r| r.enabled);
-        let index = active.map(|r| ParamIndex::build(snapshot, &r.key));
-        let empty = ProviderSet::empty(snapshot.len());
-        let prepared = match (active, &index) {
-            (Some(r), Some(ix)) => consumer
-                .param(&r.key)
-                .map(|v| ix.get(v).cloned().unwrap_or_else(|| empty.clone())),
-            _ => None,
-        };
-        PreparedAffinity {
-            rule,
-            index,
-            prepared,
-            empty,
-        }
+        let active = rule.filter(|r| r.enabled).map(|rule| {
+            let index = ParamIndex::build(snapshot, &rule.key);
+            let empty = ProviderSet::empty(snapshot.len());
+            let prepared = consumer
+                .param(&rule.key)
+                .map(|v| index.get(v).unwrap_or(&empty).clone());
+            Active {
+                rule,
+                index,
+                prepared,
+                empty,
+            }
+        });
+        PreparedAffinity { active }
     }
 }
 
 impl PreparedRouter for PreparedAffinity {
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
-        let (Some(rule), Some(index)) = (self.rule.as_deref(), &self.index) else {
+        let Some(active) = &self.active else {
             cx.explain(format_args!(
-                "no enabled affinity rule: candidates unchanged"
+                "no enabled affinity rule: every provider passes"
             ));
             return Evaluation::Cached;
         };
+        let rule = &*active.rule;
         let (matching, evaluation) = if cx.consumer_is_prepared() {
-            (self.prepared.as_ref(), Evaluation::Cached)
+            (active.prepared.as_ref(), Evaluation::Cached)
         } else {
             let set = cx
                 .consumer()
                 .param(&rule.key)
-                .map(|v| index.get(v).unwrap_or(&self.empty));
+                .map(|v| active.index.get(v).unwrap_or(&active.empty));
             (set, Evaluation::Runtime)
         };
         let Some(matching) = matching else {

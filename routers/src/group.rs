@@ -5,7 +5,7 @@
 //! The group travels in the request (attribute, then attachment), never in a thread-local:
 //! a call fanned out to many tasks routes each task by its own request.
 //!
-//! Per snapshot the router indexes provider param value → [`ProviderSet`]; per call it looks
+//! Per snapshot the router indexes provider param value → [`routechain_core::ProviderSet`]; per call it looks
 //! up the named group (or each group of a comma list, iterated in place) and ANDs the
 //! candidates with it (a list is first ORed into the call's scratch bitset). Nothing
 //! allocates per call.
@@ -22,8 +22,8 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter,
-    ProviderSet, RouteContext, Router, RouterFactory, RouterSpec, RuleError,
+    Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter, RouteContext,
+    Router, RouterFactory, RouterSpec, RuleError,
 };
 use routechain_rules::schema::group::{GroupRule, RawGroupRule, group_names};
 
@@ -110,18 +110,6 @@ fn non_blank(v: &str) -> Option<&str> {
     (!v.trim().is_empty()).then_some(v)
 }
 
-/// `dst |= set`, without allocating.
-fn or_into(set: &ProviderSet, dst: &mut BitSet) {
-    match set {
-        ProviderSet::Dense(b) => dst.or_assign(b),
-        ProviderSet::Sparse { indexes, .. } => {
-            for &i in indexes.iter() {
-                dst.insert(i as usize);
-            }
-        }
-    }
-}
-
 impl PreparedRouter for PreparedGroup {
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         let rule = &*self.rule;
@@ -181,7 +169,7 @@ impl PreparedRouter for PreparedGroup {
                 }
                 named = true;
                 if let Some(set) = self.index.get(group) {
-                    or_into(set, scratch);
+                    set.or_into(scratch);
                 }
             }
             if all || !named {
@@ -228,10 +216,9 @@ impl PreparedRouter for PreparedGroup {
 mod tests {
     use super::*;
     use routechain_core::{
-        CallState, Chain, ChainEntry, ChainState, DegradedSet, FieldPath, NoProvider, Request,
-        RuleDoc, Snapshot, Trace, Url, router_fn,
+        CallState, Chain, ChainEntry, ChainState, DegradedSet, NoProvider, Request, Snapshot,
+        Trace, Url, router_fn,
     };
-    use routechain_rules::YamlDoc;
 
     const PROVIDERS: &str = "\
 dubbo://10.0.0.0:20880/svc?group=idx_user
@@ -243,17 +230,7 @@ dubbo://10.0.0.5:20880/svc?grp=idx_user&group=idx_other
 ";
 
     fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
-        let root = FieldPath::root();
-        let entry_path = FieldPath::root().key("routers").index(0);
-        let entry = serde_json::Value::Null;
-        GroupFactory.build(&RouterSpec {
-            type_name: "group",
-            entry: RuleDoc::new(&entry, &entry_path),
-            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
-            base_dir: None,
-            service: None,
-        })
+        crate::test_support::build(&GroupFactory, "group", rule)
     }
 
     fn state(rule: Option<&str>, before: Option<Arc<dyn Router>>) -> ChainState {

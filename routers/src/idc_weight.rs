@@ -16,6 +16,8 @@
 //! 5. Nothing left: `force: true` → empty; `force: false` → the candidates of step 2, or
 //!    every non-degraded candidate, or (every candidate degraded) the whole input.
 //!
+//! No rule (an entry without one, or a deleted config-center rule): every provider passes.
+//!
 //! Prepared per snapshot: region → bitset (a provider without the region param takes the
 //! region its IDC is listed under), IDC → bitset, the degraded-param bitset, and the local
 //! region/IDC decision for the prepared consumer. The route tables are cumulative weights
@@ -23,7 +25,9 @@
 //! scratch bitset, a few word scans, at most one random draw; no allocation.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fmt;
+use std::hash::Hasher;
 use std::sync::Arc;
 
 use routechain_core::{
@@ -38,8 +42,10 @@ use routechain_rules::schema::idc_weight::{
 /// Dubbo's tag (100) and condition (140/150) routers and the group router (160).
 pub const IDC_WEIGHT_PRIORITY: i32 = 170;
 
-/// Builds IDC-weight routers from chain entries (`type: idc-weight`). The rule is required
-/// (its `idcs` field is).
+/// Builds IDC-weight routers from chain entries (`type: idc-weight`). An entry without a
+/// rule (or whose config-center rule was deleted, [`routechain_rules::RuleOverride::Cleared`])
+/// is a pass-through router: every provider passes, as the condition and affinity routers
+/// do without a rule.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IdcWeightFactory;
 
@@ -49,35 +55,35 @@ impl RouterFactory for IdcWeightFactory {
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let Some(doc) = &spec.rule else {
-            return Err(vec![RuleError::new(
-                spec.entry.path.clone(),
-                "an `idc-weight` router needs a rule (`rule` or `rule_file`) with at least \
-                 `idcs`, the known IDCs of each region, e.g. `idcs: {beijing: [mt, zf]}`",
-            )]);
-        };
-        Ok(Arc::new(IdcWeightRouter::new(RawIdcWeightRule::parse(
-            doc,
-        )?)))
+        Ok(Arc::new(match &spec.rule {
+            None => IdcWeightRouter::passthrough(),
+            Some(doc) => IdcWeightRouter::new(RawIdcWeightRule::parse(doc)?),
+        }))
     }
 }
 
-/// The compiled IDC-weight router.
+/// The compiled IDC-weight router: a rule, or none (every provider passes).
 #[derive(Debug, Clone)]
 pub struct IdcWeightRouter {
-    rule: Arc<IdcWeightRule>,
+    rule: Option<Arc<IdcWeightRule>>,
 }
 
 impl IdcWeightRouter {
     /// A router for `rule`.
     pub fn new(rule: IdcWeightRule) -> Self {
         IdcWeightRouter {
-            rule: Arc::new(rule),
+            rule: Some(Arc::new(rule)),
         }
     }
-    /// The rule.
-    pub fn rule(&self) -> &IdcWeightRule {
-        &self.rule
+
+    /// A router without a rule: every provider passes.
+    pub fn passthrough() -> Self {
+        IdcWeightRouter { rule: None }
+    }
+
+    /// The rule, if any.
+    pub fn rule(&self) -> Option<&IdcWeightRule> {
+        self.rule.as_deref()
     }
 }
 
@@ -87,7 +93,10 @@ impl Router for IdcWeightRouter {
     }
 
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        let rule = &*self.rule;
+        let Some(shared) = &self.rule else {
+            return Ok(Arc::new(PassThrough));
+        };
+        let rule = &**shared;
         let n = cx.snapshot.len();
         // The rule's regions and IDCs come first, at the rule's indexes.
         let mut regions = NamedSetsBuilder::new(rule.regions.iter().map(|r| &r.name), n);
@@ -113,13 +122,13 @@ impl Router for IdcWeightRouter {
             }
         }
         let mut prepared = PreparedIdcWeight {
-            rule: self.rule.clone(),
+            rule: shared.clone(),
             degraded,
             regions: regions.finish(),
             idcs: idcs.finish(),
             local: Local {
                 region: None,
-                target: LocalTarget::Unknown,
+                target: Strategy::LocalWhole,
             },
         };
         prepared.local = prepared.resolve(cx.consumer);
@@ -131,6 +140,16 @@ impl Router for IdcWeightRouter {
             "idc-weight router prepared"
         );
         Ok(Arc::new(prepared))
+    }
+}
+
+/// The IDC-weight router without a rule: every provider passes.
+struct PassThrough;
+
+impl PreparedRouter for PassThrough {
+    fn route(&self, cx: &mut RouteContext<'_>, _candidates: &mut Candidates) -> Evaluation {
+        cx.explain(format_args!("no idc-weight rule: every provider passes"));
+        Evaluation::Cached
     }
 }
 
@@ -147,18 +166,30 @@ fn word(set: &BitSet, w: usize) -> u64 {
 
 /// Lower-cased names (regions or IDCs) → provider sets over one snapshot. The rule's names
 /// come first, at the rule's indexes, as dense sets; the other values seen in the snapshot
-/// follow, dense or sparse by size and found by hash, so a param with many distinct values
-/// (a misconfigured `idc_param: host`, say) costs memory and time in proportion to the
-/// providers.
+/// follow, dense or sparse by size and found by a case-insensitive hash, so a param with many
+/// distinct values (a misconfigured `idc_param: host`, say) costs memory and time in
+/// proportion to the providers, and a lookup never scans them.
 struct NamedSets {
     sets: Vec<(Box<str>, ProviderSet)>,
     rule_len: usize,
-    others: HashMap<Box<str>, usize>,
+    /// [`caseless_hash`] of each other name → its index.
+    others: HashMap<u64, usize>,
+    /// Other names whose hash an earlier name already has (practically none).
+    collided: Vec<usize>,
+}
+
+/// A hash of `name` lower-cased (ASCII), computed without allocating.
+fn caseless_hash(name: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    for b in name.bytes() {
+        h.write_u8(b.to_ascii_lowercase());
+    }
+    h.finish()
 }
 
 impl NamedSets {
     /// The index of `name` (case-insensitive), without allocating: a short scan of the
-    /// rule's names, then a hash lookup of the name lower-cased in a stack buffer.
+    /// rule's names, then a hash lookup.
     fn find(&self, name: &str) -> Option<usize> {
         if let Some(i) = self.sets[..self.rule_len]
             .iter()
@@ -169,20 +200,12 @@ impl NamedSets {
         if self.others.is_empty() {
             return None;
         }
-        let mut buf = [0u8; 64];
-        match buf.get_mut(..name.len()) {
-            Some(lower) => {
-                lower.copy_from_slice(name.as_bytes());
-                lower.make_ascii_lowercase();
-                // ASCII lower-casing keeps UTF-8 valid.
-                let lower = std::str::from_utf8(lower).ok()?;
-                self.others.get(lower).copied()
-            }
-            None => self
-                .others
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, &i)| i),
+        let is = |i: &usize| self.sets[*i].0.eq_ignore_ascii_case(name);
+        let &first = self.others.get(&caseless_hash(name))?;
+        if is(&first) {
+            Some(first)
+        } else {
+            self.collided.iter().copied().find(is)
         }
     }
     fn name(&self, i: usize) -> &str {
@@ -272,42 +295,34 @@ impl NamedSetsBuilder {
             };
             sets.push((name, set));
         }
-        let others = self
-            .others
-            .into_iter()
-            .map(|(k, m)| (k, rule_len + m))
-            .collect();
+        let mut others = HashMap::with_capacity(sets.len() - rule_len);
+        let mut collided = Vec::new();
+        for (i, (name, _)) in sets.iter().enumerate().skip(rule_len) {
+            match others.entry(caseless_hash(name)) {
+                Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+                Entry::Occupied(_) => collided.push(i),
+            }
+        }
         NamedSets {
             sets,
             rule_len,
             others,
+            collided,
         }
     }
 }
 
 /// The caller's side of the decision: its region and what its IDC implies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 struct Local {
     /// The local region (index into the prepared regions), if it names one that exists.
     region: Option<usize>,
-    /// What to target when the local region is chosen and has no route table.
-    target: LocalTarget,
-}
-
-/// The local region's target IDC when no route table applies (indexes into the prepared
-/// IDCs; the rule's IDCs have the same indexes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LocalTarget {
-    /// `selected[local]`.
-    Selected { local: usize, target: usize },
-    /// The local IDC itself.
-    Idc(usize),
-    /// The caller names an IDC that neither the rule nor any provider has.
-    Missing,
-    /// The caller's IDC is unknown: the stable hash of its host picked this IDC.
-    Hash(usize),
-    /// The caller's IDC is unknown and its region lists no IDC to hash over.
-    Unknown,
+    /// The strategy when the local region is chosen and has no route table: one of
+    /// [`Strategy::Selected`], [`Strategy::Local`], [`Strategy::LocalMissing`],
+    /// [`Strategy::Hash`] and [`Strategy::LocalWhole`].
+    target: Strategy,
 }
 
 /// The IDC-weight router prepared for one snapshot.
@@ -401,20 +416,20 @@ impl PreparedIdcWeight {
         let target = match idc_name {
             Some(d) => match self.idcs.find(d) {
                 Some(k) => match rule.selected_for(k) {
-                    Some(t) => LocalTarget::Selected {
+                    Some(t) => Strategy::Selected {
                         local: k,
                         target: t,
                     },
-                    None => LocalTarget::Idc(k),
+                    None => Strategy::Local(k),
                 },
-                None => LocalTarget::Missing,
+                None => Strategy::LocalMissing,
             },
             None => match region.and_then(|r| rule.regions.get(r)) {
                 Some(r) if !r.idcs.is_empty() => {
                     let h = stable_hash(consumer.host().as_bytes()) % r.idcs.len() as u64;
-                    LocalTarget::Hash(r.idcs.start + h as usize)
+                    Strategy::Hash(r.idcs.start + h as usize)
                 }
-                _ => LocalTarget::Unknown,
+                _ => Strategy::LocalWhole,
             },
         };
         Local { region, target }
@@ -511,13 +526,7 @@ impl PreparedRouter for PreparedIdcWeight {
                 idc: table.pick(draw),
             }
         } else if is_local {
-            match local.target {
-                LocalTarget::Selected { local, target } => Strategy::Selected { local, target },
-                LocalTarget::Idc(k) => Strategy::Local(k),
-                LocalTarget::Missing => Strategy::LocalMissing,
-                LocalTarget::Hash(k) => Strategy::Hash(k),
-                LocalTarget::Unknown => Strategy::LocalWhole,
-            }
+            local.target
         } else {
             Strategy::CrossWhole
         };
@@ -699,8 +708,7 @@ mod tests {
 
     use super::*;
     use routechain_core::{
-        CallState, Chain, ChainEntry, ChainState, DegradedSet, FieldPath, NoProvider, Request,
-        RuleDoc, Snapshot, Trace,
+        CallState, Chain, ChainEntry, ChainState, DegradedSet, NoProvider, Request, Snapshot, Trace,
     };
     use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
 
@@ -719,17 +727,7 @@ dubbo://10.2.0.7:20880/svc?region=shanghai&idc=sh
 ";
 
     fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
-        let root = FieldPath::root();
-        let entry_path = FieldPath::root().key("routers").index(0);
-        let entry = serde_json::Value::Null;
-        IdcWeightFactory.build(&RouterSpec {
-            type_name: "idc-weight",
-            entry: RuleDoc::new(&entry, &entry_path),
-            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
-            base_dir: None,
-            service: None,
-        })
+        crate::test_support::build(&IdcWeightFactory, "idc-weight", rule)
     }
 
     fn consumer(url: &str) -> Arc<Url> {
@@ -1226,11 +1224,65 @@ dubbo://10.3.0.3:1/svc?region=guangzhou&idc=gz
     }
 
     #[test]
-    fn no_rule_is_a_clear_error() {
-        let errors = build(None).err().unwrap();
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path.to_string(), "routers[0]");
-        assert!(errors[0].message.contains("needs a rule"), "{}", errors[0]);
+    fn no_rule_passes_every_provider() {
+        let router = build(None).unwrap();
+        assert!(router.name() == "idc-weight");
+        let snapshot = Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap());
+        let s = ChainState::new(
+            None,
+            snapshot.clone(),
+            consumer(BJ_MT),
+            vec![ChainEntry::new("idc-weight", IDC_WEIGHT_PRIORITY, router)],
+        )
+        .unwrap();
+        // Degraded providers too: without a rule nothing is dropped.
+        s.degraded().mark(0);
+        let mut call = CallState::seeded(3);
+        let mut trace = Trace::default();
+        s.route_traced(&Request::new(), &mut call, &mut trace)
+            .unwrap();
+        assert_eq!(call.candidates.count(), snapshot.len());
+        assert_eq!(trace.steps[0].evaluation, Evaluation::Cached);
+        assert_eq!(
+            trace.steps[0].reason,
+            "no idc-weight rule: every provider passes"
+        );
+    }
+
+    #[test]
+    fn a_deleted_config_center_rule_passes_every_provider() {
+        let file =
+            ChainFile::parse("chain.yaml", "routers:\n  - type: idc-weight\n", None).unwrap();
+        let registry = crate::builtin_registry();
+        let node = YamlDoc::parse(
+            "/config/svc.idc-weight",
+            &format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n"),
+        )
+        .unwrap();
+        let entry = |rule| {
+            file.compile_entry(&registry, &file.entries[0], rule)
+                .unwrap()
+        };
+        let chain = Chain::new(
+            ChainState::new(
+                None,
+                Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
+                consumer(BJ_MT),
+                vec![entry(RuleOverride::Doc(&node))],
+            )
+            .unwrap(),
+        );
+        let routed = |chain: &Chain| {
+            let state = chain.load();
+            let mut call = CallState::seeded(1);
+            state.route(&Request::new(), &mut call).unwrap();
+            idcs_of(&state, &call)
+        };
+        assert_eq!(Some(routed(&chain)), set(&["zf"]));
+        chain
+            .update(|s| s.with_entries(vec![entry(RuleOverride::Cleared)]))
+            .unwrap();
+        assert_eq!(Some(routed(&chain)), set(&["mt", "zf", "sh"]));
     }
 
     #[test]
@@ -1246,7 +1298,7 @@ routers:
         beijing: {mt: 50, sh: 40}
       selected: {mt: gz}
       cross_region: [hangzhou]
-  - type: idc-weight
+  - type: idc-weight   # no rule: a pass-through router, not an error
 ";
         let file = ChainFile::parse("chain.yaml", text, None).unwrap();
         let errors = file.compile(&crate::builtin_registry()).unwrap_err();
@@ -1254,7 +1306,6 @@ routers:
         shown.sort();
         let expected = [
             "chain.yaml:10:22: routers[0].rule.cross_region[0]: cross region `hangzhou` is not a region of `idcs`",
-            "chain.yaml:11:5: routers[1]: an `idc-weight` router needs a rule",
             "chain.yaml:8:18: routers[0].rule.route_tables.beijing: the weights of the route table of region `beijing` sum to 90",
             "chain.yaml:8:31: routers[0].rule.route_tables.beijing.sh: IDC `sh` in the route table of region `beijing` belongs to region `shanghai`",
             "chain.yaml:9:22: routers[0].rule.selected.mt: IDC `gz` selected for local IDC `mt` is not an IDC of `idcs`",
@@ -1649,7 +1700,7 @@ routers:
         let cases = [
             ("consumer://h/s?region=beijing&idc=RACK-2999", vec![2999]),
             ("consumer://h/s?region=BEIJING&idc=rack-7", vec![7]),
-            // A long name takes the scan path.
+            // A long name is found by the same case-insensitive hash.
             (
                 &*format!(
                     "consumer://h/s?region=guangzhou&idc={}",
@@ -1674,6 +1725,28 @@ routers:
                 assert_eq!(&call.candidates.iter().collect::<Vec<_>>(), want, "{url}");
             }
         }
+    }
+
+    #[test]
+    fn named_sets_find_every_name_even_when_hashes_collide() {
+        let rule_names: Vec<Box<str>> = vec!["mt".into()];
+        let mut b = NamedSetsBuilder::new(rule_names.iter(), 4);
+        for (i, name) in ["MT", "rack-1", "Rack-2", "rack-1"].into_iter().enumerate() {
+            b.add(name, i);
+        }
+        let mut sets = b.finish();
+        let find = |sets: &NamedSets, name: &str| sets.find(name).map(|i| sets.name(i).to_string());
+        assert_eq!(sets.find("Mt"), Some(0));
+        assert_eq!(find(&sets, "RACK-1").as_deref(), Some("rack-1"));
+        assert_eq!(find(&sets, "rack-2").as_deref(), Some("rack-2"));
+        assert_eq!(sets.find("rack-3"), None);
+        assert_eq!(sets.set(1).count(), 2);
+        // Force a collision: rack-2's hash now names rack-1, and rack-2 is a collided name.
+        let (r1, r2) = (sets.find("rack-1").unwrap(), sets.find("rack-2").unwrap());
+        sets.others.insert(caseless_hash("rack-2"), r1);
+        sets.collided.push(r2);
+        assert_eq!(sets.find("RACK-2"), Some(r2));
+        assert_eq!(sets.find("rack-1"), Some(r1));
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //!   - type: tag
 //!     rule_file: tag-rule.yaml           # or a file, relative to the chain file
 //!   - type: group                        # a router whose rule has only defaults needs none
+//! load_balance: random                   # optional: balancing, failover and health settings,
+//! skip_degraded: true                    # see `service_config`
 //! ```
 //!
 //! Loading is two steps: [`ChainFile::parse`] reads the file and the rule files it names
@@ -21,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use routechain_core::{
-    ChainEntry, FieldPath, Registry, RouterFactory, RouterSpec, RuleDoc, RuleError, Url,
+    ChainEntry, FieldPath, Registry, RouterFactory, RouterSpec, RuleDoc, RuleError, ServiceConfig,
+    Url,
 };
 use serde_json::Value;
 
@@ -30,8 +33,20 @@ use crate::yaml::{LocatedError, Location, YamlDoc};
 /// Fields every chain entry may have, whatever its type.
 pub const COMMON_ENTRY_FIELDS: [&str; 5] = ["type", "priority", "rule", "rule_file", "application"];
 
-/// Top-level fields of a chain file.
-pub const CHAIN_FIELDS: [&str; 3] = ["service", "consumer", "routers"];
+/// Top-level fields of a chain file (the service settings are in
+/// [`crate::service_config::SERVICE_FIELDS`]).
+pub const CHAIN_FIELDS: [&str; 10] = [
+    "service",
+    "consumer",
+    "routers",
+    "load_balance",
+    "hash_key",
+    "hash_nodes",
+    "methods",
+    "skip_degraded",
+    "retries",
+    "health",
+];
 
 /// Where an entry's rule comes from.
 #[derive(Debug, Clone)]
@@ -95,6 +110,9 @@ pub struct ChainFile {
     pub consumer: Option<Url>,
     /// The entries, in file order.
     pub entries: Vec<EntryDef>,
+    /// Load balancing, failover and health (`load_balance`, `methods`, `skip_degraded`,
+    /// `retries`, `health`): see [`crate::service_config`].
+    pub service_config: ServiceConfig,
 }
 
 impl ChainFile {
@@ -180,6 +198,14 @@ impl ChainFile {
                 None
             }
         });
+        let service_config = {
+            let mut es = Vec::new();
+            let c = crate::service_config::parse(top, &mut es);
+            for e in &es {
+                err(&mut errors, e.clone());
+            }
+            c
+        };
         let mut entries = Vec::new();
         match top.get("routers") {
             None => err(
@@ -206,6 +232,7 @@ impl ChainFile {
             service,
             consumer,
             entries,
+            service_config,
         };
         (Some(file), errors)
     }

@@ -6,6 +6,7 @@
 //! - [`yaml`]: YAML → JSON value plus a location for every field.
 //! - [`chain_file`]: the chain file schema; compiling its entries through a
 //!   [`routechain_core::Registry`].
+//! - [`service_config`]: the chain file's load-balancing, failover and health settings.
 //!
 //! The rule schemas of the built-in routers are Dubbo's own documents (condition, tag,
 //! affinity) and routechain's (group, IDC-weight); each router module in
@@ -14,6 +15,7 @@
 
 pub mod chain_file;
 pub mod schema;
+pub mod service_config;
 pub mod yaml;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};

@@ -261,11 +261,24 @@ enum Frame {
     },
 }
 
+/// The most values a document may expand to through aliases: a document of aliases to
+/// aliases ("billion laughs") from a config center must not exhaust memory.
+pub const MAX_ALIAS_EXPANSION: usize = 100_000;
+
+fn value_size(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(value_size).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(value_size).sum::<usize>(),
+        _ => 1,
+    }
+}
+
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
     root: Option<Value>,
     anchors: HashMap<usize, Value>,
+    expanded: usize,
     values: HashMap<FieldPath, Location>,
     keys: HashMap<FieldPath, Location>,
 }
@@ -329,6 +342,13 @@ impl Builder {
                     .get(&id)
                     .cloned()
                     .ok_or_else(|| (loc(&span), "alias to an unknown anchor".to_string()))?;
+                self.expanded += value_size(&value);
+                if self.expanded > MAX_ALIAS_EXPANSION {
+                    return Err((
+                        loc(&span),
+                        format!("aliases expand to more than {MAX_ALIAS_EXPANSION} values"),
+                    ));
+                }
                 if self.next_path().is_none() {
                     return Err((loc(&span), "an alias cannot be a mapping key".into()));
                 }
@@ -518,6 +538,19 @@ mod tests {
             }
         );
         assert!(e.render().contains("^"));
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n",
+                p = i - 1
+            ));
+        }
+        let e = YamlDoc::parse("bomb.yaml", &text).unwrap_err();
+        assert!(e.message.contains("aliases expand"), "{e}");
     }
 
     #[test]

@@ -174,3 +174,37 @@ fn non_mapping_rule_documents_are_refused() {
         .unwrap_err();
     assert!(e[0].to_string().contains("empty"), "{}", e[0]);
 }
+
+#[test]
+fn service_settings_are_read_and_their_errors_located() {
+    let ok = ChainFile::parse(
+        "c.yaml",
+        "routers: []\nload_balance: leastactive\nmethods:\n  getUser: {load_balance: consistenthash, hash_key: \"attributes[user]\"}\nskip_degraded: true\nhealth: {cooldown: 5s}\n",
+        None,
+    )
+    .unwrap();
+    let c = &ok.service_config;
+    assert_eq!(c.balance.default.kind, LoadBalanceKind::LeastActive);
+    assert_eq!(
+        c.balance.spec(c.balance.slot(Some("getUser"))).kind,
+        LoadBalanceKind::ConsistentHash
+    );
+    assert!(c.skip_degraded);
+    assert_eq!(c.health.cooldown, std::time::Duration::from_secs(5));
+
+    let errors = ChainFile::parse(
+        "c.yaml",
+        "routers: []\nload_balance: fastest\nmethods:\n  getUser:\n    load_balance: consistenthash\n    hash_key: user\n",
+        None,
+    )
+    .unwrap_err();
+    let found: Vec<(usize, usize, String)> = errors
+        .iter()
+        .map(|e| (e.location.line, e.location.column, e.message.clone()))
+        .collect();
+    assert_eq!(errors.len(), 2, "{found:?}");
+    assert_eq!((found[0].0, found[0].1), (2, 15), "{found:?}");
+    assert!(found[0].2.contains("unknown load balancer \"fastest\""));
+    assert_eq!((found[1].0, found[1].1), (6, 15), "{found:?}");
+    assert!(found[1].2.contains("invalid hash key \"user\""));
+}

@@ -1,10 +1,10 @@
 //! `routechain route` and `routechain explain`: route one request through a chain.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use routechain_core::{CallState, NoProvider, Trace};
+use routechain_core::{CallState, ChainState, NoProvider, Request, Snapshot, Trace};
 use routechain_rules::ChainFile;
 use serde::Serialize;
 
@@ -41,25 +41,27 @@ pub enum Style {
 }
 
 #[derive(Serialize)]
-struct RoutedProvider<'a> {
+struct RoutedProvider {
     index: usize,
-    address: &'a str,
+    address: String,
 }
 
 #[derive(Serialize)]
-struct RouteError<'a> {
+struct RouteError {
     kind: &'static str,
-    router: Option<&'a str>,
+    router: Option<String>,
     message: String,
 }
 
 #[derive(Serialize)]
 struct RouteOutput<'a> {
-    providers: Vec<RoutedProvider<'a>>,
+    providers: &'a [RoutedProvider],
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<&'a Trace>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<RouteError<'a>>,
+    error: Option<&'a RouteError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<u64>,
 }
 
 pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
@@ -72,11 +74,15 @@ pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
     }
 }
 
-fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
-    // Read everything first and report all input problems together.
-    let chain = ChainFile::load(&args.chain);
-    let providers = load::load_providers(&args.providers, 1);
-    let request = load::load_request(&args.request);
+/// Reads the chain file, provider list and request, reporting every input problem at once.
+pub(crate) fn load_inputs(
+    chain: &Path,
+    providers: &Path,
+    request: &Path,
+) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+    let chain = ChainFile::load(chain);
+    let providers = load::load_providers(providers, 1);
+    let request = load::load_request(request);
     let mut errors = Vec::new();
     for e in [
         chain.as_ref().err().cloned().map(LoadError::Invalid),
@@ -94,7 +100,11 @@ fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
     if !errors.is_empty() {
         return Err(LoadError::Invalid(errors));
     }
-    let (chain, providers, request) = (chain.map_err(LoadError::Invalid)?, providers?, request?);
+    Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
+}
+
+fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
+    let (chain, providers, request) = load_inputs(&args.chain, &args.providers, &args.request)?;
     let state = load::build_state(
         &chain,
         &crate::registry(),
@@ -105,16 +115,60 @@ fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),
     };
+    let routed = route_once(&state, &request, &mut call);
+    match style {
+        Style::Json => println!("{}", routed.json(args.explain, None, true)),
+        Style::Table => print!(
+            "{}",
+            table(&routed.trace, &routed.providers, routed.error.as_ref())
+        ),
+    }
+    Ok(if routed.error.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NO_PROVIDER)
+    })
+}
+
+/// One routed request: the providers left, the trace, the error if none is left. Shared by
+/// `route`, `explain` and `watch`.
+pub(crate) struct Routed {
+    trace: Trace,
+    providers: Vec<RoutedProvider>,
+    error: Option<RouteError>,
+}
+
+impl Routed {
+    /// The `route` command's JSON: `{"providers": [{"index", "address"}], "trace"?,
+    /// "error"?}`, plus `"generation"` when given (`watch`); pretty-printed or on one line.
+    pub(crate) fn json(&self, explain: bool, generation: Option<u64>, pretty: bool) -> String {
+        let out = RouteOutput {
+            providers: &self.providers,
+            trace: explain.then_some(&self.trace),
+            error: self.error.as_ref(),
+            generation,
+        };
+        let text = if pretty {
+            serde_json::to_string_pretty(&out)
+        } else {
+            serde_json::to_string(&out)
+        };
+        text.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// Routes `request` through `state` and records the result.
+pub(crate) fn route_once(state: &ChainState, request: &Request, call: &mut CallState) -> Routed {
     let mut trace = Trace::default();
-    let outcome = state.route_traced(&request, &mut call, &mut trace);
+    let outcome = state.route_traced(request, call, &mut trace);
     let snapshot = state.snapshot();
-    let providers: Vec<RoutedProvider<'_>> = match outcome {
+    let providers = match outcome {
         Ok(()) => call
             .candidates
             .iter()
             .map(|i| RoutedProvider {
                 index: i,
-                address: snapshot.providers()[i].address(),
+                address: snapshot.providers()[i].address().to_string(),
             })
             .collect(),
         Err(_) => Vec::new(),
@@ -122,31 +176,16 @@ fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
     let error = outcome.as_ref().err().map(|e| RouteError {
         kind: "no_provider",
         router: match e {
-            NoProvider::EmptiedBy { router, .. } => Some(router),
+            NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
             NoProvider::EmptySnapshot => None,
         },
         message: e.to_string(),
     });
-    match style {
-        Style::Json => {
-            let out = RouteOutput {
-                providers,
-                trace: args.explain.then_some(&trace),
-                error,
-            };
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&out)
-                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-            );
-        }
-        Style::Table => print!("{}", table(&trace, &providers, error.as_ref())),
+    Routed {
+        trace,
+        providers,
+        error,
     }
-    Ok(if outcome.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_NO_PROVIDER)
-    })
 }
 
 fn clone_load_error(e: &LoadError) -> LoadError {
@@ -156,11 +195,7 @@ fn clone_load_error(e: &LoadError) -> LoadError {
     }
 }
 
-fn table(
-    trace: &Trace,
-    providers: &[RoutedProvider<'_>],
-    error: Option<&RouteError<'_>>,
-) -> String {
+fn table(trace: &Trace, providers: &[RoutedProvider], error: Option<&RouteError>) -> String {
     let headers = [
         "#", "router", "priority", "eval", "before", "after", "reason",
     ];

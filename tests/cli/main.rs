@@ -1,5 +1,8 @@
 //! CLI tests: run the real `routechain` binary on files, check stdout, stderr and exit codes.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -272,12 +275,340 @@ fn every_command_has_help_with_an_example() {
         vec!["route", "--help"],
         vec!["explain", "--help"],
         vec!["check", "--help"],
+        vec!["watch", "--help"],
+        vec!["zk", "--help"],
+        vec!["zk", "put-rule", "--help"],
+        vec!["zk", "get-rule", "--help"],
+        vec!["zk", "delete-rule", "--help"],
+        vec!["zk", "register", "--help"],
+        vec!["zk", "unregister", "--help"],
+        vec!["zk", "providers", "--help"],
     ] {
         let out = routechain(&cmd);
         assert_eq!(out.status.code(), Some(0), "{cmd:?}");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("Example"), "{cmd:?}: {text}");
     }
+}
+
+/// A running `routechain watch`: its stdout and stderr lines arrive on channels; killed on
+/// drop.
+struct Watch {
+    child: std::process::Child,
+    stdout: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watch {
+    fn spawn(args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
+            .arg("watch")
+            .args(args)
+            .current_dir(workspace())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn routechain watch");
+        let lines = |r: Box<dyn std::io::Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(r).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            rx
+        };
+        let stdout = lines(Box::new(child.stdout.take().unwrap()));
+        let stderr = lines(Box::new(child.stderr.take().unwrap()));
+        Watch {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The next stdout line, parsed.
+    fn next_json(&self) -> Value {
+        let line = self
+            .stdout
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no stdout line; stderr: {:?}",
+                    self.stderr.try_iter().collect::<Vec<_>>()
+                )
+            });
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Skips stderr lines until one contains `needle`; returns it.
+    fn stderr_with(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.stderr.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn addresses(v: &Value) -> Vec<String> {
+    v["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["address"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Replaces a file like an editor: write a temporary file, rename it over the original.
+fn replace(path: &Path, text: &str) {
+    let tmp = path.with_extension("swp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+#[test]
+fn watch_prints_a_route_line_per_applied_change_and_the_reason_of_every_refusal() {
+    let s = Scratch::new("watch");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let providers = s.write("providers.txt", PROVIDERS);
+    let request = s.write("request.json", "{}");
+    let w = Watch::spawn(&[
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    // At start: the route command's JSON plus the generation, on one line.
+    let v = w.next_json();
+    assert_eq!(v["generation"], 1);
+    assert_eq!(indexes(&v), [0, 1, 2]);
+    assert_eq!(v["providers"][0]["address"], "10.20.3.3:20880");
+    assert!(v.get("error").is_none());
+
+    replace(
+        &providers,
+        "dubbo://10.20.3.5:20880/com.foo.BarService\ndubbo://10.20.3.6:20880/com.foo.BarService\n",
+    );
+    let v = w.next_json();
+    assert_eq!(v["generation"], 2);
+    assert_eq!(addresses(&v), ["10.20.3.5:20880", "10.20.3.6:20880"]);
+    w.stderr_with("applied generation 2: providers from");
+
+    // Bad edits: refused with their reason, nothing routed differently.
+    replace(&providers, "dubbo://10.20.3.7:99999/com.foo.BarService\n");
+    let line = w.stderr_with("refused providers from");
+    assert!(line.starts_with("routechain watch: refused"), "{line}");
+    assert!(
+        line.contains(&format!("{}:1:", providers.display())),
+        "{line}"
+    );
+    replace(&chain, "routers:\n  - type: no-such-router\n");
+    let line = w.stderr_with("refused chain file");
+    assert!(
+        line.contains(&format!(
+            "{}:2:11: routers[0].type: unknown router type",
+            chain.display()
+        )),
+        "{line}"
+    );
+    // An empty provider list is held back.
+    replace(&providers, "# nobody\n");
+    w.stderr_with("held back providers from");
+
+    // A good edit applies: the next line is generation 3 (the refusals made none).
+    replace(&chain, "routers: []  # fixed\n");
+    let v = w.next_json();
+    assert_eq!(v["generation"], 3);
+    assert_eq!(addresses(&v), ["10.20.3.5:20880", "10.20.3.6:20880"]);
+}
+
+#[test]
+fn watch_exits_2_when_the_starting_files_are_invalid() {
+    let s = Scratch::new("watch-invalid");
+    let chain = s.write("chain.yaml", "routers:\n  - type: nope\n");
+    let out = routechain(&["watch", "--chain", chain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown router type"), "{stderr}");
+    let chain = s.write("chain.yaml", "routers: []\n");
+    let out = routechain(&[
+        "watch",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--zookeeper",
+        "127.0.0.1:1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a service"));
+}
+
+#[test]
+fn zk_commands_seed_dubbos_layout_and_watch_follows_zookeeper() {
+    let zk = support::zookeeper::ZooKeeper::start("cli");
+    let addr = zk.address();
+    let s = Scratch::new("zk");
+    let url1 = "dubbo://10.20.3.3:20880/com.foo.BarService?region=hangzhou";
+    let url2 = "dubbo://10.20.3.4:20880/com.foo.BarService?region=beijing";
+    let out = routechain(&[
+        "zk",
+        "register",
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+        url1,
+        url2,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = routechain(&[
+        "zk",
+        "providers",
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+    ]);
+    // Sorted: the 10.20.3.3 URL first.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{url1}\n{url2}\n")
+    );
+
+    // Rules: put, get, delete.
+    let rule = s.write(
+        "rule.yaml",
+        "configVersion: v3.0\nconditions:\n  - => region = hangzhou\n",
+    );
+    let node = [
+        "--zookeeper",
+        addr.as_str(),
+        "--key",
+        "com.foo.BarService::",
+        "--type",
+        "condition",
+    ];
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[rule.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("/dubbo/config/dubbo/com.foo.BarService::.condition-router")
+    );
+    let out = routechain(&[&["zk", "get-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "configVersion: v3.0\nconditions:\n  - => region = hangzhou\n"
+    );
+    let out = routechain(&[&["zk", "delete-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let out = routechain(&[&["zk", "get-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(1));
+
+    // watch follows the providers and the service's condition rule.
+    let chain = s.write(
+        "chain.yaml",
+        "service: com.foo.BarService\nrouters:\n  - type: condition\n",
+    );
+    let request = s.write("request.json", "{}");
+    let w = Watch::spawn(&[
+        "--chain",
+        chain.to_str().unwrap(),
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    let first = w.next_json();
+    assert_eq!(first["generation"], 1);
+    let v = if addresses(&first).is_empty() {
+        w.next_json()
+    } else {
+        first
+    };
+    assert_eq!(addresses(&v), ["10.20.3.3:20880", "10.20.3.4:20880"]);
+    w.stderr_with("zookeeper: connected to");
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[rule.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(addresses(&v), ["10.20.3.3:20880"]);
+    w.stderr_with("rule com.foo.BarService::.condition-router added");
+    // A bad rule: refused with its node, line and column; no new line.
+    let bad = s.write("bad.yaml", "conditions: []\n");
+    let out = routechain(&[&["zk", "put-rule"][..], &node, &[bad.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let line = w.stderr_with("refused rule com.foo.BarService::.condition-router modified");
+    assert!(
+        line.contains(
+            "zookeeper:/dubbo/config/dubbo/com.foo.BarService::.condition-router:1:13: conditions:"
+        ),
+        "{line}"
+    );
+    let before = v["generation"].as_u64().unwrap();
+    let out = routechain(&[&["zk", "delete-rule"][..], &node].concat());
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(v["generation"].as_u64(), Some(before + 1));
+    assert_eq!(addresses(&v), ["10.20.3.3:20880", "10.20.3.4:20880"]);
+    let out = routechain(&[
+        "zk",
+        "unregister",
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService",
+        url1,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = w.next_json();
+    assert_eq!(v["generation"].as_u64(), Some(before + 2));
+    assert_eq!(addresses(&v), ["10.20.3.4:20880"]);
+}
+
+#[test]
+fn zk_commands_exit_4_when_zookeeper_is_unreachable() {
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = routechain(&[
+        "zk",
+        "providers",
+        "--zookeeper",
+        &format!("127.0.0.1:{port}"),
+        "--service",
+        "com.foo.BarService",
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot connect to ZooKeeper"));
 }
 
 fn route_example(request_json: &str, seed: &str) -> Output {
@@ -392,4 +723,225 @@ fn explain_prints_a_table_with_one_row_per_router() {
         "{text}"
     );
     assert!(text.contains("result: 1 provider(s)"), "{text}");
+}
+
+const WEIGHTED: &str = "\
+dubbo://10.0.0.1:20880/svc?weight=100
+dubbo://10.0.0.2:20880/svc?weight=300
+dubbo://10.0.0.3:20880/svc?weight=0
+";
+
+fn simulate(s: &Scratch, chain: &str, providers: &str, extra: &[&str]) -> Output {
+    let chain = s.write("chain.yaml", chain);
+    let providers = s.write("providers.txt", providers);
+    let request = s.write("request.json", r#"{"method": "get", "arguments": ["u1"]}"#);
+    let mut args = vec![
+        "simulate",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    routechain(&args)
+}
+
+fn counts(v: &Value) -> Vec<u64> {
+    v["counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn simulate_random_follows_weights_and_is_repeatable_with_a_seed() {
+    let s = Scratch::new("sim-random");
+    let out = simulate(
+        &s,
+        "routers: []\n",
+        WEIGHTED,
+        &["--calls", "40000", "--seed", "3"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["calls"], 40000);
+    assert_eq!(v["empty"], 0);
+    assert_eq!(v["counts"][1]["address"], "10.0.0.2:20880");
+    assert_eq!(v["counts"][1]["index"], 1);
+    let c = counts(&v);
+    assert_eq!(c.iter().sum::<u64>(), 40000);
+    assert_eq!(c[2], 0, "weight 0 is never picked");
+    assert!((c[1] as f64 / 40000.0 - 0.75).abs() < 0.01, "{c:?}");
+    let again = simulate(
+        &s,
+        "routers: []\n",
+        WEIGHTED,
+        &["--calls", "40000", "--seed", "3"],
+    );
+    assert_eq!(counts(&json(&again)), c);
+}
+
+#[test]
+fn simulate_roundrobin_and_consistenthash_from_the_chain_file() {
+    let s = Scratch::new("sim-rr");
+    let out = simulate(
+        &s,
+        "routers: []\nload_balance: roundrobin\n",
+        WEIGHTED,
+        &["--calls", "400"],
+    );
+    assert_eq!(counts(&json(&out)), [100, 300, 0]);
+    let out = simulate(
+        &s,
+        "routers: []\nmethods:\n  get: {load_balance: consistenthash, hash_key: \"arguments[0]\"}\n",
+        WEIGHTED,
+        &["--calls", "500"],
+    );
+    let c = counts(&json(&out));
+    assert_eq!(
+        c.iter().filter(|n| **n == 500).count(),
+        1,
+        "one key, one provider: {c:?}"
+    );
+}
+
+#[test]
+fn simulate_counts_calls_without_a_provider_as_empty() {
+    let s = Scratch::new("sim-empty");
+    let out = simulate(&s, "routers: []\n", "# none\n", &["--calls", "25"]);
+    assert!(out.status.success());
+    let v = json(&out);
+    assert_eq!(v["empty"], 25);
+    assert_eq!(v["counts"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn simulate_table_has_shares_and_bars() {
+    let s = Scratch::new("sim-table");
+    let out = simulate(
+        &s,
+        "routers: []\nload_balance: roundrobin\n",
+        WEIGHTED,
+        &["--calls", "400", "--format", "table"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("calls: 400"), "{text}");
+    assert!(text.contains("load_balance: roundrobin"), "{text}");
+    let line = text.lines().find(|l| l.contains("10.0.0.2:20880")).unwrap();
+    assert!(
+        line.contains("300") && line.contains("75.00%") && line.contains('█'),
+        "{line}"
+    );
+    let zero = text.lines().find(|l| l.contains("10.0.0.3:20880")).unwrap();
+    assert!(!zero.contains('█'), "{zero}");
+}
+
+#[test]
+fn simulate_reports_a_bad_balancer_with_its_location() {
+    let s = Scratch::new("sim-bad");
+    let out = simulate(&s, "routers: []\nload_balance: fastest\n", WEIGHTED, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("chain.yaml:2:15"), "{err}");
+    assert!(err.contains("unknown load balancer \"fastest\""), "{err}");
+}
+
+/// The canary plugin library, when built (what `routechain demo` looks for).
+fn canary_plugin_built() -> bool {
+    let name = format!(
+        "{}router_canary{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    std::env::var_os("ROUTECHAIN_CANARY_PLUGIN").is_some()
+        || ["release", "debug"]
+            .iter()
+            .any(|p| workspace().join("target").join(p).join(&name).is_file())
+}
+
+#[test]
+fn demo_quick_runs_real_calls_and_every_check_passes() {
+    let out = routechain(&["demo", "--quick", "--calls", "1600", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v:#}\n{stderr}");
+    assert_eq!(v["pass"], true);
+    let checks = v["checks"].as_array().unwrap();
+    // scripts/test.sh builds the plugin first: then the demo chain includes it.
+    if canary_plugin_built() {
+        assert!(v["plugin"].is_string(), "{v:#}");
+        assert_eq!(checks.len(), 16);
+        assert!(v["canary_users"].as_u64().unwrap() > 0);
+        assert_eq!(v["mixed_users"], 0);
+    } else {
+        assert!(v["plugin"].is_null());
+        assert_eq!(checks.len(), 14);
+    }
+    assert!(checks.iter().all(|c| c["pass"] == true), "{checks:#?}");
+    // Numbers come from the replies: they add up.
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 5);
+    let calls: u64 = phases.iter().map(|p| p["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls, 1600);
+    for p in phases {
+        let by_provider: u64 = p["by_provider"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(by_provider, p["ok"].as_u64().unwrap());
+    }
+    assert_eq!(phases[0]["route_table"]["mt"], 90);
+    assert_eq!(phases[1]["route_table"]["mt"], 50);
+    assert_eq!(v["providers"].as_array().unwrap().len(), 17);
+    assert!(phases[2]["failovers"].as_u64().unwrap() > 0);
+    assert!(phases[3]["breaker_trips"].as_u64().unwrap() >= 1);
+    assert!(phases[4]["gray_on_untagged"].as_u64().unwrap() > 0);
+    assert_eq!(phases[4]["attempts_on_killed"], 0);
+    assert!(v["routing"]["samples"].as_u64().unwrap() >= 1600);
+    // The shipped example files are untouched (the demo works on a copy).
+    let rule =
+        std::fs::read_to_string(workspace().join("rules/examples/demo/idc-weight.rule.yaml"))
+            .unwrap();
+    assert!(rule.contains("beijing: {mt: 90, zf: 10}"));
+}
+
+#[test]
+fn demo_without_the_plugin_runs_the_built_in_routers_only() {
+    let out = routechain(&[
+        "demo",
+        "--quick",
+        "--calls",
+        "1000",
+        "--no-plugin",
+        "--json",
+    ]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert!(v["plugin"].is_null());
+    assert_eq!(v["checks"].as_array().unwrap().len(), 14);
+    // Without the plugin the canary=true providers are ordinary: users reach them freely.
+    let on_canary: u64 = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["canary_calls"].as_u64().unwrap())
+        .sum();
+    assert!(on_canary > 0);
+}
+
+#[test]
+fn demo_with_a_missing_directory_is_a_setup_error() {
+    let out = routechain(&["demo", "--quick", "--dir", "/nonexistent/routechain-demo"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("demo could not run"));
 }

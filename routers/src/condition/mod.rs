@@ -174,7 +174,6 @@ impl ConditionRule {
 /// The `condition` router: a compiled rule (or none: every provider passes).
 #[derive(Debug, Clone)]
 pub struct ConditionRouter {
-    name: String,
     rule: Option<Arc<ConditionRule>>,
 }
 
@@ -182,17 +181,13 @@ impl ConditionRouter {
     /// A router for `rule`.
     pub fn new(rule: ConditionRule) -> Self {
         ConditionRouter {
-            name: format!("condition({})", rule.scope.as_str()),
             rule: Some(Arc::new(rule)),
         }
     }
 
     /// A router without a rule: every provider passes.
     pub fn passthrough() -> Self {
-        ConditionRouter {
-            name: "condition".into(),
-            rule: None,
-        }
+        ConditionRouter { rule: None }
     }
 
     /// Compiles a rule document into a router.
@@ -207,8 +202,13 @@ impl ConditionRouter {
 }
 
 impl Router for ConditionRouter {
+    /// `condition(service)` or `condition(application)`; `condition` without a rule.
     fn name(&self) -> &str {
-        &self.name
+        match self.rule.as_deref().map(|r| r.scope) {
+            None => "condition",
+            Some(Scope::Service) => "condition(service)",
+            Some(Scope::Application) => "condition(application)",
+        }
     }
 
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
@@ -362,14 +362,7 @@ fn values_matching(ix: &ParamIndex, len: usize, pred: impl Fn(&str) -> bool) -> 
     let mut acc = BitSet::empty(len);
     for (v, s) in ix.values() {
         if pred(v) {
-            match s {
-                ProviderSet::Dense(b) => acc.or_assign(b),
-                ProviderSet::Sparse { indexes, .. } => {
-                    for &i in indexes.iter() {
-                        acc.insert(i as usize);
-                    }
-                }
-            }
+            s.or_into(&mut acc);
         }
     }
     acc
@@ -547,7 +540,9 @@ impl PreparedRouter for PreparedCondition {
             return Evaluation::Cached;
         };
         if !rule.enabled {
-            cx.explain(format_args!("rule disabled"));
+            cx.explain(format_args!(
+                "condition rule disabled: every provider passes"
+            ));
             return Evaluation::Cached;
         }
         let use_cache = !rule.runtime && cx.consumer_is_prepared();
@@ -673,16 +668,7 @@ pub struct ConditionFactory;
 
 impl RouterFactory for ConditionFactory {
     fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        let application = spec
-            .rule
-            .and_then(|r| r.value.get("scope"))
-            .and_then(|s| s.as_str())
-            == Some("application");
-        if application {
-            APPLICATION_PRIORITY
-        } else {
-            SERVICE_PRIORITY
-        }
+        crate::scope_priority(spec, SERVICE_PRIORITY, APPLICATION_PRIORITY)
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {

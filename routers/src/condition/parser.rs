@@ -247,14 +247,7 @@ fn parse_terms(
                 };
                 let is_match = sep == "=";
                 match make_pattern(&content, side) {
-                    Ok(p) => {
-                        let t = &mut terms[i];
-                        if is_match {
-                            t.matches.push(p);
-                        } else {
-                            t.mismatches.push(p);
-                        }
-                    }
+                    Ok(p) => patterns(&mut terms[i], is_match).push(p),
                     Err(m) => errors.push(loc.error(at + sep.len(), m)),
                 }
                 last_set = Some(is_match);
@@ -271,14 +264,7 @@ fn parse_terms(
                     continue;
                 };
                 match make_pattern(&content, side) {
-                    Ok(p) => {
-                        let t = &mut terms[i];
-                        if is_match {
-                            t.matches.push(p);
-                        } else {
-                            t.mismatches.push(p);
-                        }
-                    }
+                    Ok(p) => patterns(&mut terms[i], is_match).push(p),
                     Err(m) => errors.push(loc.error(at + 1, m)),
                 }
             }
@@ -292,6 +278,15 @@ fn parse_terms(
         Ok(terms)
     } else {
         Err(errors)
+    }
+}
+
+/// The `=` (`is_match`) or `!=` patterns of `term`.
+fn patterns(term: &mut Term, is_match: bool) -> &mut Vec<Pattern> {
+    if is_match {
+        &mut term.matches
+    } else {
+        &mut term.mismatches
     }
 }
 

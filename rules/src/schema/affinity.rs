@@ -16,7 +16,7 @@ use routechain_core::{RuleDoc, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::tag::DubboBool;
+use super::dubbo::{DubboBool, is_enabled};
 
 /// The ratio used when `affinityAware.ratio` is absent (Dubbo's default: any match is enough).
 pub const DEFAULT_RATIO: f64 = 0.0;
@@ -145,9 +145,8 @@ pub fn compile(doc: &RuleDoc<'_>) -> Result<AffinityRule, Vec<RuleError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let flag = |b: Option<DubboBool>| b.is_none_or(|b| b.0);
     Ok(AffinityRule {
-        enabled: flag(raw.enabled) && flag(raw.valid),
+        enabled: is_enabled(raw.enabled, raw.valid),
         scope: raw.scope,
         key,
         ratio,

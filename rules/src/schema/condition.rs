@@ -22,6 +22,8 @@ use routechain_core::{FieldPath, RuleDoc, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::dubbo::parse_bool;
+
 /// The weight of a v3.1 destination that names none (Dubbo's default).
 pub const DEFAULT_WEIGHT: u32 = 100;
 
@@ -41,6 +43,10 @@ pub struct RawConditionRule {
     /// `enabled` (default true).
     #[serde(default)]
     pub enabled: Option<Value>,
+    /// `valid` (default true): Dubbo's rule-level switch; `false` disables the rule like
+    /// `enabled: false`.
+    #[serde(default)]
+    pub valid: Option<Value>,
     /// `force` (default false).
     #[serde(default)]
     pub force: Option<Value>,
@@ -206,6 +212,8 @@ impl RawConditionRule {
             }
         };
         let enabled = flag(&self.enabled, true, &root.key("enabled"), &mut errors);
+        let valid = flag(&self.valid, true, &root.key("valid"), &mut errors);
+        let enabled = enabled && valid;
         let force = flag(&self.force, false, &root.key("force"), &mut errors);
         let runtime = flag(&self.runtime, false, &root.key("runtime"), &mut errors);
         let priority = match &self.priority {
@@ -310,19 +318,22 @@ fn flag(
     path: &FieldPath,
     errors: &mut Vec<RuleError>,
 ) -> bool {
-    match value {
-        None | Some(Value::Null) => default,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => true,
-        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => false,
-        Some(other) => {
-            errors.push(RuleError::new(
-                path.clone(),
-                format!("must be true or false, found {other}"),
-            ));
-            default
-        }
-    }
+    let value = match value {
+        None | Some(Value::Null) => return default,
+        Some(v) => v,
+    };
+    let parsed = match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => parse_bool(s),
+        _ => None,
+    };
+    parsed.unwrap_or_else(|| {
+        errors.push(RuleError::new(
+            path.clone(),
+            format!("must be true or false, found {value}"),
+        ));
+        default
+    })
 }
 
 fn integer(v: &Value) -> Option<i64> {
@@ -475,6 +486,18 @@ mod tests {
     fn validate(v: Value) -> Result<ConditionRuleDef, Vec<RuleError>> {
         let root = FieldPath::root();
         ConditionRuleDef::from_doc(&RuleDoc::new(&v, &root))
+    }
+
+    #[test]
+    fn valid_false_disables_the_rule_like_enabled_false() {
+        let d = validate(json!({"valid": false, "conditions": ["a=b => c=d"]})).unwrap();
+        assert!(!d.enabled);
+        let d = validate(json!({"valid": "true", "enabled": true, "conditions": ["a=b => c=d"]}))
+            .unwrap();
+        assert!(d.enabled);
+        let errors =
+            validate(json!({"enabled": false, "valid": 3, "conditions": ["a=b"]})).unwrap_err();
+        assert_eq!(errors[0].path.to_string(), "valid");
     }
 
     #[test]

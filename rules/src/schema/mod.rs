@@ -3,6 +3,7 @@
 
 pub mod affinity;
 pub mod condition;
+pub mod dubbo;
 pub mod group;
 pub mod idc_weight;
 pub mod tag;

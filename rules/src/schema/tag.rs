@@ -19,45 +19,14 @@
 //! invalid regex, a mistyped field) is reported at once, each with its field path.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
 
 use routechain_core::{FieldPath, RuleDoc, RuleError};
-use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
-/// A boolean as Dubbo reads one (`Boolean.parseBoolean(value.toString())`): a YAML boolean,
-/// or the strings `true` / `false` in any case. Any other string is an error here (Dubbo
-/// would read it as `false`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(transparent)]
-pub struct DubboBool(pub bool);
-
-impl<'de> Deserialize<'de> for DubboBool {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = DubboBool;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("true or false")
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<DubboBool, E> {
-                Ok(DubboBool(v))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<DubboBool, E> {
-                if v.eq_ignore_ascii_case("true") {
-                    Ok(DubboBool(true))
-                } else if v.eq_ignore_ascii_case("false") {
-                    Ok(DubboBool(false))
-                } else {
-                    Err(E::invalid_value(de::Unexpected::Str(v), &self))
-                }
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+pub use super::dubbo::DubboBool;
+use super::dubbo::is_enabled;
 
 /// The tag rule as written. Unknown fields are errors (they are typos: Dubbo reads no other).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -562,11 +531,10 @@ pub fn compile(doc: &RuleDoc<'_>) -> Result<TagRule, Vec<RuleError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let flag = |b: Option<DubboBool>, default: bool| b.map_or(default, |b| b.0);
     let rule = TagRule {
-        enabled: flag(raw.enabled, true) && flag(raw.valid, true),
-        force: flag(raw.force, false),
-        runtime: flag(raw.runtime, true),
+        enabled: is_enabled(raw.enabled, raw.valid),
+        force: DubboBool::or(raw.force, false),
+        runtime: DubboBool::or(raw.runtime, true),
         key: raw.key,
         config_version: raw.config_version,
         tags,

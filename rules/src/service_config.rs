@@ -1,0 +1,395 @@
+//! The chain file's service settings: load balancing, failover and health.
+//!
+//! ```yaml
+//! load_balance: random          # random (default) | roundrobin | leastactive | consistenthash | p2c
+//! hash_key: arguments[0]        # consistenthash: arguments[N] | attachments[K] | attributes[K], or a list
+//! hash_nodes: 160               # consistenthash: virtual nodes per provider
+//! methods:                      # per-method overrides
+//!   getUser: {load_balance: consistenthash, hash_key: "attributes[user]"}
+//!   listUsers: {load_balance: roundrobin}
+//! skip_degraded: true           # drop degraded providers from every routed set (default false)
+//! retries: 2                    # failover retries after the first attempt (default 2)
+//! health:
+//!   failure_threshold: 5        # consecutive failures that degrade a provider (default 5)
+//!   cooldown: 30s               # how long it stays degraded: 500ms, 30s, 2m, 1h or seconds
+//! ```
+//!
+//! Every problem is reported at once, each at its field path.
+
+use std::time::Duration;
+
+use routechain_core::lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind};
+use routechain_core::{FieldPath, HealthConfig, RuleError, ServiceConfig};
+use serde_json::{Map, Value};
+
+/// The top-level chain-file fields read here.
+pub const SERVICE_FIELDS: [&str; 7] = [
+    "load_balance",
+    "hash_key",
+    "hash_nodes",
+    "methods",
+    "skip_degraded",
+    "retries",
+    "health",
+];
+
+const METHOD_FIELDS: [&str; 3] = ["load_balance", "hash_key", "hash_nodes"];
+const HEALTH_FIELDS: [&str; 2] = ["failure_threshold", "cooldown"];
+
+/// Reads the service settings from the chain file's top-level mapping.
+pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceConfig {
+    let root = FieldPath::root();
+    let mut config = ServiceConfig::default();
+    let default = balancer(top, &root, &BalancerSpec::default(), errors);
+    let mut balance = BalanceConfig::new(default.clone());
+    match top.get("methods") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(methods)) => {
+            for (name, value) in methods {
+                let path = root.key("methods").key(name.as_str());
+                if name.trim().is_empty() {
+                    errors.push(RuleError::new(
+                        path.clone(),
+                        "a method name must not be blank",
+                    ));
+                }
+                match value {
+                    Value::Object(m) => {
+                        unknown_fields(m, &path, &METHOD_FIELDS, errors);
+                        let spec = balancer(m, &path, &default, errors);
+                        balance = balance.with_method(name.clone(), spec);
+                    }
+                    Value::String(kind) => {
+                        // Shorthand: `getUser: roundrobin`.
+                        let spec = match kind_of(kind, &path, errors) {
+                            Some(k) => BalancerSpec {
+                                kind: k,
+                                ..default.clone()
+                            },
+                            None => default.clone(),
+                        };
+                        balance = balance.with_method(name.clone(), spec);
+                    }
+                    _ => errors.push(RuleError::new(
+                        path,
+                        "a method entry is a mapping with `load_balance` (or a balancer name)",
+                    )),
+                }
+            }
+        }
+        Some(_) => errors.push(RuleError::new(
+            root.key("methods"),
+            "`methods` must be a mapping from method name to its settings",
+        )),
+    }
+    config.balance = balance;
+    match top.get("skip_degraded") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(b)) => config.skip_degraded = *b,
+        Some(_) => errors.push(RuleError::new(
+            root.key("skip_degraded"),
+            "`skip_degraded` must be true or false",
+        )),
+    }
+    if let Some(r) = uint(top.get("retries"), &root.key("retries"), errors) {
+        config.retries = r;
+    }
+    match top.get("health") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(h)) => {
+            let path = root.key("health");
+            unknown_fields(h, &path, &HEALTH_FIELDS, errors);
+            let mut health = HealthConfig::default();
+            let tpath = path.key("failure_threshold");
+            match uint(h.get("failure_threshold"), &tpath, errors) {
+                Some(0) => errors.push(RuleError::new(
+                    tpath,
+                    "`failure_threshold` must be at least 1",
+                )),
+                Some(n) => health.failure_threshold = n,
+                None => {}
+            }
+            match h.get("cooldown") {
+                None | Some(Value::Null) => {}
+                Some(v) => match duration(v) {
+                    Ok(d) => health.cooldown = d,
+                    Err(msg) => errors.push(RuleError::new(path.key("cooldown"), msg)),
+                },
+            }
+            config.health = health;
+        }
+        Some(_) => errors.push(RuleError::new(
+            root.key("health"),
+            "`health` must be a mapping with `failure_threshold` and `cooldown`",
+        )),
+    }
+    config
+}
+
+fn unknown_fields(
+    map: &Map<String, Value>,
+    path: &FieldPath,
+    known: &[&str],
+    errors: &mut Vec<RuleError>,
+) {
+    for key in map.keys() {
+        if !known.contains(&key.as_str()) {
+            errors.push(RuleError::new(
+                path.clone(),
+                format!("unknown field `{key}`, expected one of {known:?}"),
+            ));
+        }
+    }
+}
+
+fn kind_of(name: &str, path: &FieldPath, errors: &mut Vec<RuleError>) -> Option<LoadBalanceKind> {
+    let kind = LoadBalanceKind::parse(name.trim());
+    if kind.is_none() {
+        let known: Vec<&str> = LoadBalanceKind::ALL.iter().map(|k| k.name()).collect();
+        errors.push(RuleError::new(
+            path.clone(),
+            format!(
+                "unknown load balancer {name:?}; known: {}",
+                known.join(", ")
+            ),
+        ));
+    }
+    kind
+}
+
+/// Reads `load_balance`, `hash_key` and `hash_nodes` from `map`, inheriting from `parent`.
+fn balancer(
+    map: &Map<String, Value>,
+    path: &FieldPath,
+    parent: &BalancerSpec,
+    errors: &mut Vec<RuleError>,
+) -> BalancerSpec {
+    let mut spec = parent.clone();
+    let lb_path = path.key("load_balance");
+    match map.get("load_balance") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => {
+            if let Some(k) = kind_of(s, &lb_path, errors) {
+                spec.kind = k;
+            }
+        }
+        Some(_) => errors.push(RuleError::new(
+            lb_path,
+            "`load_balance` must be a balancer name",
+        )),
+    }
+    let hk_path = path.key("hash_key");
+    let hash_key = map.get("hash_key").filter(|v| !v.is_null());
+    if let Some(v) = hash_key {
+        let texts: Vec<(FieldPath, &Value)> = match v {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| (hk_path.index(i), item))
+                .collect(),
+            other => vec![(hk_path.clone(), other)],
+        };
+        let mut parts = Vec::new();
+        for (p, item) in texts {
+            match item.as_str().map(HashKeyPart::parse) {
+                Some(Ok(part)) => parts.push(part),
+                Some(Err(msg)) => errors.push(RuleError::new(p, msg)),
+                None => errors.push(RuleError::new(
+                    p,
+                    "a hash key is a string such as arguments[0] or attributes[user]",
+                )),
+            }
+        }
+        if parts.is_empty() && matches!(v, Value::Array(a) if a.is_empty()) {
+            errors.push(RuleError::new(
+                hk_path.clone(),
+                "`hash_key` must name at least one part",
+            ));
+        }
+        spec.hash_key = parts;
+    }
+    let hn_path = path.key("hash_nodes");
+    match uint(map.get("hash_nodes"), &hn_path, errors) {
+        Some(n) if n < 4 => errors.push(RuleError::new(
+            hn_path.clone(),
+            "`hash_nodes` must be at least 4 (points come in groups of 4)",
+        )),
+        Some(n) if n > 10_000 => errors.push(RuleError::new(
+            hn_path.clone(),
+            "`hash_nodes` must be at most 10000",
+        )),
+        Some(n) => spec.hash_nodes = n,
+        None => {}
+    }
+    if spec.kind != LoadBalanceKind::ConsistentHash {
+        for (key, p) in [("hash_key", hk_path), ("hash_nodes", hn_path)] {
+            if map.get(key).is_some_and(|v| !v.is_null()) {
+                errors.push(RuleError::new(
+                    p,
+                    format!(
+                        "`{key}` applies only to load_balance: consistenthash (this is {})",
+                        spec.kind
+                    ),
+                ));
+            }
+        }
+    }
+    spec
+}
+
+fn uint(value: Option<&Value>, path: &FieldPath, errors: &mut Vec<RuleError>) -> Option<u32> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => Some(n),
+            None => {
+                errors.push(RuleError::new(
+                    path.clone(),
+                    format!("`{path}` must be a non-negative integer"),
+                ));
+                None
+            }
+        },
+    }
+}
+
+/// Parses `500ms`, `30s`, `2m`, `1h`, or a number of seconds.
+pub fn duration(value: &Value) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "invalid duration {value}: expected a number of seconds or a number with ms, s, m or h (e.g. 30s)"
+        )
+    };
+    match value {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(bad),
+        Value::String(s) => {
+            let s = s.trim();
+            let split = s
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(s.len());
+            let (num, unit) = s.split_at(split);
+            let n: f64 = num.parse().map_err(|_| bad())?;
+            let secs = match unit.trim() {
+                "ms" => n / 1000.0,
+                "s" | "" => n,
+                "m" => n * 60.0,
+                "h" => n * 3600.0,
+                _ => return Err(bad()),
+            };
+            if secs.is_finite() && secs >= 0.0 {
+                Ok(Duration::from_secs_f64(secs))
+            } else {
+                Err(bad())
+            }
+        }
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse_value(v: Value) -> (ServiceConfig, Vec<String>) {
+        let mut errors = Vec::new();
+        let c = parse(v.as_object().unwrap(), &mut errors);
+        (c, errors.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn defaults_are_dubbos() {
+        let (c, e) = parse_value(json!({}));
+        assert!(e.is_empty());
+        assert_eq!(c, ServiceConfig::default());
+        assert_eq!(c.retries, 2);
+        assert_eq!(c.health.failure_threshold, 5);
+        assert_eq!(c.health.cooldown, Duration::from_secs(30));
+        assert_eq!(c.balance.default.kind, LoadBalanceKind::Random);
+    }
+
+    #[test]
+    fn full_settings_parse() {
+        let (c, e) = parse_value(json!({
+            "load_balance": "roundrobin",
+            "methods": {
+                "getUser": {"load_balance": "consistenthash", "hash_key": ["arguments[1]", "attributes[u]"], "hash_nodes": 80},
+                "list": "p2c"
+            },
+            "skip_degraded": true,
+            "retries": 4,
+            "health": {"failure_threshold": 3, "cooldown": "500ms"}
+        }));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(c.balance.default.kind, LoadBalanceKind::RoundRobin);
+        let get = c.balance.spec(c.balance.slot(Some("getUser")));
+        assert_eq!(get.kind, LoadBalanceKind::ConsistentHash);
+        assert_eq!(
+            get.hash_key,
+            [HashKeyPart::Argument(1), HashKeyPart::Attribute("u".into())]
+        );
+        assert_eq!(get.hash_nodes, 80);
+        assert_eq!(
+            c.balance.spec(c.balance.slot(Some("list"))).kind,
+            LoadBalanceKind::P2c
+        );
+        assert!(c.skip_degraded);
+        assert_eq!(c.retries, 4);
+        assert_eq!(c.health.failure_threshold, 3);
+        assert_eq!(c.health.cooldown, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_its_path() {
+        let (_, e) = parse_value(json!({
+            "load_balance": "fastest",
+            "hash_key": "arguments[0]",
+            "methods": {
+                "a": {"load_balance": "consistenthash", "hash_key": "user", "weight": 3},
+                "b": 7
+            },
+            "skip_degraded": "yes",
+            "retries": -1,
+            "health": {"failure_threshold": 0, "cooldown": "soon"}
+        }));
+        let expected = [
+            "load_balance: unknown load balancer \"fastest\"",
+            "hash_key: `hash_key` applies only to load_balance: consistenthash",
+            "methods.a: unknown field `weight`",
+            "methods.a.hash_key: invalid hash key \"user\"",
+            "methods.b: a method entry is a mapping",
+            "skip_degraded: `skip_degraded` must be true or false",
+            "retries: `retries` must be a non-negative integer",
+            "health.failure_threshold: `failure_threshold` must be at least 1",
+            "health.cooldown: invalid duration \"soon\"",
+        ];
+        for x in expected {
+            assert!(
+                e.iter().any(|m| m.starts_with(x)),
+                "missing {x:?} in {e:#?}"
+            );
+        }
+        assert_eq!(e.len(), expected.len(), "{e:#?}");
+    }
+
+    #[test]
+    fn durations() {
+        for (v, d) in [
+            (json!(2), Duration::from_secs(2)),
+            (json!(0.5), Duration::from_millis(500)),
+            (json!("250ms"), Duration::from_millis(250)),
+            (json!("30s"), Duration::from_secs(30)),
+            (json!("2m"), Duration::from_secs(120)),
+            (json!("1h"), Duration::from_secs(3600)),
+        ] {
+            assert_eq!(duration(&v), Ok(d), "{v}");
+        }
+        for v in [json!("-1s"), json!("3 days"), json!(true), json!(-2)] {
+            assert!(duration(&v).is_err(), "{v}");
+        }
+    }
+}
