@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use routechain::core::service::{Service, ServiceConfig};
 use routechain::core::{
-    CallState, Chain, ChainState, DegradedSet, RandomSource, Request, Snapshot,
+    BalanceConfig, BalancerSpec, CallState, Chain, ChainState, DegradedSet, LoadBalanceKind,
+    RandomSource, Request, Snapshot, SnapshotBalance,
 };
 use routechain::testkit::{self, naive};
 
@@ -53,15 +55,17 @@ fn state_for(name: &str, yaml: &str, snapshot: &Arc<Snapshot>) -> Option<ChainSt
     }
 }
 
-/// Routes the cycled requests through `chain`, `pick` choosing one provider afterwards.
+/// Routes the cycled requests through `chain`; with `balance`, its weighted random balancer
+/// (Dubbo's default `random`) then picks one provider.
 fn bench_route(
     c: &mut Criterion,
     group_name: &str,
     n: usize,
     chain: &Chain,
     requests: &[Request],
-    pick: bool,
+    balance: Option<&SnapshotBalance>,
 ) {
+    let spec = BalancerSpec::new(LoadBalanceKind::Random);
     let mut group = c.benchmark_group(group_name);
     tune(&mut group, n);
     let mut call = CallState::seeded(SEED);
@@ -72,8 +76,8 @@ fn bench_route(
             i = i.wrapping_add(1);
             let state = chain.load();
             let routed = state.route(request, &mut call).is_ok();
-            if pick && routed {
-                black_box(testkit::pick_uniform(&call.candidates, &mut call.rng));
+            if let (Some(balance), true) = (balance, routed) {
+                black_box(balance.pick(0, &spec, request, &call.candidates, &mut call.rng));
             }
             black_box(routed)
         })
@@ -88,13 +92,34 @@ fn routing(c: &mut Criterion) {
         for (name, yaml) in testkit::CHAINS {
             if let Some(state) = state_for(name, &yaml(), &snapshot) {
                 let chain = Chain::new(state);
-                bench_route(c, &format!("route-{name}"), n, &chain, &requests, false);
+                bench_route(c, &format!("route-{name}"), n, &chain, &requests, None);
             }
         }
         if let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) {
-            let chain = Chain::new(state);
-            bench_route(c, "route-full", n, &chain, &requests, false);
-            bench_route(c, "route-full-pick", n, &chain, &requests, true);
+            let chain = Arc::new(Chain::new(state));
+            bench_route(c, "route-full", n, &chain, &requests, None);
+            let balance = SnapshotBalance::new(&snapshot, &BalanceConfig::default());
+            bench_route(c, "route-full-pick", n, &chain, &requests, Some(&balance));
+
+            // What an application calls: `Service::select` (route, breaker check, pick).
+            let service = Service::new(chain.clone(), ServiceConfig::default());
+            let mut group = c.benchmark_group("route-full-select");
+            tune(&mut group, n);
+            let mut call = CallState::seeded(SEED);
+            let mut i = 0usize;
+            group.bench_function(BenchmarkId::from_parameter(n), |b| {
+                b.iter(|| {
+                    let request = &requests[i % requests.len()];
+                    i = i.wrapping_add(1);
+                    black_box(
+                        service
+                            .select(request, &[], &mut call)
+                            .map(|s| s.index())
+                            .ok(),
+                    )
+                })
+            });
+            group.finish();
         }
 
         // The naive baseline over the same providers and requests.

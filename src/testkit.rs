@@ -28,7 +28,7 @@
 
 use std::sync::Arc;
 
-use routechain_core::{ChainState, RandomSource, Request, Snapshot, Url};
+use routechain_core::{ChainState, Request, Snapshot, Url};
 use routechain_rules::ChainFile;
 
 use crate::load::LoadError;
@@ -314,19 +314,6 @@ pub fn chain_available(chain_yaml: &str) -> bool {
                 .all(|e| registry.get(&e.type_name).is_some())
         })
         .unwrap_or(false)
-}
-
-/// Picks one provider of `candidates` uniformly (the fallback pick when no balancer is
-/// configured): `nth(below(count))`, no allocation.
-pub fn pick_uniform<R: RandomSource + ?Sized>(
-    candidates: &routechain_core::Candidates,
-    rng: &mut R,
-) -> Option<usize> {
-    let count = candidates.count();
-    if count == 0 {
-        return None;
-    }
-    candidates.nth(rng.below(count as u64) as usize)
 }
 
 pub mod naive {
