@@ -5,10 +5,10 @@
 //! same data:
 //!
 //! - [`providers`] / [`provider_lines`] / [`snapshot`]: `n` generated provider URLs of one
-//!   service, seeded (the same `(n, seed)` always gives the same list). Each has about 14
-//!   parameters: `application`, `interface`, `methods`, `side`, `version`, `group`, `region`,
-//!   `idc`, `env`, `weight`, `timeout`, `dubbo`, `release`, `timestamp`, plus `dubbo.tag` on
-//!   about 10% (`gray` 8%, `canary` 2%) and `degraded=true` on about 1%.
+//!   service, seeded (the same `(n, seed)` always gives the same list). Each has 15
+//!   parameters: `anyhost`, `application`, `interface`, `methods`, `side`, `version`,
+//!   `group`, `region`, `idc`, `env`, `weight`, `timeout`, `dubbo`, `release`, `timestamp`,
+//!   plus `dubbo.tag` on about 10% (`gray` 8%, `canary` 2%) and `degraded=true` on about 1%.
 //! - [`consumer`]: the caller (region `beijing`, IDC `mt`).
 //! - [`requests`]: a seeded mix of calls (methods `search`/`get`/`update`, a `group`
 //!   attribute, a `dubbo.tag` attachment on about 10%).
@@ -534,7 +534,7 @@ mod tests {
         let addresses: std::collections::HashSet<&str> =
             s.providers().iter().map(|p| p.address()).collect();
         assert_eq!(addresses.len(), 10_000, "addresses are distinct");
-        assert!(s.providers().iter().all(|p| p.params().len() >= 14));
+        assert!(s.providers().iter().all(|p| p.params().len() >= 15));
     }
 
     #[test]
