@@ -5,9 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -x .ci/zookeeper.sh ] || [ -f .ci/zookeeper.sh ]; then
-  bash .ci/zookeeper.sh
-fi
+bash .ci/zookeeper.sh
 
 # The example chain rules/examples/plugins/canary.chain.yaml loads the canary plugin from
 # target/release/ (the plugin tests build their own copies under target/plugin-tests/).
