@@ -3,7 +3,7 @@
 //! and after preparing each chain over it (compiled rules + prepared indexes).
 //!
 //! Run: `cargo bench -p routechain --bench memory`. Prints a table and writes
-//! `target/criterion/memory.json` for `scripts/bench_chart.py`. Kept apart from the timing
+//! `target/criterion/memory.json` (under `$CARGO_TARGET_DIR` when set) for `scripts/bench_chart.py`. Kept apart from the timing
 //! benchmarks so their allocations go through the system allocator, uncounted.
 
 use std::sync::Arc;
@@ -93,7 +93,10 @@ fn main() {
         "total_bytes_per_provider": total as f64 / N as f64,
         "rows": rows.iter().map(|(w, b)| serde_json::json!({"what": w, "bytes": b})).collect::<Vec<_>>(),
     });
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion");
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+        .join("criterion");
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = std::fs::write(
             dir.join("memory.json"),
