@@ -1,6 +1,6 @@
 //! `routechain route` and `routechain explain`: route one request through a chain.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -14,21 +14,29 @@ use crate::load::{self, LoadError};
 /// Arguments of `route` and `explain`.
 #[derive(Debug, clap::Args)]
 pub struct RouteArgs {
-    /// The chain file (YAML).
-    #[arg(long)]
-    chain: PathBuf,
-    /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
-    #[arg(long)]
-    providers: PathBuf,
-    /// The request (JSON; `-` reads standard input).
-    #[arg(long)]
-    request: PathBuf,
+    #[command(flatten)]
+    inputs: InputArgs,
     /// Also print what every router did (`route` only; `explain` always does).
     #[arg(long)]
     explain: bool,
     /// Seed for per-call random draws (weighted destinations, route tables).
     #[arg(long)]
     seed: Option<u64>,
+}
+
+/// The inputs of one routed request: `--chain`, `--providers`, `--request` (shared by
+/// `route`, `explain` and `simulate`).
+#[derive(Debug, clap::Args)]
+pub struct InputArgs {
+    /// The chain file (YAML).
+    #[arg(long)]
+    pub chain: PathBuf,
+    /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
+    #[arg(long)]
+    pub providers: PathBuf,
+    /// The request (JSON; `-` reads standard input).
+    #[arg(long)]
+    pub request: PathBuf,
 }
 
 /// How to print the result.
@@ -75,14 +83,10 @@ pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
 }
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.
-pub(crate) fn load_inputs(
-    chain: &Path,
-    providers: &Path,
-    request: &Path,
-) -> Result<(ChainFile, Snapshot, Request), LoadError> {
-    let chain = ChainFile::load(chain);
-    let providers = load::load_providers(providers, 1);
-    let request = load::load_request(request);
+pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+    let chain = ChainFile::load(&inputs.chain);
+    let providers = load::load_providers(&inputs.providers, 1);
+    let request = load::load_request(&inputs.request);
     let mut errors = Vec::new();
     for e in [
         chain.as_ref().err().cloned().map(LoadError::Invalid),
@@ -104,7 +108,7 @@ pub(crate) fn load_inputs(
 }
 
 fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
-    let (chain, providers, request) = load_inputs(&args.chain, &args.providers, &args.request)?;
+    let (chain, providers, request) = load_inputs(&args.inputs)?;
     let state = load::build_state(
         &chain,
         &crate::registry(),

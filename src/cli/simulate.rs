@@ -5,7 +5,6 @@
 //! a seeded random source so a run can be repeated. No call is made, so `leastactive` and
 //! `p2c` see no in-flight calls (they then behave as weighted / uniform random).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -18,15 +17,9 @@ use crate::load::{self, LoadError};
 /// Arguments of `simulate`.
 #[derive(Debug, clap::Args)]
 pub struct SimulateArgs {
-    /// The chain file (YAML), with its routers and `load_balance` settings.
-    #[arg(long)]
-    chain: PathBuf,
-    /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
-    #[arg(long)]
-    providers: PathBuf,
-    /// The request (JSON; `-` reads standard input).
-    #[arg(long)]
-    request: PathBuf,
+    /// The chain (with its routers and `load_balance` settings), providers and request.
+    #[command(flatten)]
+    inputs: super::route::InputArgs,
     /// How many calls to route and balance.
     #[arg(long, default_value_t = 10_000)]
     calls: u64,
@@ -72,8 +65,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
 }
 
 fn simulate(args: &SimulateArgs) -> Result<ExitCode, LoadError> {
-    let (chain, providers, request) =
-        super::route::load_inputs(&args.chain, &args.providers, &args.request)?;
+    let (chain, providers, request) = super::route::load_inputs(&args.inputs)?;
     let state = load::build_state(
         &chain,
         &crate::registry(),
