@@ -28,6 +28,7 @@ use routechain_core::{
 };
 use serde_json::Value;
 
+use crate::service_config::SERVICE_FIELDS;
 use crate::yaml::{LocatedError, Location, YamlDoc};
 
 /// Fields every chain entry may have, whatever its type.
@@ -35,18 +36,7 @@ pub const COMMON_ENTRY_FIELDS: [&str; 5] = ["type", "priority", "rule", "rule_fi
 
 /// Top-level fields of a chain file (the service settings are in
 /// [`crate::service_config::SERVICE_FIELDS`]).
-pub const CHAIN_FIELDS: [&str; 10] = [
-    "service",
-    "consumer",
-    "routers",
-    "load_balance",
-    "hash_key",
-    "hash_nodes",
-    "methods",
-    "skip_degraded",
-    "retries",
-    "health",
-];
+pub const CHAIN_FIELDS: [&str; 3] = ["service", "consumer", "routers"];
 
 /// Where an entry's rule comes from.
 #[derive(Debug, Clone)]
@@ -168,12 +158,18 @@ impl ChainFile {
             return (None, errors);
         };
         for key in top.keys() {
-            if !CHAIN_FIELDS.contains(&key.as_str()) {
+            if !CHAIN_FIELDS.contains(&key.as_str()) && !SERVICE_FIELDS.contains(&key.as_str()) {
                 err(
                     &mut errors,
                     RuleError::new(
                         root.clone(),
-                        format!("unknown field `{key}`, expected one of {CHAIN_FIELDS:?}"),
+                        format!(
+                            "unknown field `{key}`, expected one of {:?}",
+                            CHAIN_FIELDS
+                                .iter()
+                                .chain(&SERVICE_FIELDS)
+                                .collect::<Vec<_>>()
+                        ),
                     ),
                 );
             }
