@@ -30,7 +30,7 @@ use routechain_rules::schema::condition::{
     ConditionRuleDef, ConditionsDef, ConfigVersion, Scope, TextField,
 };
 
-use self::matcher::{Key, Pattern, Term, glob_match};
+use self::matcher::{Key, Pattern, Term};
 use self::parser::{Side, parse_match, parse_text_condition};
 
 /// Dubbo's priority of a service-scope condition rule.
@@ -274,56 +274,57 @@ impl Indexes<'_> {
     fn set_expr(&mut self, terms: &[Term], consumer: &Url) -> SetExpr {
         let len = self.snapshot.len();
         let mut set = BitSet::full(len);
-        let mut dynamic = terms.iter().any(Term::has_consumer_ref).then(Vec::new);
+        // The terms without `$name`, ANDed, and the terms with one, for another consumer.
+        let mut fixed = BitSet::full(len);
+        let mut dyn_terms = Vec::new();
+        // A term no provider can match empties the set whatever the consumer.
+        let mut never = false;
         for term in terms {
-            let (present, pos, neg, dyn_term) = match &term.key {
-                Key::Provider(name) => {
-                    let ix = self.index(name);
-                    let mut present = BitSet::full(len);
-                    present.and_not_assign(&ix.missing().to_bitset());
-                    let pattern_set = |p: &Pattern| pattern_set(p, &ix, &present, consumer);
-                    let pos = if term.matches.is_empty() {
-                        present.clone()
-                    } else {
-                        or_all(len, term.matches.iter().map(pattern_set))
-                    };
-                    let neg = or_all(len, term.mismatches.iter().map(pattern_set));
-                    let dyn_term = dynamic.is_some().then(|| {
-                        let dyn_pat = |p: &Pattern| match p {
-                            Pattern::ConsumerRef(n) => DynPat::Ref(n.clone()),
-                            other => DynPat::Fixed(ProviderSet::from_bitset(pattern_set(other))),
-                        };
-                        DynTerm {
-                            key: name.clone(),
-                            present: ProviderSet::from_bitset(present.clone()),
-                            index: Some(ix.clone()),
-                            matches: term.matches.iter().map(dyn_pat).collect(),
-                            mismatches: term.mismatches.iter().map(dyn_pat).collect(),
-                        }
-                    });
-                    (present, pos, neg, dyn_term)
-                }
+            let Key::Provider(name) = &term.key else {
                 // A then-part key with no value on a provider: never matches.
-                _ => {
-                    let e = BitSet::empty(len);
-                    (e.clone(), e.clone(), e, None)
-                }
+                never = true;
+                set.clear();
+                continue;
             };
             if term.matches.is_empty() && term.mismatches.is_empty() {
+                never = true;
                 set.clear();
-            } else {
-                let mut t = pos;
-                t.and_not_assign(&neg);
-                t.and_assign(&present);
-                set.and_assign(&t);
+                continue;
             }
-            if let Some(d) = dynamic.as_mut() {
-                d.push(dyn_term.unwrap_or_else(|| DynTerm::never(len)));
+            let ix = self.index(name);
+            let mut present = BitSet::full(len);
+            present.and_not_assign(&ix.missing().to_bitset());
+            let pattern_set = |p: &Pattern| pattern_set(p, &ix, &present, consumer);
+            let mut t = if term.matches.is_empty() {
+                present.clone()
+            } else {
+                or_all(len, term.matches.iter().map(pattern_set))
+            };
+            t.and_not_assign(&or_all(len, term.mismatches.iter().map(pattern_set)));
+            t.and_assign(&present);
+            set.and_assign(&t);
+            if term.has_consumer_ref() {
+                let dyn_pat = |p: &Pattern| match p {
+                    Pattern::ConsumerRef(n) => DynPat::Ref(n.clone()),
+                    other => DynPat::Fixed(ProviderSet::from_bitset(pattern_set(other))),
+                };
+                dyn_terms.push(DynTerm {
+                    term: term.clone(),
+                    matches: term.matches.iter().map(dyn_pat).collect(),
+                    mismatches: term.mismatches.iter().map(dyn_pat).collect(),
+                    present: ProviderSet::from_bitset(present.clone()),
+                    index: ix.clone(),
+                });
+            } else {
+                fixed.and_assign(&t);
             }
         }
         SetExpr {
             prepared: ProviderSet::from_bitset(set),
-            dynamic: dynamic.map(|terms| DynSet { terms }),
+            dynamic: (!never && !dyn_terms.is_empty()).then(|| DynSet {
+                fixed: ProviderSet::from_bitset(fixed),
+                terms: dyn_terms,
+            }),
         }
     }
 }
@@ -376,113 +377,201 @@ struct SetExpr {
 }
 
 impl SetExpr {
-    fn intersects(&self, candidates: &Candidates, cx: &RouteContext<'_>) -> bool {
-        match &self.dynamic {
-            Some(d) if !cx.consumer_is_prepared() => {
-                let (consumer, snapshot) = (cx.consumer(), cx.snapshot());
-                candidates.any_with(|w| d.word(w, consumer, snapshot))
+    /// The per-call form, when this call's consumer is not the prepared one.
+    fn dynamic(&self, cx: &RouteContext<'_>) -> Option<&DynSet> {
+        self.dynamic
+            .as_ref()
+            .filter(|_| !cx.consumer_is_prepared())
+    }
+
+    /// True when the set and `candidates` share a provider.
+    fn intersects(&self, candidates: &Candidates, cx: &mut RouteContext<'_>) -> bool {
+        match self.dynamic(cx) {
+            Some(d) => {
+                let consumer = cx.consumer();
+                let acc = cx.scratch();
+                d.intersect_into(candidates, consumer, acc);
+                !acc.is_empty()
             }
-            _ => self.prepared.intersects(candidates),
+            None => self.prepared.intersects(candidates),
         }
     }
 
-    fn and_into(&self, candidates: &mut Candidates, cx: &RouteContext<'_>) {
-        match &self.dynamic {
-            Some(d) if !cx.consumer_is_prepared() => {
-                let (consumer, snapshot) = (cx.consumer(), cx.snapshot());
-                candidates.and_with(|w| d.word(w, consumer, snapshot));
+    /// `candidates &= set`.
+    fn and_into(&self, candidates: &mut Candidates, cx: &mut RouteContext<'_>) {
+        match self.dynamic(cx) {
+            Some(d) => {
+                let consumer = cx.consumer();
+                let acc = cx.scratch();
+                d.intersect_into(candidates, consumer, acc);
+                candidates.copy_from(acc);
             }
-            _ => self.prepared.and_into(candidates),
+            None => self.prepared.and_into(candidates),
+        }
+    }
+
+    /// `candidates &= set` when they share a provider (true), else leaves them (false).
+    fn narrow(&self, candidates: &mut Candidates, cx: &mut RouteContext<'_>) -> bool {
+        match self.dynamic(cx) {
+            Some(d) => {
+                let consumer = cx.consumer();
+                let acc = cx.scratch();
+                d.intersect_into(candidates, consumer, acc);
+                let hit = !acc.is_empty();
+                if hit {
+                    candidates.copy_from(acc);
+                }
+                hit
+            }
+            None => {
+                let hit = self.prepared.intersects(candidates);
+                if hit {
+                    self.prepared.and_into(candidates);
+                }
+                hit
+            }
         }
     }
 }
 
-/// Terms evaluated word by word for a consumer other than the prepared one.
+/// The terms of a [`SetExpr`] for a consumer other than the prepared one: the terms without
+/// `$name` folded into one set, and the terms with one.
+///
+/// Per call, each term resolves its `$name` references once (a consumer lookup and one
+/// [`ParamIndex::get`]) and is then applied to the call's scratch set with word operations.
+/// A consumer value containing `*` is a glob (as in Dubbo, where the value is substituted
+/// into the pattern): that term is decided once per distinct provider value of its key, and
+/// the providers of the values that fail are removed; no provider URL is read.
 struct DynSet {
+    fixed: ProviderSet,
     terms: Vec<DynTerm>,
 }
 
+impl DynSet {
+    /// `acc = candidates & set` for `consumer`, without allocating (`acc` keeps its buffer:
+    /// it is the call's scratch set, sized to the snapshot).
+    fn intersect_into(&self, candidates: &Candidates, consumer: &Url, acc: &mut BitSet) {
+        acc.copy_from(candidates);
+        self.fixed.and_into(acc);
+        for t in &self.terms {
+            if acc.is_empty() {
+                return;
+            }
+            t.apply(acc, consumer);
+        }
+    }
+}
+
+/// A term with a `$name` reference, on a provider key.
 struct DynTerm {
-    key: Box<str>,
-    present: ProviderSet,
-    /// `None` for a key providers never have.
-    index: Option<Arc<ParamIndex>>,
+    /// The compiled term: decides a provider value when a reference resolves to a glob.
+    term: Term,
     matches: Vec<DynPat>,
     mismatches: Vec<DynPat>,
+    /// The providers having the key.
+    present: ProviderSet,
+    index: Arc<ParamIndex>,
 }
 
 enum DynPat {
+    /// A pattern without reference, resolved at prepare time.
     Fixed(ProviderSet),
+    /// `$name`.
     Ref(Box<str>),
 }
 
-impl DynTerm {
-    fn never(len: usize) -> Self {
-        DynTerm {
-            key: "".into(),
-            present: ProviderSet::empty(len),
-            index: None,
-            matches: Vec::new(),
-            mismatches: Vec::new(),
-        }
-    }
+/// A pattern resolved for one call.
+enum Resolved<'s> {
+    /// No provider (the consumer has no such parameter, or no provider has its value).
+    Nothing,
+    /// Every provider having the key (a `*` value).
+    Present,
+    /// These providers.
+    Set(&'s ProviderSet),
+    /// The consumer's value is a glob: decided per distinct value.
+    Glob,
+}
 
-    fn pattern_word(&self, p: &DynPat, w: usize, consumer: &Url, snapshot: &Snapshot) -> u64 {
+/// How many `=` patterns of one term are combined word by word from the stack; a term with
+/// more is decided per distinct value instead (same result).
+const INLINE_PATTERNS: usize = 8;
+
+impl DynTerm {
+    fn resolve<'s>(&'s self, p: &'s DynPat, consumer: &Url) -> Resolved<'s> {
         match p {
-            DynPat::Fixed(s) => s.word(w),
+            DynPat::Fixed(s) => Resolved::Set(s),
             DynPat::Ref(name) => match consumer.get(name) {
-                None => 0,
-                Some("*") => self.present.word(w),
-                Some(v) if !v.contains('*') => self
-                    .index
-                    .as_ref()
-                    .and_then(|ix| ix.get(v))
-                    .map_or(0, |s| s.word(w)),
-                // The consumer's value is itself a glob: test the providers of this word.
-                Some(v) => {
-                    let mut bits = 0u64;
-                    for b in 0..64 {
-                        let Some(p) = snapshot.get(w * 64 + b) else {
-                            break;
-                        };
-                        if p.get(&self.key).is_some_and(|pv| glob_match(v, pv)) {
-                            bits |= 1 << b;
-                        }
-                    }
-                    bits
-                }
+                None => Resolved::Nothing,
+                Some("*") => Resolved::Present,
+                Some(v) if v.contains('*') => Resolved::Glob,
+                Some(v) => self.index.get(v).map_or(Resolved::Nothing, Resolved::Set),
             },
         }
     }
 
-    fn word(&self, w: usize, consumer: &Url, snapshot: &Snapshot) -> u64 {
-        if self.matches.is_empty() && self.mismatches.is_empty() {
-            return 0;
+    /// `acc &= term's providers` for `consumer`: (any `=` hit, or all with no `=`) and no
+    /// `!=` hit, among the providers having the key.
+    fn apply(&self, acc: &mut BitSet, consumer: &Url) {
+        self.present.and_into(acc);
+        // Removing providers the term rejects is exact whichever way the term is finished,
+        // so a glob found halfway falls back to the per-value form.
+        for p in &self.mismatches {
+            match self.resolve(p, consumer) {
+                Resolved::Nothing => {}
+                Resolved::Present => {
+                    acc.clear();
+                    return;
+                }
+                Resolved::Set(s) => and_not_into(s, acc),
+                Resolved::Glob => return self.apply_by_value(acc, consumer),
+            }
         }
-        let pos = if self.matches.is_empty() {
-            self.present.word(w)
-        } else {
-            self.matches.iter().fold(0, |acc, p| {
-                acc | self.pattern_word(p, w, consumer, snapshot)
-            })
-        };
-        let neg = self.mismatches.iter().fold(0, |acc, p| {
-            acc | self.pattern_word(p, w, consumer, snapshot)
-        });
-        pos & !neg & self.present.word(w)
+        if self.matches.is_empty() {
+            return;
+        }
+        let mut sets = [&self.present; INLINE_PATTERNS];
+        let mut n = 0;
+        for p in &self.matches {
+            match self.resolve(p, consumer) {
+                Resolved::Nothing => {}
+                // `present` is applied already.
+                Resolved::Present => return,
+                Resolved::Set(s) if n < INLINE_PATTERNS => {
+                    sets[n] = s;
+                    n += 1;
+                }
+                Resolved::Set(_) | Resolved::Glob => return self.apply_by_value(acc, consumer),
+            }
+        }
+        match &sets[..n] {
+            [] => acc.clear(),
+            [s] => s.and_into(acc),
+            sets => acc.and_with(|w| sets.iter().fold(0, |m, s| m | s.word(w))),
+        }
+    }
+
+    /// `acc &= term's providers`, deciding the term once per distinct value of the key: the
+    /// value sets partition the providers having the key, so removing the sets of the
+    /// values the term rejects (and the providers without the key) leaves exactly the rest.
+    fn apply_by_value(&self, acc: &mut BitSet, consumer: &Url) {
+        self.present.and_into(acc);
+        for (v, s) in self.index.values() {
+            if !self.term.matches_value(Some(v), Some(consumer)) {
+                and_not_into(s, acc);
+            }
+        }
     }
 }
 
-impl DynSet {
-    fn word(&self, w: usize, consumer: &Url, snapshot: &Snapshot) -> u64 {
-        let mut acc = u64::MAX;
-        for t in &self.terms {
-            acc &= t.word(w, consumer, snapshot);
-            if acc == 0 {
-                break;
+/// `acc &= !set`, without allocating.
+fn and_not_into(set: &ProviderSet, acc: &mut BitSet) {
+    match set {
+        ProviderSet::Dense(b) => acc.and_not_assign(b),
+        ProviderSet::Sparse { indexes, .. } => {
+            for &i in indexes.iter() {
+                acc.remove(i as usize);
             }
         }
-        acc
     }
 }
 
@@ -574,8 +663,7 @@ impl PreparedRouter for PreparedCondition {
                     ));
                 }
                 PreparedAction::Then(set) => {
-                    if set.intersects(candidates, cx) {
-                        set.and_into(candidates, cx);
+                    if set.narrow(candidates, cx) {
                         if cx.explaining() {
                             let n = candidates.count();
                             cx.explain(format_args!(
@@ -614,11 +702,16 @@ fn route_destinations(
     let mut sum = 0u64;
     let mut live = 0usize;
     let mut last = 0usize;
+    // Which of the first 64 destinations are live, so the pick does not evaluate them again.
+    let mut live_mask = 0u64;
     for (j, (set, weight)) in dests.iter().enumerate() {
         if *weight > 0 && set.intersects(candidates, cx) {
             sum += u64::from(*weight);
             live += 1;
             last = j;
+            if j < 64 {
+                live_mask |= 1 << j;
+            }
         }
     }
     if live == 0 {
@@ -641,7 +734,12 @@ fn route_destinations(
         let mut pick = last;
         for (j, (set, weight)) in dests.iter().enumerate() {
             let weight = u64::from(*weight);
-            if weight > 0 && set.intersects(candidates, cx) {
+            let is_live = if j < 64 {
+                live_mask & (1 << j) != 0
+            } else {
+                weight > 0 && set.intersects(candidates, cx)
+            };
+            if is_live {
                 if r < weight {
                     pick = j;
                     break;

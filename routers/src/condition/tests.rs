@@ -698,6 +698,77 @@ fn consumer_references_follow_the_calling_consumer() {
     }
 }
 
+/// The per-call form for another consumer, path by path: references resolved to one value
+/// set, to every provider with the key (`*`), to nothing; a consumer value that is a glob in
+/// `=` and in `!=` (decided per distinct value); several `=` sets combined word by word; more
+/// `=` sets than fit on the stack (decided per distinct value). Each case also equals the
+/// direct per-provider evaluation.
+#[test]
+fn per_call_consumer_references_take_every_path() {
+    let snap = snapshot(&[
+        "dubbo://10.0.0.1:1/s?zone=a&env=x".into(),
+        "dubbo://10.0.0.2:1/s?zone=b&env=y".into(),
+        "dubbo://10.0.0.3:1/s?zone=ab&env=xy".into(),
+        "dubbo://10.0.0.4:1/s?env=x".into(),
+        "dubbo://10.0.0.5:1/s?zone=ba".into(),
+        "dubbo://10.0.0.6:1/s?zone=c&env=y".into(),
+    ]);
+    let prepared = Url::parse("consumer://1.1.1.1/s?zone=a&env=x&o=b").unwrap();
+    // (then-part, calling consumer's params, kept); force=true, so an empty then-part
+    // result empties the candidates.
+    let cases: &[(&str, &str, Vec<usize>)] = &[
+        ("zone = $zone", "zone=b", vec![1]),
+        ("zone = $zone", "zone=zz", vec![]),
+        ("zone = $zone", "other=1", vec![]),
+        ("zone = $zone", "zone=*", vec![0, 1, 2, 4, 5]),
+        ("zone = $zone", "zone=*a", vec![0, 4]),
+        ("zone = $zone", "zone=a*", vec![0, 2]),
+        ("zone != $zone", "zone=a", vec![1, 2, 4, 5]),
+        ("zone != $zone", "zone=a*", vec![1, 4, 5]),
+        ("zone != $zone", "zone=*", vec![]),
+        ("zone != $zone", "other=1", vec![0, 1, 2, 4, 5]),
+        ("zone = $zone,$o", "zone=a&o=c", vec![0, 5]),
+        ("zone = $zone,$o", "zone=a&o=*b", vec![0, 1, 2]),
+        ("zone = $zone,$o", "zone=*&o=q", vec![0, 1, 2, 4, 5]),
+        ("zone = a* & zone != $zone", "zone=*b", vec![0]),
+        ("zone = $zone & env != $env", "zone=*&env=x*", vec![1, 5]),
+        ("zone = $zone & env = $env", "zone=a*&env=x*", vec![0, 2]),
+        ("zone = $zone & env = $env", "zone=*b&env=y", vec![1]),
+        ("zone = $zone & arguments[0] = 1", "zone=*", vec![]),
+        (
+            "zone = a,b,q1,q2,q3,q4,q5,q6,$zone",
+            "zone=c",
+            vec![0, 1, 5],
+        ),
+        ("zone = a,b,q1,q2,q3,q4,q5,q6,$zone", "zone=*b", vec![0, 1, 2]),
+        ("zone = q1,q2,q3,q4,q5,q6,q7,q8,$zone", "zone=zz", vec![]),
+    ];
+    for (then, params, want) in cases {
+        let rule = text_rule(&format!(" => {then}"), true);
+        let caller = Url::parse(&format!("consumer://2.2.2.2/s?{params}")).unwrap();
+        let input = BitSet::full(snap.len());
+        let out = run_with(
+            &rule,
+            &snap,
+            &prepared,
+            &caller,
+            &Request::new(),
+            &input,
+            &mut FastRng::seeded(1),
+        );
+        assert_eq!(&out.kept, want, "{then} for {params}");
+        let direct = direct(
+            &rule,
+            &snap,
+            &caller,
+            &Request::new(),
+            &input,
+            &mut FastRng::seeded(1),
+        );
+        assert_eq!(&out.kept, &direct, "{then} for {params}");
+    }
+}
+
 /// Dubbo's forty providers of `ConditionStateRouterTestV31`.
 fn forty() -> Snapshot {
     let params = [
@@ -1286,7 +1357,9 @@ fn consumer_strategy() -> impl Strategy<Value = String> {
         proptest::option::of(proptest::sample::select(
             &["a", "b", "a*", "*", "1", ""][..],
         )),
-        proptest::option::of(proptest::sample::select(&["hz", "7", "b"][..])),
+        proptest::option::of(proptest::sample::select(
+            &["hz", "7", "b", "h*", "1*", "*"][..],
+        )),
     )
         .prop_map(|(env, zone)| {
             let mut q = vec!["application=app".to_string()];
@@ -1300,11 +1373,15 @@ fn consumer_strategy() -> impl Strategy<Value = String> {
         })
 }
 
-fn clause(keys: &'static [&'static str], values: &'static [&'static str]) -> BoxedStrategy<String> {
+fn clause(
+    keys: &'static [&'static str],
+    values: &'static [&'static str],
+    max_values: usize,
+) -> BoxedStrategy<String> {
     (
         proptest::sample::select(keys),
         proptest::sample::select(&["=", "!="][..]),
-        proptest::collection::vec(proptest::sample::select(values), 1..3),
+        proptest::collection::vec(proptest::sample::select(values), 1..=max_values),
     )
         .prop_map(|(k, op, vs)| format!("{k} {op} {}", vs.join(",")))
         .boxed()
@@ -1339,16 +1416,24 @@ const WHEN_VALUES: &[&str] = &[
     "a", "b", "a*", "*", "*", "app", "get*", "1~5", "$env", "x", "hz,7",
 ];
 
-fn side(keys: &'static [&'static str], values: &'static [&'static str]) -> BoxedStrategy<String> {
-    proptest::collection::vec(clause(keys, values), 0..=2)
+fn side(
+    keys: &'static [&'static str],
+    values: &'static [&'static str],
+    max_values: usize,
+) -> BoxedStrategy<String> {
+    proptest::collection::vec(clause(keys, values, max_values), 0..=2)
         .prop_map(|cs| cs.join(" & "))
         .boxed()
 }
 
-fn rule_strategy() -> impl Strategy<Value = Value> {
+/// Rules whose then-part clauses list up to `max_then_values` patterns.
+fn rule_strategy(max_then_values: usize) -> impl Strategy<Value = Value> {
     let v30 = (
         proptest::collection::vec(
-            (side(WHEN_KEYS, WHEN_VALUES), side(THEN_KEYS, THEN_VALUES))
+            (
+                side(WHEN_KEYS, WHEN_VALUES, 2),
+                side(THEN_KEYS, THEN_VALUES, max_then_values),
+            )
                 .prop_map(|(w, t)| format!("{w} => {t}")),
             1..4,
         ),
@@ -1359,10 +1444,10 @@ fn rule_strategy() -> impl Strategy<Value = Value> {
         .prop_map(|(conditions, force, runtime, enabled)| {
             json!({"conditions": conditions, "force": force, "runtime": runtime, "enabled": enabled})
         });
-    let dest = (side(THEN_KEYS, THEN_VALUES), 0u32..4)
+    let dest = (side(THEN_KEYS, THEN_VALUES, max_then_values), 0u32..4)
         .prop_map(|(m, w)| json!({"match": m, "weight": w * 50}));
     let cond = (
-        proptest::option::of(side(WHEN_KEYS, WHEN_VALUES)),
+        proptest::option::of(side(WHEN_KEYS, WHEN_VALUES, 2)),
         proptest::option::of(proptest::collection::vec(dest, 0..4)),
     )
         .prop_map(|(from, to)| {
@@ -1408,7 +1493,7 @@ proptest! {
     #[test]
     fn bitsets_equal_direct_evaluation(
         providers in proptest::collection::vec(provider_strategy(), 1..150),
-        doc in rule_strategy(),
+        doc in rule_strategy(2),
         prepared_consumer in consumer_strategy(),
         caller in consumer_strategy(),
         same_consumer in any::<bool>(),
@@ -1420,6 +1505,31 @@ proptest! {
         let rule = compile(doc);
         let prepared = Url::parse(&prepared_consumer).unwrap();
         let caller = if same_consumer { prepared.clone() } else { Url::parse(&caller).unwrap() };
+        let mut bits = FastRng::seeded(input_seed);
+        let input = BitSet::from_fn(snap.len(), |_| bits.below(4) != 0);
+        let got = run_with(
+            &rule, &snap, &prepared, &caller, &request, &input, &mut FastRng::seeded(rng_seed),
+        );
+        let want = direct(&rule, &snap, &caller, &request, &input, &mut FastRng::seeded(rng_seed));
+        prop_assert_eq!(got.kept, want, "{}", got.reason);
+    }
+
+    /// Always a consumer other than the prepared one (the per-call form), with glob values
+    /// (`a*`, `*`, `h*`, `1*`) for `$env`/`$zone`, and then-clauses long enough to exceed the
+    /// patterns combined on the stack.
+    #[test]
+    fn per_call_consumers_equal_direct_evaluation(
+        providers in proptest::collection::vec(provider_strategy(), 1..150),
+        doc in rule_strategy(11),
+        caller in consumer_strategy(),
+        request in request_strategy(),
+        input_seed in any::<u64>(),
+        rng_seed in any::<u64>(),
+    ) {
+        let snap = snapshot(&providers);
+        let rule = compile(doc);
+        let prepared = Url::parse("consumer://10.9.9.9/svc?env=a&zone=hz").unwrap();
+        let caller = Url::parse(&caller).unwrap();
         let mut bits = FastRng::seeded(input_seed);
         let input = BitSet::from_fn(snap.len(), |_| bits.below(4) != 0);
         let got = run_with(
