@@ -1,6 +1,8 @@
 //! Routing through condition rules allocates nothing per call: v3.0 when-parts reading the
 //! method, arguments and attachments, `$name` then-parts for the prepared consumer and for
-//! another consumer (the per-call `ParamIndex` path), and v3.1 weighted destinations.
+//! another consumer (the per-call `ParamIndex` path, including a consumer whose values are
+//! globs, decided per distinct value, and a term with more `=` patterns than are combined
+//! on the stack), and v3.1 weighted destinations.
 
 use std::sync::Arc;
 
@@ -37,6 +39,7 @@ fn condition_routing_allocates_nothing() {
             "method = get* & arguments[0] = 1~100 => region = $region",
             "attachments[dubbo.tag] = canary => env = gray",
             "application = web => group != g4",
+            "method = get* => group = g0,g1,g2,g3,q1,q2,q3,q4,q5,$group & region != $zone",
         ]
     }));
     let v31 = router(json!({
@@ -62,6 +65,11 @@ fn condition_routing_allocates_nothing() {
     );
     let other =
         Arc::new(Url::parse("consumer://10.8.8.8/svc?application=web&region=bj&env=gray").unwrap());
+    // Every `$name` of this consumer is a glob.
+    let globs = Arc::new(
+        Url::parse("consumer://10.7.7.7/svc?application=web&region=*z&env=g*&group=g*&zone=s*")
+            .unwrap(),
+    );
     let requests = [
         Request::new()
             .with_method("getFoo")
@@ -74,6 +82,10 @@ fn condition_routing_allocates_nothing() {
             .with_method("getFoo")
             .with_argument(json!(42))
             .with_consumer(other),
+        Request::new()
+            .with_method("getFoo")
+            .with_argument(json!(42))
+            .with_consumer(globs),
     ];
     let mut call = CallState::seeded(3);
     for r in &requests {
@@ -81,9 +93,12 @@ fn condition_routing_allocates_nothing() {
     }
     let mut routed = 0;
     let info = allocation_counter::measure(|| {
-        for i in 0..3000 {
+        for i in 0..4000 {
             let state = chain.load();
-            if state.route(&requests[i % 3], &mut call).is_ok() {
+            if state
+                .route(&requests[i % requests.len()], &mut call)
+                .is_ok()
+            {
                 routed += call.candidates.count();
             }
         }

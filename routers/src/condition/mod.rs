@@ -7,11 +7,14 @@
 //!   [`matcher::Term`]s and reports located errors.
 //! - [`ConditionRouter`] prepares, per snapshot and consumer, every then-part and every v3.1
 //!   `to.match` as a [`ProviderSet`]; `$name` references resolve against the prepared
-//!   consumer, and through a [`ParamIndex`] lookup for a request that carries another
-//!   consumer. When-parts that read nothing from the request are decided at prepare time
-//!   (unless `runtime: true`), and the route is then reported [`Evaluation::Cached`].
+//!   consumer; for a request that carries another consumer, each reference costs one
+//!   [`ParamIndex`] lookup per evaluation of its then-part (a consumer value that is a glob
+//!   is decided once per distinct provider value). When-parts that read nothing from the
+//!   request are decided at prepare time (unless `runtime: true`), and the route is then
+//!   reported [`Evaluation::Cached`].
 //! - Per call: the when-part's string compares, bitset intersections, and for v3.1 one draw
-//!   `rng().below(sum of weights)` over the non-empty destinations. Nothing allocates.
+//!   `rng().below(sum of weights)` over the non-empty destinations. Nothing allocates (the
+//!   per-call form for another consumer works in the call's scratch bitset).
 //! - [`ConditionFactory`] registers the type `condition` (default priority 140 for
 //!   `scope: service`, 150 for `scope: application`).
 
@@ -379,9 +382,7 @@ struct SetExpr {
 impl SetExpr {
     /// The per-call form, when this call's consumer is not the prepared one.
     fn dynamic(&self, cx: &RouteContext<'_>) -> Option<&DynSet> {
-        self.dynamic
-            .as_ref()
-            .filter(|_| !cx.consumer_is_prepared())
+        self.dynamic.as_ref().filter(|_| !cx.consumer_is_prepared())
     }
 
     /// True when the set and `candidates` share a provider.

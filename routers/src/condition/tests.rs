@@ -740,7 +740,11 @@ fn per_call_consumer_references_take_every_path() {
             "zone=c",
             vec![0, 1, 5],
         ),
-        ("zone = a,b,q1,q2,q3,q4,q5,q6,$zone", "zone=*b", vec![0, 1, 2]),
+        (
+            "zone = a,b,q1,q2,q3,q4,q5,q6,$zone",
+            "zone=*b",
+            vec![0, 1, 2],
+        ),
         ("zone = q1,q2,q3,q4,q5,q6,q7,q8,$zone", "zone=zz", vec![]),
     ];
     for (then, params, want) in cases {
