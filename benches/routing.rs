@@ -141,6 +141,49 @@ fn routing(c: &mut Criterion) {
     }
 }
 
+/// The condition router for a request that carries another consumer than the chain's:
+/// `$name` then-parts resolved per call, with a plain consumer value (one `ParamIndex`
+/// lookup) and a glob value (decided per distinct provider value).
+fn per_call_consumer(c: &mut Criterion) {
+    let yaml = "service: com.example.search.IndexService
+routers:
+  - type: condition
+    priority: 140
+    rule:
+      conditions:
+        - \"=> region = $region & idc != $idc\"
+";
+    let caller = |params: &str| {
+        Arc::new(
+            routechain::core::Url::parse(&format!(
+                "consumer://10.201.0.1/com.example.search.IndexService?application=other&{params}"
+            ))
+            .expect("consumer URL"),
+        )
+    };
+    for n in [1_000, 10_000] {
+        let snapshot = Arc::new(testkit::snapshot(n, SEED));
+        let Some(state) = state_for("condition-per-call-consumer", yaml, &snapshot) else {
+            return;
+        };
+        let chain = Chain::new(state);
+        for (name, params) in [
+            ("value", "region=shanghai&idc=sh1"),
+            ("glob", "region=sh*&idc=*1"),
+        ] {
+            let requests = [Request::new().with_consumer(caller(params))];
+            bench_route(
+                c,
+                &format!("route-condition-per-call-consumer-{name}"),
+                n,
+                &chain,
+                &requests,
+                None,
+            );
+        }
+    }
+}
+
 fn updates(c: &mut Criterion) {
     let yaml = testkit::full_chain_yaml();
     for n in SIZES {
@@ -326,5 +369,5 @@ fn cpu_scaling(chain: &Chain, requests: &[Request]) {
     }
 }
 
-criterion_group!(benches, routing, updates, threads);
+criterion_group!(benches, routing, per_call_consumer, updates, threads);
 criterion_main!(benches);
