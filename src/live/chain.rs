@@ -434,9 +434,17 @@ impl LiveChain {
                         }
                     }
                     if errors.is_empty() {
+                        let settings_changed = match &new_file {
+                            Some(f) => f.service_config != file.service_config,
+                            None => *self.service.config() != file.service_config,
+                        };
                         entries = Some(compiled);
                         new_file = Some(*file);
-                        changes.push(change);
+                        changes.push(if settings_changed {
+                            format!("{change} (service settings changed)")
+                        } else {
+                            change
+                        });
                     } else {
                         reports.push(self.refuse(change, render(&errors)));
                     }
@@ -527,11 +535,6 @@ impl LiveChain {
             .as_ref()
             .map(|f| f.service_config.clone())
             .filter(|c| *c != *old_config);
-        let change = if config.is_some() {
-            format!("{change} (service settings changed)")
-        } else {
-            change
-        };
         let result = self
             .service
             .update(config, |cur| -> Result<ChainState, PrepareError> {
