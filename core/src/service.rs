@@ -292,6 +292,52 @@ impl Service {
         self.view.store(Arc::new(view));
     }
 
+    /// Builds a new chain state from the current one with `f` and swaps it in together with
+    /// `config` (when given; `None` keeps the current configuration): a call made through
+    /// this service sees the old state with the old configuration or the new state with the
+    /// new one, never a mix. When `f` fails nothing changes and the previous state and
+    /// configuration keep serving.
+    ///
+    /// The balancer and health state over the new state is built here, off the call path;
+    /// health is carried over by provider address, and when the new state has a new
+    /// degraded set the degraded providers are marked in it before the swap, so routers
+    /// see them from the first call.
+    pub fn update<E>(
+        &self,
+        config: Option<ServiceConfig>,
+        f: impl FnOnce(&ChainState) -> Result<ChainState, E>,
+    ) -> Result<Arc<ChainState>, E> {
+        let _serial = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.view.load_full();
+        let state = self.chain.update(|cur| {
+            let next = f(cur)?;
+            if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
+                for (i, p) in next.snapshot().providers().iter().enumerate() {
+                    if old
+                        .indexes_of(p.address())
+                        .any(|j| old.state.degraded().contains(j))
+                    {
+                        next.degraded().mark(i);
+                    }
+                }
+            }
+            Ok(next)
+        })?;
+        let config = match config {
+            Some(c) => {
+                let c = Arc::new(c);
+                self.config.store(c.clone());
+                c
+            }
+            None => self.config.load_full(),
+        };
+        // Calls that see the new state before this view is stored wait for it in
+        // `current` (the rebuild lock is held until then).
+        self.view
+            .store(Arc::new(build_view(state.clone(), Some(&old), config)));
+        Ok(state)
+    }
+
     /// The clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
@@ -507,7 +553,8 @@ impl Service {
         call: &mut CallState<R>,
         mut attempt: impl FnMut(&Selected) -> Result<T, E>,
     ) -> Result<Invoked<T>, InvokeError<E>> {
-        let max = self.config.load().retries.saturating_add(1);
+        // The retries of the configuration the first attempt is selected under.
+        let max = self.current().config.retries.saturating_add(1);
         let mut tried: Vec<Selected> = Vec::new();
         let mut last = None;
         for n in 1..=max {

@@ -303,6 +303,57 @@ fn health_is_carried_over_by_address_when_the_snapshot_changes() {
 }
 
 #[test]
+fn update_swaps_the_state_and_the_configuration_together() {
+    let config = ServiceConfig {
+        health: health(1, 30),
+        ..ServiceConfig::default()
+    };
+    let (svc, _) = service(3, config, vec![]);
+    svc.report_failure("10.0.0.2:20880");
+    let rr = ServiceConfig {
+        balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::RoundRobin)),
+        skip_degraded: true,
+        retries: 0,
+        health: health(1, 30),
+    };
+    // New list (10.0.0.2 moved to index 0) and new settings in one swap.
+    let text = "dubbo://10.0.0.2:20880/svc\ndubbo://10.0.0.1:20880/svc\n\
+                dubbo://10.0.0.3:20880/svc\ndubbo://10.0.0.4:20880/svc\n";
+    let snap = Arc::new(Snapshot::parse_lines(2, text).unwrap());
+    let generation = svc
+        .update(Some(rr.clone()), |s| {
+            s.with_snapshot(snap, Arc::new(DegradedSet::new(4)))
+        })
+        .unwrap()
+        .generation();
+    assert_eq!(svc.state().generation(), generation);
+    assert_eq!(*svc.config(), rr);
+    // The degraded provider is marked in the new state before any call.
+    assert!(svc.state().degraded().contains(0));
+    // Round robin over the healthy providers (skip_degraded), in Dubbo's exact order.
+    let mut call = CallState::seeded(1);
+    let seq: Vec<usize> = (0..6)
+        .map(|_| svc.select(&Request::new(), &[], &mut call).unwrap().index())
+        .collect();
+    assert_eq!(seq, [1, 2, 3, 1, 2, 3]);
+    // `retries: 0`: one attempt only.
+    let failed = svc.invoke(&Request::new(), &mut call, |_| Err::<(), _>("down"));
+    assert!(
+        matches!(failed, Err(InvokeError::Failed { attempts: 1, .. })),
+        "{failed:?}"
+    );
+    // A failing update changes neither the state nor the configuration.
+    let refused = svc.update(Some(ServiceConfig::default()), |_| Err("bad"));
+    assert_eq!(refused.unwrap_err(), "bad");
+    assert_eq!(svc.state().generation(), generation);
+    assert_eq!(*svc.config(), rr);
+    // `None` keeps the configuration.
+    svc.update(None, |s| s.with_entries(s.entries().clone()))
+        .unwrap();
+    assert_eq!(*svc.config(), rr);
+}
+
+#[test]
 fn per_method_balancers_apply() {
     let config = ServiceConfig {
         balance: BalanceConfig::default()

@@ -83,6 +83,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     let options = LiveOptions {
         protect_empty: !args.allow_empty,
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
+        ..LiveOptions::default()
     };
     let live = Arc::new(LiveChain::with_providers(
         chain,

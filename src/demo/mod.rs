@@ -479,7 +479,7 @@ fn request_of(frame: &CallFrame) -> Request {
 }
 
 struct Shared {
-    service: Service,
+    service: Arc<Service>,
     providers: Vec<RunningProvider>,
     /// Address → index in `providers`.
     by_address: BTreeMap<String, usize>,
@@ -701,7 +701,6 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         add_plugin_entry(&chain_path, library)?;
     }
     let chain = ChainFile::load(&chain_path).map_err(LoadError::Invalid)?;
-    let service_config = chain.service_config.clone();
     // The chain is live: a file watcher applies changes to the chain file and its rule
     // files (`routechain watch`'s file source).
     let live = Arc::new(LiveChain::with_providers(
@@ -710,7 +709,8 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         LiveOptions::default(),
         snapshot,
     )?);
-    let service = Service::new(live.chain().clone(), service_config);
+    // The live chain's service: the chain file's balancing settings, following its reloads.
+    let service = live.service().clone();
     let (report_tx, reports) = std::sync::mpsc::channel::<String>();
     let _watching = live
         .watch(

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use routechain_core::{
-    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
+    Chain, ChainEntry, ChainState, Clock, DegradedSet, PrepareError, Registry, Service,
+    ServiceConfig, Snapshot, SystemClock, Url,
 };
 use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
 
@@ -24,6 +25,9 @@ pub struct LiveOptions {
     /// The consumer the routers prepare for; default the chain file's `consumer`, else an
     /// empty URL.
     pub consumer: Option<Arc<Url>>,
+    /// The clock of the [`Service`]'s health tracker; default the system clock (tests
+    /// inject a [`routechain_core::ManualClock`]).
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
 impl Default for LiveOptions {
@@ -31,6 +35,7 @@ impl Default for LiveOptions {
         LiveOptions {
             protect_empty: true,
             consumer: None,
+            clock: None,
         }
     }
 }
@@ -134,16 +139,20 @@ struct Inputs {
     retired: Option<Arc<ChainState>>,
 }
 
-/// A chain whose rules and providers change while it serves.
+/// A chain whose rules, providers and service settings change while it serves.
 ///
-/// Calls read [`LiveChain::chain`] (lock-free). Updates are applied one at a time by
-/// [`LiveChain::apply`] (or the thread [`LiveChain::watch`] starts): each builds a new
-/// [`ChainState`] from the current one and swaps it in whole, so a call sees the old state
-/// or the new one, never a mix. A rule change recompiles only the entries that subscribe to
-/// that rule (the others keep their prepared state); a provider change re-prepares every
-/// router over the new snapshot; both in one update make one swap.
+/// Calls route through [`LiveChain::chain`] (lock-free) or route and balance through
+/// [`LiveChain::service`], the [`Service`] over the same chain, configured by the chain
+/// file's service settings (`load_balance`, `methods`, `skip_degraded`, `retries`,
+/// `health`). Updates are applied one at a time by [`LiveChain::apply`] (or the thread
+/// [`LiveChain::watch`] starts): each builds a new [`ChainState`] from the current one and
+/// swaps it in whole, together with the reloaded chain file's service settings, so a call
+/// sees the old state and settings or the new ones, never a mix. A rule change recompiles
+/// only the entries that subscribe to that rule (the others keep their prepared state); a
+/// provider change re-prepares every router over the new snapshot; both in one update make
+/// one swap.
 pub struct LiveChain {
-    chain: Arc<Chain>,
+    service: Arc<Service>,
     registry: Registry,
     options: LiveOptions,
     inputs: Mutex<Inputs>,
@@ -153,7 +162,7 @@ pub struct LiveChain {
 impl fmt::Debug for LiveChain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LiveChain")
-            .field("chain", &self.chain)
+            .field("service", &self.service)
             .field("stats", &self.stats)
             .finish()
     }
@@ -218,8 +227,17 @@ impl LiveChain {
             Arc::new(providers),
             options.consumer.clone(),
         )?;
+        let clock = options
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(SystemClock::new()));
+        let service = Service::with_clock(
+            Arc::new(Chain::new(state)),
+            file.service_config.clone(),
+            clock,
+        );
         Ok(LiveChain {
-            chain: Arc::new(Chain::new(state)),
+            service: Arc::new(service),
             registry,
             options,
             inputs: Mutex::new(Inputs {
@@ -234,7 +252,13 @@ impl LiveChain {
 
     /// The chain calls route through (`chain().load()` per call).
     pub fn chain(&self) -> &Arc<Chain> {
-        &self.chain
+        self.service.chain()
+    }
+
+    /// The service over the chain: routes, balances, fails over and tracks health with the
+    /// chain file's service settings, which follow every applied chain-file reload.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
     }
 
     /// The update counters.
@@ -248,7 +272,7 @@ impl LiveChain {
     }
 
     /// The chain's service, as the chain file names it.
-    pub fn service(&self) -> Option<String> {
+    pub fn service_name(&self) -> Option<String> {
         self.lock().file.service.clone()
     }
 
@@ -368,7 +392,7 @@ impl LiveChain {
 
     fn apply_parsed(&self, staged: Vec<Staged>) -> Vec<Report> {
         let mut inputs = self.lock();
-        let current = self.chain.state();
+        let current = self.chain().state();
         let mut reports = Vec::new();
         let mut new_file: Option<ChainFile> = None;
         let mut overrides = inputs.overrides.clone();
@@ -410,9 +434,17 @@ impl LiveChain {
                         }
                     }
                     if errors.is_empty() {
+                        let settings_changed = match &new_file {
+                            Some(f) => f.service_config != file.service_config,
+                            None => *self.service.config() != file.service_config,
+                        };
                         entries = Some(compiled);
                         new_file = Some(*file);
-                        changes.push(change);
+                        changes.push(if settings_changed {
+                            format!("{change} (service settings changed)")
+                        } else {
+                            change
+                        });
                     } else {
                         reports.push(self.refuse(change, render(&errors)));
                     }
@@ -497,9 +529,15 @@ impl LiveChain {
                 || (self.options.consumer.is_none()
                     && consumer_raw(f) != consumer_raw(&inputs.file))
         });
+        // A reloaded chain file brings its service settings; they swap with the state.
+        let old_config = self.service.config();
+        let config: Option<ServiceConfig> = new_file
+            .as_ref()
+            .map(|f| f.service_config.clone())
+            .filter(|c| *c != *old_config);
         let result = self
-            .chain
-            .update(|cur| -> Result<ChainState, PrepareError> {
+            .service
+            .update(config, |cur| -> Result<ChainState, PrepareError> {
                 if let Some(file) = fresh {
                     let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
                     let consumer = self

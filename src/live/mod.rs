@@ -7,8 +7,10 @@
 //!   its rule files and a providers file, watched with `notify`) and [`ZkSource`] (ZooKeeper
 //!   in Apache Dubbo's layout). An etcd or Nacos source implements the same trait; the
 //!   routers never see where a rule came from.
-//! - [`LiveChain`] owns a [`routechain_core::Chain`]. It applies each update by building a
-//!   new [`routechain_core::ChainState`] off the call path and swapping it in at once; a rule
+//! - [`LiveChain`] owns a [`routechain_core::Chain`] and the [`routechain_core::Service`]
+//!   over it (balancers, failover, health), configured by the chain file's service settings.
+//!   It applies each update by building a new [`routechain_core::ChainState`] off the call
+//!   path and swapping it in at once, with a reloaded chain file's service settings; a rule
 //!   or provider list that does not parse or validate is refused (the previous state keeps
 //!   serving, the refusal is logged, counted in [`LiveStats`] and reported), and a provider
 //!   list that suddenly becomes empty is held back unless configured otherwise.
@@ -26,6 +28,8 @@
 //! let state = live.chain().load();
 //! let mut call = CallState::new();
 //! let _ = state.route(&Request::new().with_method("getComment"), &mut call);
+//! // Or route and balance with the chain file's (live) settings:
+//! let _ = live.service().select(&Request::new().with_method("getComment"), &[], &mut call);
 //! ```
 
 mod chain;

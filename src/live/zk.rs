@@ -314,7 +314,7 @@ impl ZkConfig {
         ZkConfig {
             servers: servers.into(),
             rule_keys: live.subscriptions(),
-            service: live.service().map(|s| ServiceKey::parse(&s)),
+            service: live.service_name().map(|s| ServiceKey::parse(&s)),
             session_timeout: Duration::from_secs(10),
             retry_delay: Duration::from_millis(500),
         }

@@ -440,6 +440,23 @@ fn watch_prints_a_route_line_per_applied_change_and_the_reason_of_every_refusal(
     let v = w.next_json();
     assert_eq!(v["generation"], 3);
     assert_eq!(addresses(&v), ["10.20.3.5:20880", "10.20.3.6:20880"]);
+
+    // Service settings follow the chain file too: a bad balancer is refused with its
+    // location, a good one applies (and the report says the settings changed).
+    replace(&chain, "load_balance: fastest\nrouters: []\n");
+    let line = w.stderr_with("refused chain file");
+    assert!(
+        line.contains(&format!(
+            "{}:1:15: load_balance: unknown load balancer \"fastest\"",
+            chain.display()
+        )),
+        "{line}"
+    );
+    replace(&chain, "load_balance: roundrobin\nrouters: []\n");
+    let v = w.next_json();
+    assert_eq!(v["generation"], 4);
+    let line = w.stderr_with("applied generation 4: chain file");
+    assert!(line.contains("(service settings changed)"), "{line}");
 }
 
 #[test]
