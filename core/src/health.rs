@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 pub struct DegradedSet {
     words: Box<[AtomicU64]>,
     len: usize,
+    /// Members, kept by `mark`/`clear` after they flip a bit, so [`DegradedSet::any`] is one
+    /// load. While a flip is in flight it may lag the bits (or wrap below zero for a moment);
+    /// readers only compare it with zero.
+    members: AtomicU64,
 }
 
 impl DegradedSet {
@@ -24,6 +28,7 @@ impl DegradedSet {
         DegradedSet {
             words: (0..len.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             len,
+            members: AtomicU64::new(0),
         }
     }
     /// The number of providers the set ranges over.
@@ -42,9 +47,10 @@ impl DegradedSet {
             .map(|a| a.load(Ordering::Relaxed))
             .unwrap_or(0)
     }
-    /// True when any provider is degraded.
+    /// True when any provider is degraded (one load: a count kept by `mark` and `clear`).
+    /// Racing a `mark` or `clear` it answers as if the call came before or after it.
     pub fn any(&self) -> bool {
-        self.words.iter().any(|w| w.load(Ordering::Relaxed) != 0)
+        self.members.load(Ordering::Relaxed) != 0
     }
     /// True when provider `i` is degraded.
     pub fn contains(&self, i: usize) -> bool {
@@ -53,13 +59,19 @@ impl DegradedSet {
     /// Marks provider `i` degraded.
     pub fn mark(&self, i: usize) {
         if i < self.len {
-            self.words[i / 64].fetch_or(1 << (i % 64), Ordering::Relaxed);
+            let bit = 1 << (i % 64);
+            if self.words[i / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0 {
+                self.members.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
     /// Clears provider `i`.
     pub fn clear(&self, i: usize) {
         if i < self.len {
-            self.words[i / 64].fetch_and(!(1 << (i % 64)), Ordering::Relaxed);
+            let bit = 1 << (i % 64);
+            if self.words[i / 64].fetch_and(!bit, Ordering::Relaxed) & bit != 0 {
+                self.members.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -326,6 +338,28 @@ impl HealthTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_follows_marks_and_clears_including_repeats() {
+        let set = DegradedSet::new(130);
+        assert!(!set.any());
+        set.mark(200); // out of range: ignored
+        assert!(!set.any());
+        set.mark(3);
+        set.mark(3);
+        set.mark(129);
+        assert!(set.any());
+        set.clear(3);
+        assert!(set.any(), "129 is still degraded");
+        set.clear(3);
+        set.clear(7); // never marked
+        assert!(set.any());
+        set.clear(129);
+        assert!(!set.any());
+        assert!(!set.contains(3) && !set.contains(129));
+        set.mark(64);
+        assert!(set.any() && set.contains(64));
+    }
 
     #[test]
     fn threshold_cooldown_probation() {

@@ -21,8 +21,10 @@
 //! Prepared per snapshot: region → bitset (a provider without the region param takes the
 //! region its IDC is listed under), IDC → bitset, the degraded-param bitset, and the local
 //! region/IDC decision for the prepared consumer. The route tables are cumulative weights
-//! compiled with the rule. Per call: one copy of the candidates minus degraded into the
-//! scratch bitset, a few word scans, at most one random draw; no allocation.
+//! compiled with the rule. Per call: a few word scans (the region and target checks stop at
+//! the first hit) and one pass that narrows the candidates, at most one random draw; no
+//! allocation. The candidates minus degraded are copied into the scratch bitset only when
+//! some provider is live-degraded (or an explain trace is recorded).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -123,6 +125,7 @@ impl Router for IdcWeightRouter {
         }
         let mut prepared = PreparedIdcWeight {
             rule: shared.clone(),
+            any_degraded: !degraded.is_empty(),
             degraded,
             regions: regions.finish(),
             idcs: idcs.finish(),
@@ -330,6 +333,8 @@ struct PreparedIdcWeight {
     rule: Arc<IdcWeightRule>,
     /// Providers whose `degraded_param` is `true`.
     degraded: BitSet,
+    /// True when `degraded` has a member (so a call can skip it).
+    any_degraded: bool,
     /// Region (lower-cased) → providers; the rule's regions first, then others seen.
     regions: NamedSets,
     /// IDC (lower-cased) → providers; the rule's IDCs first, then others seen.
@@ -444,21 +449,23 @@ impl PreparedRouter for PreparedIdcWeight {
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         let rule = &*self.rule;
         let n = candidates.len();
-        let live = cx.degraded();
-        let input = if cx.explaining() {
-            candidates.count()
-        } else {
-            0
-        };
+        let explaining = cx.explaining();
+        let input = if explaining { candidates.count() } else { 0 };
 
-        // Step 1: healthy = input minus degraded (param or live), kept in the scratch set.
-        // The live set is read once here, so later steps agree with each other.
-        {
-            let healthy = cx.scratch();
-            if healthy.len() != n {
-                healthy.reset_full(n);
+        // Step 1: healthy = input minus degraded (param or live). The live set is read once
+        // here, so later steps agree with each other: when no provider is live-degraded
+        // (`DegradedSet::any`, one load) the call treats the live set as empty and never
+        // reads it; the param set is fixed per snapshot. Only a
+        // non-empty live set (or an explain trace, which reports the healthy count) copies
+        // the healthy set into the scratch set; otherwise every later pass computes it on the
+        // fly from the input words.
+        let live = cx.degraded();
+        let healthy = if explaining || live.any() {
+            let scratch = cx.scratch();
+            if scratch.len() != n {
+                scratch.reset_full(n);
             }
-            for (w, (h, c)) in healthy
+            for (w, (h, c)) in scratch
                 .words_mut()
                 .iter_mut()
                 .zip(candidates.words())
@@ -466,7 +473,12 @@ impl PreparedRouter for PreparedIdcWeight {
             {
                 *h = c & !word(&self.degraded, w) & !live.word(w);
             }
-        }
+            Healthy::Scratch
+        } else if self.any_degraded {
+            Healthy::InputMinusParam
+        } else {
+            Healthy::Input
+        };
 
         let local_call;
         let local = if cx.consumer_is_prepared() {
@@ -478,10 +490,10 @@ impl PreparedRouter for PreparedIdcWeight {
 
         // Step 2: the first region with a healthy candidate.
         let chosen = {
-            let healthy: &BitSet = cx.scratch();
+            let scratch: &BitSet = cx.scratch();
             let has = |r: usize| {
                 let set = self.regions.set(r);
-                healthy.any_with(|w| set.word(w))
+                self.any_healthy(healthy, candidates, scratch, |w| set.word(w))
             };
             match local.region.filter(|&r| has(r)) {
                 Some(r) => Some((r, true)),
@@ -500,15 +512,15 @@ impl PreparedRouter for PreparedIdcWeight {
                 candidates.clear();
                 Outcome::NoRegionForced
             } else {
-                let healthy: &BitSet = cx.scratch();
-                if healthy.is_empty() {
+                let scratch: &BitSet = cx.scratch();
+                if !self.any_healthy(healthy, candidates, scratch, |_| !0) {
                     Outcome::FallbackInput
                 } else {
-                    candidates.and_with(|w| word(healthy, w));
+                    self.keep_healthy(healthy, candidates, scratch, |_| !0);
                     Outcome::FallbackHealthy
                 }
             };
-            if cx.explaining() {
+            if explaining {
                 self.explain(cx, candidates, input, None, None, outcome);
             }
             return Evaluation::Runtime;
@@ -532,20 +544,25 @@ impl PreparedRouter for PreparedIdcWeight {
         };
 
         // Step 4: keep the target; step 5: fall back.
-        let healthy: &BitSet = cx.scratch();
+        let scratch: &BitSet = cx.scratch();
         let region_set = self.regions.set(region);
         let outcome = match strategy.target() {
             None => {
-                candidates.and_with(|w| word(healthy, w) & region_set.word(w));
+                self.keep_healthy(healthy, candidates, scratch, |w| region_set.word(w));
                 Outcome::Target
             }
             Some(target) => {
                 let target_set = target.map(|k| self.idcs.set(k));
-                let hit = target_set
-                    .is_some_and(|t| healthy.any_with(|w| region_set.word(w) & t.word(w)));
+                let hit = target_set.is_some_and(|t| {
+                    self.any_healthy(healthy, candidates, scratch, |w| {
+                        region_set.word(w) & t.word(w)
+                    })
+                });
                 match target_set {
                     Some(t) if hit => {
-                        candidates.and_with(|w| word(healthy, w) & region_set.word(w) & t.word(w));
+                        self.keep_healthy(healthy, candidates, scratch, |w| {
+                            region_set.word(w) & t.word(w)
+                        });
                         Outcome::Target
                     }
                     _ if rule.force => {
@@ -553,13 +570,13 @@ impl PreparedRouter for PreparedIdcWeight {
                         Outcome::ForcedEmpty
                     }
                     _ => {
-                        candidates.and_with(|w| word(healthy, w) & region_set.word(w));
+                        self.keep_healthy(healthy, candidates, scratch, |w| region_set.word(w));
                         Outcome::FallbackRegion
                     }
                 }
             }
         };
-        if cx.explaining() {
+        if explaining {
             self.explain(
                 cx,
                 candidates,
@@ -570,6 +587,54 @@ impl PreparedRouter for PreparedIdcWeight {
             );
         }
         Evaluation::Runtime
+    }
+}
+
+/// Where a call's healthy set (input minus degraded providers) lives.
+#[derive(Debug, Clone, Copy)]
+enum Healthy {
+    /// No provider is degraded: the healthy set is the input.
+    Input,
+    /// Only the param-degraded set (fixed per snapshot) is non-empty: input minus it.
+    InputMinusParam,
+    /// Copied into the scratch set (live-degraded providers, or an explain trace).
+    Scratch,
+}
+
+impl PreparedIdcWeight {
+    /// True when `healthy AND f` has a member (stops at the first non-zero word). Must be
+    /// called before `candidates` is narrowed.
+    #[inline]
+    fn any_healthy(
+        &self,
+        healthy: Healthy,
+        candidates: &Candidates,
+        scratch: &BitSet,
+        mut f: impl FnMut(usize) -> u64,
+    ) -> bool {
+        match healthy {
+            Healthy::Input => candidates.any_with(f),
+            Healthy::InputMinusParam => candidates.any_with(|w| !word(&self.degraded, w) & f(w)),
+            Healthy::Scratch => scratch.any_with(f),
+        }
+    }
+
+    /// `candidates = healthy AND f`, in one pass.
+    #[inline]
+    fn keep_healthy(
+        &self,
+        healthy: Healthy,
+        candidates: &mut Candidates,
+        scratch: &BitSet,
+        mut f: impl FnMut(usize) -> u64,
+    ) {
+        match healthy {
+            // healthy ⊆ candidates, so candidates AND healthy AND f = candidates AND (f minus
+            // what healthy removes).
+            Healthy::Input => candidates.and_with(f),
+            Healthy::InputMinusParam => candidates.and_with(|w| !word(&self.degraded, w) & f(w)),
+            Healthy::Scratch => candidates.and_with(|w| word(scratch, w) & f(w)),
+        }
     }
 }
 
