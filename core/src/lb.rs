@@ -310,7 +310,10 @@ impl Weights {
     fn word_total(&self, classes: &[(u64, BitSet)], w: usize, word: u64) -> u64 {
         classes
             .iter()
-            .map(|(weight, set)| weight * (word & set.words()[w]).count_ones() as u64)
+            .map(|(weight, set)| {
+                let class_word = set.words().get(w).copied().unwrap_or(0);
+                weight * (word & class_word).count_ones() as u64
+            })
             .sum()
     }
 
@@ -610,15 +613,21 @@ impl SnapshotBalance {
         let mut total: i64 = 0;
         let mut best: Option<(usize, i64)> = None;
         for i in candidates {
+            // A candidate past the snapshot (a candidate set of another size) is skipped.
+            let Some(slot) = current.get(i) else {
+                continue;
+            };
             let w = self.weights.get(i) as i64;
-            let cur = current[i].fetch_add(w, Ordering::Relaxed) + w;
+            let cur = slot.fetch_add(w, Ordering::Relaxed) + w;
             total += w;
             if best.is_none_or(|(_, max)| cur > max) {
                 best = Some((i, cur));
             }
         }
         let (i, _) = best?;
-        current[i].fetch_sub(total, Ordering::Relaxed);
+        if let Some(slot) = current.get(i) {
+            slot.fetch_sub(total, Ordering::Relaxed);
+        }
         Some(i)
     }
 
