@@ -101,6 +101,19 @@ impl View {
             .take_while(move |(a, _)| a.as_ref() == address)
             .map(|(_, i)| *i as usize)
     }
+
+    /// Marks in `degraded` (a set over `snapshot`) every provider whose address is degraded
+    /// in this view's state.
+    fn carry_degraded(&self, snapshot: &Snapshot, degraded: &DegradedSet) {
+        for (i, p) in snapshot.providers().iter().enumerate() {
+            if self
+                .indexes_of(p.address())
+                .any(|j| self.state.degraded().contains(j))
+            {
+                degraded.mark(i);
+            }
+        }
+    }
 }
 
 /// One selected provider, bound to the snapshot it was selected from.
@@ -312,14 +325,7 @@ impl Service {
         let state = self.chain.update(|cur| {
             let next = f(cur)?;
             if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
-                for (i, p) in next.snapshot().providers().iter().enumerate() {
-                    if old
-                        .indexes_of(p.address())
-                        .any(|j| old.state.degraded().contains(j))
-                    {
-                        next.degraded().mark(i);
-                    }
-                }
+                old.carry_degraded(next.snapshot(), next.degraded());
             }
             Ok(next)
         })?;
@@ -383,14 +389,7 @@ impl Service {
     pub fn update_snapshot(&self, snapshot: Arc<Snapshot>) -> Result<(), crate::PrepareError> {
         let old = self.current();
         let degraded = Arc::new(DegradedSet::new(snapshot.len()));
-        for (i, p) in snapshot.providers().iter().enumerate() {
-            if old
-                .indexes_of(p.address())
-                .any(|j| old.state.degraded().contains(j))
-            {
-                degraded.mark(i);
-            }
-        }
+        old.carry_degraded(&snapshot, &degraded);
         self.chain
             .update(|s| s.with_snapshot(snapshot, degraded))
             .map(|_| ())
