@@ -83,7 +83,7 @@ pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
 }
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.
-pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
     let chain = ChainFile::load(&inputs.chain);
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);
@@ -107,14 +107,23 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
     Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
 }
 
-fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
-    let (chain, providers, request) = load_inputs(&args.inputs)?;
+/// Reads the inputs ([`load_inputs`]) and builds the chain state over the provider list
+/// through the default registry (shared by `route`, `explain` and `simulate`).
+pub(crate) fn load_state(
+    inputs: &InputArgs,
+) -> Result<(ChainFile, ChainState, Request), LoadError> {
+    let (chain, providers, request) = load_inputs(inputs)?;
     let state = load::build_state(
         &chain,
         &crate::registry(),
         Arc::new(providers),
         request.consumer.clone(),
     )?;
+    Ok((chain, state, request))
+}
+
+fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
+    let (_, state, request) = load_state(&args.inputs)?;
     let mut call = match args.seed {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),

@@ -12,7 +12,7 @@ use routechain_core::{CallState, Chain, Service};
 use serde::Serialize;
 
 use super::EXIT_INVALID;
-use crate::load::{self, LoadError};
+use crate::load::LoadError;
 
 /// Arguments of `simulate`.
 #[derive(Debug, clap::Args)]
@@ -65,13 +65,7 @@ pub fn run(args: &SimulateArgs) -> ExitCode {
 }
 
 fn simulate(args: &SimulateArgs) -> Result<ExitCode, LoadError> {
-    let (chain, providers, request) = super::route::load_inputs(&args.inputs)?;
-    let state = load::build_state(
-        &chain,
-        &crate::registry(),
-        Arc::new(providers),
-        request.consumer.clone(),
-    )?;
+    let (chain, state, request) = super::route::load_state(&args.inputs)?;
     let service = Service::new(Arc::new(Chain::new(state)), chain.service_config.clone());
     let mut call = CallState::seeded(args.seed);
     let snapshot = service.state().snapshot().clone();
