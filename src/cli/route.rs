@@ -8,7 +8,7 @@ use routechain_core::{CallState, ChainState, NoProvider, Request, Snapshot, Trac
 use routechain_rules::ChainFile;
 use serde::Serialize;
 
-use super::{EXIT_INVALID, EXIT_NO_PROVIDER};
+use super::EXIT_NO_PROVIDER;
 use crate::load::{self, LoadError};
 
 /// Arguments of `route` and `explain`.
@@ -72,14 +72,9 @@ struct RouteOutput<'a> {
     generation: Option<u64>,
 }
 
+/// Runs `route` (`Style::Json`) or `explain` (`Style::Table`); an input error exits 2.
 pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
-    match route(args, style) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{}", e.render());
-            ExitCode::from(EXIT_INVALID)
-        }
-    }
+    super::exit_code(route(args, style))
 }
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.

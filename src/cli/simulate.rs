@@ -11,7 +11,6 @@ use std::sync::Arc;
 use routechain_core::{CallState, Chain, Service};
 use serde::Serialize;
 
-use super::EXIT_INVALID;
 use crate::load::LoadError;
 
 /// Arguments of `simulate`.
@@ -54,14 +53,9 @@ struct Output<'a> {
     counts: Vec<Count<'a>>,
 }
 
+/// Runs `simulate`; an input error exits 2.
 pub fn run(args: &SimulateArgs) -> ExitCode {
-    match simulate(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{}", e.render());
-            ExitCode::from(EXIT_INVALID)
-        }
-    }
+    super::exit_code(simulate(args))
 }
 
 fn simulate(args: &SimulateArgs) -> Result<ExitCode, LoadError> {
