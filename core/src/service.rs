@@ -102,6 +102,16 @@ impl View {
             .map(|(_, i)| *i as usize)
     }
 
+    /// The address of provider `i` (empty past the end: the health table follows the
+    /// degraded set, whose size may differ from the snapshot's).
+    fn address(&self, i: usize) -> &str {
+        self.state
+            .snapshot()
+            .providers()
+            .get(i)
+            .map_or("", |p| p.address())
+    }
+
     /// Marks in `degraded` (a set over `snapshot`) every provider whose address is degraded
     /// in this view's state.
     fn carry_degraded(&self, snapshot: &Snapshot, degraded: &DegradedSet) {
@@ -503,7 +513,7 @@ impl Service {
         self.with_target(&view, target.into(), |i| {
             if view.health.success(i) == HealthChange::Recovered {
                 self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(provider = %view.state.snapshot().providers()[i].address(), "provider recovered");
+                tracing::info!(provider = view.address(i), "provider recovered");
             }
         });
     }
@@ -517,7 +527,7 @@ impl Service {
             if view.health.failure(i, now, &view.config.health) == HealthChange::Degraded {
                 self.health_epoch.fetch_add(1, Ordering::Relaxed);
                 self.counters.degradations.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(provider = %view.state.snapshot().providers()[i].address(), "provider degraded");
+                tracing::warn!(provider = view.address(i), "provider degraded");
             }
         });
     }
