@@ -369,7 +369,7 @@ fn write_route_table(rule: &Path, table: &[(&str, u32)]) -> Result<(), DemoError
         if n + 1 == at.line {
             let col = line
                 .char_indices()
-                .nth(at.column - 1)
+                .nth(at.column.saturating_sub(1))
                 .map_or(line.len(), |(i, _)| i);
             out.push_str(&line[..col]);
             out.push_str(&format!("{{{flow}}}"));
