@@ -231,7 +231,6 @@ struct Counters {
 #[derive(Debug)]
 pub struct Service {
     chain: Arc<Chain>,
-    config: ArcSwap<ServiceConfig>,
     clock: Arc<dyn Clock>,
     view: ArcSwap<View>,
     rebuild: Mutex<()>,
@@ -281,10 +280,9 @@ impl Service {
     pub fn with_clock(chain: Arc<Chain>, config: ServiceConfig, clock: Arc<dyn Clock>) -> Self {
         let config = Arc::new(config);
         let state = chain.state();
-        let view = Arc::new(build_view(state, None, config.clone()));
+        let view = Arc::new(build_view(state, None, config));
         Service {
             chain,
-            config: ArcSwap::new(config),
             clock,
             view: ArcSwap::new(view),
             rebuild: Mutex::new(()),
@@ -299,19 +297,18 @@ impl Service {
         &self.chain
     }
 
-    /// The configuration.
+    /// The configuration (the current view's: it changes with the view, under the rebuild
+    /// lock).
     pub fn config(&self) -> Arc<ServiceConfig> {
-        self.config.load_full()
+        self.view.load().config.clone()
     }
 
     /// Replaces the configuration (balancers, `skip_degraded`, retries, health); balancer
     /// state is rebuilt, health is kept.
     pub fn set_config(&self, config: ServiceConfig) {
         let _serial = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
-        let config = Arc::new(config);
-        self.config.store(config.clone());
         let old = self.view.load_full();
-        let view = build_view(self.chain.state(), Some(&old), config);
+        let view = build_view(self.chain.state(), Some(&old), Arc::new(config));
         self.view.store(Arc::new(view));
     }
 
@@ -339,14 +336,7 @@ impl Service {
             }
             Ok(next)
         })?;
-        let config = match config {
-            Some(c) => {
-                let c = Arc::new(c);
-                self.config.store(c.clone());
-                c
-            }
-            None => self.config.load_full(),
-        };
+        let config = config.map_or_else(|| old.config.clone(), Arc::new);
         // Calls that see the new state before this view is stored wait for it in
         // `current` (the rebuild lock is held until then).
         self.view
@@ -389,7 +379,7 @@ impl Service {
         if Arc::ptr_eq(&old.state, &state) {
             return old;
         }
-        let view = Arc::new(build_view(state, Some(&old), self.config.load_full()));
+        let view = Arc::new(build_view(state, Some(&old), old.config.clone()));
         self.view.store(view.clone());
         view
     }
