@@ -267,15 +267,17 @@ impl HealthTable {
     }
 
     /// Marks provider `i` degraded until `now + cooldown` whatever its count (an operator's
-    /// or a health check's decision).
-    pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) {
-        if i < self.failures.len() {
-            let until = ((now + config.cooldown).as_nanos() as u64).max(1);
-            self.until[i].store(until, Ordering::Relaxed);
-            self.probation[i].store(false, Ordering::Relaxed);
-            self.degraded.mark(i);
-            self.next_expiry.fetch_min(until, Ordering::Relaxed);
+    /// or a health check's decision); [`HealthChange::None`] past the end.
+    pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
+        if i >= self.failures.len() {
+            return HealthChange::None;
         }
+        let until = ((now + config.cooldown).as_nanos() as u64).max(1);
+        self.until[i].store(until, Ordering::Relaxed);
+        self.probation[i].store(false, Ordering::Relaxed);
+        self.degraded.mark(i);
+        self.next_expiry.fetch_min(until, Ordering::Relaxed);
+        HealthChange::Degraded
     }
 
     /// The earliest cool-down end, if any provider is degraded by the tracker.

@@ -527,9 +527,11 @@ impl Service {
         let view = self.current();
         let now = self.clock.now();
         self.with_target(&view, target.into(), |i| {
-            view.health.degrade(i, now, &view.config.health);
-            self.health_epoch.fetch_add(1, Ordering::Relaxed);
-            self.counters.degradations.fetch_add(1, Ordering::Relaxed);
+            if view.health.degrade(i, now, &view.config.health) == HealthChange::Degraded {
+                self.health_epoch.fetch_add(1, Ordering::Relaxed);
+                self.counters.degradations.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(provider = view.address(i), "provider degraded");
+            }
         });
     }
 
