@@ -394,7 +394,7 @@ impl Ring {
     pub fn new(snapshot: &Snapshot, nodes: u32) -> Self {
         let per = (nodes / 4) as usize;
         let mut points = Vec::with_capacity(snapshot.len() * per * 4);
-        let mut buf = itoa_buf();
+        let mut buf = [0u8; 20];
         for (index, provider) in snapshot.providers().iter().enumerate() {
             let address = provider.address().as_bytes();
             for r in 0..per {
@@ -483,10 +483,7 @@ impl Ring {
     }
 }
 
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
+/// `n` in decimal, written at the end of `buf` (20 digits hold any `u64`).
 fn fmt_usize(buf: &mut [u8; 20], mut n: usize) -> &[u8] {
     let mut i = buf.len();
     loop {
