@@ -152,6 +152,16 @@ impl Default for HealthConfig {
     }
 }
 
+/// The clock time (in nanoseconds) a cool-down started at `now` ends: at least 1 (0 means
+/// "not degraded") and below `u64::MAX` (no pending expiry), saturating for a cool-down too
+/// long to count in nanoseconds.
+fn cooldown_end(now: Duration, config: &HealthConfig) -> u64 {
+    let end = now.saturating_add(config.cooldown).as_nanos();
+    u64::try_from(end)
+        .unwrap_or(u64::MAX)
+        .clamp(1, u64::MAX - 1)
+}
+
 /// What one report did to a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HealthChange {
@@ -264,14 +274,14 @@ impl HealthTable {
         let failures = self.failures[i].fetch_add(1, Ordering::Relaxed) + 1;
         let on_probation = self.probation[i].load(Ordering::Relaxed);
         if on_probation || failures >= config.failure_threshold.max(1) {
-            let until = (now + config.cooldown).as_nanos() as u64;
+            let until = cooldown_end(now, config);
             if self.until[i]
-                .compare_exchange(0, until.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .compare_exchange(0, until, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
                 self.probation[i].store(false, Ordering::Relaxed);
                 self.degraded.mark(i);
-                self.next_expiry.fetch_min(until.max(1), Ordering::Relaxed);
+                self.next_expiry.fetch_min(until, Ordering::Relaxed);
                 return HealthChange::Degraded;
             }
         }
@@ -279,15 +289,17 @@ impl HealthTable {
     }
 
     /// Marks provider `i` degraded until `now + cooldown` whatever its count (an operator's
-    /// or a health check's decision).
-    pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) {
-        if i < self.failures.len() {
-            let until = ((now + config.cooldown).as_nanos() as u64).max(1);
-            self.until[i].store(until, Ordering::Relaxed);
-            self.probation[i].store(false, Ordering::Relaxed);
-            self.degraded.mark(i);
-            self.next_expiry.fetch_min(until, Ordering::Relaxed);
+    /// or a health check's decision); [`HealthChange::None`] past the end.
+    pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
+        if i >= self.failures.len() {
+            return HealthChange::None;
         }
+        let until = cooldown_end(now, config);
+        self.until[i].store(until, Ordering::Relaxed);
+        self.probation[i].store(false, Ordering::Relaxed);
+        self.degraded.mark(i);
+        self.next_expiry.fetch_min(until, Ordering::Relaxed);
+        HealthChange::Degraded
     }
 
     /// The earliest cool-down end, if any provider is degraded by the tracker.
@@ -393,5 +405,20 @@ mod tests {
         assert_eq!(t.success(0), HealthChange::Recovered);
         assert_eq!(t.get(0), ProviderHealth::default());
         assert!(!t.degraded().contains(1));
+    }
+
+    #[test]
+    fn a_cooldown_too_long_for_nanoseconds_degrades_until_the_clock_ends() {
+        let config = HealthConfig {
+            failure_threshold: 1,
+            cooldown: Duration::MAX,
+        };
+        let t = HealthTable::new(Arc::new(DegradedSet::new(2)));
+        let now = Duration::from_secs(1);
+        assert_eq!(t.failure(0, now, &config), HealthChange::Degraded);
+        assert_eq!(t.degrade(1, now, &config), HealthChange::Degraded);
+        assert_eq!(t.next_expiry(), Some(Duration::from_nanos(u64::MAX - 1)));
+        assert_eq!(t.expire(Duration::from_secs(1 << 40)), 0);
+        assert!(t.degraded().contains(0) && t.degraded().contains(1));
     }
 }

@@ -310,7 +310,10 @@ impl Weights {
     fn word_total(&self, classes: &[(u64, BitSet)], w: usize, word: u64) -> u64 {
         classes
             .iter()
-            .map(|(weight, set)| weight * (word & set.words()[w]).count_ones() as u64)
+            .map(|(weight, set)| {
+                let class_word = set.words().get(w).copied().unwrap_or(0);
+                weight * (word & class_word).count_ones() as u64
+            })
             .sum()
     }
 
@@ -391,7 +394,7 @@ impl Ring {
     pub fn new(snapshot: &Snapshot, nodes: u32) -> Self {
         let per = (nodes / 4) as usize;
         let mut points = Vec::with_capacity(snapshot.len() * per * 4);
-        let mut buf = itoa_buf();
+        let mut buf = [0u8; 20];
         for (index, provider) in snapshot.providers().iter().enumerate() {
             let address = provider.address().as_bytes();
             for r in 0..per {
@@ -480,10 +483,7 @@ impl Ring {
     }
 }
 
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
-}
-
+/// `n` in decimal, written at the end of `buf` (20 digits hold any `u64`).
 fn fmt_usize(buf: &mut [u8; 20], mut n: usize) -> &[u8] {
     let mut i = buf.len();
     loop {
@@ -610,15 +610,21 @@ impl SnapshotBalance {
         let mut total: i64 = 0;
         let mut best: Option<(usize, i64)> = None;
         for i in candidates {
+            // A candidate past the snapshot (a candidate set of another size) is skipped.
+            let Some(slot) = current.get(i) else {
+                continue;
+            };
             let w = self.weights.get(i) as i64;
-            let cur = current[i].fetch_add(w, Ordering::Relaxed) + w;
+            let cur = slot.fetch_add(w, Ordering::Relaxed) + w;
             total += w;
             if best.is_none_or(|(_, max)| cur > max) {
                 best = Some((i, cur));
             }
         }
         let (i, _) = best?;
-        current[i].fetch_sub(total, Ordering::Relaxed);
+        if let Some(slot) = current.get(i) {
+            slot.fetch_sub(total, Ordering::Relaxed);
+        }
         Some(i)
     }
 

@@ -101,6 +101,29 @@ impl View {
             .take_while(move |(a, _)| a.as_ref() == address)
             .map(|(_, i)| *i as usize)
     }
+
+    /// The address of provider `i` (empty past the end: the health table follows the
+    /// degraded set, whose size may differ from the snapshot's).
+    fn address(&self, i: usize) -> &str {
+        self.state
+            .snapshot()
+            .providers()
+            .get(i)
+            .map_or("", |p| p.address())
+    }
+
+    /// Marks in `degraded` (a set over `snapshot`) every provider whose address is degraded
+    /// in this view's state.
+    fn carry_degraded(&self, snapshot: &Snapshot, degraded: &DegradedSet) {
+        for (i, p) in snapshot.providers().iter().enumerate() {
+            if self
+                .indexes_of(p.address())
+                .any(|j| self.state.degraded().contains(j))
+            {
+                degraded.mark(i);
+            }
+        }
+    }
 }
 
 /// One selected provider, bound to the snapshot it was selected from.
@@ -208,7 +231,6 @@ struct Counters {
 #[derive(Debug)]
 pub struct Service {
     chain: Arc<Chain>,
-    config: ArcSwap<ServiceConfig>,
     clock: Arc<dyn Clock>,
     view: ArcSwap<View>,
     rebuild: Mutex<()>,
@@ -258,10 +280,9 @@ impl Service {
     pub fn with_clock(chain: Arc<Chain>, config: ServiceConfig, clock: Arc<dyn Clock>) -> Self {
         let config = Arc::new(config);
         let state = chain.state();
-        let view = Arc::new(build_view(state, None, config.clone()));
+        let view = Arc::new(build_view(state, None, config));
         Service {
             chain,
-            config: ArcSwap::new(config),
             clock,
             view: ArcSwap::new(view),
             rebuild: Mutex::new(()),
@@ -276,19 +297,18 @@ impl Service {
         &self.chain
     }
 
-    /// The configuration.
+    /// The configuration (the current view's: it changes with the view, under the rebuild
+    /// lock).
     pub fn config(&self) -> Arc<ServiceConfig> {
-        self.config.load_full()
+        self.view.load().config.clone()
     }
 
     /// Replaces the configuration (balancers, `skip_degraded`, retries, health); balancer
     /// state is rebuilt, health is kept.
     pub fn set_config(&self, config: ServiceConfig) {
         let _serial = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
-        let config = Arc::new(config);
-        self.config.store(config.clone());
         let old = self.view.load_full();
-        let view = build_view(self.chain.state(), Some(&old), config);
+        let view = build_view(self.chain.state(), Some(&old), Arc::new(config));
         self.view.store(Arc::new(view));
     }
 
@@ -312,25 +332,11 @@ impl Service {
         let state = self.chain.update(|cur| {
             let next = f(cur)?;
             if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
-                for (i, p) in next.snapshot().providers().iter().enumerate() {
-                    if old
-                        .indexes_of(p.address())
-                        .any(|j| old.state.degraded().contains(j))
-                    {
-                        next.degraded().mark(i);
-                    }
-                }
+                old.carry_degraded(next.snapshot(), next.degraded());
             }
             Ok(next)
         })?;
-        let config = match config {
-            Some(c) => {
-                let c = Arc::new(c);
-                self.config.store(c.clone());
-                c
-            }
-            None => self.config.load_full(),
-        };
+        let config = config.map_or_else(|| old.config.clone(), Arc::new);
         // Calls that see the new state before this view is stored wait for it in
         // `current` (the rebuild lock is held until then).
         self.view
@@ -373,7 +379,7 @@ impl Service {
         if Arc::ptr_eq(&old.state, &state) {
             return old;
         }
-        let view = Arc::new(build_view(state, Some(&old), self.config.load_full()));
+        let view = Arc::new(build_view(state, Some(&old), old.config.clone()));
         self.view.store(view.clone());
         view
     }
@@ -383,14 +389,7 @@ impl Service {
     pub fn update_snapshot(&self, snapshot: Arc<Snapshot>) -> Result<(), crate::PrepareError> {
         let old = self.current();
         let degraded = Arc::new(DegradedSet::new(snapshot.len()));
-        for (i, p) in snapshot.providers().iter().enumerate() {
-            if old
-                .indexes_of(p.address())
-                .any(|j| old.state.degraded().contains(j))
-            {
-                degraded.mark(i);
-            }
-        }
+        old.carry_degraded(&snapshot, &degraded);
         self.chain
             .update(|s| s.with_snapshot(snapshot, degraded))
             .map(|_| ())
@@ -504,7 +503,7 @@ impl Service {
         self.with_target(&view, target.into(), |i| {
             if view.health.success(i) == HealthChange::Recovered {
                 self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(provider = %view.state.snapshot().providers()[i].address(), "provider recovered");
+                tracing::info!(provider = view.address(i), "provider recovered");
             }
         });
     }
@@ -518,7 +517,7 @@ impl Service {
             if view.health.failure(i, now, &view.config.health) == HealthChange::Degraded {
                 self.health_epoch.fetch_add(1, Ordering::Relaxed);
                 self.counters.degradations.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(provider = %view.state.snapshot().providers()[i].address(), "provider degraded");
+                tracing::warn!(provider = view.address(i), "provider degraded");
             }
         });
     }
@@ -528,9 +527,11 @@ impl Service {
         let view = self.current();
         let now = self.clock.now();
         self.with_target(&view, target.into(), |i| {
-            view.health.degrade(i, now, &view.config.health);
-            self.health_epoch.fetch_add(1, Ordering::Relaxed);
-            self.counters.degradations.fetch_add(1, Ordering::Relaxed);
+            if view.health.degrade(i, now, &view.config.health) == HealthChange::Degraded {
+                self.health_epoch.fetch_add(1, Ordering::Relaxed);
+                self.counters.degradations.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(provider = view.address(i), "provider degraded");
+            }
         });
     }
 

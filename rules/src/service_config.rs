@@ -263,8 +263,7 @@ pub fn duration(value: &Value) -> Result<Duration, String> {
     match value {
         Value::Number(n) => n
             .as_f64()
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
             .ok_or_else(bad),
         Value::String(s) => {
             let s = s.trim();
@@ -280,11 +279,8 @@ pub fn duration(value: &Value) -> Result<Duration, String> {
                 "h" => n * 3600.0,
                 _ => return Err(bad()),
             };
-            if secs.is_finite() && secs >= 0.0 {
-                Ok(Duration::from_secs_f64(secs))
-            } else {
-                Err(bad())
-            }
+            // Negative, not finite or past `Duration::MAX`: refused, never a panic.
+            Duration::try_from_secs_f64(secs).map_err(|_| bad())
         }
         _ => Err(bad()),
     }
@@ -389,6 +385,17 @@ mod tests {
             assert_eq!(duration(&v), Ok(d), "{v}");
         }
         for v in [json!("-1s"), json!("3 days"), json!(true), json!(-2)] {
+            assert!(duration(&v).is_err(), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_duration_past_the_largest_is_refused() {
+        for v in [
+            json!(1e300),
+            json!("1e300s"),
+            json!("99999999999999999999999h"),
+        ] {
             assert!(duration(&v).is_err(), "{v}");
         }
     }

@@ -38,6 +38,7 @@ pub struct DemoArgs {
     no_plugin: bool,
 }
 
+/// Runs the demo and prints its report; exits 1 when a check failed, 2 when it could not run.
 pub fn run(args: &DemoArgs) -> ExitCode {
     let calls = args
         .calls

@@ -107,6 +107,15 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     }
 }
 
+/// The exit code of a command that returns its own code or fails on its inputs: an input
+/// error is printed (with its file:line:column) and exits [`EXIT_INVALID`].
+fn exit_code(result: Result<ExitCode, crate::load::LoadError>) -> ExitCode {
+    result.unwrap_or_else(|e| {
+        eprintln!("{}", e.render());
+        ExitCode::from(EXIT_INVALID)
+    })
+}
+
 /// Installs the `tracing` subscriber: logs to stderr, filtered by `RUST_LOG` (default `warn`,
 /// except the live chain's refusals, which `routechain watch` prints itself).
 pub fn init_logging() {

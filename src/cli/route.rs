@@ -8,7 +8,7 @@ use routechain_core::{CallState, ChainState, NoProvider, Request, Snapshot, Trac
 use routechain_rules::ChainFile;
 use serde::Serialize;
 
-use super::{EXIT_INVALID, EXIT_NO_PROVIDER};
+use super::EXIT_NO_PROVIDER;
 use crate::load::{self, LoadError};
 
 /// Arguments of `route` and `explain`.
@@ -72,18 +72,13 @@ struct RouteOutput<'a> {
     generation: Option<u64>,
 }
 
+/// Runs `route` (`Style::Json`) or `explain` (`Style::Table`); an input error exits 2.
 pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
-    match route(args, style) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{}", e.render());
-            ExitCode::from(EXIT_INVALID)
-        }
-    }
+    super::exit_code(route(args, style))
 }
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.
-pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
     let chain = ChainFile::load(&inputs.chain);
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);
@@ -107,14 +102,23 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
     Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
 }
 
-fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
-    let (chain, providers, request) = load_inputs(&args.inputs)?;
+/// Reads the inputs ([`load_inputs`]) and builds the chain state over the provider list
+/// through the default registry (shared by `route`, `explain` and `simulate`).
+pub(crate) fn load_state(
+    inputs: &InputArgs,
+) -> Result<(ChainFile, ChainState, Request), LoadError> {
+    let (chain, providers, request) = load_inputs(inputs)?;
     let state = load::build_state(
         &chain,
         &crate::registry(),
         Arc::new(providers),
         request.consumer.clone(),
     )?;
+    Ok((chain, state, request))
+}
+
+fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
+    let (_, state, request) = load_state(&args.inputs)?;
     let mut call = match args.seed {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),

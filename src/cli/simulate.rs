@@ -11,8 +11,7 @@ use std::sync::Arc;
 use routechain_core::{CallState, Chain, Service};
 use serde::Serialize;
 
-use super::EXIT_INVALID;
-use crate::load::{self, LoadError};
+use crate::load::LoadError;
 
 /// Arguments of `simulate`.
 #[derive(Debug, clap::Args)]
@@ -54,24 +53,13 @@ struct Output<'a> {
     counts: Vec<Count<'a>>,
 }
 
+/// Runs `simulate`; an input error exits 2.
 pub fn run(args: &SimulateArgs) -> ExitCode {
-    match simulate(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{}", e.render());
-            ExitCode::from(EXIT_INVALID)
-        }
-    }
+    super::exit_code(simulate(args))
 }
 
 fn simulate(args: &SimulateArgs) -> Result<ExitCode, LoadError> {
-    let (chain, providers, request) = super::route::load_inputs(&args.inputs)?;
-    let state = load::build_state(
-        &chain,
-        &crate::registry(),
-        Arc::new(providers),
-        request.consumer.clone(),
-    )?;
+    let (chain, state, request) = super::route::load_state(&args.inputs)?;
     let service = Service::new(Arc::new(Chain::new(state)), chain.service_config.clone());
     let mut call = CallState::seeded(args.seed);
     let snapshot = service.state().snapshot().clone();

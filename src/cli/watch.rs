@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 use routechain_core::{CallState, Request, Snapshot};
 use routechain_rules::ChainFile;
 
-use super::EXIT_INVALID;
 use super::route::route_once;
 use crate::live::{
     FileConfig, FileSource, LiveChain, LiveOptions, Report, ServiceKey, Source, ZkConfig, ZkSource,
@@ -41,14 +40,9 @@ pub struct WatchArgs {
     allow_empty: bool,
 }
 
+/// Runs `watch` until killed; invalid starting files exit 2.
 pub fn run(args: &WatchArgs) -> ExitCode {
-    match watch(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("{}", e.render());
-            ExitCode::from(EXIT_INVALID)
-        }
-    }
+    super::exit_code(watch(args))
 }
 
 fn invalid(message: String) -> LoadError {

@@ -99,6 +99,7 @@ enum ZkCommand {
     },
 }
 
+/// Runs a `zk` subcommand on a single-threaded runtime.
 pub fn run(args: &ZkArgs) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -369,7 +369,7 @@ fn write_route_table(rule: &Path, table: &[(&str, u32)]) -> Result<(), DemoError
         if n + 1 == at.line {
             let col = line
                 .char_indices()
-                .nth(at.column - 1)
+                .nth(at.column.saturating_sub(1))
                 .map_or(line.len(), |(i, _)| i);
             out.push_str(&line[..col]);
             out.push_str(&format!("{{{flow}}}"));
@@ -536,7 +536,7 @@ async fn caller(shared: Arc<Shared>, next: Arc<AtomicU64>, end: u64, seed: u64) 
             let selected = match selected {
                 Ok(s) => s,
                 Err(e) => {
-                    match e {
+                    let reason = match e {
                         SelectError::ServiceUnavailable { .. } => {
                             stats.rejected += 1;
                             stats.rejected_gray += u64::from(kind == Kind::Gray);
@@ -544,15 +544,13 @@ async fn caller(shared: Arc<Shared>, next: Arc<AtomicU64>, end: u64, seed: u64) 
                                 // Refused before any network attempt.
                                 stats.reject_ns.push(started.elapsed().as_nanos() as u64);
                             }
+                            None
                         }
-                        other => {
-                            let reason = match other {
-                                SelectError::NoProvider(_) => "no provider",
-                                SelectError::Exhausted { .. } => "every routed provider failed",
-                                SelectError::ServiceUnavailable { .. } => "service unavailable",
-                            };
-                            *stats.failed.entry(reason.to_string()).or_default() += 1;
-                        }
+                        SelectError::NoProvider(_) => Some("no provider"),
+                        SelectError::Exhausted { .. } => Some("every routed provider failed"),
+                    };
+                    if let Some(reason) = reason {
+                        *stats.failed.entry(reason.to_string()).or_default() += 1;
                     }
                     stats.untagged_failed += u64::from(kind != Kind::Gray);
                     stats.gray_failed += u64::from(kind == Kind::Gray);

@@ -132,7 +132,6 @@ struct Inputs {
     file: ChainFile,
     /// Config-center rules by key: `Some` the current document, `None` deleted (cleared).
     overrides: HashMap<RuleKey, Option<YamlDoc>>,
-    snapshot_generation: u64,
     /// The state replaced by the last swap, kept until the next one so that the applier,
     /// not a call that still held it, usually frees it (a 10,000-provider state is not free
     /// to drop).
@@ -220,7 +219,6 @@ impl LiveChain {
         options: LiveOptions,
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
-        let generation = providers.generation();
         let state = load::build_state(
             &file,
             &registry,
@@ -243,7 +241,6 @@ impl LiveChain {
             inputs: Mutex::new(Inputs {
                 file,
                 overrides: HashMap::new(),
-                snapshot_generation: generation,
                 retired: None,
             }),
             stats: LiveStats::default(),
@@ -519,7 +516,8 @@ impl LiveChain {
             return reports;
         }
         let change = changes.join(" + ");
-        let snapshot_generation = inputs.snapshot_generation + u64::from(snapshot.is_some());
+        // The serving snapshot's generation, plus one for a new provider list.
+        let snapshot_generation = current.snapshot().generation() + u64::from(snapshot.is_some());
         let snapshot = snapshot.map(|p| Arc::new(Snapshot::new(snapshot_generation, p)));
         // A chain file with another service or consumer prepares everything afresh; otherwise
         // routers that are the same as before keep their prepared state.
@@ -572,7 +570,6 @@ impl LiveChain {
                     inputs.file = file;
                 }
                 inputs.overrides = overrides;
-                inputs.snapshot_generation = snapshot_generation;
                 inputs.retired = Some(current);
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");

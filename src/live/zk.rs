@@ -539,7 +539,7 @@ async fn run(
         match session(&client, &mut cx, &mut stop).await {
             End::Stop => return,
             End::Reconnect(why) => {
-                tracing::warn!("zookeeper: {why}");
+                tracing::warn!("ZooKeeper {why}; reconnecting (the last good state keeps serving)");
                 cx.status(format!(
                     "{why}; reconnecting (the last good state keeps serving)"
                 ));
@@ -604,7 +604,7 @@ async fn session(
             match install_watches(client, &paths, &ev_tx).await {
                 Ok(f) => forwarders = Some(f),
                 Err(e) => {
-                    tracing::debug!("zookeeper: {e}; retrying after reconnection");
+                    tracing::debug!("ZooKeeper watches not set ({e}); retrying after reconnection");
                 }
             }
             if forwarders.is_some() {
@@ -615,7 +615,7 @@ async fn session(
                     }
                     Err(e) => {
                         tracing::debug!(
-                            "zookeeper: re-read failed ({e}); retrying after reconnection"
+                            "ZooKeeper re-read failed ({e}); retrying after reconnection"
                         );
                     }
                 }
@@ -641,7 +641,7 @@ async fn session(
                         return End::Reconnect("session expired".into());
                     }
                     Err(e) => {
-                        tracing::debug!("zookeeper: read of {path} failed ({e}); will re-read");
+                        tracing::debug!("ZooKeeper read of {path} failed ({e}); will re-read");
                         need_resync = true;
                     }
                 }

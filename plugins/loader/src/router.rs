@@ -229,6 +229,27 @@ unsafe fn answer(out: *mut FfiStr, value: Option<&str>) -> bool {
     }
 }
 
+/// Answers a by-key lookup of a view callback: `find` gets the view's context and the
+/// plugin's key bytes (a panic or an absent key answers "absent"); the value goes to `out`.
+///
+/// # Safety
+/// `ctx` points to a `C` alive for the call, `key` borrows readable bytes for the call, and
+/// `out` is null or writable.
+unsafe fn answer_key<'c, C: 'c>(
+    ctx: *const c_void,
+    key: FfiStr,
+    out: *mut FfiStr,
+    find: impl FnOnce(&'c C, &'c [u8]) -> Option<&'c str>,
+) -> bool {
+    let v = no_unwind(|| {
+        // SAFETY: the caller's contract: `ctx` is a live `C` and `key` readable for the call.
+        let (cx, key) = unsafe { (&*(ctx as *const C), key.as_bytes()?) };
+        find(cx, key)
+    });
+    // SAFETY: the caller's contract: `out` is null or writable.
+    unsafe { answer(out, v) }
+}
+
 /// Looks `key` up by bytes: no UTF-8 check of the plugin's key per call (a key that is not
 /// UTF-8 simply matches nothing).
 fn lookup_bytes<'a>(map: &'a Attributes, key: &[u8]) -> Option<&'a str> {
@@ -299,33 +320,32 @@ unsafe extern "C" fn snapshot_consumer_get(
     key: FfiStr,
     out: *mut FfiStr,
 ) -> bool {
-    // SAFETY: `ctx` is the `SnapshotCtx` of the view; `key` borrows the plugin's string.
-    let v = no_unwind(|| unsafe {
-        let cx = &*(ctx as *const SnapshotCtx<'_>);
-        cx.consumer.get(key.as_str()?)
-    });
-    // SAFETY: the plugin passes a writable `out` (or null).
-    unsafe { answer(out, v) }
+    // SAFETY: `ctx` is the `SnapshotCtx` of the view, alive during `prepare`; `key` borrows
+    // the plugin's bytes for this call; the plugin passes a writable `out` (or null).
+    unsafe {
+        answer_key(ctx, key, out, |cx: &SnapshotCtx<'_>, key| {
+            cx.consumer.get(std::str::from_utf8(key).ok()?)
+        })
+    }
 }
 
 unsafe extern "C" fn request_attachment(ctx: *const c_void, key: FfiStr, out: *mut FfiStr) -> bool {
-    // SAFETY: `ctx` is the `RequestCtx` of the view, alive during `route`.
-    let v = no_unwind(|| unsafe {
-        let cx = &*(ctx as *const RequestCtx<'_>);
-        lookup_bytes(&cx.request.attachments, key.as_bytes()?)
-    });
-    // SAFETY: the plugin passes a writable `out` (or null).
-    unsafe { answer(out, v) }
+    // SAFETY: `ctx` is the `RequestCtx` of the view, alive during `route`; `key` borrows the
+    // plugin's bytes for this call; the plugin passes a writable `out` (or null).
+    unsafe {
+        answer_key(ctx, key, out, |cx: &RequestCtx<'_>, key| {
+            lookup_bytes(&cx.request.attachments, key)
+        })
+    }
 }
 
 unsafe extern "C" fn request_attribute(ctx: *const c_void, key: FfiStr, out: *mut FfiStr) -> bool {
-    // SAFETY: `ctx` is the `RequestCtx` of the view, alive during `route`.
-    let v = no_unwind(|| unsafe {
-        let cx = &*(ctx as *const RequestCtx<'_>);
-        lookup_bytes(&cx.request.attributes, key.as_bytes()?)
-    });
-    // SAFETY: the plugin passes a writable `out` (or null).
-    unsafe { answer(out, v) }
+    // SAFETY: as for `request_attachment`.
+    unsafe {
+        answer_key(ctx, key, out, |cx: &RequestCtx<'_>, key| {
+            lookup_bytes(&cx.request.attributes, key)
+        })
+    }
 }
 
 unsafe extern "C" fn request_consumer_get(
@@ -333,13 +353,12 @@ unsafe extern "C" fn request_consumer_get(
     key: FfiStr,
     out: *mut FfiStr,
 ) -> bool {
-    // SAFETY: `ctx` is the `RequestCtx` of the view, alive during `route`.
-    let v = no_unwind(|| unsafe {
-        let cx = &*(ctx as *const RequestCtx<'_>);
-        cx.consumer.get(key.as_str()?)
-    });
-    // SAFETY: the plugin passes a writable `out` (or null).
-    unsafe { answer(out, v) }
+    // SAFETY: as for `request_attachment`.
+    unsafe {
+        answer_key(ctx, key, out, |cx: &RequestCtx<'_>, key| {
+            cx.consumer.get(std::str::from_utf8(key).ok()?)
+        })
+    }
 }
 
 impl Router for LoadedRouter {
