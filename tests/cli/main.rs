@@ -40,6 +40,19 @@ fn routechain(args: &[&str]) -> Output {
         .expect("run routechain")
 }
 
+/// Runs `routechain CMD --chain C --providers P --request R`.
+fn run_inputs(cmd: &str, chain: &Path, providers: &Path, request: &Path) -> Output {
+    routechain(&[
+        cmd,
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ])
+}
+
 fn workspace() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -77,15 +90,7 @@ fn route_with_an_empty_chain_returns_every_provider_with_indexes_in_input_order(
     let chain = s.write("chain.yaml", "routers: []\n");
     let providers = s.write("providers.txt", PROVIDERS);
     let request = s.write("request.json", "{}");
-    let out = routechain(&[
-        "route",
-        "--chain",
-        chain.to_str().unwrap(),
-        "--providers",
-        providers.to_str().unwrap(),
-        "--request",
-        request.to_str().unwrap(),
-    ]);
+    let out = run_inputs("route", &chain, &providers, &request);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -105,15 +110,7 @@ fn empty_provider_list_exits_3_with_an_error_object() {
     let chain = s.write("chain.yaml", "routers: []\n");
     let providers = s.write("providers.txt", "# none\n");
     let request = s.write("request.json", "{}");
-    let out = routechain(&[
-        "route",
-        "--chain",
-        chain.to_str().unwrap(),
-        "--providers",
-        providers.to_str().unwrap(),
-        "--request",
-        request.to_str().unwrap(),
-    ]);
+    let out = run_inputs("route", &chain, &providers, &request);
     assert_eq!(out.status.code(), Some(3));
     let v = json(&out);
     assert_eq!(indexes(&v), Vec::<u64>::new());
@@ -129,15 +126,7 @@ fn invalid_inputs_exit_2_naming_file_line_and_column() {
         "dubbo://10.0.0.1:20880/a\ndubbo://10.0.0.2:99999/a\n",
     );
     let request = s.write("request.json", "{\"method\": 5}");
-    let out = routechain(&[
-        "route",
-        "--chain",
-        chain.to_str().unwrap(),
-        "--providers",
-        providers.to_str().unwrap(),
-        "--request",
-        request.to_str().unwrap(),
-    ]);
+    let out = run_inputs("route", &chain, &providers, &request);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -156,15 +145,7 @@ fn invalid_inputs_exit_2_naming_file_line_and_column() {
     // A chain problem is reported once the inputs parse.
     let providers = s.write("providers.txt", PROVIDERS);
     let request = s.write("request.json", "{}");
-    let out = routechain(&[
-        "route",
-        "--chain",
-        chain.to_str().unwrap(),
-        "--providers",
-        providers.to_str().unwrap(),
-        "--request",
-        request.to_str().unwrap(),
-    ]);
+    let out = run_inputs("route", &chain, &providers, &request);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
