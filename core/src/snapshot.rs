@@ -99,14 +99,6 @@ impl Snapshot {
                 .map(Provider::heap_bytes)
                 .sum::<usize>()
     }
-
-    /// The same providers under another generation number.
-    pub fn with_generation(&self, generation: u64) -> Self {
-        Snapshot {
-            generation,
-            providers: self.providers.clone(),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -20,11 +20,9 @@
 //! report every problem at once, each with origin, line, column and field path.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use routechain_core::{
-    ChainEntry, FieldPath, Registry, RouterFactory, RouterSpec, RuleDoc, RuleError, ServiceConfig,
-    Url,
+    ChainEntry, FieldPath, Registry, RouterSpec, RuleDoc, RuleError, ServiceConfig, Url,
 };
 use serde_json::Value;
 
@@ -349,15 +347,6 @@ impl ChainFile {
             .priority
             .unwrap_or_else(|| factory.default_priority(&spec));
         Ok(ChainEntry::new(def.type_name.as_str(), priority, router))
-    }
-
-    /// The factory for an entry, if registered.
-    pub fn factory<'r>(
-        &self,
-        registry: &'r Registry,
-        def: &EntryDef,
-    ) -> Option<&'r Arc<dyn RouterFactory>> {
-        registry.get(&def.type_name)
     }
 
     /// The rule files the chain names (for file watching).
