@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs ZooKeeper (Debian package `zookeeper`) when it is missing. Idempotent.
 # The tests start their own server from /usr/share/java/zookeeper.jar on a free loopback
-# port (tests/support/zookeeper.rs); nothing is started here.
+# port (testkit/src/zookeeper.rs); nothing is started here.
 set -euo pipefail
 if [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1; then
   exit 0

@@ -2,13 +2,13 @@
 //! allocator (`allocation-counter`): the bytes still allocated after building the snapshot,
 //! and after preparing each chain over it (compiled rules + prepared indexes).
 //!
-//! Run: `cargo bench -p routechain --bench memory`. Prints a table and writes
+//! Run: `cargo bench -p routechain-benches --bench memory`. Prints a table and writes
 //! `target/criterion/memory.json` (under `$CARGO_TARGET_DIR` when set) for `scripts/bench_chart.py`. Kept apart from the timing
 //! benchmarks so their allocations go through the system allocator, uncounted.
 
 use std::sync::Arc;
 
-use routechain::testkit;
+use routechain_testkit as testkit;
 
 const N: usize = 100_000;
 const SEED: u64 = 42;
@@ -95,7 +95,7 @@ fn main() {
     });
     let dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
         .join("criterion");
     if std::fs::create_dir_all(&dir).is_ok() {
         let _ = std::fs::write(

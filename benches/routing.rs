@@ -4,9 +4,9 @@
 //! IDC-weight), the full chain plus a pick, the naive baseline, updates and threads, at 100
 //! to 100,000 generated providers. See BENCHMARKS.md for the results and how to read them.
 //!
-//! Run: `cargo bench -p routechain --bench routing` (a filter after `--` selects benchmarks,
+//! Run: `cargo bench -p routechain-benches --bench routing` (a filter after `--` selects benchmarks,
 //! e.g. `-- route-full`). Every chain is built through the default registry from chain-file
-//! text ([`routechain::testkit`]), exactly as a user's chain file is. A chain whose router
+//! text ([`routechain_testkit`]), exactly as a user's chain file is. A chain whose router
 //! type is not registered is skipped with a note on standard error.
 
 use std::hint::black_box;
@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use routechain::core::service::{Service, ServiceConfig};
-use routechain::core::{
-    BalanceConfig, BalancerSpec, CallState, Chain, ChainState, DegradedSet, LoadBalanceKind,
-    RandomSource, Request, Snapshot, SnapshotBalance,
+use routechain::balance::{
+    BalanceConfig, BalancerSpec, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
 };
-use routechain::testkit::{self, naive};
+use routechain::core::{
+    CallState, Chain, ChainState, DegradedSet, RandomSource, Request, Snapshot,
+};
+use routechain_testkit::{self as testkit, naive};
 
 /// Provider counts.
 const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
@@ -295,7 +296,7 @@ fn threads(c: &mut Criterion) {
 fn criterion_dir() -> std::path::PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
         .join("criterion")
 }
 

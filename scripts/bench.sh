@@ -8,6 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "machine load before: $(uptime)"
-cargo bench -p routechain --bench routing --bench memory -- "$@"
+cargo bench -p routechain-benches --bench routing --bench memory -- "$@"
 echo "machine load after: $(uptime)"
 python3 scripts/bench_chart.py | tee target/criterion/tables.md

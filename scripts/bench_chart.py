@@ -2,7 +2,7 @@
 """Turns criterion's output into the tables and the chart of BENCHMARKS.md.
 
 Reads target/criterion/<group>/<id>/new/{benchmark,estimates}.json (written by
-`cargo bench -p routechain --bench routing`) and target/criterion/memory.json (written by
+`cargo bench -p routechain-benches --bench routing`) and target/criterion/memory.json (written by
 `--bench memory`), prints Markdown tables of the medians to standard output, and writes
 docs/img/bench_routing.svg: nanoseconds per call against provider count, both axes
 logarithmic, one line per routing benchmark. Uses only the Python standard library (the SVG
@@ -154,7 +154,7 @@ def svg(results, path):
     series = [(g, label, color, results[g]) for g, label, color in SERIES if g in results]
     points = [(x, y) for *_, data in series for x, y in data.items() if isinstance(x, int) and y > 0]
     if not points:
-        print("no routing results found: run `cargo bench -p routechain --bench routing` first", file=sys.stderr)
+        print("no routing results found: run `cargo bench -p routechain-benches --bench routing` first", file=sys.stderr)
         return False
     w, h = 860, 540
     left, right, top, bottom = 80, 250, 40, 60

@@ -1,33 +1,35 @@
 //! # routechain
 //!
 //! An ordered chain of routers, modeled on Apache Dubbo's, that narrows a service's provider
-//! list for every call; a load balancer then picks one provider. This crate is the facade:
-//! it re-exports the model ([`core`]), the built-in routers ([`routers`]), the plugin
-//! loader ([`plugins`]) and the rule loading ([`rules`]), assembles the default
-//! [`registry`], loads a chain from files ([`load`]), keeps it current from files or
-//! ZooKeeper ([`live`]) and holds the `routechain` command-line tool ([`cli`]).
+//! list for every call; a load balancer then picks one provider. This crate is what a
+//! service depends on. It re-exports the model and the chain ([`core`]), balancing, health
+//! and failover ([`balance`]), the built-in routers ([`routers`]), rule and chain loading
+//! ([`rules`]), live sources ([`live`]) and, with the `plugins` feature, the shared-library
+//! plugin loader ([`plugins`]), and assembles the default [`registry`].
+//!
+//! Features (all on by default): `zookeeper` and `file-watch` (the live sources),
+//! `plugins` (the `plugin` router type). With default features off the crate brings no
+//! async runtime beyond tokio's channels, no ZooKeeper client, no file watcher and no
+//! dynamic loading. The command line and the demo live in the `routechain-cli` crate.
 //!
 //! See the README's "The library" section for a complete example (compiled as a doc test).
-//!
 
+pub use routechain_balance as balance;
 pub use routechain_core as core;
+pub use routechain_live as live;
+#[cfg(feature = "plugins")]
 pub use routechain_plugin_loader as plugins;
 pub use routechain_routers as routers;
 pub use routechain_rules as rules;
 
-pub mod cli;
-pub mod demo;
-pub mod live;
-pub mod load;
-pub mod testkit;
-
 use routechain_core::Registry;
 
-/// The registry of every router type routechain ships: the built-in routers (and the
-/// shared-library `plugin` type).
+/// The registry of every router type routechain ships: the built-in routers (and, with the
+/// `plugins` feature, the shared-library `plugin` type).
 pub fn registry() -> Registry {
-    let mut registry = Registry::new();
-    routechain_routers::register_builtins(&mut registry);
+    #[allow(unused_mut)]
+    let mut registry = routechain_routers::builtin_registry();
+    #[cfg(feature = "plugins")]
     routechain_plugin_loader::register(&mut registry);
     registry
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::{ArcSwap, Guard};
 
 use crate::bitset::{BitSet, Candidates};
-use crate::health::DegradedSet;
+use crate::degraded::DegradedSet;
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
 use crate::router::{PrepareContext, PrepareError, PreparedRouter, RouteContext, Router};
@@ -77,6 +77,18 @@ pub enum NoProvider {
     },
 }
 
+/// A routed set remembered across the attempts of one call, with what it was routed on, so
+/// a retry reuses it instead of routing again.
+#[derive(Debug, Clone, Default)]
+pub struct RoutedMemo {
+    /// The routed set.
+    pub set: BitSet,
+    /// Identifies the chain state it was routed on (its address and generation).
+    pub state: (usize, u64),
+    /// The health epoch it was routed at.
+    pub epoch: u64,
+}
+
 /// The per-caller, reusable buffers of a call: candidates, scratch and the random source.
 /// Keep one per task or thread and reuse it: after the first call routing allocates nothing.
 #[derive(Debug, Clone)]
@@ -84,11 +96,9 @@ pub struct CallState<R: RandomSource = FastRng> {
     /// The routed set after [`ChainState::route`].
     pub candidates: Candidates,
     scratch: BitSet,
-    /// The routed set of the last [`crate::Service::select`], kept for its retries, and the
-    /// chain state it was routed on.
-    pub(crate) routed: BitSet,
-    pub(crate) routed_state: (usize, u64),
-    pub(crate) routed_epoch: u64,
+    /// The routed set of the last selection by a balancing layer (`routechain-balance`'s
+    /// `Service::select`), kept for its retries.
+    pub routed: RoutedMemo,
     /// The random source for per-call draws.
     pub rng: R,
 }
@@ -116,9 +126,7 @@ impl<R: RandomSource> CallState<R> {
         CallState {
             candidates: BitSet::default(),
             scratch: BitSet::default(),
-            routed: BitSet::default(),
-            routed_state: (0, 0),
-            routed_epoch: 0,
+            routed: RoutedMemo::default(),
             rng,
         }
     }

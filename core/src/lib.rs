@@ -12,9 +12,7 @@
 //!   `ArcSwap`.
 //! - [`ProviderSet`] / [`ParamIndex`]: per-snapshot indexes (value → providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
-//! - [`lb`]: load balancers (`random`, `roundrobin`, `leastactive`, `consistenthash`, `p2c`)
-//!   picking one provider from the candidate bitset.
-//! - [`Service`]: route + balance + failover + health tracking + the service breaker.
+//! - [`DegradedSet`]: live provider health as routers see it (a bitset of atomics).
 //! - [`RuleDoc`] / [`RuleError`]: rule documents and errors located by field path.
 //!
 //! ```
@@ -47,37 +45,28 @@
 
 pub mod bitset;
 pub mod chain;
-pub mod health;
+pub mod degraded;
 pub mod index;
-pub mod lb;
 pub mod registry;
 pub mod request;
 pub mod rng;
 pub mod router;
 pub mod rule;
-pub mod service;
 pub mod snapshot;
 pub mod trace;
 pub mod url;
 
 pub use bitset::{BitSet, Candidates};
-pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider};
-pub use health::{
-    Clock, DegradedSet, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock,
-};
+pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
+pub use degraded::DegradedSet;
 pub use index::{ParamIndex, ProviderSet};
-pub use lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind, SnapshotBalance};
 pub use registry::{Registry, RouterFactory, RouterSpec};
-pub use request::{Attributes, Request, RequestSpec};
+pub use request::{Attributes, Request};
 pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};
 pub use router::{
     FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, Router, router_fn,
 };
 pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
-pub use service::{
-    InFlight, InvokeError, Invoked, SelectError, Selected, Service, ServiceConfig, ServiceStats,
-    Target,
-};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError};

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::bitset::{BitSet, Candidates};
-use crate::health::DegradedSet;
+use crate::degraded::DegradedSet;
 use crate::request::Request;
 use crate::rng::RandomSource;
 use crate::snapshot::Snapshot;

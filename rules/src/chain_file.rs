@@ -21,9 +21,8 @@
 
 use std::path::{Path, PathBuf};
 
-use routechain_core::{
-    ChainEntry, FieldPath, Registry, RouterSpec, RuleDoc, RuleError, ServiceConfig, Url,
-};
+use routechain_balance::ServiceConfig;
+use routechain_core::{ChainEntry, FieldPath, Registry, RouterSpec, RuleDoc, RuleError, Url};
 use serde_json::Value;
 
 use crate::service_config::SERVICE_FIELDS;

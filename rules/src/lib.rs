@@ -7,6 +7,8 @@
 //! - [`chain_file`]: the chain file schema; compiling its entries through a
 //!   [`routechain_core::Registry`].
 //! - [`service_config`]: the chain file's load-balancing, failover and health settings.
+//! - [`load`]: a chain, a provider list and a request loaded from files, every problem
+//!   located; [`request`]: the JSON request format.
 //!
 //! The rule schemas of the built-in routers are Dubbo's own documents (condition, tag,
 //! affinity) and routechain's (group, IDC-weight); each router module in
@@ -14,11 +16,15 @@
 //! this crate hands it. `rules/examples/` holds a commented example of each.
 
 pub mod chain_file;
+pub mod load;
+pub mod request;
 pub mod schema;
 pub mod service_config;
 pub mod yaml;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
+pub use load::LoadError;
+pub use request::RequestSpec;
 pub use yaml::{LocatedError, Location, YamlDoc};
 
 /// The directory of the shipped examples (`rules/examples/`).

@@ -18,8 +18,9 @@
 
 use std::time::Duration;
 
-use routechain_core::lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind};
-use routechain_core::{FieldPath, HealthConfig, RuleError, ServiceConfig};
+use routechain_balance::lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind};
+use routechain_balance::{HealthConfig, ServiceConfig};
+use routechain_core::{FieldPath, RuleError};
 use serde_json::{Map, Value};
 
 /// The top-level chain-file fields read here.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use routechain_balance::LoadBalanceKind;
 use routechain_core::*;
 use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
 use serde::Deserialize;

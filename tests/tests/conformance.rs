@@ -1,6 +1,6 @@
 //! The Dubbo conformance cases (`conformance/dubbo-cases.yaml`), run through the public
-//! API: the file is read with `routechain_rules::YamlDoc`, providers are built with
-//! `Url::from_parts`, routers come from `routechain_routers::builtin_registry()` through a
+//! API: the file is read with `routechain::rules::YamlDoc`, providers are built with
+//! `Url::from_parts`, routers come from `routechain::routers::builtin_registry()` through a
 //! `RouterSpec`, are prepared on the case's snapshot, and route the case's request.
 //!
 //! One test per router kind (`condition`, `condition_v31`, `tag`); each runs every case of
@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use routechain_core::{
+use routechain::core::{
     BitSet, DegradedSet, FastRng, FieldPath, PrepareContext, Request, RouteContext, RouterSpec,
     RuleDoc, Snapshot, Url,
 };
-use routechain_rules::YamlDoc;
+use routechain::rules::YamlDoc;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -161,7 +161,7 @@ fn type_name(router: &str) -> &str {
 
 fn run_cases(kind: &str) {
     let file = load();
-    let registry = routechain_routers::builtin_registry();
+    let registry = routechain::routers::builtin_registry();
     let mut ran = 0;
     for case in file.cases.iter().filter(|c| c.router == kind) {
         assert!(

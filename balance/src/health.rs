@@ -1,0 +1,360 @@
+//! Provider health tracking: failure counting, cool-downs and probation.
+//!
+//! The tracker marks and clears bits of the chain's [`DegradedSet`] (in `routechain-core`,
+//! because routers read it per call) as calls fail and recover.
+//!
+//! [`HealthTable`] is the tracker's per-snapshot state (consecutive failures, cool-down
+//! ends, probation), driven by an injectable [`Clock`]; [`crate::service::Service`] owns it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use routechain_core::DegradedSet;
+
+/// Time as the health tracker sees it: a monotonic duration since some fixed start.
+/// Injectable so tests move time by hand ([`ManualClock`]).
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The time now.
+    fn now(&self) -> Duration;
+}
+
+/// The real monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    start: Instant,
+}
+
+impl SystemClock {
+    /// A clock starting now.
+    pub fn new() -> Self {
+        SystemClock {
+            start: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// A clock that moves only when told to (tests).
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    nanos: AtomicU64,
+}
+
+impl ManualClock {
+    /// A clock at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        self.nanos.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// When a provider is degraded and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthConfig {
+    /// Consecutive failures that degrade a provider (default 5).
+    pub failure_threshold: u32,
+    /// How long a degraded provider stays out (default 30 s); then it is on probation:
+    /// one success clears it, one failure degrades it again.
+    pub cooldown: Duration,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            failure_threshold: 5,
+            cooldown: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The clock time (in nanoseconds) a cool-down started at `now` ends: at least 1 (0 means
+/// "not degraded") and below `u64::MAX` (no pending expiry), saturating for a cool-down too
+/// long to count in nanoseconds.
+fn cooldown_end(now: Duration, config: &HealthConfig) -> u64 {
+    let end = now.saturating_add(config.cooldown).as_nanos();
+    u64::try_from(end)
+        .unwrap_or(u64::MAX)
+        .clamp(1, u64::MAX - 1)
+}
+
+/// What one report did to a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthChange {
+    /// Nothing visible changed.
+    None,
+    /// The provider was just degraded.
+    Degraded,
+    /// A provider on probation succeeded: healthy again.
+    Recovered,
+}
+
+/// One provider's health, carried from snapshot to snapshot by address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProviderHealth {
+    /// Consecutive failures since the last success.
+    pub failures: u32,
+    /// While degraded: the clock time its cool-down ends (nanoseconds), else 0.
+    pub degraded_until: u64,
+    /// Let back in after a cool-down, not yet proven healthy.
+    pub probation: bool,
+}
+
+/// Per-snapshot health counters: consecutive failures, cool-downs and probation, marking
+/// and clearing the bits of the chain state's [`DegradedSet`]. Lock-free: atomics only.
+#[derive(Debug)]
+pub struct HealthTable {
+    degraded: Arc<DegradedSet>,
+    failures: Box<[AtomicU32]>,
+    until: Box<[AtomicU64]>,
+    probation: Box<[AtomicBool]>,
+    /// The earliest cool-down end (nanoseconds), `u64::MAX` when none.
+    next_expiry: AtomicU64,
+    sweeping: AtomicBool,
+}
+
+impl HealthTable {
+    /// A table over `degraded.len()` providers, all healthy, marking `degraded`.
+    pub fn new(degraded: Arc<DegradedSet>) -> Self {
+        let n = degraded.len();
+        HealthTable {
+            failures: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            until: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            probation: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            next_expiry: AtomicU64::new(u64::MAX),
+            sweeping: AtomicBool::new(false),
+            degraded,
+        }
+    }
+
+    /// The degraded set it marks.
+    pub fn degraded(&self) -> &Arc<DegradedSet> {
+        &self.degraded
+    }
+
+    /// The health of provider `i`.
+    pub fn get(&self, i: usize) -> ProviderHealth {
+        ProviderHealth {
+            failures: self
+                .failures
+                .get(i)
+                .map_or(0, |a| a.load(Ordering::Relaxed)),
+            degraded_until: self.until.get(i).map_or(0, |a| a.load(Ordering::Relaxed)),
+            probation: self
+                .probation
+                .get(i)
+                .is_some_and(|a| a.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Sets provider `i`'s health (carrying it over from another snapshot).
+    pub fn set(&self, i: usize, h: ProviderHealth) {
+        if i >= self.failures.len() {
+            return;
+        }
+        self.failures[i].store(h.failures, Ordering::Relaxed);
+        self.probation[i].store(h.probation, Ordering::Relaxed);
+        self.until[i].store(h.degraded_until, Ordering::Relaxed);
+        if h.degraded_until != 0 {
+            self.degraded.mark(i);
+            self.next_expiry
+                .fetch_min(h.degraded_until, Ordering::Relaxed);
+        } else {
+            self.degraded.clear(i);
+        }
+    }
+
+    /// Records a successful call on provider `i`: failures reset, probation ends.
+    pub fn success(&self, i: usize) -> HealthChange {
+        if i >= self.failures.len() {
+            return HealthChange::None;
+        }
+        self.failures[i].store(0, Ordering::Relaxed);
+        if self.probation[i].swap(false, Ordering::Relaxed) {
+            HealthChange::Recovered
+        } else {
+            HealthChange::None
+        }
+    }
+
+    /// Records a failed call on provider `i` at clock time `now`: the threshold-th
+    /// consecutive failure, or any failure on probation, degrades it until `now + cooldown`.
+    pub fn failure(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
+        if i >= self.failures.len() {
+            return HealthChange::None;
+        }
+        if self.until[i].load(Ordering::Relaxed) != 0 {
+            // Already degraded (a call that was in flight when it was degraded).
+            return HealthChange::None;
+        }
+        let failures = self.failures[i].fetch_add(1, Ordering::Relaxed) + 1;
+        let on_probation = self.probation[i].load(Ordering::Relaxed);
+        if on_probation || failures >= config.failure_threshold.max(1) {
+            let until = cooldown_end(now, config);
+            if self.until[i]
+                .compare_exchange(0, until, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.probation[i].store(false, Ordering::Relaxed);
+                self.degraded.mark(i);
+                self.next_expiry.fetch_min(until, Ordering::Relaxed);
+                return HealthChange::Degraded;
+            }
+        }
+        HealthChange::None
+    }
+
+    /// Marks provider `i` degraded until `now + cooldown` whatever its count (an operator's
+    /// or a health check's decision); [`HealthChange::None`] past the end.
+    pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
+        if i >= self.failures.len() {
+            return HealthChange::None;
+        }
+        let until = cooldown_end(now, config);
+        self.until[i].store(until, Ordering::Relaxed);
+        self.probation[i].store(false, Ordering::Relaxed);
+        self.degraded.mark(i);
+        self.next_expiry.fetch_min(until, Ordering::Relaxed);
+        HealthChange::Degraded
+    }
+
+    /// The earliest cool-down end, if any provider is degraded by the tracker.
+    pub fn next_expiry(&self) -> Option<Duration> {
+        match self.next_expiry.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            n => Some(Duration::from_nanos(n)),
+        }
+    }
+
+    /// Lets providers whose cool-down has ended back in, on probation. Cheap when nothing
+    /// expired (one atomic load); one caller sweeps at a time, the others go on.
+    pub fn expire(&self, now: Duration) -> usize {
+        let now = now.as_nanos() as u64;
+        if now < self.next_expiry.load(Ordering::Relaxed) {
+            return 0;
+        }
+        if self.sweeping.swap(true, Ordering::Acquire) {
+            return 0;
+        }
+        let mut released = 0;
+        let mut next = u64::MAX;
+        for (i, until) in self.until.iter().enumerate() {
+            let u = until.load(Ordering::Relaxed);
+            if u == 0 {
+                continue;
+            }
+            if u <= now {
+                if until
+                    .compare_exchange(u, 0, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    self.failures[i].store(0, Ordering::Relaxed);
+                    self.probation[i].store(true, Ordering::Relaxed);
+                    self.degraded.clear(i);
+                    released += 1;
+                }
+            } else {
+                next = next.min(u);
+            }
+        }
+        self.next_expiry.store(next, Ordering::Relaxed);
+        self.sweeping.store(false, Ordering::Release);
+        released
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_follows_marks_and_clears_including_repeats() {
+        let set = DegradedSet::new(130);
+        assert!(!set.any());
+        set.mark(200); // out of range: ignored
+        assert!(!set.any());
+        set.mark(3);
+        set.mark(3);
+        set.mark(129);
+        assert!(set.any());
+        set.clear(3);
+        assert!(set.any(), "129 is still degraded");
+        set.clear(3);
+        set.clear(7); // never marked
+        assert!(set.any());
+        set.clear(129);
+        assert!(!set.any());
+        assert!(!set.contains(3) && !set.contains(129));
+        set.mark(64);
+        assert!(set.any() && set.contains(64));
+    }
+
+    #[test]
+    fn threshold_cooldown_probation() {
+        let config = HealthConfig {
+            failure_threshold: 3,
+            cooldown: Duration::from_secs(10),
+        };
+        let t = HealthTable::new(Arc::new(DegradedSet::new(2)));
+        let now = Duration::from_secs(1);
+        assert_eq!(t.failure(0, now, &config), HealthChange::None);
+        assert_eq!(t.failure(0, now, &config), HealthChange::None);
+        t.success(0); // resets the count
+        assert_eq!(t.failure(0, now, &config), HealthChange::None);
+        assert_eq!(t.failure(0, now, &config), HealthChange::None);
+        assert!(!t.degraded().contains(0));
+        assert_eq!(t.failure(0, now, &config), HealthChange::Degraded);
+        assert!(t.degraded().contains(0));
+        assert_eq!(t.next_expiry(), Some(Duration::from_secs(11)));
+        assert_eq!(t.expire(Duration::from_secs(10)), 0);
+        assert!(t.degraded().contains(0));
+        assert_eq!(t.expire(Duration::from_secs(11)), 1);
+        assert!(!t.degraded().contains(0));
+        assert!(t.get(0).probation);
+        assert_eq!(t.next_expiry(), None);
+        // On probation one failure degrades again.
+        assert_eq!(
+            t.failure(0, Duration::from_secs(12), &config),
+            HealthChange::Degraded
+        );
+        t.expire(Duration::from_secs(22));
+        assert_eq!(t.success(0), HealthChange::Recovered);
+        assert_eq!(t.get(0), ProviderHealth::default());
+        assert!(!t.degraded().contains(1));
+    }
+
+    #[test]
+    fn a_cooldown_too_long_for_nanoseconds_degrades_until_the_clock_ends() {
+        let config = HealthConfig {
+            failure_threshold: 1,
+            cooldown: Duration::MAX,
+        };
+        let t = HealthTable::new(Arc::new(DegradedSet::new(2)));
+        let now = Duration::from_secs(1);
+        assert_eq!(t.failure(0, now, &config), HealthChange::Degraded);
+        assert_eq!(t.degrade(1, now, &config), HealthChange::Degraded);
+        assert_eq!(t.next_expiry(), Some(Duration::from_nanos(u64::MAX - 1)));
+        assert_eq!(t.expire(Duration::from_secs(1 << 40)), 0);
+        assert!(t.degraded().contains(0) && t.degraded().contains(1));
+    }
+}

@@ -1,0 +1,87 @@
+//! Routing a call allocates nothing once the call state's buffers have grown.
+
+use std::sync::Arc;
+
+use routechain_balance::*;
+use routechain_core::*;
+
+#[test]
+fn routing_allocates_nothing() {
+    let text: String = (0..1000)
+        .map(|i| {
+            format!(
+                "dubbo://10.0.{}.{}:20880/svc?g={}\n",
+                i / 250,
+                i % 250,
+                i % 7
+            )
+        })
+        .collect();
+    let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
+    let keep: Arc<dyn Router> = Arc::new(router_fn("odd", |cx, c| {
+        c.and_with(|_| 0xAAAA_AAAA_AAAA_AAAA);
+        let _ = cx.rng().below(10);
+        cx.explain(format_args!("kept odd indexes"));
+    }));
+    let chain = Chain::new(
+        ChainState::new(
+            None,
+            snapshot,
+            Arc::new(Url::empty()),
+            vec![ChainEntry::new("odd", 0, keep)],
+        )
+        .unwrap(),
+    );
+    let request = Request::new().with_method("get").with_attribute("g", "3");
+    let mut call = CallState::seeded(9);
+    chain.load().route(&request, &mut call).unwrap(); // grows the buffers
+    let info = allocation_counter::measure(|| {
+        for _ in 0..1000 {
+            let state = chain.load();
+            state.route(&request, &mut call).unwrap();
+        }
+    });
+    assert_eq!(info.count_total, 0, "{info:?}");
+    assert_eq!(call.candidates.count(), 500);
+}
+
+#[test]
+fn selecting_allocates_nothing_for_any_balancer() {
+    let text: String = (0..300)
+        .map(|i| {
+            format!(
+                "dubbo://10.0.{}.{}:20880/svc?weight={}\n",
+                i / 250,
+                i % 250,
+                50 + (i % 3) * 50
+            )
+        })
+        .collect();
+    let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
+    for kind in LoadBalanceKind::ALL {
+        let state =
+            ChainState::new(None, snapshot.clone(), Arc::new(Url::empty()), vec![]).unwrap();
+        let config = ServiceConfig {
+            balance: BalanceConfig::new(BalancerSpec::new(kind)),
+            skip_degraded: true,
+            ..ServiceConfig::default()
+        };
+        let service = Service::new(Arc::new(Chain::new(state)), config);
+        service.report_failure(3);
+        let request = Request::new()
+            .with_method("get")
+            .with_argument(serde_json::json!(42));
+        let mut call = CallState::seeded(9);
+        let first = service.select(&request, &[], &mut call).unwrap();
+        let info = allocation_counter::measure(|| {
+            for _ in 0..1000 {
+                let s = service
+                    .select(&request, std::slice::from_ref(&first), &mut call)
+                    .unwrap();
+                let _guard = s.begin();
+                service.report_success(&s);
+            }
+        });
+        assert_eq!(info.count_total, 0, "{kind}: {info:?}");
+    }
+}

@@ -1,0 +1,132 @@
+//! The `routechain` command-line tool.
+//!
+//! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
+//! file:line:column); 3 no provider left (`route`, `explain`); 4 ZooKeeper unreachable or
+//! an operation on it failed (`zk`); 1 a check of `demo` failed.
+//!
+//! Commands: `route`, `explain`, `check`, `simulate` (route + balance N calls and count),
+//! `demo` (real calls over TCP through the demo chain), `watch`, `zk`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod check;
+mod demo;
+mod route;
+mod simulate;
+mod watch;
+mod zk;
+
+/// Exit code for invalid input.
+pub const EXIT_INVALID: u8 = 2;
+/// Exit code when no provider remains.
+pub const EXIT_NO_PROVIDER: u8 = 3;
+/// Exit code when ZooKeeper cannot be reached or an operation on it fails.
+pub const EXIT_UNAVAILABLE: u8 = 4;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "routechain",
+    version,
+    about = "Dubbo-style service routing: narrow a provider list per call with a chain of routers",
+    after_help = "Examples:\n  routechain route --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt --request rules/examples/request.json\n  routechain check rules/examples/*.chain.yaml\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 --service com.foo.BarService --request request.json"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Route one request and print the remaining providers as JSON.
+    #[command(
+        after_help = "Example:\n  routechain route --chain rules/examples/full.chain.yaml \\\n    --providers rules/examples/providers.txt --request rules/examples/request.json --explain\n\nOutput: {\"providers\": [{\"index\": 0, \"address\": \"10.20.3.3:20880\"}, ...]}\nExit: 0 providers left, 3 none left (with an \"error\" object), 2 invalid input."
+    )]
+    Route(route::RouteArgs),
+    /// Route one request and print a table of how each router narrowed the set, and why.
+    #[command(
+        after_help = "Example:\n  routechain explain --chain rules/examples/full.chain.yaml \\\n    --providers rules/examples/providers.txt --request rules/examples/request.json"
+    )]
+    Explain(route::RouteArgs),
+    /// Validate and compile chain files; print every problem.
+    #[command(
+        after_help = "Example:\n  routechain check rules/examples/*.chain.yaml\n\nExit: 0 when every file is valid, 2 otherwise."
+    )]
+    Check(check::CheckArgs),
+    /// Route and balance one request N times; print how many calls each provider got.
+    #[command(
+        after_help = "Example:\n  routechain simulate --chain rules/examples/demo/demo.chain.yaml \\\n    --providers rules/examples/demo/providers.txt --request rules/examples/demo/request.json \\\n    --calls 10000 --seed 7 --format table\n\nOutput (json): {\"calls\": N, \"empty\": k, \"counts\": [{\"index\": i, \"address\": \"...\", \"count\": c}, ...]}\nExit: 0 (calls that found no provider are counted in \"empty\"), 2 invalid input."
+    )]
+    Simulate(simulate::SimulateArgs),
+    /// Start providers on 127.0.0.1, send thousands of real calls through the demo chain,
+    /// change a rule, kill providers, and print a checked report.
+    #[command(
+        after_help = "Example:\n  cargo run --release -- demo\n  routechain demo --quick          # 2000 calls, no progress bar (CI)\n\nExit: 0 every check passed, 1 a check failed, 2 the demo could not start."
+    )]
+    Demo(demo::DemoArgs),
+    /// Keep a chain live from files or ZooKeeper; print every applied or refused change
+    /// (stderr) and, with --request, the routed result after each applied one (stdout).
+    #[command(
+        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
+    )]
+    Watch(watch::WatchArgs),
+    /// Read and write rules and providers in ZooKeeper, in Dubbo's layout.
+    #[command(
+        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 ZooKeeper unreachable or the operation failed."
+    )]
+    Zk(zk::ZkArgs),
+}
+
+/// Runs the command line in `args` (the first item is the program name).
+pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_INVALID)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    init_logging_with_default(match cli.command {
+        // The demo's report is the output; health events are in it.
+        Command::Demo(_) => "error",
+        _ => DEFAULT_LOG_FILTER,
+    });
+    match cli.command {
+        Command::Route(args) => route::run(&args, route::Style::Json),
+        Command::Explain(args) => route::run(&args, route::Style::Table),
+        Command::Check(args) => check::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
+        Command::Demo(args) => demo::run(&args),
+        Command::Watch(args) => watch::run(&args),
+        Command::Zk(args) => zk::run(&args),
+    }
+}
+
+/// The exit code of a command that returns its own code or fails on its inputs: an input
+/// error is printed (with its file:line:column) and exits [`EXIT_INVALID`].
+fn exit_code(result: Result<ExitCode, routechain::rules::load::LoadError>) -> ExitCode {
+    result.unwrap_or_else(|e| {
+        eprintln!("{}", e.render());
+        ExitCode::from(EXIT_INVALID)
+    })
+}
+
+/// The log filter when `RUST_LOG` is unset: `warn`, except the live chain's refusals, which
+/// `routechain watch` prints itself.
+const DEFAULT_LOG_FILTER: &str = "warn,routechain_live=error";
+
+/// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
+/// (a subscriber already installed stays).
+pub fn init_logging_with_default(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

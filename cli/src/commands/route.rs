@@ -1,0 +1,262 @@
+//! `routechain route` and `routechain explain`: route one request through a chain.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use routechain::core::{CallState, ChainState, NoProvider, Request, Snapshot, Trace};
+use routechain::rules::ChainFile;
+use serde::Serialize;
+
+use super::EXIT_NO_PROVIDER;
+use routechain::rules::load::{self, LoadError};
+
+/// Arguments of `route` and `explain`.
+#[derive(Debug, clap::Args)]
+pub struct RouteArgs {
+    #[command(flatten)]
+    inputs: InputArgs,
+    /// Also print what every router did (`route` only; `explain` always does).
+    #[arg(long)]
+    explain: bool,
+    /// Seed for per-call random draws (weighted destinations, route tables).
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+/// The inputs of one routed request: `--chain`, `--providers`, `--request` (shared by
+/// `route`, `explain` and `simulate`).
+#[derive(Debug, clap::Args)]
+pub struct InputArgs {
+    /// The chain file (YAML).
+    #[arg(long)]
+    pub chain: PathBuf,
+    /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
+    #[arg(long)]
+    pub providers: PathBuf,
+    /// The request (JSON; `-` reads standard input).
+    #[arg(long)]
+    pub request: PathBuf,
+}
+
+/// How to print the result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// One JSON object.
+    Json,
+    /// A human-readable table.
+    Table,
+}
+
+#[derive(Serialize)]
+struct RoutedProvider {
+    index: usize,
+    address: String,
+}
+
+#[derive(Serialize)]
+struct RouteError {
+    kind: &'static str,
+    router: Option<String>,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct RouteOutput<'a> {
+    providers: &'a [RoutedProvider],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<&'a Trace>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RouteError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generation: Option<u64>,
+}
+
+/// Runs `route` (`Style::Json`) or `explain` (`Style::Table`); an input error exits 2.
+pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
+    super::exit_code(route(args, style))
+}
+
+/// Reads the chain file, provider list and request, reporting every input problem at once.
+fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+    let chain = ChainFile::load(&inputs.chain);
+    let providers = load::load_providers(&inputs.providers, 1);
+    let request = load::load_request(&inputs.request);
+    let mut errors = Vec::new();
+    for e in [
+        chain.as_ref().err().cloned().map(LoadError::Invalid),
+        providers.as_ref().err().map(clone_load_error),
+        request.as_ref().err().map(clone_load_error),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        match e {
+            LoadError::Invalid(mut es) => errors.append(&mut es),
+            other => return Err(other),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(LoadError::Invalid(errors));
+    }
+    Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
+}
+
+/// Reads the inputs ([`load_inputs`]) and builds the chain state over the provider list
+/// through the default registry (shared by `route`, `explain` and `simulate`).
+pub(crate) fn load_state(
+    inputs: &InputArgs,
+) -> Result<(ChainFile, ChainState, Request), LoadError> {
+    let (chain, providers, request) = load_inputs(inputs)?;
+    let state = load::build_state(
+        &chain,
+        &routechain::registry(),
+        Arc::new(providers),
+        request.consumer.clone(),
+    )?;
+    Ok((chain, state, request))
+}
+
+fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
+    let (_, state, request) = load_state(&args.inputs)?;
+    let mut call = match args.seed {
+        Some(seed) => CallState::seeded(seed),
+        None => CallState::new(),
+    };
+    let routed = route_once(&state, &request, &mut call);
+    match style {
+        Style::Json => println!("{}", routed.json(args.explain, None, true)),
+        Style::Table => print!(
+            "{}",
+            table(&routed.trace, &routed.providers, routed.error.as_ref())
+        ),
+    }
+    Ok(if routed.error.is_none() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NO_PROVIDER)
+    })
+}
+
+/// One routed request: the providers left, the trace, the error if none is left. Shared by
+/// `route`, `explain` and `watch`.
+pub(crate) struct Routed {
+    trace: Trace,
+    providers: Vec<RoutedProvider>,
+    error: Option<RouteError>,
+}
+
+impl Routed {
+    /// The `route` command's JSON: `{"providers": [{"index", "address"}], "trace"?,
+    /// "error"?}`, plus `"generation"` when given (`watch`); pretty-printed or on one line.
+    pub(crate) fn json(&self, explain: bool, generation: Option<u64>, pretty: bool) -> String {
+        let out = RouteOutput {
+            providers: &self.providers,
+            trace: explain.then_some(&self.trace),
+            error: self.error.as_ref(),
+            generation,
+        };
+        let text = if pretty {
+            serde_json::to_string_pretty(&out)
+        } else {
+            serde_json::to_string(&out)
+        };
+        text.unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// Routes `request` through `state` and records the result.
+pub(crate) fn route_once(state: &ChainState, request: &Request, call: &mut CallState) -> Routed {
+    let mut trace = Trace::default();
+    let outcome = state.route_traced(request, call, &mut trace);
+    let snapshot = state.snapshot();
+    let providers = match outcome {
+        Ok(()) => call
+            .candidates
+            .iter()
+            .map(|i| RoutedProvider {
+                index: i,
+                address: snapshot.providers()[i].address().to_string(),
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    let error = outcome.as_ref().err().map(|e| RouteError {
+        kind: "no_provider",
+        router: match e {
+            NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
+            NoProvider::EmptySnapshot => None,
+        },
+        message: e.to_string(),
+    });
+    Routed {
+        trace,
+        providers,
+        error,
+    }
+}
+
+fn clone_load_error(e: &LoadError) -> LoadError {
+    match e {
+        LoadError::Invalid(es) => LoadError::Invalid(es.clone()),
+        LoadError::Prepare(p) => LoadError::Prepare(p.clone()),
+    }
+}
+
+fn table(trace: &Trace, providers: &[RoutedProvider], error: Option<&RouteError>) -> String {
+    let headers = [
+        "#", "router", "priority", "eval", "before", "after", "reason",
+    ];
+    let rows: Vec<[String; 7]> = trace
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            [
+                (i + 1).to_string(),
+                s.router.clone(),
+                s.priority.to_string(),
+                s.evaluation.to_string(),
+                s.before.to_string(),
+                s.after.to_string(),
+                s.reason.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            let numeric = matches!(i, 0 | 2 | 4 | 5);
+            if i == cells.len() - 1 {
+                out.push_str(cell);
+            } else if numeric {
+                out.push_str(&format!("{cell:>w$}  "));
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&headers.map(String::from));
+    out.push_str(&line(&widths.map(|w| "-".repeat(w))));
+    for row in &rows {
+        out.push_str(&line(row));
+    }
+    out.push('\n');
+    match error {
+        Some(e) => out.push_str(&format!("result: NO PROVIDER — {}\n", e.message)),
+        None => {
+            out.push_str(&format!("result: {} provider(s)\n", providers.len()));
+            for p in providers {
+                out.push_str(&format!("  [{}] {}\n", p.index, p.address));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,233 @@
+//! `routechain zk`: read and write rules and providers in ZooKeeper, in Dubbo's layout.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
+use routechain::live::{RuleKey, ZkAdmin, ZkError, rule_path};
+
+/// Arguments of `zk`.
+#[derive(Debug, clap::Args)]
+pub struct ZkArgs {
+    #[command(subcommand)]
+    command: ZkCommand,
+}
+
+/// Where and which rule.
+#[derive(Debug, clap::Args)]
+pub struct RuleNode {
+    /// ZooKeeper: `host:port[,host:port...][/chroot]`.
+    #[arg(long)]
+    zookeeper: String,
+    /// The rule key: a service key `interface:version:group` (both colons, e.g.
+    /// `com.foo.BarService::`) or an application name.
+    #[arg(long)]
+    key: String,
+    /// The router type: `condition`, `tag`, `affinity`, or a routechain type.
+    #[arg(long = "type")]
+    router_type: String,
+}
+
+/// Where and which service.
+#[derive(Debug, clap::Args)]
+pub struct ProviderNodes {
+    /// ZooKeeper: `host:port[,host:port...][/chroot]`.
+    #[arg(long)]
+    zookeeper: String,
+    /// The service interface (`com.foo.BarService`).
+    #[arg(long)]
+    service: String,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ZkCommand {
+    /// Write a rule node `/dubbo/config/dubbo/<key>.<type>-router` from a file (`-`: stdin).
+    #[command(
+        after_help = "Example:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml"
+    )]
+    PutRule {
+        #[command(flatten)]
+        node: RuleNode,
+        /// The rule YAML (written as is; `routechain watch` refuses a bad one).
+        file: PathBuf,
+    },
+    /// Print a rule node's text.
+    #[command(
+        after_help = "Example:\n  routechain zk get-rule --zookeeper 127.0.0.1:2181 --key demo-provider --type tag\n\nExit: 0 printed, 1 no such node."
+    )]
+    GetRule {
+        #[command(flatten)]
+        node: RuleNode,
+    },
+    /// Delete a rule node (a routechain watching it clears the rule).
+    #[command(
+        after_help = "Example:\n  routechain zk delete-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition"
+    )]
+    DeleteRule {
+        #[command(flatten)]
+        node: RuleNode,
+    },
+    /// Register providers: `/dubbo/<interface>/providers/<URL-encoded URL>` (persistent).
+    #[command(
+        after_help = "Example:\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService \\\n    'dubbo://10.0.0.1:20880/com.foo.BarService?region=hangzhou'"
+    )]
+    Register {
+        #[command(flatten)]
+        nodes: ProviderNodes,
+        /// Provider URLs.
+        #[arg(required = true)]
+        urls: Vec<String>,
+    },
+    /// Remove registered providers.
+    #[command(
+        after_help = "Example:\n  routechain zk unregister --zookeeper 127.0.0.1:2181 --service com.foo.BarService \\\n    'dubbo://10.0.0.1:20880/com.foo.BarService?region=hangzhou'"
+    )]
+    Unregister {
+        #[command(flatten)]
+        nodes: ProviderNodes,
+        /// Provider URLs, as registered.
+        #[arg(required = true)]
+        urls: Vec<String>,
+    },
+    /// List a service's registered providers (decoded), one per line.
+    #[command(
+        after_help = "Example:\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service com.foo.BarService"
+    )]
+    Providers {
+        #[command(flatten)]
+        nodes: ProviderNodes,
+    },
+}
+
+/// Runs a `zk` subcommand on a single-threaded runtime.
+pub fn run(args: &ZkArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("routechain zk: cannot start a runtime: {e}");
+            return ExitCode::from(EXIT_UNAVAILABLE);
+        }
+    };
+    runtime.block_on(zk(&args.command))
+}
+
+fn key(node: &RuleNode) -> RuleKey {
+    RuleKey::new(node.key.clone(), node.router_type.clone())
+}
+
+fn fail(e: ZkError) -> ExitCode {
+    eprintln!("routechain zk: {e}");
+    ExitCode::from(EXIT_UNAVAILABLE)
+}
+
+async fn zk(command: &ZkCommand) -> ExitCode {
+    let servers = match command {
+        ZkCommand::PutRule { node, .. }
+        | ZkCommand::GetRule { node }
+        | ZkCommand::DeleteRule { node } => &node.zookeeper,
+        ZkCommand::Register { nodes, .. }
+        | ZkCommand::Unregister { nodes, .. }
+        | ZkCommand::Providers { nodes } => &nodes.zookeeper,
+    };
+    // Read the input before connecting, so a bad path fails fast.
+    let text = match command {
+        ZkCommand::PutRule { file, .. } => {
+            let read = if file.as_os_str() == "-" {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+            } else {
+                std::fs::read_to_string(file)
+            };
+            match read {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    eprintln!("{}:1:1: cannot read: {e}", file.display());
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            }
+        }
+        _ => None,
+    };
+    let admin = match ZkAdmin::connect(servers).await {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let result = match command {
+        ZkCommand::PutRule { node, .. } => {
+            let k = key(node);
+            admin
+                .put_rule(&k, text.as_deref().unwrap_or_default())
+                .await
+                .map(|()| eprintln!("wrote {}", rule_path(&k)))
+        }
+        ZkCommand::GetRule { node } => match admin.get_rule(&key(node)).await {
+            Ok(Some(text)) => {
+                print!("{text}");
+                if !text.ends_with('\n') {
+                    println!();
+                }
+                Ok(())
+            }
+            Ok(None) => {
+                eprintln!("no rule node {}", rule_path(&key(node)));
+                return ExitCode::FAILURE;
+            }
+            Err(e) => Err(e),
+        },
+        ZkCommand::DeleteRule { node } => {
+            let k = key(node);
+            admin.delete_rule(&k).await.map(|found| {
+                if found {
+                    eprintln!("deleted {}", rule_path(&k));
+                } else {
+                    eprintln!("no rule node {} (nothing to delete)", rule_path(&k));
+                }
+            })
+        }
+        ZkCommand::Register { nodes, urls } => {
+            for url in urls {
+                if let Err(e) = routechain::core::Url::parse(url) {
+                    eprintln!(
+                        "routechain zk: invalid provider URL {url:?} at column {}: {}",
+                        e.column, e.reason
+                    );
+                    return ExitCode::from(EXIT_INVALID);
+                }
+            }
+            let mut result = Ok(());
+            for url in urls {
+                result = admin.register(&nodes.service, url).await;
+                if result.is_err() {
+                    break;
+                }
+            }
+            result.map(|()| eprintln!("registered {} provider(s)", urls.len()))
+        }
+        ZkCommand::Unregister { nodes, urls } => {
+            let mut removed = 0;
+            let mut result = Ok(());
+            for url in urls {
+                match admin.unregister(&nodes.service, url).await {
+                    Ok(found) => removed += usize::from(found),
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            result.map(|()| eprintln!("unregistered {removed} provider(s)"))
+        }
+        ZkCommand::Providers { nodes } => admin.providers(&nodes.service).await.map(|urls| {
+            for u in urls {
+                println!("{u}");
+            }
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}

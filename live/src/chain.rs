@@ -1,0 +1,897 @@
+//! [`LiveChain`]: a [`Chain`] that applies [`Update`]s atomically and refuses bad ones.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use routechain_balance::{Clock, Service, ServiceConfig, SystemClock};
+use routechain_core::{
+    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
+};
+use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
+
+use crate::dubbo::ServiceKey;
+use crate::{ProviderText, RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update};
+use routechain_rules::load::{self, LoadError};
+
+/// How a [`LiveChain`] treats updates.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// Empty-push protection: a provider list that becomes empty while the current one is
+    /// not is held back (the current providers keep serving) instead of applied. Default on,
+    /// as Dubbo's registries do; turn it off to let an empty list through.
+    pub protect_empty: bool,
+    /// The consumer the routers prepare for; default the chain file's `consumer`, else an
+    /// empty URL.
+    pub consumer: Option<Arc<Url>>,
+    /// The clock of the [`Service`]'s health tracker; default the system clock (tests
+    /// inject a [`routechain_core::ManualClock`]).
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            protect_empty: true,
+            consumer: None,
+            clock: None,
+        }
+    }
+}
+
+/// Counters of what happened to updates, readable at any time without a lock.
+#[derive(Debug, Default)]
+pub struct LiveStats {
+    applied: AtomicU64,
+    refused: AtomicU64,
+    held_back: AtomicU64,
+}
+
+impl LiveStats {
+    /// Swaps done (one per applied update or batch).
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
+    }
+    /// Changes refused because they did not parse, validate or prepare.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+    /// Empty provider lists held back by empty-push protection.
+    pub fn held_back(&self) -> u64 {
+        self.held_back.load(Ordering::Relaxed)
+    }
+}
+
+/// What became of one update (or one part of a batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// A new state is serving.
+    Applied {
+        /// The new state's generation.
+        generation: u64,
+        /// What changed.
+        change: String,
+        /// The number of providers in the new state.
+        providers: usize,
+    },
+    /// The change was refused; the previous state keeps serving.
+    Refused {
+        /// What was refused.
+        change: String,
+        /// Why (every problem, located where possible).
+        reason: String,
+    },
+    /// An empty provider list held back by empty-push protection.
+    HeldBack {
+        /// What was held back.
+        change: String,
+        /// The number of providers still serving.
+        serving: usize,
+    },
+    /// The change changes nothing (same providers, or a rule no entry subscribes to).
+    Ignored {
+        /// What was ignored.
+        change: String,
+        /// Why.
+        reason: String,
+    },
+    /// A source's status message (connected, disconnected...).
+    Status {
+        /// The source.
+        source: String,
+        /// The message.
+        message: String,
+    },
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Report::Applied {
+                generation,
+                change,
+                providers,
+            } => write!(
+                f,
+                "applied generation {generation}: {change} ({providers} provider(s))"
+            ),
+            Report::Refused { change, reason } => write!(f, "refused {change}: {reason}"),
+            Report::HeldBack { change, serving } => write!(
+                f,
+                "held back {change}: an empty provider list would leave no provider \
+                 (empty-push protection); {serving} provider(s) keep serving"
+            ),
+            Report::Ignored { change, reason } => write!(f, "ignored {change}: {reason}"),
+            Report::Status { source, message } => write!(f, "{source}: {message}"),
+        }
+    }
+}
+
+struct Inputs {
+    file: ChainFile,
+    /// Config-center rules by key: `Some` the current document, `None` deleted (cleared).
+    overrides: HashMap<RuleKey, Option<YamlDoc>>,
+    /// The state replaced by the last swap, kept until the next one so that the applier,
+    /// not a call that still held it, usually frees it (a 10,000-provider state is not free
+    /// to drop).
+    retired: Option<Arc<ChainState>>,
+}
+
+/// A chain whose rules, providers and service settings change while it serves.
+///
+/// Calls route through [`LiveChain::chain`] (lock-free) or route and balance through
+/// [`LiveChain::service`], the [`Service`] over the same chain, configured by the chain
+/// file's service settings (`load_balance`, `methods`, `skip_degraded`, `retries`,
+/// `health`). Updates are applied one at a time by [`LiveChain::apply`] (or the thread
+/// [`LiveChain::watch`] starts): each builds a new [`ChainState`] from the current one and
+/// swaps it in whole, together with the reloaded chain file's service settings, so a call
+/// sees the old state and settings or the new ones, never a mix. A rule change recompiles
+/// only the entries that subscribe to that rule (the others keep their prepared state); a
+/// provider change re-prepares every router over the new snapshot; both in one update make
+/// one swap.
+pub struct LiveChain {
+    service: Arc<Service>,
+    registry: Registry,
+    options: LiveOptions,
+    inputs: Mutex<Inputs>,
+    stats: LiveStats,
+}
+
+impl fmt::Debug for LiveChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveChain")
+            .field("service", &self.service)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The config-center key an entry follows, if it follows one: entries without a rule of
+/// their own (no inline `rule`, no `rule_file`) subscribe to `<application>.<type>-router`
+/// when they name an `application`, else to `<service key>.<type>-router`.
+pub(crate) fn subscription(file: &ChainFile, def: &EntryDef) -> Option<RuleKey> {
+    if !matches!(def.rule, RuleSource::None) {
+        return None;
+    }
+    let key = match (&def.application, &file.service) {
+        (Some(app), _) => app.clone(),
+        (None, Some(service)) => ServiceKey::parse(service).rule_key(),
+        (None, None) => return None,
+    };
+    Some(RuleKey::new(key, def.type_name.clone()))
+}
+
+fn rule_for<'a>(
+    file: &ChainFile,
+    overrides: &'a HashMap<RuleKey, Option<YamlDoc>>,
+    def: &EntryDef,
+) -> RuleOverride<'a> {
+    match subscription(file, def).and_then(|k| overrides.get(&k)) {
+        Some(Some(doc)) => RuleOverride::Doc(doc),
+        Some(None) => RuleOverride::Cleared,
+        None => RuleOverride::Own,
+    }
+}
+
+fn render(errors: &[LocatedError]) -> String {
+    errors
+        .iter()
+        .map(LocatedError::render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl LiveChain {
+    /// A live chain over `file` with no provider yet.
+    pub fn new(
+        file: ChainFile,
+        registry: Registry,
+        options: LiveOptions,
+    ) -> Result<Self, LoadError> {
+        Self::with_providers(file, registry, options, Snapshot::new(1, Vec::new()))
+    }
+
+    /// A live chain over `file` serving `providers` from the start.
+    pub fn with_providers(
+        file: ChainFile,
+        registry: Registry,
+        options: LiveOptions,
+        providers: Snapshot,
+    ) -> Result<Self, LoadError> {
+        let state = load::build_state(
+            &file,
+            &registry,
+            Arc::new(providers),
+            options.consumer.clone(),
+        )?;
+        let clock = options
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(SystemClock::new()));
+        let service = Service::with_clock(
+            Arc::new(Chain::new(state)),
+            file.service_config.clone(),
+            clock,
+        );
+        Ok(LiveChain {
+            service: Arc::new(service),
+            registry,
+            options,
+            inputs: Mutex::new(Inputs {
+                file,
+                overrides: HashMap::new(),
+                retired: None,
+            }),
+            stats: LiveStats::default(),
+        })
+    }
+
+    /// The chain calls route through (`chain().load()` per call).
+    pub fn chain(&self) -> &Arc<Chain> {
+        self.service.chain()
+    }
+
+    /// The service over the chain: routes, balances, fails over and tracks health with the
+    /// chain file's service settings, which follow every applied chain-file reload.
+    pub fn service(&self) -> &Arc<Service> {
+        &self.service
+    }
+
+    /// The update counters.
+    pub fn stats(&self) -> &LiveStats {
+        &self.stats
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LiveOptions {
+        &self.options
+    }
+
+    /// The chain's service, as the chain file names it.
+    pub fn service_name(&self) -> Option<String> {
+        self.lock().file.service.clone()
+    }
+
+    /// The rule keys the chain's entries subscribe to (entries without a rule of their own),
+    /// deduplicated, in entry order.
+    pub fn subscriptions(&self) -> Vec<RuleKey> {
+        let inputs = self.lock();
+        let mut keys: Vec<RuleKey> = Vec::new();
+        for def in &inputs.file.entries {
+            if let Some(k) = subscription(&inputs.file, def)
+                && !keys.contains(&k)
+            {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inputs> {
+        self.inputs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts `source` and a thread that applies its updates in order, calling `on_report`
+    /// with every outcome. Dropping the returned [`Watching`] stops both.
+    pub fn watch(
+        self: &Arc<Self>,
+        source: Box<dyn Source>,
+        mut on_report: impl FnMut(&Report) + Send + 'static,
+    ) -> Result<Watching, SourceError> {
+        let name = source.name().to_string();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let handle = source.start(tx)?;
+        let me = self.clone();
+        let applier = std::thread::Builder::new()
+            .name(format!("routechain-live-{name}"))
+            .spawn(move || {
+                while let Some(update) = rx.blocking_recv() {
+                    for report in me.apply(update) {
+                        on_report(&report);
+                    }
+                }
+            })
+            .map_err(|e| SourceError::Start {
+                source_name: name,
+                reason: e.to_string(),
+            })?;
+        Ok(Watching {
+            source: Some(handle),
+            applier: Some(applier),
+        })
+    }
+
+    /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
+    /// benchmark hook for "prepare and swap N providers".
+    pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
+        self.apply_parsed(vec![Staged::Providers {
+            change: format!("providers from {origin} ({} URL(s))", providers.len()),
+            providers,
+        }])
+    }
+
+    /// Applies one update: parses and validates it, builds the new state off the call path
+    /// and swaps it in. A batch makes one swap; its bad parts are refused one by one and the
+    /// good parts applied. Returns what happened to each part.
+    pub fn apply(&self, update: Update) -> Vec<Report> {
+        let mut items = Vec::new();
+        flatten(update, &mut items);
+        let mut staged = Vec::new();
+        let mut reports = Vec::new();
+        for item in items {
+            let change = item.describe();
+            match item {
+                Update::Status { source, message } => {
+                    tracing::info!(source = %source, "{message}");
+                    reports.push(Report::Status { source, message });
+                }
+                Update::Providers { origin, text } => match parse_providers(&origin, &text) {
+                    Ok(providers) => staged.push(Staged::Providers { change, providers }),
+                    Err(reason) => reports.push(self.refuse(change, reason)),
+                },
+                Update::Rule { key, event, origin } => {
+                    let doc = match event {
+                        RuleEvent::Deleted => None,
+                        RuleEvent::Added(text) | RuleEvent::Modified(text) => {
+                            match YamlDoc::parse(origin, &text) {
+                                Ok(doc) => Some(doc),
+                                Err(e) => {
+                                    reports.push(self.refuse(change, e.render()));
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    staged.push(Staged::Rule { change, key, doc });
+                }
+                Update::ChainFile(path) => match ChainFile::load(&path) {
+                    Ok(file) => staged.push(Staged::Chain {
+                        change,
+                        file: Box::new(file),
+                    }),
+                    Err(errors) => reports.push(self.refuse(change, render(&errors))),
+                },
+                Update::Batch(_) => {}
+            }
+        }
+        if !staged.is_empty() {
+            reports.extend(self.apply_parsed(staged));
+        }
+        reports
+    }
+
+    fn refuse(&self, change: String, reason: String) -> Report {
+        self.stats.refused.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(change = %change, "refused update: {reason}");
+        Report::Refused { change, reason }
+    }
+
+    fn apply_parsed(&self, staged: Vec<Staged>) -> Vec<Report> {
+        let mut inputs = self.lock();
+        let current = self.chain().state();
+        let mut reports = Vec::new();
+        let mut new_file: Option<ChainFile> = None;
+        let mut overrides = inputs.overrides.clone();
+        let mut entries: Option<Vec<ChainEntry>> = None;
+        let mut snapshot: Option<Vec<Url>> = None;
+        let mut changes = Vec::new();
+        for item in staged {
+            match item {
+                Staged::Chain { change, file } => {
+                    // Entries whose definition and rule are unchanged keep their compiled
+                    // router (and so their prepared indexes); the others compile.
+                    let old_file = new_file.as_ref().unwrap_or(&inputs.file);
+                    let old_entries = entries
+                        .clone()
+                        .unwrap_or_else(|| current.entries().to_vec());
+                    let same_context =
+                        old_file.service == file.service && old_file.base_dir == file.base_dir;
+                    let mut compiled = Vec::with_capacity(file.entries.len());
+                    let mut errors = Vec::new();
+                    for (pos, def) in file.entries.iter().enumerate() {
+                        let kept = old_entries.get(pos).filter(|_| {
+                            same_context
+                                && old_file
+                                    .entries
+                                    .get(pos)
+                                    .is_some_and(|old| same_entry(old_file, old, &file, def))
+                        });
+                        if let Some(e) = kept {
+                            compiled.push(e.clone());
+                            continue;
+                        }
+                        match file.compile_entry(
+                            &self.registry,
+                            def,
+                            rule_for(&file, &overrides, def),
+                        ) {
+                            Ok(e) => compiled.push(e),
+                            Err(mut es) => errors.append(&mut es),
+                        }
+                    }
+                    if errors.is_empty() {
+                        let settings_changed = match &new_file {
+                            Some(f) => f.service_config != file.service_config,
+                            None => *self.service.config() != file.service_config,
+                        };
+                        entries = Some(compiled);
+                        new_file = Some(*file);
+                        changes.push(if settings_changed {
+                            format!("{change} (service settings changed)")
+                        } else {
+                            change
+                        });
+                    } else {
+                        reports.push(self.refuse(change, render(&errors)));
+                    }
+                }
+                Staged::Rule { change, key, doc } => {
+                    let file = new_file.as_ref().unwrap_or(&inputs.file);
+                    let subscribed: Vec<(usize, &EntryDef)> = file
+                        .entries
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, d)| subscription(file, d).as_ref() == Some(&key))
+                        .collect();
+                    if subscribed.is_empty() {
+                        reports.push(Report::Ignored {
+                            change,
+                            reason: "no chain entry subscribes to this rule".into(),
+                        });
+                        continue;
+                    }
+                    let rule = match &doc {
+                        Some(d) => RuleOverride::Doc(d),
+                        None => RuleOverride::Cleared,
+                    };
+                    let mut compiled = Vec::new();
+                    let mut errors = Vec::new();
+                    for (pos, def) in &subscribed {
+                        match file.compile_entry(&self.registry, def, rule) {
+                            Ok(e) => compiled.push((*pos, e)),
+                            Err(mut es) => errors.append(&mut es),
+                        }
+                    }
+                    if !errors.is_empty() {
+                        reports.push(self.refuse(change, render(&errors)));
+                        continue;
+                    }
+                    let es = entries.get_or_insert_with(|| current.entries().to_vec());
+                    for (pos, e) in compiled {
+                        if let Some(slot) = es.get_mut(pos) {
+                            *slot = e;
+                        }
+                    }
+                    overrides.insert(key, doc);
+                    changes.push(change);
+                }
+                Staged::Providers { change, providers } => {
+                    let serving = snapshot.as_ref().map_or(current.snapshot().len(), Vec::len);
+                    if providers.is_empty() && serving > 0 && self.options.protect_empty {
+                        self.stats.held_back.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(change = %change, "empty provider list held back");
+                        reports.push(Report::HeldBack { change, serving });
+                        continue;
+                    }
+                    let same = snapshot.is_none()
+                        && providers.len() == current.snapshot().len()
+                        && providers
+                            .iter()
+                            .zip(current.snapshot().providers())
+                            .all(|(a, b)| a.raw() == b.raw());
+                    if same {
+                        reports.push(Report::Ignored {
+                            change,
+                            reason: "the provider list is unchanged".into(),
+                        });
+                        continue;
+                    }
+                    snapshot = Some(providers);
+                    changes.push(change);
+                }
+            }
+        }
+        if changes.is_empty() {
+            return reports;
+        }
+        let change = changes.join(" + ");
+        // The serving snapshot's generation, plus one for a new provider list.
+        let snapshot_generation = current.snapshot().generation() + u64::from(snapshot.is_some());
+        let snapshot = snapshot.map(|p| Arc::new(Snapshot::new(snapshot_generation, p)));
+        // A chain file with another service or consumer prepares everything afresh; otherwise
+        // routers that are the same as before keep their prepared state.
+        let consumer_raw = |f: &ChainFile| f.consumer.as_ref().map(|c| c.raw().to_string());
+        let fresh = new_file.as_ref().filter(|f| {
+            f.service != inputs.file.service
+                || (self.options.consumer.is_none()
+                    && consumer_raw(f) != consumer_raw(&inputs.file))
+        });
+        // A reloaded chain file brings its service settings; they swap with the state.
+        let old_config = self.service.config();
+        let config: Option<ServiceConfig> = new_file
+            .as_ref()
+            .map(|f| f.service_config.clone())
+            .filter(|c| *c != *old_config);
+        let result = self
+            .service
+            .update(config, |cur| -> Result<ChainState, PrepareError> {
+                if let Some(file) = fresh {
+                    let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
+                    let consumer = self
+                        .options
+                        .consumer
+                        .clone()
+                        .or_else(|| file.consumer.clone().map(Arc::new))
+                        .unwrap_or_else(|| Arc::new(Url::empty()));
+                    return ChainState::new(
+                        file.service.as_deref().map(Arc::from),
+                        snap,
+                        consumer,
+                        entries.clone().unwrap_or_default(),
+                    );
+                }
+                match (&snapshot, &entries) {
+                    (Some(s), Some(e)) => cur.with_snapshot_and_entries(
+                        s.clone(),
+                        Arc::new(DegradedSet::new(s.len())),
+                        e.clone(),
+                    ),
+                    (Some(s), None) => {
+                        cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
+                    }
+                    (None, Some(e)) => cur.with_entries(e.clone()),
+                    (None, None) => cur.with_entries(cur.entries().clone()),
+                }
+            });
+        match result {
+            Ok(state) => {
+                if let Some(file) = new_file {
+                    inputs.file = file;
+                }
+                inputs.overrides = overrides;
+                inputs.retired = Some(current);
+                self.stats.applied.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(generation = state.generation(), "applied {change}");
+                reports.push(Report::Applied {
+                    generation: state.generation(),
+                    change,
+                    providers: state.snapshot().len(),
+                });
+            }
+            Err(e) => reports.push(self.refuse(change, e.to_string())),
+        }
+        reports
+    }
+}
+
+/// True when two chain entries are defined the same: the same entry mapping (type,
+/// priority, application, inline rule...) and, for a `rule_file`, the same file and content.
+fn same_entry(a_file: &ChainFile, a: &EntryDef, b_file: &ChainFile, b: &EntryDef) -> bool {
+    let same_rule = match (&a.rule, &b.rule) {
+        (RuleSource::None, RuleSource::None) | (RuleSource::Inline, RuleSource::Inline) => true,
+        (RuleSource::File { path: pa, doc: da }, RuleSource::File { path: pb, doc: db }) => {
+            pa == pb && da.value == db.value
+        }
+        _ => false,
+    };
+    same_rule && a_file.doc.get(&a.path()) == b_file.doc.get(&b.path())
+}
+
+enum Staged {
+    Chain {
+        change: String,
+        file: Box<ChainFile>,
+    },
+    Rule {
+        change: String,
+        key: RuleKey,
+        doc: Option<YamlDoc>,
+    },
+    Providers {
+        change: String,
+        providers: Vec<Url>,
+    },
+}
+
+fn flatten(update: Update, out: &mut Vec<Update>) {
+    match update {
+        Update::Batch(items) => {
+            for item in items {
+                flatten(item, out);
+            }
+        }
+        other => out.push(other),
+    }
+}
+
+fn parse_providers(origin: &str, text: &ProviderText) -> Result<Vec<Url>, String> {
+    match text {
+        ProviderText::Lines(text) => load::parse_providers(origin, text, 0)
+            .map(|s| s.providers().to_vec())
+            .map_err(|e| e.render()),
+        ProviderText::Urls(urls) => {
+            let mut out = Vec::with_capacity(urls.len());
+            let mut errors = Vec::new();
+            for u in urls {
+                match Url::parse(u) {
+                    Ok(url) => out.push(url),
+                    Err(e) => errors.push(format!(
+                        "{origin}: invalid provider URL {u:?} at column {}: {}",
+                        e.column, e.reason
+                    )),
+                }
+            }
+            if errors.is_empty() {
+                Ok(out)
+            } else {
+                Err(errors.join("\n"))
+            }
+        }
+    }
+}
+
+/// A source and the thread applying its updates; dropping it stops both.
+pub struct Watching {
+    source: Option<SourceHandle>,
+    applier: Option<std::thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for Watching {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watching")
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        // Stopping the source drops its sender, which ends the applier's loop.
+        drop(self.source.take());
+        if let Some(t) = self.applier.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use routechain_core::{CallState, Request};
+
+    const CHAIN: &str = "
+service: com.foo.BarService
+routers:
+  - type: condition
+  - type: condition
+    application: web
+  - type: condition
+    rule:
+      conditions: ['=> zone = a']
+";
+
+    fn live() -> LiveChain {
+        let file = ChainFile::parse("t.yaml", CHAIN, None).unwrap();
+        LiveChain::new(
+            file,
+            routechain_routers::builtin_registry(),
+            LiveOptions::default(),
+        )
+        .unwrap()
+    }
+
+    fn providers(list: &[(u8, &str)]) -> Update {
+        Update::Providers {
+            origin: "test".into(),
+            text: ProviderText::Urls(
+                list.iter()
+                    .map(|(n, q)| format!("dubbo://10.0.0.{n}:20880/com.foo.BarService?{q}"))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn rule(key: &str, event: RuleEvent) -> Update {
+        Update::Rule {
+            key: RuleKey::new(key, "condition"),
+            event,
+            origin: format!("test:{key}"),
+        }
+    }
+
+    fn routed(live: &LiveChain) -> Vec<String> {
+        let state = live.chain().load();
+        let mut call = CallState::seeded(1);
+        match state.route(&Request::new(), &mut call) {
+            Ok(()) => call
+                .candidates
+                .iter()
+                .map(|i| state.snapshot().providers()[i].address().to_string())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn subscriptions_follow_the_service_key_or_the_application() {
+        assert_eq!(
+            live().subscriptions(),
+            [
+                RuleKey::new("com.foo.BarService::", "condition"),
+                RuleKey::new("web", "condition")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_rule_and_providers_in_one_batch_make_one_swap() {
+        let live = live();
+        let before = live.chain().state().generation();
+        let reports = live.apply(Update::Batch(vec![
+            rule(
+                "com.foo.BarService::",
+                RuleEvent::Added("conditions: ['=> region = hz']".into()),
+            ),
+            providers(&[(1, "region=hz&zone=a"), (2, "region=bj&zone=a")]),
+        ]));
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert!(
+            matches!(&reports[0], Report::Applied { generation, providers: 2, .. } if *generation == before + 1),
+            "{reports:?}"
+        );
+        assert_eq!(routed(&live), ["10.0.0.1:20880"]);
+    }
+
+    #[test]
+    fn a_batch_refuses_its_bad_parts_and_applies_the_good_ones() {
+        let live = live();
+        live.apply(providers(&[
+            (1, "region=hz&zone=a"),
+            (2, "region=bj&zone=a"),
+        ]));
+        let reports = live.apply(Update::Batch(vec![
+            rule(
+                "com.foo.BarService::",
+                RuleEvent::Added("conditions: []".into()),
+            ),
+            rule(
+                "web",
+                RuleEvent::Added("conditions: ['=> region = bj']".into()),
+            ),
+        ]));
+        assert_eq!(reports.len(), 2, "{reports:?}");
+        assert!(
+            matches!(&reports[0], Report::Refused { reason, .. }
+                if reason.starts_with("test:com.foo.BarService:::1:13: conditions:")),
+            "{reports:?}"
+        );
+        assert!(matches!(&reports[1], Report::Applied { .. }), "{reports:?}");
+        assert_eq!(live.stats().refused(), 1);
+        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
+    }
+
+    #[test]
+    fn a_rule_change_recompiles_only_the_entries_that_follow_it() {
+        let live = live();
+        live.apply(providers(&[(1, "region=hz&zone=a")]));
+        let old = live.chain().state();
+        live.apply(rule(
+            "web",
+            RuleEvent::Added("conditions: ['=> region = hz']".into()),
+        ));
+        let new = live.chain().state();
+        let same: Vec<bool> = old
+            .entries()
+            .iter()
+            .zip(new.entries().iter())
+            .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
+            .collect();
+        assert_eq!(same, [true, false, true]);
+    }
+
+    #[test]
+    fn unchanged_lists_and_unfollowed_rules_are_ignored_and_empty_pushes_held_back() {
+        let live = live();
+        let list = providers(&[(1, "zone=a")]);
+        assert!(matches!(
+            live.apply(list.clone())[0],
+            Report::Applied { .. }
+        ));
+        assert!(matches!(live.apply(list)[0], Report::Ignored { .. }));
+        assert!(matches!(
+            live.apply(rule("nobody", RuleEvent::Deleted))[0],
+            Report::Ignored { .. }
+        ));
+        let generation = live.chain().state().generation();
+        assert!(matches!(
+            live.apply(providers(&[]))[0],
+            Report::HeldBack { serving: 1, .. }
+        ));
+        assert_eq!(live.chain().state().generation(), generation);
+        assert_eq!(live.stats().held_back(), 1);
+        // A provider URL that does not parse refuses the whole list.
+        let reports = live.apply(providers(&[(2, "zone=a"), (3, "zone=a")]).clone());
+        assert!(matches!(reports[0], Report::Applied { .. }));
+        let bad = Update::Providers {
+            origin: "test".into(),
+            text: ProviderText::Urls(vec!["dubbo://10.0.0.9:x/a".into()]),
+        };
+        assert!(
+            matches!(&live.apply(bad)[0], Report::Refused { reason, .. } if reason.contains("10.0.0.9:x"))
+        );
+        assert_eq!(routed(&live), ["10.0.0.2:20880", "10.0.0.3:20880"]);
+    }
+
+    #[test]
+    fn a_chain_reload_recompiles_only_the_entries_whose_definition_or_rule_file_changed() {
+        let dir = std::env::temp_dir().join(format!("routechain-live-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+        write("a.rule.yaml", "conditions: ['=> region = hz']\n");
+        write("b.rule.yaml", "conditions: ['=> zone = a']\n");
+        let chain_text = "routers:\n  - type: condition\n    rule_file: a.rule.yaml\n  \
+                          - type: condition\n    rule_file: b.rule.yaml\n";
+        write("c.yaml", chain_text);
+        let path = dir.join("c.yaml");
+        let file = ChainFile::load(&path).unwrap();
+        let live = LiveChain::new(
+            file,
+            routechain_routers::builtin_registry(),
+            LiveOptions::default(),
+        )
+        .unwrap();
+        live.apply(providers(&[
+            (1, "region=hz&zone=a"),
+            (2, "region=bj&zone=a"),
+        ]));
+        let same = |old: &ChainState, new: &ChainState| -> Vec<bool> {
+            old.entries()
+                .iter()
+                .zip(new.entries().iter())
+                .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
+                .collect()
+        };
+        let old = live.chain().state();
+        write("b.rule.yaml", "force: true\nconditions: ['=> zone = b']\n");
+        assert!(matches!(
+            live.apply(Update::ChainFile(path.clone()))[0],
+            Report::Applied { .. }
+        ));
+        let new = live.chain().state();
+        assert_eq!(same(&old, &new), [true, false]);
+        // The untouched router kept its prepared state too: routing reflects both rules.
+        assert_eq!(routed(&live), Vec::<String>::new());
+        write("b.rule.yaml", "conditions: ['=> zone = a']\n");
+        live.apply(Update::ChainFile(path.clone()));
+        assert_eq!(routed(&live), ["10.0.0.1:20880"]);
+        // Another service: everything compiles and prepares afresh.
+        let old = live.chain().state();
+        write("c.yaml", &format!("service: com.foo.Other\n{chain_text}"));
+        live.apply(Update::ChainFile(path.clone()));
+        let new = live.chain().state();
+        assert_eq!(same(&old, &new), [false, false]);
+        assert_eq!(new.service(), Some("com.foo.Other"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,244 @@
+//! # routechain-live
+//!
+//! Live rules and providers: sources that push changes, and a chain that applies them
+//! atomically and refuses bad ones.
+//!
+//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`]; brings tokio and `zookeeper-client`)
+//! and `file-watch` ([`FileSource`]; brings `notify`). Without either, [`LiveChain`] still
+//! applies updates pushed by a source of your own.
+//!
+//! - [`Update`] is what a source produces: a new provider list, a rule node that was added,
+//!   modified or deleted, a reloaded chain file, or several of these to apply in one swap.
+//! - [`Source`] is the abstraction every origin implements: [`FileSource`] (the chain file,
+//!   its rule files and a providers file, watched with `notify`) and [`ZkSource`] (ZooKeeper
+//!   in Apache Dubbo's layout). An etcd or Nacos source implements the same trait; the
+//!   routers never see where a rule came from.
+//! - [`LiveChain`] owns a [`routechain_core::Chain`] and the `Service`
+//!   over it (balancers, failover, health; `routechain-balance`), configured by the chain file's service settings.
+//!   It applies each update by building a new [`routechain_core::ChainState`] off the call
+//!   path and swapping it in at once, with a reloaded chain file's service settings; a rule
+//!   or provider list that does not parse or validate is refused (the previous state keeps
+//!   serving, the refusal is logged, counted in [`LiveStats`] and reported), and a provider
+//!   list that suddenly becomes empty is held back unless configured otherwise.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use routechain_core::{CallState, Request};
+//! use routechain_live::{LiveChain, LiveOptions, ZkConfig, ZkSource};
+//!
+//! let chain_file = routechain_rules::ChainFile::load("bar.chain.yaml".as_ref()).unwrap();
+//! let registry = routechain_routers::builtin_registry();
+//! let live = Arc::new(LiveChain::new(chain_file, registry, LiveOptions::default()).unwrap());
+//! // The source runs its own single-threaded tokio runtime on a thread of its own.
+//! let zk = ZkSource::new(ZkConfig::for_chain(&live, "127.0.0.1:2181"));
+//! let _watching = live.watch(Box::new(zk), |report| eprintln!("{report}")).unwrap();
+//! // On the call path:
+//! let state = live.chain().load();
+//! let mut call = CallState::new();
+//! let _ = state.route(&Request::new().with_method("getComment"), &mut call);
+//! // Or route and balance with the chain file's (live) settings:
+//! let _ = live.service().select(&Request::new().with_method("getComment"), &[], &mut call);
+//! ```
+
+mod chain;
+pub mod dubbo;
+#[cfg(feature = "file-watch")]
+mod file;
+#[cfg(feature = "zookeeper")]
+mod zk;
+
+pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
+pub use dubbo::{ServiceKey, decode_component, encode_component, providers_path, rule_path};
+#[cfg(feature = "file-watch")]
+pub use file::{FileConfig, FileSource};
+#[cfg(feature = "zookeeper")]
+pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
+
+use std::fmt;
+
+/// What a rule node is for: the key (a service key `interface:version:group` or an
+/// application name) and the router type (`condition`, `tag`, `affinity`, `group`...).
+/// In ZooKeeper it is the node `/dubbo/config/dubbo/<key>.<router_type>-router`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleKey {
+    /// The service key or application name.
+    pub key: String,
+    /// The router type.
+    pub router_type: String,
+}
+
+impl RuleKey {
+    /// A rule key.
+    pub fn new(key: impl Into<String>, router_type: impl Into<String>) -> Self {
+        RuleKey {
+            key: key.into(),
+            router_type: router_type.into(),
+        }
+    }
+}
+
+impl fmt::Display for RuleKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}-router", self.key, self.router_type)
+    }
+}
+
+/// What happened to a rule node (Dubbo's config-change types).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleEvent {
+    /// The node appeared, with this text.
+    Added(String),
+    /// The node's text changed to this.
+    Modified(String),
+    /// The node was removed: the rule is cleared.
+    Deleted,
+}
+
+impl RuleEvent {
+    /// `added`, `modified` or `deleted`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RuleEvent::Added(_) => "added",
+            RuleEvent::Modified(_) => "modified",
+            RuleEvent::Deleted => "deleted",
+        }
+    }
+}
+
+/// A provider list as a source read it, before parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProviderText {
+    /// The providers-file format: one URL per line, blank lines and `#` comments skipped.
+    Lines(String),
+    /// One URL per item (a registry's entries, already decoded).
+    Urls(Vec<String>),
+}
+
+/// One change pushed by a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// The whole provider list, replaced.
+    Providers {
+        /// Where it came from (a file, a ZooKeeper path), for messages.
+        origin: String,
+        /// The list.
+        text: ProviderText,
+    },
+    /// A rule node changed.
+    Rule {
+        /// Which node.
+        key: RuleKey,
+        /// What happened.
+        event: RuleEvent,
+        /// Where it came from, for messages (a ZooKeeper path...).
+        origin: String,
+    },
+    /// The chain file (or a rule file it names) changed: reload it from this path.
+    ChainFile(std::path::PathBuf),
+    /// Several changes to apply together in one swap (each refused on its own if bad).
+    Batch(Vec<Update>),
+    /// Something the operator should know that changes nothing (connected, disconnected...).
+    Status {
+        /// The source's name.
+        source: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl Update {
+    /// A short description for reports: what changed and where.
+    pub fn describe(&self) -> String {
+        match self {
+            Update::Providers { origin, text } => {
+                let n = match text {
+                    ProviderText::Lines(t) => t
+                        .lines()
+                        .filter(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
+                        .count(),
+                    ProviderText::Urls(u) => u.len(),
+                };
+                format!("providers from {origin} ({n} URL(s))")
+            }
+            Update::Rule { key, event, .. } => format!("rule {key} {}", event.kind()),
+            Update::ChainFile(p) => format!("chain file {}", p.display()),
+            Update::Batch(items) => items
+                .iter()
+                .map(Update::describe)
+                .collect::<Vec<_>>()
+                .join(" + "),
+            Update::Status { source, message } => format!("{source}: {message}"),
+        }
+    }
+}
+
+/// Where [`Update`]s go: the sending half of the channel a [`LiveChain`] reads.
+pub type UpdateSender = tokio::sync::mpsc::UnboundedSender<Update>;
+
+/// Why a source could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// A file or directory could not be watched.
+    #[error("cannot watch {path}: {reason}")]
+    Watch {
+        /// The path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The source's thread or runtime could not start.
+    #[error("cannot start source {source_name}: {reason}")]
+    Start {
+        /// The source.
+        source_name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// An origin of live updates (files, ZooKeeper; etcd or Nacos later).
+///
+/// A source runs on its own thread or task and pushes [`Update`]s into the sender until the
+/// returned [`SourceHandle`] is dropped or the receiver is gone. It never touches the chain:
+/// parsing, validation, refusal and the swap are the [`LiveChain`]'s.
+pub trait Source: Send {
+    /// A short name for logs (`file`, `zookeeper`).
+    fn name(&self) -> &str;
+    /// Starts delivering updates.
+    fn start(self: Box<Self>, tx: UpdateSender) -> Result<SourceHandle, SourceError>;
+}
+
+/// A running source; dropping it stops the source and waits for its thread.
+pub struct SourceHandle {
+    stop: Option<Box<dyn FnOnce() + Send>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SourceHandle {
+    /// A handle that runs `stop` and then joins `thread` when dropped.
+    pub fn new(stop: impl FnOnce() + Send + 'static, thread: std::thread::JoinHandle<()>) -> Self {
+        SourceHandle {
+            stop: Some(Box::new(stop)),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl fmt::Debug for SourceHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceHandle")
+            .field("running", &self.thread.is_some())
+            .finish()
+    }
+}
+
+impl Drop for SourceHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

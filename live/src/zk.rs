@@ -1,0 +1,536 @@
+//! The ZooKeeper source, in Apache Dubbo's layout, and [`ZkAdmin`] to seed it.
+//!
+//! - Rules (Dubbo's config center, group `dubbo`): the node
+//!   `/dubbo/config/dubbo/<key>.<type>-router` holds the rule YAML, where key is the service
+//!   key `interface:version:group` (both colons always written) or an application name, and
+//!   type is `condition`, `tag`, `affinity` or one of routechain's own router types.
+//!   A node that appears, changes or disappears is an added, modified or deleted rule.
+//! - Providers (Dubbo's registry): the children of `/dubbo/<interface>/providers`, each the
+//!   URL-encoded provider URL. A child is decoded once and parsed; `empty://` markers and
+//!   providers with `enabled=false` are skipped, and the service key's version and group
+//!   select providers as Dubbo's consumers do.
+//!
+//! The source keeps one persistent watch per node it follows, re-reads everything after a
+//! reconnection (events can be lost while disconnected) and opens a new session after the
+//! old one expired. While disconnected nothing is pushed: the last good state keeps serving.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+use zookeeper_client::{
+    Acls, AddWatchMode, Client, CreateMode, Error as ZkClientError, EventType, SessionState,
+};
+
+use crate::dubbo::{ServiceKey, decode_component, encode_component, providers_path, rule_path};
+use crate::{
+    LiveChain, ProviderText, RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update,
+};
+use routechain_core::Url;
+
+/// Why a ZooKeeper operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ZkError {
+    /// No session could be established.
+    #[error("cannot connect to ZooKeeper at {servers}: {reason}")]
+    Connect {
+        /// The connection string.
+        servers: String,
+        /// Why.
+        reason: String,
+    },
+    /// An operation on a node failed.
+    #[error("ZooKeeper {op} {path}: {source}")]
+    Op {
+        /// The operation.
+        op: &'static str,
+        /// The node.
+        path: String,
+        /// The client's error.
+        #[source]
+        source: ZkClientError,
+    },
+}
+
+fn op_error<'p>(op: &'static str, path: &'p str) -> impl FnOnce(ZkClientError) -> ZkError + 'p {
+    move |source| ZkError::Op {
+        op,
+        path: path.to_string(),
+        source,
+    }
+}
+
+async fn connect(servers: &str, session_timeout: Duration) -> Result<Client, ZkError> {
+    let attempt = Client::connector()
+        .with_session_timeout(session_timeout)
+        .with_fail_eagerly()
+        .connect(servers);
+    match tokio::time::timeout(session_timeout + Duration::from_secs(1), attempt).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(ZkError::Connect {
+            servers: servers.to_string(),
+            reason: e.to_string(),
+        }),
+        Err(_) => Err(ZkError::Connect {
+            servers: servers.to_string(),
+            reason: "timed out".into(),
+        }),
+    }
+}
+
+/// Writes and reads rules and providers in Dubbo's layout (what `routechain zk` uses, and
+/// what a test or an operator seeds ZooKeeper with). Needs a tokio runtime.
+#[derive(Debug, Clone)]
+pub struct ZkAdmin {
+    client: Client,
+}
+
+impl ZkAdmin {
+    /// Connects to `servers` (`host:port[,host:port...][/chroot]`).
+    pub async fn connect(servers: &str) -> Result<Self, ZkError> {
+        Ok(ZkAdmin {
+            client: connect(servers, Duration::from_secs(10)).await?,
+        })
+    }
+
+    async fn put(&self, path: &str, data: &[u8]) -> Result<(), ZkError> {
+        let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        if let Some((parent, _)) = path.rsplit_once('/')
+            && !parent.is_empty()
+        {
+            self.client
+                .mkdir(parent, &options)
+                .await
+                .map_err(op_error("mkdir", parent))?;
+        }
+        match self.client.create(path, data, &options).await {
+            Ok(_) => Ok(()),
+            Err(ZkClientError::NodeExists) => self
+                .client
+                .set_data(path, data, None)
+                .await
+                .map(|_| ())
+                .map_err(op_error("set", path)),
+            Err(e) => Err(op_error("create", path)(e)),
+        }
+    }
+
+    async fn remove(&self, path: &str) -> Result<bool, ZkError> {
+        match self.client.delete(path, None).await {
+            Ok(()) => Ok(true),
+            Err(ZkClientError::NoNode) => Ok(false),
+            Err(e) => Err(op_error("delete", path)(e)),
+        }
+    }
+
+    /// Creates or replaces the rule node of `key` with `text`.
+    pub async fn put_rule(&self, key: &RuleKey, text: &str) -> Result<(), ZkError> {
+        self.put(&rule_path(key), text.as_bytes()).await
+    }
+
+    /// The rule node's text, `None` when there is no such node.
+    pub async fn get_rule(&self, key: &RuleKey) -> Result<Option<String>, ZkError> {
+        let path = rule_path(key);
+        match self.client.get_data(&path).await {
+            Ok((data, _)) => Ok(Some(String::from_utf8_lossy(&data).into_owned())),
+            Err(ZkClientError::NoNode) => Ok(None),
+            Err(e) => Err(op_error("get", &path)(e)),
+        }
+    }
+
+    /// Deletes the rule node; false when there was none.
+    pub async fn delete_rule(&self, key: &RuleKey) -> Result<bool, ZkError> {
+        self.remove(&rule_path(key)).await
+    }
+
+    /// Registers a provider of `interface`: creates the persistent child
+    /// `/dubbo/<interface>/providers/<URL-encoded url>`. (Dubbo providers register
+    /// ephemeral nodes that vanish with their session; a node written here stays until
+    /// [`ZkAdmin::unregister`], like Dubbo's `dynamic=false` registrations.)
+    pub async fn register(&self, interface: &str, url: &str) -> Result<(), ZkError> {
+        let path = format!("{}/{}", providers_path(interface), encode_component(url));
+        self.put(&path, b"").await
+    }
+
+    /// Removes a provider registered with `url`; false when there was none.
+    pub async fn unregister(&self, interface: &str, url: &str) -> Result<bool, ZkError> {
+        let path = format!("{}/{}", providers_path(interface), encode_component(url));
+        self.remove(&path).await
+    }
+
+    /// The decoded provider URLs registered under `interface`, sorted.
+    pub async fn providers(&self, interface: &str) -> Result<Vec<String>, ZkError> {
+        let path = providers_path(interface);
+        match self.client.list_children(&path).await {
+            Ok(children) => {
+                let mut urls: Vec<String> = children
+                    .iter()
+                    .map(|c| decode_component(c).unwrap_or_else(|_| c.clone()))
+                    .collect();
+                urls.sort();
+                Ok(urls)
+            }
+            Err(ZkClientError::NoNode) => Ok(Vec::new()),
+            Err(e) => Err(op_error("list", &path)(e)),
+        }
+    }
+}
+
+/// What the ZooKeeper source follows.
+#[derive(Debug, Clone)]
+pub struct ZkConfig {
+    /// The connection string: `host:port[,host:port...][/chroot]`.
+    pub servers: String,
+    /// The rule nodes to follow.
+    pub rule_keys: Vec<RuleKey>,
+    /// The service whose providers to follow (`None`: providers come from elsewhere).
+    pub service: Option<ServiceKey>,
+    /// The session timeout asked of the server.
+    pub session_timeout: Duration,
+    /// The pause between connection attempts while ZooKeeper is unreachable.
+    pub retry_delay: Duration,
+}
+
+impl ZkConfig {
+    /// Follows what `live` needs: the rule keys its entries subscribe to, and the providers
+    /// of its chain file's `service`.
+    pub fn for_chain(live: &LiveChain, servers: impl Into<String>) -> Self {
+        ZkConfig {
+            servers: servers.into(),
+            rule_keys: live.subscriptions(),
+            service: live.service_name().map(|s| ServiceKey::parse(&s)),
+            session_timeout: Duration::from_secs(10),
+            retry_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// The ZooKeeper [`Source`]: runs its own single-threaded tokio runtime on a thread.
+#[derive(Debug)]
+pub struct ZkSource {
+    config: ZkConfig,
+}
+
+impl ZkSource {
+    /// A source following `config`.
+    pub fn new(config: ZkConfig) -> Self {
+        ZkSource { config }
+    }
+}
+
+impl Source for ZkSource {
+    fn name(&self) -> &str {
+        "zookeeper"
+    }
+
+    fn start(self: Box<Self>, tx: UnboundedSender<Update>) -> Result<SourceHandle, SourceError> {
+        let start_error = |e: std::io::Error| SourceError::Start {
+            source_name: "zookeeper".into(),
+            reason: e.to_string(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(start_error)?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let config = self.config;
+        let thread = std::thread::Builder::new()
+            .name("routechain-zookeeper".into())
+            .spawn(move || runtime.block_on(run(config, tx, stop_rx)))
+            .map_err(start_error)?;
+        Ok(SourceHandle::new(
+            move || {
+                let _ = stop_tx.send(true);
+            },
+            thread,
+        ))
+    }
+}
+
+/// What the source last read: rule node data (`None`: no node) and the provider URLs.
+#[derive(Default)]
+struct View {
+    rules: HashMap<RuleKey, Option<Vec<u8>>>,
+    providers: Option<Vec<String>>,
+}
+
+enum End {
+    Stop,
+    Reconnect(String),
+}
+
+struct Ctx<'a> {
+    config: &'a ZkConfig,
+    tx: &'a UnboundedSender<Update>,
+    view: View,
+}
+
+impl Ctx<'_> {
+    fn status(&self, message: impl Into<String>) {
+        let _ = self.tx.send(Update::Status {
+            source: "zookeeper".into(),
+            message: message.into(),
+        });
+    }
+
+    fn providers_dir(&self) -> Option<String> {
+        self.config
+            .service
+            .as_ref()
+            .map(|s| providers_path(&s.interface))
+    }
+
+    /// Reads one rule node and returns the event its change makes, if any.
+    async fn read_rule(
+        &mut self,
+        client: &Client,
+        key: &RuleKey,
+    ) -> Result<Option<Update>, ZkClientError> {
+        let path = rule_path(key);
+        let now = match client.get_data(&path).await {
+            Ok((data, _)) => Some(data),
+            Err(ZkClientError::NoNode) => None,
+            Err(e) => return Err(e),
+        };
+        let before = self.view.rules.insert(key.clone(), now.clone()).flatten();
+        let text = |d: Vec<u8>| String::from_utf8_lossy(&d).into_owned();
+        let event = match (before, now) {
+            (None, Some(d)) => RuleEvent::Added(text(d)),
+            (Some(a), Some(b)) if a != b => RuleEvent::Modified(text(b)),
+            (Some(_), None) => RuleEvent::Deleted,
+            _ => return Ok(None),
+        };
+        Ok(Some(Update::Rule {
+            key: key.clone(),
+            event,
+            origin: format!("zookeeper:{path}"),
+        }))
+    }
+
+    /// Reads the providers and returns the update, if they changed.
+    async fn read_providers(&mut self, client: &Client) -> Result<Option<Update>, ZkClientError> {
+        let (Some(dir), Some(service)) = (self.providers_dir(), self.config.service.clone()) else {
+            return Ok(None);
+        };
+        let children = match client.list_children(&dir).await {
+            Ok(c) => c,
+            Err(ZkClientError::NoNode) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let mut urls = Vec::with_capacity(children.len());
+        for child in &children {
+            // A child that does not decode is passed on as is: it will not parse as a URL
+            // either, and the update is refused with its text.
+            let url = decode_component(child).unwrap_or_else(|_| child.clone());
+            match Url::parse(&url) {
+                Ok(u) if u.protocol() == "empty" || !service.matches(&u) => continue,
+                _ => urls.push(url),
+            }
+        }
+        urls.sort();
+        if self.view.providers.as_ref() == Some(&urls) {
+            return Ok(None);
+        }
+        self.view.providers = Some(urls.clone());
+        Ok(Some(Update::Providers {
+            origin: format!("zookeeper:{dir}"),
+            text: ProviderText::Urls(urls),
+        }))
+    }
+
+    /// Re-reads every node and pushes what changed as one batch.
+    async fn resync(&mut self, client: &Client) -> Result<(), ZkClientError> {
+        let mut updates = Vec::new();
+        for key in self.config.rule_keys.clone() {
+            updates.extend(self.read_rule(client, &key).await?);
+        }
+        updates.extend(self.read_providers(client).await?);
+        match updates.len() {
+            0 => {}
+            1 => {
+                let _ = self.tx.send(updates.remove(0));
+            }
+            _ => {
+                let _ = self.tx.send(Update::Batch(updates));
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-reads the node at `path` after a watch event.
+    async fn changed(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
+        let update = if Some(path) == self.providers_dir().as_deref() {
+            self.read_providers(client).await?
+        } else {
+            match self
+                .config
+                .rule_keys
+                .iter()
+                .find(|k| rule_path(k) == path)
+                .cloned()
+            {
+                Some(key) => self.read_rule(client, &key).await?,
+                None => None,
+            }
+        };
+        if let Some(u) = update {
+            let _ = self.tx.send(u);
+        }
+        Ok(())
+    }
+}
+
+async fn run(
+    config: ZkConfig,
+    tx: UnboundedSender<Update>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut cx = Ctx {
+        config: &config,
+        tx: &tx,
+        view: View::default(),
+    };
+    let mut outage: Option<String> = None;
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let attempt = tokio::select! {
+            _ = stop.changed() => return,
+            r = connect(&config.servers, config.session_timeout) => r,
+        };
+        let client = match attempt {
+            Ok(c) => c,
+            Err(e) => {
+                let message = format!("{e}; the last good state keeps serving, retrying");
+                if outage.as_deref() != Some(message.as_str()) {
+                    tracing::warn!("{message}");
+                    cx.status(message.clone());
+                    outage = Some(message);
+                }
+                tokio::select! {
+                    _ = stop.changed() => return,
+                    _ = tokio::time::sleep(config.retry_delay) => continue,
+                }
+            }
+        };
+        outage = None;
+        cx.status(format!(
+            "connected to {} (session {})",
+            config.servers,
+            client.session_id()
+        ));
+        match session(&client, &mut cx, &mut stop).await {
+            End::Stop => return,
+            End::Reconnect(why) => {
+                tracing::warn!("ZooKeeper {why}; reconnecting (the last good state keeps serving)");
+                cx.status(format!(
+                    "{why}; reconnecting (the last good state keeps serving)"
+                ));
+            }
+        }
+    }
+}
+
+/// Adds a persistent watch on every path; each watcher forwards its node events (as the
+/// path) to `events`.
+async fn install_watches(
+    client: &Client,
+    paths: &[String],
+    events: &tokio::sync::mpsc::UnboundedSender<Arc<str>>,
+) -> Result<tokio::task::JoinSet<()>, String> {
+    let mut forwarders = tokio::task::JoinSet::new();
+    for path in paths {
+        let mut watcher = client
+            .watch(path, AddWatchMode::Persistent)
+            .await
+            .map_err(|e| format!("cannot watch {path}: {e}"))?;
+        let events = events.clone();
+        let path: Arc<str> = Arc::from(path.as_str());
+        forwarders.spawn(async move {
+            loop {
+                let event = watcher.changed().await;
+                if event.event_type == EventType::Session {
+                    if event.session_state.is_terminated() {
+                        break; // the watcher must not be polled after a terminal state
+                    }
+                    continue;
+                }
+                if events.send(path.clone()).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    Ok(forwarders)
+}
+
+async fn session(
+    client: &Client,
+    cx: &mut Ctx<'_>,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> End {
+    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
+    let mut paths: Vec<String> = cx.config.rule_keys.iter().map(rule_path).collect();
+    paths.extend(cx.providers_dir());
+    let mut states = client.state_watcher();
+    let mut forwarders: Option<tokio::task::JoinSet<()>> = None;
+    let mut need_resync = true;
+    loop {
+        if need_resync {
+            // (Re-)watch first, then read: a change between the two is seen by both at
+            // worst, never by neither. After a reconnection the old watches are dropped
+            // first (a server that restarted may have lost them, and events sent while
+            // disconnected are lost either way).
+            if let Some(mut old) = forwarders.take() {
+                old.shutdown().await;
+            }
+            match install_watches(client, &paths, &ev_tx).await {
+                Ok(f) => forwarders = Some(f),
+                Err(e) => {
+                    tracing::debug!("ZooKeeper watches not set ({e}); retrying after reconnection");
+                }
+            }
+            if forwarders.is_some() {
+                match cx.resync(client).await {
+                    Ok(()) => need_resync = false,
+                    Err(ZkClientError::SessionExpired) => {
+                        return End::Reconnect("session expired".into());
+                    }
+                    Err(e) => {
+                        tracing::debug!(
+                            "ZooKeeper re-read failed ({e}); retrying after reconnection"
+                        );
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            _ = stop.changed() => return End::Stop,
+            state = states.changed() => match state {
+                SessionState::Disconnected => {
+                    cx.status("disconnected; the last good state keeps serving");
+                }
+                SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
+                    cx.status("reconnected; re-watching and re-reading rules and providers");
+                    need_resync = true;
+                }
+                SessionState::Expired => return End::Reconnect("session expired".into()),
+                other => return End::Reconnect(format!("session {other}")),
+            },
+            Some(path) = ev_rx.recv() => {
+                match cx.changed(client, &path).await {
+                    Ok(()) => {}
+                    Err(ZkClientError::SessionExpired) => {
+                        return End::Reconnect("session expired".into());
+                    }
+                    Err(e) => {
+                        tracing::debug!("ZooKeeper read of {path} failed ({e}); will re-read");
+                        need_resync = true;
+                    }
+                }
+            }
+        }
+    }
+}
