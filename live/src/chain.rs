@@ -2,149 +2,24 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use routechain_balance::{Clock, Service, ServiceConfig, SystemClock};
+use routechain_balance::{Service, ServiceConfig, SystemClock};
 use routechain_core::{
     Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
 };
 use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
 
 use crate::dubbo::{ServiceKey, providers_application};
-use crate::overrides::{self, OverrideContext};
+use crate::keys::{
+    KeyContext, follows_provider_app, override_context, reference, rule_for, subscription,
+};
+use crate::overrides;
+pub use crate::report::{LiveOptions, LiveStats, Report};
 use crate::{ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update};
 use routechain_rules::configurators::OverrideRule;
 use routechain_rules::load::{self, LoadError};
-
-/// How a [`LiveChain`] treats updates.
-#[derive(Debug, Clone)]
-pub struct LiveOptions {
-    /// Empty-push protection: a provider list that becomes empty while the current one is
-    /// not is held back (the current providers keep serving) instead of applied. Default on,
-    /// as Dubbo's registries do; turn it off to let an empty list through.
-    pub protect_empty: bool,
-    /// The consumer the routers prepare for; default the chain file's `consumer`, else an
-    /// empty URL.
-    pub consumer: Option<Arc<Url>>,
-    /// The clock of the [`Service`]'s health tracker; default the system clock (tests
-    /// inject a [`routechain_core::ManualClock`]).
-    pub clock: Option<Arc<dyn Clock>>,
-}
-
-impl Default for LiveOptions {
-    fn default() -> Self {
-        LiveOptions {
-            protect_empty: true,
-            consumer: None,
-            clock: None,
-        }
-    }
-}
-
-/// Counters of what happened to updates, readable at any time without a lock.
-#[derive(Debug, Default)]
-pub struct LiveStats {
-    applied: AtomicU64,
-    refused: AtomicU64,
-    held_back: AtomicU64,
-    skipped: AtomicU64,
-}
-
-impl LiveStats {
-    /// Swaps done (one per applied update or batch).
-    pub fn applied(&self) -> u64 {
-        self.applied.load(Ordering::Relaxed)
-    }
-    /// Changes refused because they did not parse, validate or prepare.
-    pub fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
-    }
-    /// Empty provider lists held back by empty-push protection.
-    pub fn held_back(&self) -> u64 {
-        self.held_back.load(Ordering::Relaxed)
-    }
-    /// Provider entries (registry nodes, providers-file lines) skipped because they could
-    /// not be parsed; the rest of their list was applied.
-    pub fn skipped(&self) -> u64 {
-        self.skipped.load(Ordering::Relaxed)
-    }
-}
-
-/// What became of one update (or one part of a batch).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Report {
-    /// A new state is serving.
-    Applied {
-        /// The new state's generation.
-        generation: u64,
-        /// What changed.
-        change: String,
-        /// The number of providers in the new state.
-        providers: usize,
-    },
-    /// The change was refused; the previous state keeps serving.
-    Refused {
-        /// What was refused.
-        change: String,
-        /// Why (every problem, located where possible).
-        reason: String,
-    },
-    /// An empty provider list held back by empty-push protection.
-    HeldBack {
-        /// What was held back.
-        change: String,
-        /// The number of providers still serving.
-        serving: usize,
-    },
-    /// The change changes nothing (same providers, or a rule no entry subscribes to).
-    Ignored {
-        /// What was ignored.
-        change: String,
-        /// Why.
-        reason: String,
-    },
-    /// One provider entry that could not be parsed, skipped alone.
-    Skipped {
-        /// Where: the znode path, or `file:line:column`.
-        location: String,
-        /// Why.
-        reason: String,
-    },
-    /// A source's status message (connected, disconnected...).
-    Status {
-        /// The source.
-        source: String,
-        /// The message.
-        message: String,
-    },
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Report::Applied {
-                generation,
-                change,
-                providers,
-            } => write!(
-                f,
-                "applied generation {generation}: {change} ({providers} provider(s))"
-            ),
-            Report::Refused { change, reason } => write!(f, "refused {change}: {reason}"),
-            Report::HeldBack { change, serving } => write!(
-                f,
-                "held back {change}: an empty provider list would leave no provider \
-                 (empty-push protection); {serving} provider(s) keep serving"
-            ),
-            Report::Ignored { change, reason } => write!(f, "ignored {change}: {reason}"),
-            Report::Skipped { location, reason } => {
-                write!(f, "skipped provider {location}: {reason}")
-            }
-            Report::Status { source, message } => write!(f, "{source}: {message}"),
-        }
-    }
-}
 
 struct Inputs {
     file: ChainFile,
@@ -188,98 +63,6 @@ impl fmt::Debug for LiveChain {
             .field("service", &self.service)
             .field("stats", &self.stats)
             .finish()
-    }
-}
-
-/// What an entry's config-center key may depend on besides the chain file.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct KeyContext<'a> {
-    /// The consumer's application (application-scope condition rules).
-    pub consumer_app: Option<&'a str>,
-    /// The providers' application (tag and mesh rules).
-    pub provider_app: Option<&'a str>,
-}
-
-/// Router types whose application-scope rules are the providers' application's (Dubbo's
-/// `TagStateRouter` and mesh rules read `<remote.application>.tag-router` /
-/// `.MESHAPPRULE`); the others' are the consumer's.
-pub const PROVIDER_APP_TYPES: [&str; 2] = ["tag", RuleKey::MESH];
-
-/// The scope an entry follows: its `scope`, else `application` for tag and mesh entries
-/// (Dubbo has no service-scope tag rule), else `service`.
-fn entry_scope(def: &EntryDef) -> &str {
-    match def.scope.as_deref() {
-        Some(s) => s,
-        None if PROVIDER_APP_TYPES.contains(&def.type_name.as_str()) => "application",
-        None => "service",
-    }
-}
-
-/// Whether the entry's key is the providers' application (so it follows the providers).
-pub(crate) fn follows_provider_app(def: &EntryDef) -> bool {
-    matches!(def.rule, RuleSource::None)
-        && def.key.is_none()
-        && def.application.is_none()
-        && entry_scope(def) == "application"
-        && PROVIDER_APP_TYPES.contains(&def.type_name.as_str())
-}
-
-/// The reference (which providers the chain takes) from the chain file.
-pub(crate) fn reference(file: &ChainFile) -> Option<ServiceKey> {
-    file.service
-        .as_deref()
-        .map(|s| ServiceKey::reference(s, file.group.as_deref(), file.version.as_deref()))
-}
-
-/// The config-center key an entry follows, if it follows one: entries without a rule of
-/// their own (no inline `rule`, no `rule_file`) subscribe to their `key` as written, else
-/// to `<application>.<type>-router` when they name an `application`, else by scope: the
-/// service key `interface:version:group` (wildcard and list slots empty) for service
-/// scope; for application scope the providers' application (tag, mesh) or the consumer's
-/// (the others).
-pub(crate) fn subscription(
-    file: &ChainFile,
-    def: &EntryDef,
-    cx: KeyContext<'_>,
-) -> Option<RuleKey> {
-    if !matches!(def.rule, RuleSource::None) {
-        return None;
-    }
-    let key = if let Some(k) = &def.key {
-        k.clone()
-    } else if let Some(app) = &def.application {
-        app.clone()
-    } else if entry_scope(def) == "application" {
-        let app = if PROVIDER_APP_TYPES.contains(&def.type_name.as_str()) {
-            cx.provider_app
-        } else {
-            cx.consumer_app
-        };
-        app?.to_string()
-    } else {
-        reference(file)?.rule_key()
-    };
-    Some(RuleKey::new(key, def.type_name.clone()))
-}
-
-fn rule_for<'a>(
-    file: &ChainFile,
-    overrides: &'a HashMap<RuleKey, Option<YamlDoc>>,
-    def: &EntryDef,
-    cx: KeyContext<'_>,
-) -> RuleOverride<'a> {
-    match subscription(file, def, cx).and_then(|k| overrides.get(&k)) {
-        Some(Some(doc)) => RuleOverride::Doc(doc),
-        Some(None) => RuleOverride::Cleared,
-        None => RuleOverride::Own,
-    }
-}
-
-fn override_context<'a>(file: &'a ChainFile, consumer: Option<&'a Url>) -> OverrideContext<'a> {
-    OverrideContext {
-        consumer_host: consumer.map_or("", Url::host),
-        consumer_app: consumer.and_then(|c| c.param("application")),
-        provider_side: file.apply_provider_overrides,
     }
 }
 

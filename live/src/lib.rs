@@ -44,7 +44,9 @@ mod chain;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
 mod file;
+mod keys;
 mod overrides;
+mod report;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
@@ -55,6 +57,7 @@ pub use dubbo::{
 };
 #[cfg(feature = "file-watch")]
 pub use file::{FileConfig, FileSource};
+pub use keys::PROVIDER_APP_TYPES;
 #[cfg(feature = "zookeeper")]
 pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
 

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use routechain::core::{CallState, Request, Snapshot};
@@ -9,7 +10,8 @@ use routechain::rules::ChainFile;
 
 use super::route::route_once;
 use routechain::live::{
-    FileConfig, FileSource, LiveChain, LiveOptions, Report, ServiceKey, Source, ZkConfig, ZkSource,
+    FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report, Source, Sources, Update,
+    ZkConfig, ZkSource,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -25,8 +27,10 @@ pub struct WatchArgs {
     /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`.
     #[arg(long)]
     zookeeper: Option<String>,
-    /// The service (`interface[:version[:group]]`) whose providers and service-scope rules
-    /// to follow; default the chain file's `service`.
+    /// The reference whose providers and service-scope rules to follow:
+    /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
+    /// group or version, `a,b` either group); default the chain file's `service`, `group`
+    /// and `version`. A bare interface keeps the file's group and version.
     #[arg(long, requires = "zookeeper")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
@@ -62,12 +66,24 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .as_deref()
         .map(load::load_request)
         .transpose()?;
-    let providers = match &args.providers {
-        Some(p) => load::load_providers(p, 1)?,
-        None => Snapshot::new(1, Vec::new()),
+    // A providers file that cannot be read is an error; a bad line in it is skipped alone
+    // (and reported) like any later change of the file.
+    let providers_text = match &args.providers {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| {
+            LoadError::Invalid(vec![routechain::rules::chain_file::io_error(
+                &p.display().to_string(),
+                &e,
+            )])
+        })?),
+        None => None,
     };
     if let Some(service) = &args.service {
         chain.service = Some(service.clone());
+        if service.contains([':', '/']) {
+            // The form names the group and version: it overrides the file's.
+            chain.group = None;
+            chain.version = None;
+        }
     }
     if args.zookeeper.is_some() && chain.service.is_none() {
         return Err(invalid(
@@ -83,31 +99,44 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         chain,
         routechain::registry(),
         options,
-        providers,
+        Snapshot::new(1, Vec::new()),
     )?);
+    if let (Some(path), Some(text)) = (&args.providers, providers_text) {
+        for report in live.apply(Update::Providers {
+            origin: path.display().to_string(),
+            text: ProviderText::Lines(text),
+        }) {
+            eprintln!("routechain watch: {report}");
+        }
+    }
+    let chain_source = Box::new(FileSource::new(FileConfig::new(
+        args.chain.clone(),
+        args.providers.clone(),
+    )));
     let source: Box<dyn Source> = match &args.zookeeper {
         Some(servers) => {
             let config = ZkConfig::for_chain(&live, servers.clone());
+            let reference = config.service.clone().unwrap_or_else(|| {
+                routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
+            });
             eprintln!(
-                "routechain watch: following ZooKeeper {servers}: providers of {}, rules {}",
-                config
-                    .service
-                    .as_ref()
-                    .map(ServiceKey::rule_key)
-                    .unwrap_or_default(),
-                config
-                    .rule_keys
-                    .iter()
-                    .map(routechain::live::rule_path)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "routechain watch: following ZooKeeper {servers} for {} ({}); watching:",
+                reference.interface,
+                reference.describe_filter()
             );
-            Box::new(ZkSource::new(config))
+            for path in config.watched_paths() {
+                eprintln!("  {path}");
+            }
+            if !config.provider_app_kinds.is_empty() {
+                eprintln!(
+                    "  and, once the providers' application is known, its {} node(s)",
+                    config.provider_app_kinds.join(", ")
+                );
+            }
+            eprintln!("  and the chain file {}", args.chain.display());
+            Box::new(Sources(vec![Box::new(ZkSource::new(config)), chain_source]))
         }
-        None => Box::new(FileSource::new(FileConfig::new(
-            args.chain.clone(),
-            args.providers.clone(),
-        ))),
+        None => chain_source,
     };
     let router = request.map(|r| {
         let call = match args.seed {
@@ -119,6 +148,9 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             call: Mutex::new(call),
         })
     });
+    // From files the state is loaded now; from ZooKeeper, once the source has delivered
+    // its first read (nothing is printed to stdout before that).
+    let loaded = Arc::new(AtomicBool::new(args.zookeeper.is_none()));
     // Hold the printer while the source starts, so the start line comes first; the watches
     // are in place once `watch` returns, so no change made after the start line is missed.
     let start_lock = router
@@ -126,16 +158,26 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
     let printer = router.clone();
     let live_for_reports = live.clone();
+    let loaded_for_reports = loaded.clone();
     let _watching = live
         .watch(source, move |report| {
             eprintln!("routechain watch: {report}");
-            if let (Report::Applied { .. }, Some(r)) = (report, &printer) {
+            let first = match report {
+                Report::Status { .. } | Report::Skipped { .. } => false,
+                _ => !loaded_for_reports.swap(true, Ordering::SeqCst),
+            };
+            if let Some(r) = &printer
+                && (first || matches!(report, Report::Applied { .. }))
+            {
                 let mut call = r.call.lock().unwrap_or_else(|p| p.into_inner());
                 r.print(&live_for_reports, &mut call);
             }
         })
         .map_err(|e| invalid(e.to_string()))?;
-    if let (Some(r), Some(mut call)) = (&router, start_lock) {
+    if let (Some(r), Some(mut call)) = (&router, start_lock)
+        && loaded.load(Ordering::SeqCst)
+        && args.zookeeper.is_none()
+    {
         r.print(&live, &mut call);
     }
     loop {
