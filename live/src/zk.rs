@@ -317,6 +317,8 @@ struct View {
     /// The providers' application and the rule keys read under it.
     provider_app: Option<String>,
     app_keys: Vec<RuleKey>,
+    /// The provider nodes skipped so far (each reported once while it stays).
+    skipped: std::collections::HashSet<String>,
 }
 
 enum End {
@@ -451,6 +453,13 @@ impl Ctx<'_> {
         }
         self.status(message);
         let app = providers_application(&urls);
+        let now: std::collections::HashSet<String> =
+            skipped.iter().map(|s| s.location.clone()).collect();
+        self.view.skipped.retain(|l| now.contains(l));
+        let skipped: Vec<Skipped> = skipped
+            .into_iter()
+            .filter(|s| self.view.skipped.insert(s.location.clone()))
+            .collect();
         let mut updates = vec![Update::Providers {
             origin: format!("zookeeper:{dir}"),
             text: ProviderText::Parsed { urls, skipped },

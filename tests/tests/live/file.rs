@@ -129,15 +129,26 @@ fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it()
         &live,
         &["10.0.0.1:20880", "10.0.0.3:20880", "10.0.0.4:20880"],
     );
-    // A bad provider line: refused, the old list serves.
+    // A bad provider line: skipped alone, located; the other lines apply.
+    let good = format!("{PROVIDERS}dubbo://10.0.0.4:20880/com.foo.BarService?region=hz\n");
     d.replace(
         "providers.txt",
-        "dubbo://10.0.0.9:x/com.foo.BarService?region=hz\n",
+        &format!("{good}dubbo://10.0.0.9:x/com.foo.BarService?region=hz\n"),
     );
-    let report = wait_report(&rx, "provider refusal", |r| {
-        matches!(r, Report::Refused { .. })
+    let report = wait_report(&rx, "provider skipped", |r| {
+        matches!(r, Report::Skipped { .. })
     });
-    assert!(report.to_string().contains("providers.txt:1:"), "{report}");
+    let line = good.lines().count() + 1;
+    assert!(
+        report
+            .to_string()
+            .contains(&format!("providers.txt:{line}:18: invalid provider URL")),
+        "{report}"
+    );
+    assert!(
+        report.to_string().starts_with("skipped provider "),
+        "{report}"
+    );
     wait_route(
         &live,
         &["10.0.0.1:20880", "10.0.0.3:20880", "10.0.0.4:20880"],
