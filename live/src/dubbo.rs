@@ -69,22 +69,32 @@ pub fn decode_component(s: &str) -> Result<String, String> {
 
 /// Parses a provider node name as Dubbo's consumer does: the name is decoded once
 /// ([`decode_component`]) and the result parsed with its parameter values taken as
-/// written ([`Url::parse_as_written`]), so `discount=100%` keeps its bare `%`.
+/// written ([`Url::parse_as_written`]), so `discount=100%` keeps its bare `%` and a value
+/// written `a%2Cb` stays `a%2Cb`, exactly as Java Dubbo's consumer reads them.
 ///
-/// A provider URL without a `side` parameter was not written by Java Dubbo (which always
-/// registers `side=provider`): the official Python implementation (`apache-dubbo`) encodes
-/// parameter values once more before encoding the node name, so its values arrive still
-/// encoded (`a%2Cb` for `a,b`). Such a URL is parsed with [`Url::parse`] instead, which
-/// decodes every `%XX` escape once more and keeps a bare `%` as written.
+/// The official Python implementation (`apache-dubbo` 3.0.0b1) writes differently: it
+/// form-encodes every query key and value (`urlencode`: a space is `+`, a `,` is `%2C`)
+/// before percent-encoding the whole URL for the node name, so after one decode its values
+/// are still encoded. Its URLs are recognisable: `tri://host:port?service=<interface>...`
+/// with no path and no `side` (Java Dubbo always writes the interface as the path and
+/// `side=provider`). Such a URL's query keys and values are form-decoded once more (`+` is
+/// a space, `%XX` a byte; a `%` that starts no escape is kept), as the package's own
+/// consumer does (`unquote` then `parse_qs`).
 pub fn parse_provider_node(name: &str) -> Result<Url, String> {
     let decoded = decode_component(name).map_err(|e| format!("node name: {e}"))?;
-    let url = Url::parse_as_written(&decoded)
-        .map_err(|e| format!("invalid provider URL at column {}: {}", e.column, e.reason))?;
-    if url.param("side").is_some() {
+    let invalid = |e: routechain_core::UrlError| {
+        format!("invalid provider URL at column {}: {}", e.column, e.reason)
+    };
+    let url = Url::parse_as_written(&decoded).map_err(invalid)?;
+    if url.param("side").is_some() || !url.path().is_empty() {
         return Ok(url);
     }
-    Url::parse(&decoded)
-        .map_err(|e| format!("invalid provider URL at column {}: {}", e.column, e.reason))
+    // Form-decoding the query: `+` becomes `%20` before `Url::parse` percent-decodes it.
+    let form = match decoded.split_once('?') {
+        Some((head, query)) => format!("{head}?{}", query.replace('+', "%20")),
+        None => decoded,
+    };
+    Url::parse(&form).map_err(invalid)
 }
 
 /// The providers' application: the `application` parameter of the first provider that
@@ -261,10 +271,18 @@ mod tests {
         let u = parse_provider_node(&java).unwrap();
         assert_eq!(u.param("discount"), Some("100%"));
         assert_eq!(u.param("raw"), Some("a%2Cb"));
-        // Python: values encoded twice, no `side`.
-        let python = encode_component("tri://10.0.0.2:50051?service=com.foo.Bar&methods=a%2Cb");
-        let u = parse_provider_node(&python).unwrap();
-        assert_eq!(u.param("methods"), Some("a,b"));
+        // Python: values form-encoded, then the whole URL encoded; no path, no `side`.
+        let python = "tri%3A%2F%2F127.0.0.1%3A50063%3Fservice%3Dorg.example.Greeter%26group%3Da%252Cb\
+                      %26discount%3D100%2525%26note%3Dx%2By%252Fz%253A1%26methods%3DsayHello%252CsayHelloRaw";
+        let u = parse_provider_node(python).unwrap();
+        assert_eq!(u.param("group"), Some("a,b"));
+        assert_eq!(u.param("discount"), Some("100%"));
+        assert_eq!(u.param("note"), Some("x y/z:1"));
+        assert_eq!(u.param("methods"), Some("sayHello,sayHelloRaw"));
+        assert_eq!(u.param("service"), Some("org.example.Greeter"));
+        // routechain's own `zk register` (a path, no side): as written, like Java.
+        let ours = encode_component("dubbo://10.0.0.3:20880/com.foo.Bar?k=a+b");
+        assert_eq!(parse_provider_node(&ours).unwrap().param("k"), Some("a+b"));
         assert!(parse_provider_node("dubbo%3A%2F%2F10.0.0.1%3Ax").is_err());
         assert!(parse_provider_node("dubbo%zz").is_err());
     }
