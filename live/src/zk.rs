@@ -662,8 +662,10 @@ async fn session(
             }
             if forwarders.is_some() {
                 match cx.resync(client).await {
-                    // Keys under a newly learnt providers' application: watch and re-read.
-                    Ok(()) => need_resync = cx.new_app_keys,
+                    // Keys under a newly learnt providers' application: watch and re-read
+                    // them now.
+                    Ok(()) if cx.new_app_keys => continue,
+                    Ok(()) => need_resync = false,
                     Err(ZkClientError::SessionExpired) => {
                         return End::Reconnect("session expired".into());
                     }
