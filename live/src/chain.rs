@@ -716,7 +716,7 @@ fn flatten(update: Update, out: &mut Vec<Update>) {
 
 /// Parses a provider list; an entry that does not parse is skipped alone and returned
 /// with its location (`file:line:column`, or the registry entry).
-fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipped>) {
+pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     match text {

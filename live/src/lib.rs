@@ -50,7 +50,7 @@ mod report;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
-pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
+pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching, parse_providers};
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
     parse_provider_node, providers_application, providers_path, rule_path,

@@ -36,7 +36,13 @@ fn python() -> PathBuf {
         out.status
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(stdout.lines().last().expect("the venv's python path").trim())
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("the venv's python path")
+            .trim(),
+    )
 }
 
 /// A free loopback port (bound then released).
@@ -99,7 +105,12 @@ impl Drop for Provider {
 fn call(py: &Path, address: &str) -> String {
     let out = Command::new(py)
         .arg(repo().join("tests/python/triple_call.py"))
-        .args([address, &format!("/{INTERFACE}/sayHelloRaw"), "--raw", "alice"])
+        .args([
+            address,
+            &format!("/{INTERFACE}/sayHelloRaw"),
+            "--raw",
+            "alice",
+        ])
         .output()
         .expect("run triple_call.py");
     assert!(out.status.success(), "Triple call to {address} failed");
@@ -123,15 +134,35 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
     let zk = ZooKeeper::start("python");
     let addr = zk.address();
     let common = ["--version", "1.0.0", "--application", "demo-app"];
-    let with = |extra: &[&'static str]| -> Vec<&str> { common.iter().chain(extra).copied().collect() };
-    let blue1 = Provider::start(&py, &addr, &with(&["--group", "blue", "--param", "methods=sayHello,sayHelloRaw"]));
-    let blue2 = Provider::start(&py, &addr, &with(&["--group", "blue", "--param", "note=x y/z:1"]));
-    let mut green = Provider::start(&py, &addr, &with(&["--group", "green", "--param", "discount=100%"]));
+    let with =
+        |extra: &[&'static str]| -> Vec<&str> { common.iter().chain(extra).copied().collect() };
+    let blue1 = Provider::start(
+        &py,
+        &addr,
+        &with(&["--group", "blue", "--param", "methods=sayHello,sayHelloRaw"]),
+    );
+    let blue2 = Provider::start(
+        &py,
+        &addr,
+        &with(&["--group", "blue", "--param", "note=x y/z:1"]),
+    );
+    let mut green = Provider::start(
+        &py,
+        &addr,
+        &with(&["--group", "green", "--param", "discount=100%"]),
+    );
     // Another version: not for this reference.
     let _other = Provider::start(
         &py,
         &addr,
-        &["--version", "2.0.0", "--group", "blue", "--application", "demo-app"],
+        &[
+            "--version",
+            "2.0.0",
+            "--group",
+            "blue",
+            "--application",
+            "demo-app",
+        ],
     );
     let live = live(CHAIN);
     let mut config = ZkConfig::for_chain(&live, addr.clone());
