@@ -396,14 +396,18 @@ fn watch_prints_a_route_line_per_applied_change_and_the_reason_of_every_refusal(
     assert_eq!(addresses(&v), ["10.20.3.5:20880", "10.20.3.6:20880"]);
     w.stderr_with("applied generation 2: providers from");
 
-    // Bad edits: refused with their reason, nothing routed differently.
+    // Bad edits: a bad provider line is skipped alone (here leaving none: held back), a bad
+    // chain file refused with its reason; nothing routed differently.
     replace(&providers, "dubbo://10.20.3.7:99999/com.foo.BarService\n");
-    let line = w.stderr_with("refused providers from");
-    assert!(line.starts_with("routechain watch: refused"), "{line}");
+    let line = w.stderr_with("skipped provider");
     assert!(
-        line.contains(&format!("{}:1:", providers.display())),
+        line.contains(&format!(
+            "{}:1:19: invalid provider URL",
+            providers.display()
+        )),
         "{line}"
     );
+    w.stderr_with("held back providers from");
     replace(&chain, "routers:\n  - type: no-such-router\n");
     let line = w.stderr_with("refused chain file");
     assert!(

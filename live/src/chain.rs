@@ -293,6 +293,13 @@ impl LiveChain {
                 }
                 Update::Providers { origin, text } => {
                     let (providers, skipped) = parse_providers(&origin, text);
+                    let change = match skipped.len() {
+                        0 => change,
+                        n => format!(
+                            "providers from {origin} ({} URL(s), {n} skipped)",
+                            providers.len()
+                        ),
+                    };
                     for s in skipped {
                         self.stats.skipped.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(location = %s.location, "skipped provider: {}", s.reason);

@@ -171,7 +171,7 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
     let (_watching, rx) = watch(&live, Box::new(ZkSource::new(config)));
 
     // Exactly the three providers of version 1.0.0, with the values they registered.
-    let mut all = vec![blue1.address(), blue2.address(), green.address()];
+    let mut all = [blue1.address(), blue2.address(), green.address()];
     all.sort();
     let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
     wait_route(&live, &all_refs);
@@ -197,7 +197,7 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
 
     // Routed per call by group, and the chosen provider answers a real Triple call.
     let blue = Request::new().with_attribute("group", "blue");
-    let mut blues = vec![blue1.address(), blue2.address()];
+    let mut blues = [blue1.address(), blue2.address()];
     blues.sort();
     let blue_refs: Vec<&str> = blues.iter().map(String::as_str).collect();
     wait_route_for(&live, &blue, &blue_refs);

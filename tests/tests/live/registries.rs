@@ -376,3 +376,53 @@ fn an_ephemeral_registration_vanishes_with_its_session() {
     let listed = rt.block_on(keeper.providers(SERVICE)).unwrap();
     assert_eq!(listed, [url(2)]);
 }
+
+#[test]
+fn the_chain_and_override_rule_examples_in_the_dubbo_deployment_guide_are_valid() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/live.md"),
+    )
+    .unwrap();
+    let start = guide
+        .find("## Pointing routechain at an existing Dubbo deployment")
+        .expect("the section");
+    let end = start + guide[start..].find("\n## ").expect("the next section");
+    let section = &guide[start..end];
+    let blocks: Vec<&str> = section
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    let dir = std::env::temp_dir().join(format!("routechain-guide-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The override rules first (the chain files name them), under the names they give.
+    let mut rules = 0;
+    for block in &blocks {
+        if block.contains("configs:") {
+            routechain::rules::configurators::OverrideRule::parse("guide", block)
+                .unwrap_or_else(|e| panic!("{block}\n{}", e[0].render()));
+            let name = block
+                .strip_prefix("# ")
+                .and_then(|b| b.split(':').next())
+                .expect("an override example starts with `# <file name>:`");
+            std::fs::write(dir.join(name), block).unwrap();
+            rules += 1;
+        }
+    }
+    let mut chains = 0;
+    for block in &blocks {
+        if block.contains("routers:") {
+            let file = routechain::rules::ChainFile::parse("guide", block, Some(dir.clone()))
+                .unwrap_or_else(|e| panic!("{block}\n{}", e[0].render()));
+            routechain::live::LiveChain::new(
+                file,
+                routechain::registry(),
+                routechain::live::LiveOptions::default(),
+            )
+            .unwrap_or_else(|e| panic!("{block}\n{}", e.render()));
+            chains += 1;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!((chains, rules), (3, 4));
+}
