@@ -6,6 +6,7 @@
 //! tracing-subscriber) never reach a service.
 
 mod commands;
+mod lint;
 mod demo;
 
 fn main() -> std::process::ExitCode {

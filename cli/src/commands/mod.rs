@@ -49,9 +49,9 @@ enum Command {
         after_help = "Example:\n  routechain explain --chain rules/examples/full.chain.yaml \\\n    --providers rules/examples/providers.txt --request rules/examples/request.json"
     )]
     Explain(route::RouteArgs),
-    /// Validate and compile chain files; print every problem.
+    /// Validate and lint chain files and rule files; cross-check them with a provider list.
     #[command(
-        after_help = "Example:\n  routechain check rules/examples/*.chain.yaml\n\nExit: 0 when every file is valid, 2 otherwise."
+        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
     )]
     Check(check::CheckArgs),
     /// Route and balance one request N times; print how many calls each provider got.
