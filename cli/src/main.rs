@@ -6,8 +6,8 @@
 //! tracing-subscriber) never reach a service.
 
 mod commands;
-mod lint;
 mod demo;
+mod lint;
 
 fn main() -> std::process::ExitCode {
     commands::run(std::env::args_os())

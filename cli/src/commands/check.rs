@@ -98,7 +98,11 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         Ok(s) => s,
         Err(problems) => {
             reports.push(FileReport {
-                file: args.providers.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+                file: args
+                    .providers
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
                 what: String::new(),
                 problems,
             });
@@ -134,10 +138,12 @@ pub fn exit(errors: usize, warnings: usize, deny_warnings: bool) -> ExitCode {
 
 /// (errors, warnings) among `problems`.
 pub fn count<'a>(problems: impl IntoIterator<Item = &'a Problem>) -> (usize, usize) {
-    problems.into_iter().fold((0, 0), |(e, w), p| match p.severity {
-        Severity::Error => (e + 1, w),
-        Severity::Warning => (e, w + 1),
-    })
+    problems
+        .into_iter()
+        .fold((0, 0), |(e, w), p| match p.severity {
+            Severity::Error => (e + 1, w),
+            Severity::Warning => (e, w + 1),
+        })
 }
 
 fn problems_of(e: LoadError) -> Vec<Problem> {
@@ -269,7 +275,11 @@ pub fn check_file(
         check_rule(&origin, &text, ty.as_deref(), providers, registry)
     };
     report.problems.sort_by(|a, b| {
-        (&a.error.origin, a.error.location, a.code).cmp(&(&b.error.origin, b.error.location, b.code))
+        (&a.error.origin, a.error.location, a.code).cmp(&(
+            &b.error.origin,
+            b.error.location,
+            b.code,
+        ))
     });
     report.problems.dedup();
     report
@@ -450,7 +460,10 @@ fn check_chain(
         }
     }
     if let Some(snapshot) = providers
-        && report.problems.iter().all(|p| p.severity != Severity::Error)
+        && report
+            .problems
+            .iter()
+            .all(|p| p.severity != Severity::Error)
         && let Err(e) = load::build_state(&chain, registry, Arc::new(snapshot.clone()), None)
     {
         report.problems.extend(problems_of(e));
@@ -467,10 +480,16 @@ mod tests {
     fn types_from_dubbo_node_names() {
         let cases = [
             ("com.foo.BarService::.condition-router", Some("condition")),
-            ("com.foo.BarService::.condition-router.yaml", Some("condition")),
+            (
+                "com.foo.BarService::.condition-router.yaml",
+                Some("condition"),
+            ),
             ("demo-provider.tag-router.yml", Some("tag")),
             ("app.affinity-router", Some("affinity")),
-            ("com.foo.BarService::.idc-weight-router.yaml", Some("idc-weight")),
+            (
+                "com.foo.BarService::.idc-weight-router.yaml",
+                Some("idc-weight"),
+            ),
             ("com.foo.BarService.configurators", Some("configurators")),
             ("demo.MESHAPPRULE.yaml", Some("mesh")),
             ("idc-weight.rule.yaml", None),

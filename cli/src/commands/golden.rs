@@ -111,7 +111,9 @@ pub fn run(args: &TestArgs) -> ExitCode {
 }
 
 fn invalid(doc: &YamlDoc, path: FieldPath, message: impl Into<String>) -> LoadError {
-    LoadError::Invalid(vec![doc.locate_error(&routechain::core::RuleError::new(path, message))])
+    LoadError::Invalid(vec![
+        doc.locate_error(&routechain::core::RuleError::new(path, message)),
+    ])
 }
 
 fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
@@ -151,12 +153,20 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
         let e = &case.expect;
         let message = match (&e.addresses, e.no_provider, &e.share_by, &e.shares) {
             (Some(want), None, None, None) => {
-                let got: BTreeSet<&str> = routed.providers.iter().map(|p| p.address.as_str()).collect();
+                let got: BTreeSet<&str> = routed
+                    .providers
+                    .iter()
+                    .map(|p| p.address.as_str())
+                    .collect();
                 let want_set: BTreeSet<&str> = want.iter().map(String::as_str).collect();
                 if got == want_set {
                     String::new()
                 } else if let Some(err) = &routed.error {
-                    format!("no provider ({}), expected {}", err.message, list(&want_set))
+                    format!(
+                        "no provider ({}), expected {}",
+                        err.message,
+                        list(&want_set)
+                    )
                 } else {
                     format!("got {}, expected {}", list(&got), list(&want_set))
                 }
@@ -165,12 +175,19 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
                 (Some(_), true) | (None, false) => String::new(),
                 (None, true) => format!(
                     "got {}, expected no provider",
-                    list(&routed.providers.iter().map(|p| p.address.as_str()).collect())
+                    list(
+                        &routed
+                            .providers
+                            .iter()
+                            .map(|p| p.address.as_str())
+                            .collect()
+                    )
                 ),
                 (Some(err), false) => format!("no provider ({}), expected some", err.message),
             },
             (None, None, Some(by), Some(want)) => {
-                let service = Service::new(Arc::new(Chain::new(state)), chain.service_config.clone());
+                let service =
+                    Service::new(Arc::new(Chain::new(state)), chain.service_config.clone());
                 let calls = case.calls.unwrap_or(DEFAULT_CALLS);
                 let tally = super::simulate::tally(&service, &request, calls, seed);
                 let mut got: BTreeMap<&str, u64> = BTreeMap::new();
@@ -180,7 +197,13 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
                         coverage.landed(p);
                     }
                 }
-                shares_message(by, want, &got, calls, e.tolerance.unwrap_or(DEFAULT_TOLERANCE))
+                shares_message(
+                    by,
+                    want,
+                    &got,
+                    calls,
+                    e.tolerance.unwrap_or(DEFAULT_TOLERANCE),
+                )
             }
             _ => {
                 return Err(invalid(
@@ -257,19 +280,29 @@ fn shares_message(
     calls: u64,
     tolerance: f64,
 ) -> String {
-    let pct = |n: u64| if calls == 0 { 0.0 } else { 100.0 * n as f64 / calls as f64 };
+    let pct = |n: u64| {
+        if calls == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / calls as f64
+        }
+    };
     let mut wrong = Vec::new();
     for (value, &expected) in want {
         let actual = pct(got.get(value.as_str()).copied().unwrap_or(0));
         if (actual - expected).abs() > tolerance {
-            wrong.push(format!("{by} {value} {actual:.2}% (expected {expected} ± {tolerance})"));
+            wrong.push(format!(
+                "{by} {value} {actual:.2}% (expected {expected} ± {tolerance})"
+            ));
         }
     }
     for (value, &n) in got {
         let actual = pct(n);
         if !want.contains_key(*value) && actual > tolerance {
             let shown = if value.is_empty() { "(none)" } else { value };
-            wrong.push(format!("{by} {shown} {actual:.2}% (expected 0 ± {tolerance})"));
+            wrong.push(format!(
+                "{by} {shown} {actual:.2}% (expected 0 ± {tolerance})"
+            ));
         }
     }
     wrong.join(", ")
@@ -319,8 +352,14 @@ impl Coverage {
                 "condition" => {
                     let conds = value.get("conditions").and_then(Value::as_array);
                     for (i, c) in conds.into_iter().flatten().enumerate() {
-                        let text = c.as_str().map(str::to_string).unwrap_or_else(|| c.to_string());
-                        step.push((cov.item(format!("{at} condition #{i}: {text}")), format!("condition #{i}: when matched")));
+                        let text = c
+                            .as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| c.to_string());
+                        step.push((
+                            cov.item(format!("{at} condition #{i}: {text}")),
+                            format!("condition #{i}: when matched"),
+                        ));
                     }
                 }
                 "tag" => {
@@ -332,13 +371,22 @@ impl Coverage {
                         .filter_map(|t| t.get("name").and_then(Value::as_str))
                         .map(str::to_string)
                         .collect();
-                    names.extend(snapshot.providers().iter().filter_map(|p| p.param("dubbo.tag")).map(str::to_string));
+                    names.extend(
+                        snapshot
+                            .providers()
+                            .iter()
+                            .filter_map(|p| p.param("dubbo.tag"))
+                            .map(str::to_string),
+                    );
                     for n in names {
                         step.push((cov.item(format!("{at} tag {n}")), format!("tag {n:?}:")));
                     }
                 }
                 "group" => {
-                    let param = value.get("provider_param").and_then(Value::as_str).unwrap_or("group");
+                    let param = value
+                        .get("provider_param")
+                        .and_then(Value::as_str)
+                        .unwrap_or("group");
                     let groups: BTreeSet<&str> = snapshot
                         .providers()
                         .iter()
@@ -350,7 +398,13 @@ impl Coverage {
                     }
                 }
                 "idc-weight" => {
-                    let param = |k: &str, d: &str| value.get(k).and_then(Value::as_str).unwrap_or(d).to_string();
+                    let param = |k: &str, d: &str| {
+                        value
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or(d)
+                            .to_string()
+                    };
                     let tables = value.get("route_tables").and_then(Value::as_object);
                     for (region, table) in tables.into_iter().flatten() {
                         for idc in table.as_object().into_iter().flatten().map(|(k, _)| k) {
@@ -399,6 +453,10 @@ impl Coverage {
     }
 
     fn uncovered(&self) -> Vec<String> {
-        self.items.iter().filter(|(_, r)| !r).map(|(l, _)| l.clone()).collect()
+        self.items
+            .iter()
+            .filter(|(_, r)| !r)
+            .map(|(l, _)| l.clone())
+            .collect()
     }
 }

@@ -106,7 +106,9 @@ struct RouteOutput<'a> {
 
 /// Runs `route`; an input error exits 2.
 pub fn run(args: &RouteArgs) -> ExitCode {
-    let style = Style::Json { explain: args.explain };
+    let style = Style::Json {
+        explain: args.explain,
+    };
     super::exit_code(route(&args.inputs, args.seed, style))
 }
 
@@ -260,7 +262,9 @@ fn table(trace: &Trace, providers: &[RoutedProvider], error: Option<&RouteError>
             s.reason.clone(),
         ]
     });
-    let header = vec!["#", "router", "priority", "eval", "before", "after", "reason"];
+    let header = vec![
+        "#", "router", "priority", "eval", "before", "after", "reason",
+    ];
     let mut out = super::table(header, rows, &[0, 2, 4, 5]);
     out.push('\n');
     match error {

@@ -158,7 +158,8 @@ fn report(
         for (i, p) in snapshot.providers().iter().enumerate() {
             let c = t.counts[i];
             if c > 0 || args.all {
-                *by.entry(p.get(param).unwrap_or("").to_string()).or_default() += c;
+                *by.entry(p.get(param).unwrap_or("").to_string())
+                    .or_default() += c;
             }
         }
         by.into_iter()
@@ -276,7 +277,10 @@ fn rows_table(
         if let Some(other) = other {
             let theirs = other.get(key).copied().unwrap_or(0);
             cells.push(format!("{:.2}%", share(theirs, calls)));
-            cells.push(format!("{:+.2}", share(theirs, calls) - share(*count, calls)));
+            cells.push(format!(
+                "{:+.2}",
+                share(theirs, calls) - share(*count, calls)
+            ));
         }
         cells.push("█".repeat((*count as usize * BAR).div_ceil(max as usize)));
         cells
@@ -303,7 +307,10 @@ fn table(base: &Report, against: Option<&Report>, args: &SimulateArgs) -> String
     if let Some(a) = against {
         s.push_str(&format!(
             "against {}: routed: {}   empty: {}   (load_balance: {})\n",
-            args.against.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            args.against
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             a.calls - a.empty,
             a.empty,
             a.balancer
@@ -320,7 +327,10 @@ fn table(base: &Report, against: Option<&Report>, args: &SimulateArgs) -> String
         for c in &a.counts {
             keys.entry(c.index).or_insert((c.address.clone(), 0));
         }
-        a.counts.iter().map(|c| (c.index.to_string(), c.count)).collect()
+        a.counts
+            .iter()
+            .map(|c| (c.index.to_string(), c.count))
+            .collect()
     });
     let mut rows: Vec<(String, String, u64)> = keys
         .into_iter()
@@ -335,16 +345,23 @@ fn table(base: &Report, against: Option<&Report>, args: &SimulateArgs) -> String
         }
         o
     });
-    s.push_str(&rows_table("address", &rows, other.as_ref(), base.calls, true));
+    s.push_str(&rows_table(
+        "address",
+        &rows,
+        other.as_ref(),
+        base.calls,
+        true,
+    ));
     if let (Some(param), Some(groups)) = (&args.group_by, &base.groups) {
         let mut keys: BTreeMap<String, u64> =
             groups.iter().map(|g| (g.value.clone(), g.count)).collect();
-        let other: Option<BTreeMap<String, u64>> = against.and_then(|a| a.groups.as_ref()).map(|gs| {
-            for g in gs {
-                keys.entry(g.value.clone()).or_insert(0);
-            }
-            gs.iter().map(|g| (g.value.clone(), g.count)).collect()
-        });
+        let other: Option<BTreeMap<String, u64>> =
+            against.and_then(|a| a.groups.as_ref()).map(|gs| {
+                for g in gs {
+                    keys.entry(g.value.clone()).or_insert(0);
+                }
+                gs.iter().map(|g| (g.value.clone(), g.count)).collect()
+            });
         let rows: Vec<(String, String, u64)> = keys
             .into_iter()
             .map(|(v, n)| (v.clone(), if v.is_empty() { "(none)".into() } else { v }, n))

@@ -198,7 +198,8 @@ pub fn never_matches(term: &Term) -> Option<&'static str> {
     if term.mismatches.contains(&Pattern::Any) {
         return Some("excludes every value (`!= *`)");
     }
-    let empty_range = |p: &Pattern| matches!(p, Pattern::Range { low: Some(l), high: Some(h) } if l > h);
+    let empty_range =
+        |p: &Pattern| matches!(p, Pattern::Range { low: Some(l), high: Some(h) } if l > h);
     if !term.matches.is_empty()
         && term
             .matches
@@ -272,12 +273,24 @@ mod tests {
     fn every_text_lint_at_its_character() {
         let cases: [(&str, &[(&str, usize)]); 9] = [
             ("method = refund => version = 2.*", &[]),
-            ("method = refund and region = hz => version = 2", &[("RC101", 22)]),
-            ("method = refund or method = cancel => v = 2", &[("RC101", 22)]),
-            ("method = refund | method = cancel => v = 2", &[("RC102", 22)]),
+            (
+                "method = refund and region = hz => version = 2",
+                &[("RC101", 22)],
+            ),
+            (
+                "method = refund or method = cancel => v = 2",
+                &[("RC101", 22)],
+            ),
+            (
+                "method = refund | method = cancel => v = 2",
+                &[("RC102", 22)],
+            ),
             ("method = refund -> version = 2.*", &[("RC103", 22)]),
             ("version = 2.*", &[("RC104", 6)]),
-            ("application = comment admin => region = hz", &[("RC105", 28)]),
+            (
+                "application = comment admin => region = hz",
+                &[("RC105", 28)],
+            ),
             ("method = a & method != a => region = hz", &[("RC106", 6)]),
             ("=> arguments = 1", &[("RC106", 9)]),
         ];
@@ -292,8 +305,15 @@ mod tests {
         let words: Vec<(&str, &str)> = t.iter().map(|(s, w, _)| (s.as_str(), *w)).collect();
         assert_eq!(
             words,
-            [("", "a"), ("= ", "b"), (",", "c"), ("& ", "d"), ("!= ", "e"), ("", "f")]
-                .map(|(s, w)| (s.trim_end(), w))
+            [
+                ("", "a"),
+                ("= ", "b"),
+                (",", "c"),
+                ("& ", "d"),
+                ("!= ", "e"),
+                ("", "f")
+            ]
+            .map(|(s, w)| (s.trim_end(), w))
         );
     }
 }

@@ -163,7 +163,7 @@ impl Problem {
     }
 
     /// The same problem as an error.
-    pub fn as_error(mut self) -> Self {
+    pub fn into_error(mut self) -> Self {
         self.severity = Severity::Error;
         self
     }
@@ -235,7 +235,12 @@ pub fn invalid(errors: impl IntoIterator<Item = LocatedError>) -> Vec<Problem> {
 pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     known
         .into_iter()
-        .map(|k| (strsim::jaro_winkler(&word.to_ascii_lowercase(), &k.to_ascii_lowercase()), k))
+        .map(|k| {
+            (
+                strsim::jaro_winkler(&word.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+                k,
+            )
+        })
         .filter(|(score, _)| *score >= 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k)

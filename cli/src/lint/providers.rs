@@ -32,7 +32,11 @@ pub fn lint(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) -> 
 
 /// Up to five values of `key` among the providers, for messages.
 fn seen_values(providers: &Snapshot, key: &str) -> String {
-    let values: BTreeSet<&str> = providers.providers().iter().filter_map(|p| p.get(key)).collect();
+    let values: BTreeSet<&str> = providers
+        .providers()
+        .iter()
+        .filter_map(|p| p.get(key))
+        .collect();
     if values.is_empty() {
         return format!("no provider has `{key}`");
     }
@@ -97,23 +101,25 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
             }
             let keep = kept(terms, providers, consumer);
             if keep.is_empty() && !terms.is_empty() {
-                let (problem, effect) = if compiled.force {
-                    (
-                        Problem::at(Code::ThenMatchesNoProvider, rule.doc, &field.path, None, "")
-                            .as_error(),
-                        "with `force: true` every call it applies to gets no provider",
-                    )
+                let effect = if compiled.force {
+                    "with `force: true` every call it applies to gets no provider"
                 } else {
-                    (
-                        Problem::at(Code::ThenMatchesNoProvider, rule.doc, &field.path, None, ""),
-                        "with `force: false` it is ignored and every provider stays",
-                    )
+                    "with `force: false` it is ignored and every provider stays"
                 };
-                let mut problem = problem;
-                problem.error.message = format!(
-                    "condition #{i}: the then-part matches none of the {n} providers; {effect}"
+                let problem = Problem::at(
+                    Code::ThenMatchesNoProvider,
+                    rule.doc,
+                    &field.path,
+                    None,
+                    format!(
+                        "condition #{i}: the then-part matches none of the {n} providers; {effect}"
+                    ),
                 );
-                out.push(problem);
+                out.push(if compiled.force {
+                    problem.into_error()
+                } else {
+                    problem
+                });
             }
             if matches!(cond.action, Action::Then(_)) {
                 set = Some(keep);
@@ -135,6 +141,11 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
                 continue;
             };
             let broader = ci.when.iter().all(|t| cj.when.contains(t));
+            let effect = if compiled.force {
+                "with `force: true` those requests get no provider"
+            } else {
+                "with `force: false` it is ignored for them"
+            };
             if broader && !si.is_empty() && !si.iter().any(|p| sj.contains(p)) {
                 let path = rule.path.key("conditions").index(j);
                 out.push(Problem::at(
@@ -144,8 +155,8 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
                     None,
                     format!(
                         "condition #{j} is shadowed by condition #{i}: every request #{j} \
-                         matches also matches #{i}, which leaves only providers #{j}'s \
-                         then-part excludes, so #{j} never narrows as written"
+                         matches also matches #{i}, which keeps only providers #{j}'s \
+                         then-part excludes; {effect}"
                     ),
                 ));
                 break;
@@ -302,7 +313,11 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
             }
         }
         for (j, m) in t.matches.iter().flatten().enumerate() {
-            if !providers.providers().iter().any(|p| m.is_match(p.param(&m.key))) {
+            if !providers
+                .providers()
+                .iter()
+                .any(|p| m.is_match(p.param(&m.key)))
+            {
                 out.push(Problem::at(
                     Code::ValueWithoutProvider,
                     rule.doc,
