@@ -183,17 +183,6 @@ impl Problem {
         Problem::new(code, doc.locate_error(&e))
     }
 
-    /// The problem at the key of the field at `path` (for unknown and disabled fields).
-    pub fn at_key(code: Code, doc: &YamlDoc, path: &FieldPath, message: impl Into<String>) -> Self {
-        let mut e = doc.locate_error(&RuleError::new(path.clone(), message));
-        let at = doc.locate_key(path);
-        if at != e.location {
-            e.location = at;
-            e.source_line = doc.source_line(at.line);
-        }
-        Problem::new(code, e)
-    }
-
     /// The text form: `file:line:column: warning[RC101]: field: message`, then the source
     /// line with a caret, rendered by [`LocatedError::render`] so that every command shows
     /// problems alike.
