@@ -277,6 +277,20 @@ mod tests {
     }
 
     #[test]
+    fn docs_check_md_has_one_row_per_code_with_its_severity() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/check.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| RC")).collect();
+        assert_eq!(rows.len(), Code::ALL.len());
+        for (row, code) in rows.iter().zip(Code::ALL) {
+            let severity = code.default_severity().as_str();
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(cells[1], code.as_str(), "{row}");
+            assert!(cells[2].contains(severity), "{row}: expected {severity}");
+        }
+    }
+
+    #[test]
     fn did_you_mean_finds_typos_only() {
         let known = ["force", "enabled", "conditions", "runtime"];
         assert_eq!(did_you_mean("forse", known), Some("force"));
