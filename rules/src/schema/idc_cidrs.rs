@@ -59,7 +59,10 @@ impl IdcCidrs {
             let path = base.key(idc_key.as_str());
             let idc_name = idc_key.trim();
             let idc = if idc_name.is_empty() {
-                errors.push(RuleError::new(path.clone(), "blank IDC name in `idc_cidrs`"));
+                errors.push(RuleError::new(
+                    path.clone(),
+                    "blank IDC name in `idc_cidrs`",
+                ));
                 None
             } else {
                 let idc = idc_of(idc_name);
@@ -117,16 +120,10 @@ impl IdcCidrs {
         let mut v6 = Vec::new();
         for e in &entries {
             match e.net {
-                IpNet::V4(n) => v4.push((
-                    u32::from(n.network()),
-                    u32::from(n.broadcast()),
-                    e.idc,
-                )),
-                IpNet::V6(n) => v6.push((
-                    u128::from(n.network()),
-                    u128::from(n.broadcast()),
-                    e.idc,
-                )),
+                IpNet::V4(n) => v4.push((u32::from(n.network()), u32::from(n.broadcast()), e.idc)),
+                IpNet::V6(n) => {
+                    v6.push((u128::from(n.network()), u128::from(n.broadcast()), e.idc))
+                }
             }
         }
         IdcCidrs {
@@ -163,7 +160,11 @@ fn find<T: Ord + Copy>(ranges: &[(T, T, usize)], a: T) -> Option<usize> {
 /// entries are then dropped so the compiled ranges stay disjoint.
 fn check_overlaps(entries: &mut Vec<Entry<'_>>, errors: &mut Vec<RuleError>) {
     let key = |e: &Entry<'_>| match e.net {
-        IpNet::V4(n) => (0u8, u128::from(u32::from(n.network())), u128::from(u32::from(n.broadcast()))),
+        IpNet::V4(n) => (
+            0u8,
+            u128::from(u32::from(n.network())),
+            u128::from(u32::from(n.broadcast())),
+        ),
         IpNet::V6(n) => (1u8, u128::from(n.network()), u128::from(n.broadcast())),
     };
     entries.sort_by_key(|e| {
@@ -293,7 +294,9 @@ mod tests {
 
     #[test]
     fn many_subnets_check_in_n_log_n_and_stay_disjoint() {
-        let nets: Vec<String> = (0..20_000).map(|i| format!("10.{}.{}.0/24", i / 256, i % 256)).collect();
+        let nets: Vec<String> = (0..20_000)
+            .map(|i| format!("10.{}.{}.0/24", i / 256, i % 256))
+            .collect();
         let refs: Vec<&str> = nets.iter().map(String::as_str).collect();
         let (t, errors) = compile(&[("mt", &refs)]);
         assert!(errors.is_empty());
