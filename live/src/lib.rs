@@ -17,9 +17,16 @@
 //!   over it (balancers, failover, health; `routechain-balance`), configured by the chain file's service settings.
 //!   It applies each update by building a new [`routechain_core::ChainState`] off the call
 //!   path and swapping it in at once, with a reloaded chain file's service settings; a rule
-//!   or provider list that does not parse or validate is refused (the previous state keeps
-//!   serving, the refusal is logged, counted in [`LiveStats`] and reported), and a provider
-//!   list that suddenly becomes empty is held back unless configured otherwise.
+//!   that does not parse or validate is refused (the previous state keeps serving, the
+//!   refusal is logged, counted in [`LiveStats`] and reported), a provider entry that does
+//!   not parse is skipped alone, and a provider list that suddenly becomes empty is held
+//!   back unless configured otherwise.
+//! - Dubbo's override rules (`configurators`, parsed by
+//!   [`routechain_rules::configurators`]) are applied to the provider URLs before each
+//!   snapshot is prepared: `weight` reaches the balancers, `disabled` providers never reach
+//!   the routers (the `overrides` module holds Dubbo's order and the side policy).
+//! - [`dubbo`] holds Dubbo's registry layout: node paths, how provider nodes are decoded,
+//!   the reference (which providers a consumer takes) and the rule keys.
 //!
 //! ```no_run
 //! use std::sync::Arc;

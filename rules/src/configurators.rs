@@ -392,6 +392,31 @@ fn service_key(url: &Url) -> String {
     key
 }
 
+/// Whether the override URL's service (`interface`, with `group` and `version` when it
+/// names them) is the provider's. Dubbo compares whole service keys against the provider URL
+/// as merged with the consumer's reference; routechain compares with the provider's own, and
+/// a rule that names no group (version) applies to every group (version) of the interface,
+/// so that a rule Dubbo Admin keys by the bare interface reaches the providers of a
+/// `group: "*"` reference.
+fn service_matches(cu: &Url, url: &Url) -> bool {
+    let interface = cu
+        .param("interface")
+        .filter(|i| !i.is_empty())
+        .unwrap_or_else(|| cu.path());
+    if interface == "*" {
+        return true;
+    }
+    let provider_interface = url
+        .param("interface")
+        .filter(|i| !i.is_empty())
+        .or(Some(url.path()).filter(|p| !p.is_empty()))
+        .or_else(|| url.param("service"));
+    let wanted = |k: &str| cu.param(k).filter(|v| !v.is_empty() && *v != "*");
+    provider_interface.is_none_or(|i| i == interface)
+        && wanted("group").is_none_or(|g| url.param("group") == Some(g))
+        && wanted("version").is_none_or(|v| url.param("version") == Some(v))
+}
+
 impl OverrideEntry {
     /// The parameters this entry merges into `provider` seen from `view`, or `None` when
     /// it does not apply (`AbstractConfigurator.configure`).
@@ -449,8 +474,7 @@ impl OverrideEntry {
         {
             return None;
         }
-        let config_service = service_key(cu);
-        if config_service != "*" && config_service != service_key(url) {
+        if !service_matches(cu, url) {
             return None;
         }
         let version = cu.param("configVersion").unwrap_or("");
@@ -774,6 +798,9 @@ mod tests {
             ..PROVIDER
         };
         assert!(apply(rule, &other, view).is_empty());
+        // A rule keyed by the bare interface reaches every group and version of it.
+        let grouped = provider("application=orders&group=blue&version=2.1.0");
+        assert_eq!(apply(rule, &grouped, PROVIDER).len(), 1);
         // A typed item without `enabled` is off (ConfigItem's default).
         assert!(apply(&rule.replace("    enabled: true\n", ""), &p, PROVIDER).is_empty());
     }
@@ -809,6 +836,17 @@ mod tests {
             // another service
             (
                 "configVersion: v2.7\nkey: com.acme.Other\nconfigs:\n  - side: consumer\n    parameters: {timeout: 9}\n",
+                CONSUMER,
+                false,
+            ),
+            // a group, a version the provider does not have
+            (
+                "configVersion: v2.7\nkey: blue/com.acme.OrderService\nconfigs:\n  - side: consumer\n    parameters: {timeout: 9}\n",
+                CONSUMER,
+                false,
+            ),
+            (
+                "configVersion: v2.7\nkey: com.acme.OrderService:1.0.0\nconfigs:\n  - side: consumer\n    parameters: {timeout: 9}\n",
                 CONSUMER,
                 false,
             ),
