@@ -18,6 +18,7 @@
 //!   cache, readiness, health reports, in-flight counting and the response extension.
 //!
 //! `cargo bench -p routechain-tower --bench layer`
+#![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
