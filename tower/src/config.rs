@@ -4,7 +4,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::HeaderName;
 use routechain_core::{Attributes, Request};
@@ -52,8 +51,9 @@ pub type MethodExtractor = Arc<
         + Sync,
 >;
 
-/// The layer's settings. The retry count and the health settings are the
-/// [`routechain_balance::Service`]'s (`retries` in the chain file), not the layer's.
+/// The layer's settings. The retries, the per-attempt timeout and the health settings are
+/// the [`routechain_balance::Service`]'s (`retries`, `timeout`, per method in `methods`, and
+/// `health` in the chain file), not the layer's.
 #[derive(Clone)]
 pub struct RouteConfig {
     /// Headers copied into the routechain request's attachments: (header, attachment key).
@@ -68,10 +68,6 @@ pub struct RouteConfig {
     /// gRPC statuses an idempotent request fails over on (default `UNAVAILABLE`,
     /// `RESOURCE_EXHAUSTED`).
     pub retryable_codes: Vec<Code>,
-    /// The timeout of one attempt (waiting for the channel to be ready, sending, and
-    /// receiving the response head); `None`: no timeout. An attempt that times out is a
-    /// transport failure: reported and failed over. Default 5 s.
-    pub attempt_timeout: Option<Duration>,
     /// The largest body kept for resending (default 4 MiB, gRPC's default message size
     /// limit); a longer body is sent as a stream in one attempt.
     pub buffer_limit: usize,
@@ -84,7 +80,6 @@ impl fmt::Debug for RouteConfig {
             .field("method_extractor", &self.method_extractor.is_some())
             .field("idempotent_methods", &self.idempotent_methods)
             .field("retryable_codes", &self.retryable_codes)
-            .field("attempt_timeout", &self.attempt_timeout)
             .field("buffer_limit", &self.buffer_limit)
             .finish()
     }
@@ -97,7 +92,6 @@ impl Default for RouteConfig {
             method_extractor: None,
             idempotent_methods: Vec::new(),
             retryable_codes: vec![Code::UNAVAILABLE, Code::RESOURCE_EXHAUSTED],
-            attempt_timeout: Some(Duration::from_secs(5)),
             buffer_limit: 4 << 20,
         }
     }
@@ -125,12 +119,6 @@ impl RouteConfig {
     /// Treats `method` as idempotent.
     pub fn idempotent_method(mut self, method: impl Into<String>) -> Self {
         self.idempotent_methods.push(method.into());
-        self
-    }
-
-    /// Sets the attempt timeout.
-    pub fn attempt_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.attempt_timeout = timeout;
         self
     }
 

@@ -51,7 +51,7 @@ pub trait MakeChannel: Send + Sync + 'static {
 /// The default connector: HTTP/2 (prior knowledge, as gRPC speaks it) over plain TCP to
 /// `http://<provider address>`, one multiplexed connection per provider, made on first use,
 /// made again after it closed. Connections of providers that left the snapshot close when
-/// idle for [`HttpConnector::idle_timeout`].
+/// idle for the idle timeout (90 s by default).
 #[derive(Debug, Clone)]
 pub struct HttpConnector {
     client: Client<HyperHttpConnector, RequestBody>,
@@ -81,11 +81,6 @@ impl HttpConnector {
             .pool_timer(hyper_util::rt::TokioTimer::new())
             .build(tcp);
         HttpConnector { client }
-    }
-
-    /// The idle timeout given at construction (documentation of the default).
-    pub const fn idle_timeout() -> Duration {
-        Duration::from_secs(90)
     }
 }
 

@@ -14,15 +14,16 @@ pub enum RouteError {
     #[error(transparent)]
     Select(#[from] SelectError),
     /// Every attempt failed at the transport; `last` is the last attempt's error.
-    #[error("all {attempts} attempt(s) failed; the last on {address}: {last}")]
+    #[error("all {attempts} attempt(s) failed; the last: {last}")]
     Failed {
         /// Attempts made.
         attempts: u32,
-        /// The provider of the last attempt.
-        address: String,
-        /// The last attempt's error.
+        /// The last attempt's error (with the provider's address).
         #[source]
         last: BoxError,
+        /// Why no further attempt was made, when that was not the retry limit (e.g. the
+        /// breaker opened, or every provider of the routed set was tried).
+        stopped: Option<SelectError>,
     },
     /// The request body could not be read.
     #[error("cannot read the request body: {0}")]

@@ -26,10 +26,13 @@
 //!    backpressure) and called, the call counted in flight for `leastactive` meanwhile;
 //! 4. the outcome feeds the provider's health, and the call fails over to another provider
 //!    of the same routed set ([`RouteConfig`]) on a transport error (connect refused or timed
-//!    out, connection closed or reset before the response head, attempt timeout) — as
+//!    out, connection closed or reset before the response head, the attempt's timeout) — as
 //!    Dubbo's failover cluster does — and, when the request is marked [`Idempotent`] (or its
 //!    method is configured idempotent), on a retryable gRPC status in the response head
-//!    (`UNAVAILABLE` and `RESOURCE_EXHAUSTED` by default, see [`grpc`]);
+//!    (`UNAVAILABLE` and `RESOURCE_EXHAUSTED` by default, see [`grpc`]). The failover loop is
+//!    [`routechain_balance::Service::call`]'s: retries and the per-attempt timeout are the
+//!    chain file's `retries` and `timeout` (per method under `methods`), in-flight counting
+//!    is a guard, the providers already tried are excluded;
 //! 5. when no provider can be picked, or every attempt failed at the transport, a gRPC
 //!    request gets a trailers-only response with status `UNAVAILABLE` (tonic turns it into a
 //!    `Status`) whose `routechain-error` header says why; any other request gets a

@@ -2,12 +2,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use routechain_balance::{SelectError, Selected, Service};
-use routechain_core::CallState;
+use routechain_balance::{CallError, InvokeError, Selected, Service};
 use tower_service::Service as TowerService;
 
 use crate::body::{ResponseBody, buffer};
@@ -49,7 +48,6 @@ impl<M: MakeChannel> tower_layer::Layer<M> for RouteLayer {
                 service: self.service.clone(),
                 config: self.config.clone(),
                 channels: ChannelCache::new(make, &snapshot),
-                pool: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -91,7 +89,6 @@ struct Shared<M: MakeChannel> {
     service: Arc<Service>,
     config: Arc<RouteConfig>,
     channels: ChannelCache<M>,
-    pool: Mutex<Vec<CallState>>,
 }
 
 impl<M: MakeChannel> RouteService<M> {
@@ -137,12 +134,15 @@ where
     }
 }
 
-/// What one attempt came back with, when it did not answer.
+/// Why one attempt did not answer.
 enum Failure<B> {
-    /// A transport error or the attempt timeout.
-    Transport(BoxError),
-    /// A retryable gRPC status in the response head.
+    /// A transport error (connect refused or timed out, connection closed or reset before
+    /// the response head), on the provider at `address`.
+    Transport { address: String, error: BoxError },
+    /// A retryable gRPC status in the response head (an idempotent request).
     Status(http::Response<B>),
+    /// A streamed body, already sent by an attempt that failed: it cannot be sent again.
+    NotResent,
 }
 
 async fn route<M, B>(
@@ -161,82 +161,81 @@ where
     let mut body = buffer(body, config.buffer_limit)
         .await
         .map_err(RouteError::Body)?;
-    let retries = if body.is_full() {
-        shared.service.config().retries
-    } else {
-        0
-    };
-    let mut call = shared
-        .pool
-        .lock()
-        .ok()
-        .and_then(|mut p| p.pop())
-        .unwrap_or_default();
-    let mut tried: Vec<Selected> = Vec::new();
-    let mut last: Option<(Failure<M::Body>, String)> = None;
-    let mut outcome = None;
-    for attempt in 1..=retries.saturating_add(1) {
-        let selected = match shared.service.select(&request, &tried, &mut call) {
-            Ok(s) => s,
-            Err(e) => {
-                outcome = Some(Err(e));
-                break;
-            }
-        };
-        let Some(body) = body.attempt() else { break };
-        let result = send(
-            shared,
-            &selected,
-            http::Request::from_parts(head.clone(), body),
-        )
-        .await;
-        match result {
-            Ok(mut response) => {
-                let status = grpc::head_status(response.headers());
-                let retryable = status.is_some_and(|c| config.retryable_codes.contains(&c));
-                if retryable {
-                    shared.service.report_failure(&selected);
-                    if idempotent {
-                        last = Some((Failure::Status(response), selected.address().to_string()));
-                        tried.push(selected);
-                        continue;
+    let head = &head;
+    let outcome = shared
+        .service
+        .call(&request, |selected| {
+            let req = body
+                .attempt()
+                .map(|b| http::Request::from_parts(head.clone(), b));
+            async move {
+                let Some(req) = req else {
+                    return Err(CallError::Final(Failure::NotResent));
+                };
+                match send(shared, &selected, req).await {
+                    Ok(response) => {
+                        let retryable = grpc::head_status(response.headers())
+                            .is_some_and(|c| config.retryable_codes.contains(&c));
+                        if retryable && idempotent {
+                            Err(CallError::Retryable(Failure::Status(response)))
+                        } else {
+                            Ok(response)
+                        }
                     }
-                } else {
-                    shared.service.report_success(&selected);
+                    Err(error) => {
+                        tracing::debug!(provider = selected.address(), "attempt failed: {error}");
+                        Err(CallError::Retryable(Failure::Transport {
+                            address: selected.address().to_string(),
+                            error,
+                        }))
+                    }
                 }
-                response.extensions_mut().insert(RoutedTo {
-                    provider: selected,
-                    attempts: attempt,
-                });
-                outcome = Some(Ok(response));
-                break;
             }
-            Err(e) => {
-                tracing::debug!(provider = selected.address(), "attempt failed: {e}");
-                shared.service.report_failure(&selected);
-                last = Some((Failure::Transport(e), selected.address().to_string()));
-                tried.push(selected);
+        })
+        .await;
+    match outcome {
+        Ok(invoked) => {
+            let mut response = invoked.value.map(ResponseBody::new);
+            response.extensions_mut().insert(RoutedTo {
+                provider: invoked.provider,
+                attempts: invoked.attempts,
+            });
+            Ok(response)
+        }
+        Err(InvokeError::Select(e)) => Err(RouteError::Select(e)),
+        Err(InvokeError::Failed {
+            last,
+            attempts,
+            stopped,
+        }) => {
+            let last = match last {
+                CallError::Retryable(f) | CallError::Final(f) => f,
+                CallError::Timeout(d) => {
+                    return Err(RouteError::Failed {
+                        attempts,
+                        last: format!("the attempt timed out after {d:?}").into(),
+                        stopped,
+                    });
+                }
+            };
+            match last {
+                Failure::Status(response) => Ok(response.map(ResponseBody::new)),
+                Failure::Transport { address, error } => Err(RouteError::Failed {
+                    attempts,
+                    last: format!("{address}: {error}").into(),
+                    stopped,
+                }),
+                Failure::NotResent => Err(RouteError::Failed {
+                    attempts: attempts.saturating_sub(1),
+                    last: "the request body was a stream: sent once, not sent again after the attempt failed".into(),
+                    stopped,
+                }),
             }
         }
     }
-    if let Ok(mut pool) = shared.pool.lock() {
-        pool.push(call);
-    }
-    let attempts = tried.len() as u32;
-    match (outcome, last) {
-        (Some(Ok(response)), _) => Ok(response.map(ResponseBody::new)),
-        (_, Some((Failure::Status(response), _))) => Ok(response.map(ResponseBody::new)),
-        (_, Some((Failure::Transport(last), address))) => Err(RouteError::Failed {
-            attempts,
-            address,
-            last,
-        }),
-        (Some(Err(e)), None) => Err(RouteError::Select(e)),
-        (None, None) => Err(RouteError::Select(SelectError::Exhausted { tried: 0 })),
-    }
 }
 
-/// One attempt on `selected`: its channel, ready, called, within the attempt timeout.
+/// One attempt on `selected`: its channel, ready, called (the service's timeout bounds it).
 async fn send<M: MakeChannel>(
     shared: &Shared<M>,
     selected: &Selected,
@@ -245,17 +244,8 @@ async fn send<M: MakeChannel>(
     let mut channel = shared
         .channels
         .channel(selected.state().snapshot(), selected.index())?;
-    let _in_flight = selected.begin();
-    let attempt = async {
-        std::future::poll_fn(|cx| channel.poll_ready(cx))
-            .await
-            .map_err(Into::into)?;
-        channel.call(req).await.map_err(Into::into)
-    };
-    match shared.config.attempt_timeout {
-        Some(t) => tokio::time::timeout(t, attempt)
-            .await
-            .unwrap_or_else(|_| Err(format!("attempt timed out after {t:?}").into())),
-        None => attempt.await,
-    }
+    std::future::poll_fn(|cx| channel.poll_ready(cx))
+        .await
+        .map_err(Into::into)?;
+    channel.call(req).await.map_err(Into::into)
 }
