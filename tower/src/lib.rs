@@ -5,11 +5,8 @@
 //! [`RouteService`], a `tower::Service<http::Request<B>>` that routes every request through a
 //! [`routechain_balance::Service`] (the chain's routers, then the load balancer) and sends it
 //! to the chosen provider. It works wherever a tonic `Channel` does:
-//!
-//! ```ignore
-//! let channel = RouteLayer::new(live.service().clone()).layer(HttpConnector::new());
-//! let mut client = GreeterClient::new(channel);
-//! ```
+//! `GreeterClient::new(RouteLayer::new(service).layer(HttpConnector::new()))` (a complete
+//! example is in `docs/embedding.md`, compiled as a doc test of this crate).
 //!
 //! Per request ([`service`]):
 //!
@@ -53,3 +50,8 @@ pub use config::{Idempotent, RouteAttributes, RouteConfig};
 pub use connect::{HttpChannel, HttpConnector, MakeChannel};
 pub use error::{BoxError, RouteError};
 pub use service::{RouteLayer, RouteService, RoutedTo};
+
+/// docs/embedding.md's Rust examples, compiled as doc tests.
+#[doc = include_str!("../../docs/embedding.md")]
+#[cfg(doctest)]
+pub struct EmbeddingDoctests;

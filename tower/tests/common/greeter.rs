@@ -1,18 +1,14 @@
-//! `helloworld.Greeter` (gRPC's example service), written as `tonic-build` would generate it
-//! from `greeter.proto`, so that no `protoc` is needed:
-//!
-//! ```proto
-//! package helloworld;
-//! service Greeter { rpc SayHello (HelloRequest) returns (HelloReply); }
-//! message HelloRequest { string name = 1; }
-//! message HelloReply { string message = 1; }
-//! ```
-//!
-//! The server side takes a synchronous handler (enough for providers that answer with their
-//! identity).
-#![allow(dead_code)]
-// tonic::Status is large, as tonic-build generated code returns it.
-#![allow(clippy::result_large_err)]
+// `helloworld.Greeter` (gRPC's example service), written as `tonic-build` would generate it
+// from `greeter.proto`, so that no `protoc` is needed (docs/embedding.md includes this file
+// with `include!`, hence plain comments and no inner attributes):
+//
+//     package helloworld;
+//     service Greeter { rpc SayHello (HelloRequest) returns (HelloReply); }
+//     message HelloRequest { string name = 1; }
+//     message HelloReply { string message = 1; }
+//
+// The server side takes a synchronous handler (enough for providers that answer with their
+// identity).
 
 /// The request.
 #[derive(Clone, PartialEq, prost::Message)]
