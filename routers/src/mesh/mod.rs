@@ -11,7 +11,7 @@
 //!
 //! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use routechain_core::{
@@ -90,6 +90,27 @@ pub fn application_of(provider: &Url) -> Option<&str> {
         .filter(|a| !a.is_empty())
         .or_else(|| provider.param("application"))?;
     (!app.is_empty() && app != INVALID_APP_NAME).then_some(app)
+}
+
+/// The config-center key of `app`'s mesh rule: `<app>.MESHAPPRULE` (group `dubbo`).
+pub fn rule_key(app: &str) -> String {
+    format!("{app}{RULE_KEY_SUFFIX}")
+}
+
+/// The applications whose rule a live entry follows over `providers`: the entry's `app`
+/// alone (from the start, whether or not it has providers), else every application present.
+pub fn watched_applications<'p>(
+    providers: impl IntoIterator<Item = &'p Url>,
+    options: &MeshOptions,
+) -> BTreeSet<String> {
+    match &options.app {
+        Some(app) => BTreeSet::from([app.clone()]),
+        None => providers
+            .into_iter()
+            .filter_map(application_of)
+            .map(str::to_string)
+            .collect(),
+    }
 }
 
 /// The interface of a service key: `group/interface:version` and `interface:version:group`

@@ -375,7 +375,7 @@ impl Reader {
     }
 
     /// A `{oneof: [...]}` list match, reading each element with `element`.
-    fn oneof<T>(
+    pub fn oneof<T>(
         &mut self,
         value: &Value,
         path: &FieldPath,
@@ -402,7 +402,7 @@ impl Reader {
     }
 
     /// A `DubboMethodArg`.
-    fn method_arg(&mut self, value: &Value, path: &FieldPath) -> Option<MethodArg> {
+    pub fn method_arg(&mut self, value: &Value, path: &FieldPath) -> Option<MethodArg> {
         const KNOWN: [&str; 5] = ["index", "type", "str_value", "num_value", "bool_value"];
         let map = self.object(value, path, "an argument match", &KNOWN)?;
         let get = |k: &str| map.get(k).filter(|v| !v.is_null());
@@ -482,7 +482,7 @@ impl Reader {
     }
 
     /// A `DubboMethodMatch`.
-    fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
+    pub fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
         const KNOWN: [&str; 5] = ["name_match", "argc", "argp", "args", "headers"];
         let map = self.object(value, path, "a method match", &KNOWN)?;
         let get = |k: &str| map.get(k).filter(|v| !v.is_null());
@@ -522,7 +522,7 @@ impl Reader {
     }
 
     /// A `DubboAttachmentMatch`.
-    fn attachment_match(&mut self, value: &Value, path: &FieldPath) -> Option<AttachmentMatch> {
+    pub fn attachment_match(&mut self, value: &Value, path: &FieldPath) -> Option<AttachmentMatch> {
         let map = self.object(
             value,
             path,

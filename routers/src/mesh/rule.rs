@@ -154,7 +154,7 @@ pub fn read_documents<'v>(
             r.warn(
                 &path,
                 format!(
-                    "a document that is {} is not a rule: ignored (Dubbo: \"Rule format is unacceptable\")",
+                    "a document that is {} is not a map: ignored (Dubbo: \"Rule format is unacceptable\")",
                     kind_of(doc)
                 ),
             );
