@@ -16,8 +16,13 @@ fn state() -> ChainState {
     let text = std::fs::read_to_string(dir.join("providers.txt")).unwrap();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let consumer = Arc::new(file.consumer.clone().unwrap_or_else(Url::empty));
-    ChainState::new(Some("com.example.shop.DetailService".into()), snapshot, consumer, entries)
-        .unwrap()
+    ChainState::new(
+        Some("com.example.shop.DetailService".into()),
+        snapshot,
+        consumer,
+        entries,
+    )
+    .unwrap()
 }
 
 fn routed(state: &ChainState, request: &Request, seed: u64) -> Vec<usize> {
@@ -56,12 +61,16 @@ fn the_example_routes_as_documented() {
         .with_argument(json!(true));
     assert_eq!(one(flag), GRAY);
     // tracingContext user under the entry's tracing_prefix "trace.".
-    let traced = Request::new().with_method("list").with_attachment("trace.user", "test-ann");
+    let traced = Request::new()
+        .with_method("list")
+        .with_attachment("trace.user", "test-ann");
     assert_eq!(one(traced), GRAY);
     // sourceLabels: the consumer's lane parameter.
     let consumer = Arc::new(
-        Url::parse("consumer://10.1.0.2/com.example.shop.DetailService?application=shop-web&lane=gray")
-            .unwrap(),
+        Url::parse(
+            "consumer://10.1.0.2/com.example.shop.DetailService?application=shop-web&lane=gray",
+        )
+        .unwrap(),
     );
     let from_gray = Request::new().with_method("list").with_consumer(consumer);
     assert_eq!(one(from_gray), GRAY);
@@ -81,7 +90,9 @@ fn the_example_routes_as_documented() {
     assert_eq!(seen.len(), 2, "both destinations are drawn");
     // Another interface of shop-detail: the `everything-else` route, stable only. The provider
     // of shop-legacy (index 5) is never routed once shop-detail's rule selects a subset.
-    let cart = Request::new().with_service("com.example.shop.CartService").with_method("get");
+    let cart = Request::new()
+        .with_service("com.example.shop.CartService")
+        .with_method("get");
     assert_eq!(one(cart), STABLE);
 }
 

@@ -91,11 +91,20 @@ fn chain(empty: &str) -> Chain {
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
-    Chain::new(ChainState::new(Some("com.foo.Bar".into()), snapshot, Arc::new(Url::empty()), entries).unwrap())
+    Chain::new(
+        ChainState::new(
+            Some("com.foo.Bar".into()),
+            snapshot,
+            Arc::new(Url::empty()),
+            entries,
+        )
+        .unwrap(),
+    )
 }
 
 fn requests() -> Vec<Request> {
-    let gray = Arc::new(Url::parse("consumer://10.9.9.9/com.foo.Bar?application=web&lane=gray").unwrap());
+    let gray =
+        Arc::new(Url::parse("consumer://10.9.9.9/com.foo.Bar?application=web&lane=gray").unwrap());
     vec![
         Request::new()
             .with_method("getOrder")
@@ -103,16 +112,24 @@ fn requests() -> Vec<Request> {
             .with_argument(json!("101"))
             .with_parameter_type("java.lang.String")
             .with_parameter_type("long"),
-        Request::new().with_method("setFlag").with_argument(json!(true)),
+        Request::new()
+            .with_method("setFlag")
+            .with_argument(json!(true)),
         Request::new().with_method("list").with_consumer(gray),
-        Request::new().with_method("list").with_attachment("trace.user", "test-1"),
+        Request::new()
+            .with_method("list")
+            .with_attachment("trace.user", "test-1"),
         Request::new()
             .with_method("list")
             .with_attachment("lane", "gray")
             .with_attachment("tenant", "t"),
         Request::new().with_method("list"),
-        Request::new().with_service("com.foo.Other").with_method("getX"),
-        Request::new().with_service("com.foo.Other").with_method("put"),
+        Request::new()
+            .with_service("com.foo.Other")
+            .with_method("getX"),
+        Request::new()
+            .with_service("com.foo.Other")
+            .with_method("put"),
         Request::new()
             .with_method("$invoke")
             .with_argument(json!("getOrder"))
@@ -133,12 +150,19 @@ fn mesh_routing_allocates_nothing() {
         let mut ok = 0;
         let info = allocation_counter::measure(|| {
             for i in 0..3_000 {
-                if chain.load().route(&requests[i % requests.len()], &mut call).is_ok() {
+                if chain
+                    .load()
+                    .route(&requests[i % requests.len()], &mut call)
+                    .is_ok()
+                {
                     ok += 1;
                 }
             }
         });
-        assert_eq!(info.count_total, 0, "allocations while routing ({empty}): {info:?}");
+        assert_eq!(
+            info.count_total, 0,
+            "allocations while routing ({empty}): {info:?}"
+        );
         assert!(ok > 2_000, "{empty}: routed {ok}");
     }
 }
