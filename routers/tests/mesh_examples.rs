@@ -112,3 +112,61 @@ fn the_example_explains_its_choice() {
         "app shop-detail: VirtualService \"shop-detail\" \"detail-reads\" detail \"test-users\": single destination \"gray\": subset \"gray\" (2 providers)"
     );
 }
+
+/// Dubbo's `MeshRuleRouterTest` rule4 over a call whose input was narrowed to `testing`
+/// before the router: the drawn `testing-trunk` has no candidate, its fallback does.
+#[test]
+fn a_fallback_is_explained() {
+    let rule = r#"
+- kind: DestinationRule
+  metadata: { name: demo-route }
+  spec:
+    subsets:
+      - { name: isolation, labels: { env-sign: xxx } }
+      - { name: testing-trunk, labels: { env-sign: yyy } }
+      - { name: testing, labels: { env-sign: zzz } }
+- kind: VirtualService
+  metadata: { name: demo-route }
+  spec:
+    dubbo:
+      - routedetail:
+          - name: testing-trunk
+            route:
+              - destination: { subset: testing-trunk, fallback: { destination: { subset: testing } } }
+              - { weight: 10, destination: { subset: isolation } }
+"#;
+    // A condition router before the mesh router narrows the input to `testing`.
+    let mut chain = String::from(
+        "routers:\n  - type: condition\n    priority: -60\n    rule: {conditions: ['=> env-sign = zzz']}\n  - type: mesh\n    app: app1\n    rule:\n",
+    );
+    for line in rule.lines() {
+        chain.push_str("      ");
+        chain.push_str(line);
+        chain.push('\n');
+    }
+    let file = ChainFile::parse("c.yaml", &chain, None).unwrap();
+    let entries = file.compile(&builtin_registry()).unwrap();
+    let snapshot = Arc::new(
+        Snapshot::parse_lines(
+            1,
+            "dubbo://10.0.0.1:1/s?remote.application=app1&env-sign=xxx\n\
+             dubbo://10.0.0.2:1/s?remote.application=app1&env-sign=yyy\n\
+             dubbo://10.0.0.3:1/s?remote.application=app1&env-sign=zzz\n",
+        )
+        .unwrap(),
+    );
+    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), entries).unwrap();
+    // The word 1 makes `below(11)` draw 0: the first destination.
+    let mut call = CallState::with_rng(routechain_core::SequenceRng::new(vec![1]));
+    let mut trace = routechain_core::Trace::default();
+    state
+        .route_traced(&Request::new(), &mut call, &mut trace)
+        .unwrap();
+    assert_eq!(call.candidates.iter().collect::<Vec<_>>(), vec![2]);
+    let step = trace.steps.iter().find(|s| s.router == "mesh").unwrap();
+    assert_eq!((step.before, step.after), (1, 1));
+    assert_eq!(
+        step.reason,
+        "app app1: VirtualService \"demo-route\" dubbo[0] detail \"testing-trunk\": drew #0 \"testing-trunk\" (weight 1 of 11); no candidate, fallback 1: subset \"testing\" (1 provider)"
+    );
+}

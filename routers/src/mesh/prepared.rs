@@ -315,11 +315,12 @@ fn explain_app(
                 (false, 0) => format!("; no candidate, next destination #{used}"),
                 (false, k) => format!("; no candidate, next destination #{used} fallback {k}"),
             };
+            let count = app.subsets[id].count();
             cx.explain(format_args!(
-                "app {}: VirtualService {:?} {route_name} detail {detail_name}: {draw}{how}: subset {subset:?} ({} providers)",
+                "app {}: VirtualService {:?} {route_name} detail {detail_name}: {draw}{how}: subset {subset:?} ({count} provider{})",
                 app.name,
                 vs.name,
-                app.subsets[id].count()
+                if count == 1 { "" } else { "s" }
             ));
         }
         _ => cx.explain(format_args!(
