@@ -385,7 +385,13 @@ pub fn check_rule(
         ));
         return report;
     }
-    let entry = serde_json::json!({ "type": ty });
+    // Named as a rule file: a mesh text without any standard document is then an error
+    // (in a config center the same text would clear the rule).
+    let entry = if stream {
+        serde_json::json!({ "type": ty, "rule_file": origin })
+    } else {
+        serde_json::json!({ "type": ty })
+    };
     let entry_path = FieldPath::root();
     let spec = RouterSpec {
         type_name: ty,

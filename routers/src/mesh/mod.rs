@@ -224,6 +224,15 @@ fn read_static(
     }
 }
 
+/// True when the rule came from a config center: the entry names no `rule` or `rule_file`
+/// of its own. Such a text may clear the rule (no standard document), as Dubbo's may.
+fn from_config_center(spec: &RouterSpec<'_>) -> bool {
+    spec.entry
+        .value
+        .as_object()
+        .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
+}
+
 /// Compiles a `mesh` entry: its options and rule, every error and warning located by field
 /// path. What `routechain check` shows for a mesh entry.
 pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
@@ -256,6 +265,28 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                     )),
                 }
                 AppRules::PerApp(per_app)
+            }
+            // A config-center node (the entry names no rule of its own): its text may clear.
+            value if from_config_center(spec) => {
+                let checked = match documents_of(value, doc.path) {
+                    Ok(docs) => rule::read_documents(
+                        docs.iter().map(|(v, p)| (v, p.clone())),
+                        options.tracing_prefix.as_deref(),
+                    ),
+                    Err(e) => Checked {
+                        result: Err(vec![e]),
+                        warnings: Vec::new(),
+                    },
+                };
+                warnings.extend(checked.warnings);
+                match checked.result {
+                    Ok(TextOutcome::Apply(r)) => AppRules::Every(Arc::new(r)),
+                    Ok(TextOutcome::Clear) => AppRules::None,
+                    Err(mut es) => {
+                        errors.append(&mut es);
+                        AppRules::None
+                    }
+                }
             }
             value => match read_static(value, doc.path, &options, &mut warnings) {
                 Ok(r) => AppRules::Every(r),
