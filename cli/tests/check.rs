@@ -198,7 +198,7 @@ fn json_has_the_documented_shape() {
     assert_eq!(
         problems(&v),
         [
-            ("RC108".into(), 1, 1, "warning".into()),
+            ("RC108".into(), 1, 10, "warning".into()),
             ("RC101".into(), 3, 16, "warning".into()),
         ]
     );

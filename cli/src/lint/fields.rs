@@ -57,10 +57,11 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
     if let Some(map) = value.as_object() {
         for flag in ["enabled", "valid"] {
             if map.get(flag).is_some_and(is_false) {
-                out.push(Problem::at_key(
+                out.push(Problem::at(
                     Code::Disabled,
                     rule.doc,
                     &rule.path.key(flag),
+                    None,
                     format!(
                         "`{flag}: false`: this {} rule is switched off and routes nothing",
                         rule.type_name
@@ -98,10 +99,12 @@ fn walk<'v>(
                     let hint = did_you_mean(key, known.iter().copied())
                         .map(|k| format!("; did you mean `{k}`?"))
                         .unwrap_or_default();
-                    out.push(Problem::at_key(
+                    // An "unknown field" message is located at the field's key.
+                    out.push(Problem::at(
                         Code::UnknownField,
                         rule.doc,
                         &path.key(key.clone()),
+                        None,
                         format!(
                             "unknown field `{key}` in a {} rule: Dubbo ignores it, and so does routechain{hint}",
                             rule.type_name

@@ -183,17 +183,6 @@ impl Problem {
         Problem::new(code, doc.locate_error(&e))
     }
 
-    /// The problem at the key of the field at `path` (for unknown and disabled fields).
-    pub fn at_key(code: Code, doc: &YamlDoc, path: &FieldPath, message: impl Into<String>) -> Self {
-        let mut e = doc.locate_error(&RuleError::new(path.clone(), message));
-        let at = doc.locate_key(path);
-        if at != e.location {
-            e.location = at;
-            e.source_line = doc.source_line(at.line);
-        }
-        Problem::new(code, e)
-    }
-
     /// The text form: `file:line:column: warning[RC101]: field: message`, then the source
     /// line with a caret, rendered by [`LocatedError::render`] so that every command shows
     /// problems alike.
@@ -285,6 +274,20 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn docs_check_md_has_one_row_per_code_with_its_severity() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/check.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| RC")).collect();
+        assert_eq!(rows.len(), Code::ALL.len());
+        for (row, code) in rows.iter().zip(Code::ALL) {
+            let severity = code.default_severity().as_str();
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(cells[1], code.as_str(), "{row}");
+            assert!(cells[2].contains(severity), "{row}: expected {severity}");
+        }
     }
 
     #[test]
