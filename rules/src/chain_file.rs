@@ -43,6 +43,11 @@ pub const COMMON_ENTRY_FIELDS: [&str; 7] = [
     "key",
 ];
 
+/// Router types whose rule is a stream of YAML documents (Dubbo's `<app>.MESHAPPRULE`): their
+/// `rule_file` is read whole (every `---` document, as a list), and their inline `rule` may
+/// be a list of documents or the text itself, not only a mapping.
+pub const MULTI_DOCUMENT_TYPES: [&str; 1] = ["mesh"];
+
 /// Top-level fields of a chain file (the service settings are in
 /// [`crate::service_config::SERVICE_FIELDS`]).
 pub const CHAIN_FIELDS: [&str; 7] = [
@@ -380,6 +385,7 @@ impl ChainFile {
         };
         if let Some((doc, value, path)) = rule_doc
             && !value.is_object()
+            && !MULTI_DOCUMENT_TYPES.contains(&def.type_name.as_str())
         {
             errors.push(doc.locate_error(&RuleError::new(
                 path.clone(),
@@ -499,8 +505,13 @@ fn parse_entry(
                 None => PathBuf::from(&file),
             };
             let origin = resolved.display().to_string();
+            let stream = MULTI_DOCUMENT_TYPES.contains(&type_name.as_str());
             match std::fs::read_to_string(&resolved) {
-                Ok(text) => match YamlDoc::parse(origin, &text) {
+                Ok(text) => match if stream {
+                    YamlDoc::parse_stream(origin, &text)
+                } else {
+                    YamlDoc::parse(origin, &text)
+                } {
                     Ok(d) => RuleSource::File {
                         path: resolved,
                         doc: Box::new(d),
