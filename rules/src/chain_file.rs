@@ -475,7 +475,14 @@ fn parse_entry(
             }
         },
     };
-    let application = string_field(map.get("application"), &path.key("application"), &mut err);
+    let mut application = string_field(map.get("application"), &path.key("application"), &mut err);
+    // A mesh entry names its provider application with `app` (its config-center node is
+    // `<app>.MESHAPPRULE`); the mesh router itself refuses `application`.
+    if MULTI_DOCUMENT_TYPES.contains(&type_name.as_str())
+        && let Some(Value::String(app)) = map.get("app")
+    {
+        application = Some(app.clone());
+    }
     let key = string_field(map.get("key"), &path.key("key"), &mut err);
     let scope = string_field(map.get("scope"), &path.key("scope"), &mut err);
     if let Some(s) = &scope
