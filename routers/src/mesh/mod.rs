@@ -97,8 +97,9 @@ pub fn rule_key(app: &str) -> String {
     format!("{app}{RULE_KEY_SUFFIX}")
 }
 
-/// The applications whose rule a live entry follows over `providers`: the entry's `app`
-/// alone (from the start, whether or not it has providers), else every application present.
+/// The applications whose rule Dubbo follows over `providers`: the entry's `app` alone (from
+/// the start, whether or not it has providers), else every application present. (The live
+/// crate follows one node per entry: `app`'s, else the providers' application's.)
 pub fn watched_applications<'p>(
     providers: impl IntoIterator<Item = &'p Url>,
     options: &MeshOptions,
