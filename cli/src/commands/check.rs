@@ -34,9 +34,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             println!("{}: ok ({routers} routers)", path.display());
         } else {
             failed = true;
-            for e in &errors {
-                eprintln!("{}", e.render());
-            }
+            eprintln!("{}", routechain::rules::located::render_all(&errors));
             println!("{}: {} problem(s)", path.display(), errors.len());
         }
     }
