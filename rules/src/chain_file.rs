@@ -446,7 +446,10 @@ fn parse_entry(
                     RuleSource::None
                 }
                 Err(e) => {
-                    let reason = e.message.strip_prefix("cannot read: ").unwrap_or(&e.message);
+                    let reason = e
+                        .message
+                        .strip_prefix("cannot read: ")
+                        .unwrap_or(&e.message);
                     let mut le = doc.locate_error(&RuleError::new(
                         path.key("rule_file"),
                         format!("cannot read rule file {origin}: {reason}"),

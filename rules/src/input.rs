@@ -49,7 +49,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "mib" => 1 << 20,
         "g" | "gb" => 1_000_000_000,
         "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit {other:?}; use B, KiB, MiB or GiB")),
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?}; use B, KiB, MiB or GiB"
+            ));
+        }
     };
     let n: u64 = digits
         .parse()
@@ -77,7 +81,8 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LocatedError> {
 
 /// Reads a regular file of at most `limit` bytes as UTF-8 text, like [`read_text`].
 pub fn read_text_with_limit(path: &Path, origin: &str, limit: u64) -> Result<String, LocatedError> {
-    let meta = std::fs::metadata(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
     if !meta.is_file() {
         let kind = if meta.is_dir() {
             "a directory"
@@ -194,7 +199,10 @@ mod tests {
         let e = read_text(Path::new("/"), "/").unwrap_err();
         assert!(e.message.contains("directory"), "{e}");
         let e = read_limited(&b"0123456789"[..], "s", 5).unwrap_err();
-        assert!(e.message.contains("larger than the limit of 5 bytes"), "{e}");
+        assert!(
+            e.message.contains("larger than the limit of 5 bytes"),
+            "{e}"
+        );
         assert_eq!(read_limited(&b"01234"[..], "s", 5).unwrap(), "01234");
     }
 }

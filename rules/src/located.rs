@@ -133,8 +133,8 @@ impl LocatedError {
             let cut_before = excerpt.first_column > 1;
             let lead = if cut_before { "…" } else { "" };
             let tail = if excerpt.cut_after { "…" } else { "" };
-            let caret = self.location.column.saturating_sub(excerpt.first_column)
-                + usize::from(cut_before);
+            let caret =
+                self.location.column.saturating_sub(excerpt.first_column) + usize::from(cut_before);
             out.push_str(&format!(
                 "\n {gutter} | {lead}{}{tail}\n {} | {}^",
                 excerpt.text,
@@ -190,13 +190,7 @@ mod tests {
     use super::*;
 
     fn error(line: &str, column: usize) -> LocatedError {
-        LocatedError::in_source(
-            "f.yaml",
-            line,
-            Location { line: 1, column },
-            None,
-            "bad",
-        )
+        LocatedError::in_source("f.yaml", line, Location { line: 1, column }, None, "bad")
     }
 
     #[test]
@@ -239,6 +233,9 @@ mod tests {
         let out = render_all(&errors);
         assert_eq!(out.matches("f.yaml:1:").count(), 100);
         assert!(out.contains("g.yaml:1:1: other"));
-        assert!(out.ends_with("… and 150 more problem(s) in f.yaml"), "{out}");
+        assert!(
+            out.ends_with("… and 150 more problem(s) in f.yaml"),
+            "{out}"
+        );
     }
 }

@@ -128,7 +128,9 @@ impl YamlDoc {
                 .event(event, span)
                 .map_err(|(l, msg)| at(l.line, l.column, msg))?;
         }
-        let (value, root) = builder.root.map_or((Value::Null, None), |(v, n)| (v, Some(n)));
+        let (value, root) = builder
+            .root
+            .map_or((Value::Null, None), |(v, n)| (v, Some(n)));
         Ok(YamlDoc {
             origin,
             value,
