@@ -1,8 +1,8 @@
 //! The request value: everything one call knows about itself.
 //!
 //! Routing takes the request as an explicit argument. Nothing request-scoped travels in
-//! thread-locals or task-locals, so a call fanned out to many tasks (Dubbo's merging invoker,
-//! seed 002) routes each task by the attributes it was given.
+//! thread-locals or task-locals, so a call fanned out to many tasks (Dubbo's merging invoker)
+//! routes each task by the attributes it was given.
 
 use std::fmt::Write as _;
 use std::sync::Arc;

@@ -203,7 +203,7 @@ fn with_entries_reuses_prepared_state_of_unchanged_routers() {
     assert_eq!(next.router_names().count(), 2);
 }
 
-/// Seed 002: a call fanned out to many tasks must route every task by its own attributes.
+/// A call fanned out to many tasks must route every task by its own attributes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fan_out_tasks_route_by_their_own_attributes() {
     let chain = Arc::new(Chain::new(

@@ -65,7 +65,7 @@ pub const REGIONS: [(&str, &[&str], u64); 3] = [
     ("guangzhou", &["gz"], 20),
 ];
 
-/// The provider groups (seed 002's index groups), evenly spread.
+/// The provider groups (an index service's `idx_*` groups), evenly spread.
 pub const GROUPS: [&str; 8] = [
     "idx_user",
     "idx_order",
