@@ -151,7 +151,10 @@ pub fn decode(origin: &str, bytes: Vec<u8>) -> Result<String, LocatedError> {
                 bytes[valid.len()],
                 valid.len()
             ),
-            source_line: Some(SourceExcerpt::around(&valid[line_start..], location.column)),
+            source_line: Some(Box::new(SourceExcerpt::around(
+                &valid[line_start..],
+                location.column,
+            ))),
         }
     })?;
     if text.starts_with('\u{feff}') {

@@ -60,11 +60,11 @@ impl SourceExcerpt {
     }
 
     /// The excerpt of line `line` (1-based) of `source` around `column` (`None` past the end).
-    pub fn of_source(source: &str, line: usize, column: usize) -> Option<Self> {
+    pub fn of_source(source: &str, line: usize, column: usize) -> Option<Box<Self>> {
         source
             .lines()
             .nth(line.checked_sub(1)?)
-            .map(|l| Self::around(l, column))
+            .map(|l| Box::new(Self::around(l, column)))
     }
 }
 
@@ -80,7 +80,7 @@ pub struct LocatedError {
     /// What is wrong.
     pub message: String,
     /// The source line around the column, for display.
-    pub source_line: Option<SourceExcerpt>,
+    pub source_line: Option<Box<SourceExcerpt>>,
 }
 
 impl fmt::Display for LocatedError {

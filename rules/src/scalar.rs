@@ -296,7 +296,6 @@ fn block(body: &str, first_line: usize, folded: bool, out: &mut Emitter) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::YamlDoc;
     use routechain_core::FieldPath;
     use serde_json::Value;

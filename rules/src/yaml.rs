@@ -242,7 +242,7 @@ impl YamlDoc {
             message: error.message.clone(),
             source_line: self
                 .source_line_str(loc.line)
-                .map(|l| SourceExcerpt::around(l, loc.column)),
+                .map(|l| Box::new(SourceExcerpt::around(l, loc.column))),
         }
     }
 
