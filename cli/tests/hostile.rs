@@ -154,7 +154,7 @@ fn invalid_utf8_is_located_at_the_bad_byte_in_chain_and_rule_files() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("bad.chain.yaml:5:16: invalid UTF-8: byte 0xff"),
+        has_problem(&err, "bad.chain.yaml:5:16:", "invalid UTF-8: byte 0xff"),
         "{err}"
     );
 
@@ -272,8 +272,11 @@ fn only_regular_files_within_the_size_limit_are_read() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out)
-            .contains("zero.chain.yaml:1:1: cannot read: larger than the limit of 40 bytes"),
+        has_problem(
+            &stderr(&out),
+            "zero.chain.yaml:1:1:",
+            "cannot read: larger than the limit of 40 bytes; raise it with --max-file-size"
+        ),
         "{}",
         stderr(&out)
     );

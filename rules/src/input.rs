@@ -108,11 +108,15 @@ pub fn read_stdin(origin: &str) -> Result<String, LocatedError> {
 }
 
 fn too_large(origin: &str, limit: u64) -> LocatedError {
+    let mib = if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+        format!(" ({} MiB)", limit >> 20)
+    } else {
+        String::new()
+    };
     file_error(
         origin,
         format!(
-            "cannot read: larger than the limit of {limit} bytes ({} MiB); raise it with --max-file-size",
-            limit / (1024 * 1024)
+            "cannot read: larger than the limit of {limit} bytes{mib}; raise it with --max-file-size"
         ),
     )
 }

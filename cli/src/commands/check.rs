@@ -260,13 +260,14 @@ pub fn check_file(
     registry: &Registry,
 ) -> FileReport {
     let origin = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    // Regular files within the size limit, invalid UTF-8 located, a BOM skipped.
+    let text = match routechain::rules::input::read_text(path, &origin) {
         Ok(t) => t,
         Err(e) => {
             return FileReport {
                 file: origin.clone(),
                 what: String::new(),
-                problems: lint::invalid([routechain::rules::chain_file::io_error(&origin, &e)]),
+                problems: lint::invalid([e]),
             };
         }
     };
