@@ -21,11 +21,9 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
-# The fuzz crate is outside the workspace; build every target once.
-(cd fuzz && cargo fuzz build --sanitizer none --release $TARGETS 2>&1 | tail -n 3) || {
-  # `cargo fuzz build` takes one target at a time in older releases.
-  for t in $TARGETS; do (cd fuzz && cargo fuzz build --sanitizer none --release "$t"); done
-}
+# The fuzz crate is outside the workspace (its own Cargo.lock and fuzz/target/); one build
+# of every target, instrumented for coverage, without a sanitizer (stable toolchain).
+(cd fuzz && cargo fuzz build --sanitizer none --release)
 
 for t in $TARGETS; do
   echo "== fuzz $t for ${SECONDS_PER_TARGET}s"

@@ -38,8 +38,9 @@ pub const EXIT_UNAVAILABLE: u8 = 4;
 )]
 struct Cli {
     /// The largest chain, rule or request file read (e.g. 16MiB, 512KiB, 1GiB); a larger
-    /// file is refused with an error.
-    #[arg(long, global = true, value_name = "SIZE", default_value = "16MiB",
+    /// file is refused with an error. Given before the command:
+    /// `routechain --max-file-size 64MiB check ...`.
+    #[arg(long, value_name = "SIZE", default_value = "16MiB",
           value_parser = routechain::rules::input::parse_size)]
     max_file_size: u64,
     #[command(subcommand)]
