@@ -18,6 +18,7 @@
 //! this crate hands it. `rules/examples/` holds a commented example of each.
 
 pub mod chain_file;
+pub mod configurators;
 pub mod input;
 pub mod load;
 pub mod located;
