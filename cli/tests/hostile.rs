@@ -379,6 +379,22 @@ fn an_out_of_range_priority_says_which_range() {
 }
 
 #[test]
+fn an_out_of_range_weight_says_which_range() {
+    let s = Scratch::new("weight");
+    s.write(
+        "weight.chain.yaml",
+        "routers:\n  - type: condition\n    rule:\n      configVersion: v3.1\n      conditions:\n        - from: {match: env=gray}\n          to:\n            - {match: env=gray, weight: 99999999999}\n",
+    );
+    let out = routechain_in(&s.0, &["check", "weight.chain.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("weight must be an integer from 0 to 4294967295, found 99999999999"),
+        "{err}"
+    );
+}
+
+#[test]
 fn request_json_errors_name_the_field_path_once_located() {
     let s = Scratch::new("request");
     s.write("chain.yaml", "routers: []\n");

@@ -371,9 +371,7 @@ impl HostIndex {
                 });
                 exact.then(|| self.by_ip.get(&std::net::IpAddr::from(octets)))
             }
-            AddressPattern::Host { name, .. } => {
-                Some(self.by_name.get(&name.to_ascii_lowercase()))
-            }
+            AddressPattern::Host { name, .. } => Some(self.by_name.get(&name.to_ascii_lowercase())),
             _ => None,
         };
         match candidates {
@@ -383,9 +381,7 @@ impl HostIndex {
                     .flatten()
                     .filter(|&&i| pattern.matches(&at[i as usize])),
             ),
-            None => out.extend(
-                (0..at.len() as u32).filter(|&i| pattern.matches(&at[i as usize])),
-            ),
+            None => out.extend((0..at.len() as u32).filter(|&i| pattern.matches(&at[i as usize]))),
         }
     }
 }
