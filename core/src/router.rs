@@ -57,6 +57,14 @@ pub trait PreparedRouter: Send + Sync + 'static {
     /// Narrows `candidates` in place for this call. Must not allocate (except to write the
     /// explain reason, which only happens when a trace is recorded) and must not lock.
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation;
+
+    /// Called off the call path once this state is part of a chain state, with that state's
+    /// live degraded set (again when a later state over the same snapshot reuses it). A
+    /// router that counts degraded providers per group registers a
+    /// [`DegradedSet::tally`] here. The default does nothing.
+    fn attach(&self, degraded: &Arc<DegradedSet>) {
+        let _ = degraded;
+    }
 }
 
 /// What a prepared router sees per call.

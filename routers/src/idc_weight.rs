@@ -26,6 +26,9 @@
 //! allocation. The candidates minus degraded are copied into the scratch bitset only when
 //! some provider is live-degraded (or an explain trace is recorded).
 
+#[allow(dead_code)] // wired into route() by the spillover integration
+mod health;
+
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;

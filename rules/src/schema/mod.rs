@@ -5,5 +5,6 @@ pub mod affinity;
 pub mod condition;
 pub mod dubbo;
 pub mod group;
+pub mod idc_cidrs;
 pub mod idc_weight;
 pub mod tag;
