@@ -150,12 +150,25 @@ fn the_type_comes_from_a_dubbo_node_name() {
     let out = routechain(&["check", p.to_str().unwrap()]);
     assert_exit(&out, 2);
     // Types this build cannot validate yet are refused, never passed unchecked.
-    for name in ["com.foo.BarService.configurators", "app.MESHAPPRULE.yaml"] {
-        let p = s.write(name, "key: x\n");
-        let out = routechain(&["check", p.to_str().unwrap()]);
-        assert_exit(&out, 2);
-        assert!(stdout(&out).contains("error[RC004]"), "{}", stdout(&out));
-    }
+    let p = s.write("com.foo.BarService.configurators", "key: x\n");
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert!(stdout(&out).contains("error[RC004]"), "{}", stdout(&out));
+    // A mesh rule (every `---` document of `<app>.MESHAPPRULE`) is validated as one.
+    let mesh = "kind: DestinationRule\nmetadata: {name: app}\nspec: {subsets: [{name: all}]}\n---\n\
+                kind: VirtualService\nmetadata: {name: app}\n\
+                spec: {dubbo: [{routedetail: [{route: [{destination: {subset: all}}]}]}]}\n";
+    let p = s.write("app.MESHAPPRULE", mesh);
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("app.MESHAPPRULE: ok (mesh rule)"),
+        "{}",
+        stdout(&out)
+    );
+    let p = s.write("app.MESHAPPRULE.yaml", "key: x\n");
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 2);
 }
 
 #[test]
@@ -314,13 +327,14 @@ fn provider_lints_cross_check_the_rules() {
     assert_exit(&out, 2);
     let got = problems(&json(&out));
     let want = [
-        ("RC203", 10, 41, "warning"),
-        ("RC204", 15, 11, "error"),
-        ("RC203", 15, 44, "warning"),
-        ("RC205", 17, 11, "warning"),
-        ("RC203", 20, 22, "warning"),
-        ("RC201", 27, 18, "warning"),
-        ("RC202", 27, 31, "warning"),
+        ("RC205", 9, 11, "warning"),
+        ("RC203", 12, 41, "warning"),
+        ("RC204", 17, 11, "error"),
+        ("RC203", 17, 44, "warning"),
+        ("RC205", 19, 11, "warning"),
+        ("RC203", 22, 22, "warning"),
+        ("RC201", 29, 18, "warning"),
+        ("RC202", 29, 31, "warning"),
     ]
     .map(|(c, l, col, s)| (c.to_string(), l, col, s.to_string()));
     assert_eq!(got, want);

@@ -11,6 +11,7 @@
 //! | type | priority | why | without a rule |
 //! |---|---|---|---|
 //! | `mock` | -100 | Dubbo's | takes none: routes by the `invocation.need.mock` attachment |
+//! | `mesh` | [`mesh::DEFAULT_PRIORITY`] (-50) | Dubbo's | every provider passes |
 //! | `tag` | 100 | Dubbo's | static-tag routing |
 //! | `condition` | 140 (service scope), 150 (application scope) | Dubbo's | every provider passes |
 //! | `affinity` | see [`affinity`] | Dubbo's | every provider passes |
@@ -30,6 +31,7 @@ pub mod affinity;
 pub mod condition;
 pub mod group;
 pub mod idc_weight;
+pub mod mesh;
 pub mod mock;
 pub mod tag;
 
@@ -38,6 +40,7 @@ pub use condition::{ConditionFactory, ConditionRouter, ConditionRule};
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
     registry.register("mock", Arc::new(mock::MockFactory));
+    registry.register("mesh", Arc::new(mesh::MeshFactory));
     registry.register("tag", Arc::new(tag::TagFactory));
     registry.register("condition", Arc::new(ConditionFactory));
     registry.register("affinity", Arc::new(affinity::AffinityFactory));

@@ -16,6 +16,7 @@
 //! this crate hands it. `rules/examples/` holds a commented example of each.
 
 pub mod chain_file;
+pub mod configurators;
 pub mod load;
 pub mod request;
 pub mod schema;

@@ -474,6 +474,7 @@ fn request_of(frame: &CallFrame) -> Request {
         consumer: None,
         method: Some(frame.method.clone()),
         arguments: frame.arguments.clone(),
+        parameter_types: Vec::new(),
         attachments: frame.attachments.iter().collect(),
         attributes: frame.attributes.iter().collect(),
     }

@@ -75,7 +75,8 @@ pub enum Code {
     ValueWithoutProvider,
     /// RC204: a condition whose then-part matches no provider.
     ThenMatchesNoProvider,
-    /// RC205: a condition shadowed by an earlier one.
+    /// RC205: a rule shadowed by another (a condition by an earlier one, a tag by a later
+    /// one of the same name).
     Shadowed,
 }
 
