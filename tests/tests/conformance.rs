@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use routechain::core::{
-    BitSet, DegradedSet, FastRng, FieldPath, PrepareContext, Request, RouteContext, RouterSpec,
-    RuleDoc, Snapshot, Url,
+    BitSet, FastRng, FieldPath, PrepareContext, Request, RouteContext, RouterSpec, RuleDoc,
+    Snapshot, Url,
 };
 use routechain::rules::YamlDoc;
 use serde::Deserialize;
@@ -211,23 +211,14 @@ fn run_cases(kind: &str) {
             None => BitSet::full(snapshot.len()),
             Some(ids) => BitSet::from_indexes(snapshot.len(), ids.iter().map(|id| index_of(id))),
         };
-        let degraded = DegradedSet::new(snapshot.len());
         let mut rng = FastRng::seeded(20_241_024);
-        let mut scratch = BitSet::full(snapshot.len());
-        let mut route_once = |rng: &mut FastRng| -> Vec<String> {
+        let route_once = |rng: &mut FastRng| -> Vec<String> {
             let mut candidates = input.clone();
-            let mut reason = String::new();
-            let mut cx = RouteContext::new(
-                &req,
-                &consumer,
-                true,
-                &snapshot,
-                &degraded,
-                rng,
-                &mut scratch,
-                Some(&mut reason),
-            );
-            prepared.route(&mut cx, &mut candidates);
+            let mut builder = RouteContext::builder(&req, &snapshot)
+                .consumer(&consumer, true)
+                .rng(rng)
+                .explain(true);
+            prepared.route(&mut builder.context(), &mut candidates);
             candidates.iter().map(id_of).collect()
         };
 
