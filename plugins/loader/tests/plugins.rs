@@ -480,7 +480,7 @@ fn the_deny_hosts_example_runs_and_reports_bad_rules_at_their_field() {
     let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(shown.len(), 2, "{shown:#?}");
     assert!(
-        shown[0].starts_with("test.chain.yaml:3:26: routers[0].rule.hosts[1]: invalid type: sequence, expected a string"),
+        shown[0].starts_with("test.chain.yaml:3:24: routers[0].rule.hosts[1]: invalid type: sequence, expected a string"),
         "{}",
         shown[0]
     );
