@@ -38,3 +38,8 @@ pub fn registry() -> Registry {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/load-balancing.md's Rust examples, compiled and run as doc tests.
+#[doc = include_str!("../docs/load-balancing.md")]
+#[cfg(doctest)]
+pub struct LoadBalancingDoctests;

@@ -6,8 +6,9 @@
 //!   picking one provider from the candidate bitset, prepared per snapshot.
 //! - [`health`]: failure counting, cool-downs and probation, marking the chain's
 //!   [`routechain_core::DegradedSet`].
-//! - [`service`]: [`Service`], route + balance + failover + health tracking + the service
-//!   breaker, over a live [`routechain_core::Chain`].
+//! - [`service`]: [`Service`], route + balance + failover (async [`Service::call`], sync
+//!   [`Service::invoke`]) + health tracking + the service breaker, over a live
+//!   [`routechain_core::Chain`], published to calls as one atomically swapped view.
 //!
 //! Depends only on `routechain-core`.
 
@@ -18,6 +19,6 @@ pub mod service;
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
 pub use lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind, SnapshotBalance};
 pub use service::{
-    InFlight, InvokeError, Invoked, SelectError, Selected, Service, ServiceConfig, ServiceStats,
-    Target,
+    CallError, InFlight, InvokeError, Invoked, MethodCall, SelectError, Selected, Service,
+    ServiceConfig, ServiceStats, Target,
 };

@@ -79,9 +79,9 @@ fn invoke_fails_over_with_two_retries_by_default() {
     // Every provider fails: 1 + 2 retries = 3 distinct providers tried.
     let mut seen = Vec::new();
     let err = svc
-        .invoke(&req, &mut call, |s| -> Result<(), &str> {
+        .invoke(&req, &mut call, |s| -> Result<(), CallError<&str>> {
             seen.push(s.index());
-            Err("down")
+            Err(CallError::Retryable("down"))
         })
         .unwrap_err();
     assert!(
@@ -104,7 +104,7 @@ fn invoke_fails_over_with_two_retries_by_default() {
         .invoke(&req, &mut call, |s| {
             if first.is_none() {
                 first = Some(s.index());
-                Err("down")
+                Err(CallError::Retryable("down"))
             } else {
                 Ok(s.index())
             }
@@ -316,6 +316,7 @@ fn update_swaps_the_state_and_the_configuration_together() {
         skip_degraded: true,
         retries: 0,
         health: health(1, 30),
+        ..ServiceConfig::default()
     };
     // New list (10.0.0.2 moved to index 0) and new settings in one swap.
     let text = "dubbo://10.0.0.2:20880/svc\ndubbo://10.0.0.1:20880/svc\n\
@@ -338,7 +339,9 @@ fn update_swaps_the_state_and_the_configuration_together() {
         .collect();
     assert_eq!(seq, [1, 2, 3, 1, 2, 3]);
     // `retries: 0`: one attempt only.
-    let failed = svc.invoke(&Request::new(), &mut call, |_| Err::<(), _>("down"));
+    let failed = svc.invoke(&Request::new(), &mut call, |_| {
+        Err::<(), _>(CallError::Retryable("down"))
+    });
     assert!(
         matches!(failed, Err(InvokeError::Failed { attempts: 1, .. })),
         "{failed:?}"

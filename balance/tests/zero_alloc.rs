@@ -85,3 +85,66 @@ fn selecting_allocates_nothing_for_any_balancer() {
         assert_eq!(info.count_total, 0, "{kind}: {info:?}");
     }
 }
+
+#[test]
+fn calling_allocates_nothing_once_warm() {
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let text: String = (0..300)
+        .map(|i| format!("dubbo://10.0.{}.{}:20880/svc\n", i / 250, i % 250))
+        .collect();
+    let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
+    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), vec![]).unwrap();
+    let config = ServiceConfig {
+        balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::LeastActive)),
+        ..ServiceConfig::default()
+    };
+    let service = Service::new(Arc::new(Chain::new(state)), config);
+    let request = Request::new().with_method("get");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let _runtime = rt.enter(); // the per-attempt timeout needs the time driver
+    // One call: the first attempt fails over, the second answers (polled by hand, so only
+    // the call itself is measured, not a runtime's scheduling).
+    let one_call = || {
+        let mut first = true;
+        let fut = pin!(service.call(&request, |target| {
+            let fail = std::mem::take(&mut first);
+            std::future::ready(if fail {
+                Err(CallError::Retryable(()))
+            } else {
+                Ok(target.index())
+            })
+        }));
+        let mut cx = Context::from_waker(Waker::noop());
+        match fut.poll(&mut cx) {
+            Poll::Ready(Ok(r)) => assert_eq!(r.attempts, 2),
+            other => panic!("{other:?}"),
+        }
+    };
+    one_call(); // grows this thread's cached buffers
+    let info = allocation_counter::measure(|| {
+        for _ in 0..1000 {
+            one_call();
+        }
+    });
+    assert_eq!(info.count_total, 0, "{info:?}");
+    // The synchronous form runs the same loop.
+    let mut call = CallState::seeded(3);
+    let mut sync_call = || {
+        let r = service
+            .invoke(&request, &mut call, |s| Ok::<_, CallError<()>>(s.index()))
+            .unwrap();
+        assert_eq!(r.attempts, 1);
+    };
+    sync_call();
+    let info = allocation_counter::measure(|| {
+        for _ in 0..1000 {
+            sync_call();
+        }
+    });
+    assert_eq!(info.count_total, 0, "{info:?}");
+}

@@ -5,36 +5,46 @@
 //! hash_key: arguments[0]        # consistenthash: arguments[N] | attachments[K] | attributes[K], or a list
 //! hash_nodes: 160               # consistenthash: virtual nodes per provider
 //! methods:                      # per-method overrides
-//!   getUser: {load_balance: consistenthash, hash_key: "attributes[user]"}
-//!   listUsers: {load_balance: roundrobin}
+//!   getUser: {load_balance: consistenthash, hash_key: "attributes[user]", timeout: 200ms}
+//!   listUsers: {load_balance: roundrobin, retries: 0}
 //! skip_degraded: true           # drop degraded providers from every routed set (default false)
 //! retries: 2                    # failover retries after the first attempt (default 2)
+//! timeout: 1s                   # timeout of one attempt of `Service::call` (default 1s; 0: none)
 //! health:
 //!   failure_threshold: 5        # consecutive failures that degrade a provider (default 5)
-//!   cooldown: 30s               # how long it stays degraded: 500ms, 30s, 2m, 1h or seconds
+//!   cooldown: 30s               # how long it stays degraded (default 30s)
 //! ```
 //!
+//! Durations are humantime strings (`500ms`, `30s`, `2m`, `1h 30m`) or a number of seconds.
 //! Every problem is reported at once, each at its field path.
 
 use std::time::Duration;
 
 use routechain_balance::lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind};
-use routechain_balance::{HealthConfig, ServiceConfig};
+use routechain_balance::{HealthConfig, MethodCall, ServiceConfig};
 use routechain_core::{FieldPath, RuleError};
 use serde_json::{Map, Value};
 
 /// The top-level chain-file fields read here.
-pub const SERVICE_FIELDS: [&str; 7] = [
+pub const SERVICE_FIELDS: [&str; 8] = [
     "load_balance",
     "hash_key",
     "hash_nodes",
     "methods",
     "skip_degraded",
     "retries",
+    "timeout",
     "health",
 ];
 
-const METHOD_FIELDS: [&str; 3] = ["load_balance", "hash_key", "hash_nodes"];
+const BALANCER_FIELDS: [&str; 3] = ["load_balance", "hash_key", "hash_nodes"];
+const METHOD_FIELDS: [&str; 5] = [
+    "load_balance",
+    "hash_key",
+    "hash_nodes",
+    "retries",
+    "timeout",
+];
 const HEALTH_FIELDS: [&str; 2] = ["failure_threshold", "cooldown"];
 
 /// Reads the service settings from the chain file's top-level mapping.
@@ -57,8 +67,18 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
                 match value {
                     Value::Object(m) => {
                         unknown_fields(m, &path, &METHOD_FIELDS, errors);
-                        let spec = balancer(m, &path, &default, errors);
-                        balance = balance.with_method(name.clone(), spec);
+                        // A balancer slot of its own only when the method sets one.
+                        if BALANCER_FIELDS.iter().any(|k| m.contains_key(*k)) {
+                            let spec = balancer(m, &path, &default, errors);
+                            balance = balance.with_method(name.clone(), spec);
+                        }
+                        let call = MethodCall {
+                            retries: uint(m.get("retries"), &path.key("retries"), errors),
+                            timeout: duration_field(m.get("timeout"), &path.key("timeout"), errors),
+                        };
+                        if call != MethodCall::default() {
+                            config.methods.insert(name.clone(), call);
+                        }
                     }
                     Value::String(kind) => {
                         // Shorthand: `getUser: roundrobin`.
@@ -95,6 +115,9 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
     if let Some(r) = uint(top.get("retries"), &root.key("retries"), errors) {
         config.retries = r;
     }
+    if let Some(t) = duration_field(top.get("timeout"), &root.key("timeout"), errors) {
+        config.timeout = t;
+    }
     match top.get("health") {
         None | Some(Value::Null) => {}
         Some(Value::Object(h)) => {
@@ -110,12 +133,8 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
                 Some(n) => health.failure_threshold = n,
                 None => {}
             }
-            match h.get("cooldown") {
-                None | Some(Value::Null) => {}
-                Some(v) => match duration(v) {
-                    Ok(d) => health.cooldown = d,
-                    Err(msg) => errors.push(RuleError::new(path.key("cooldown"), msg)),
-                },
+            if let Some(d) = duration_field(h.get("cooldown"), &path.key("cooldown"), errors) {
+                health.cooldown = d;
             }
             config.health = health;
         }
@@ -254,36 +273,40 @@ fn uint(value: Option<&Value>, path: &FieldPath, errors: &mut Vec<RuleError>) ->
     }
 }
 
-/// Parses `500ms`, `30s`, `2m`, `1h`, or a number of seconds.
+/// Reads an optional duration field; a bad one is reported at `path`.
+fn duration_field(
+    value: Option<&Value>,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<Duration> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(v) => duration(v)
+            .map_err(|msg| errors.push(RuleError::new(path.clone(), msg)))
+            .ok(),
+    }
+}
+
+/// Parses a duration: a humantime string (`500ms`, `30s`, `2m`, `1h 30m`) or a number of
+/// seconds (also quoted).
 pub fn duration(value: &Value) -> Result<Duration, String> {
-    let bad = || {
+    let bad = |why: &dyn std::fmt::Display| {
         format!(
-            "invalid duration {value}: expected a number of seconds or a number with ms, s, m or h (e.g. 30s)"
+            "invalid duration {value}: {why}; expected a number of seconds or a duration such as 500ms, 30s, 2m or 1h 30m"
         )
     };
+    let seconds = |s: f64| {
+        // Negative, not finite or past `Duration::MAX`: refused, never a panic.
+        Duration::try_from_secs_f64(s).map_err(|e| bad(&e))
+    };
     match value {
-        Value::Number(n) => n
-            .as_f64()
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .ok_or_else(bad),
-        Value::String(s) => {
-            let s = s.trim();
-            let split = s
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(s.len());
-            let (num, unit) = s.split_at(split);
-            let n: f64 = num.parse().map_err(|_| bad())?;
-            let secs = match unit.trim() {
-                "ms" => n / 1000.0,
-                "s" | "" => n,
-                "m" => n * 60.0,
-                "h" => n * 3600.0,
-                _ => return Err(bad()),
-            };
-            // Negative, not finite or past `Duration::MAX`: refused, never a panic.
-            Duration::try_from_secs_f64(secs).map_err(|_| bad())
-        }
-        _ => Err(bad()),
+        Value::Number(n) => seconds(n.as_f64().unwrap_or(f64::NAN)),
+        Value::String(s) => match s.trim().parse::<f64>() {
+            Ok(n) => seconds(n),
+            Err(_) if s.trim().starts_with('-') => Err(bad(&"a duration cannot be negative")),
+            Err(_) => humantime::parse_duration(s.trim()).map_err(|e| bad(&e)),
+        },
+        _ => Err(bad(&"not a number or a string")),
     }
 }
 
@@ -314,11 +337,13 @@ mod tests {
         let (c, e) = parse_value(json!({
             "load_balance": "roundrobin",
             "methods": {
-                "getUser": {"load_balance": "consistenthash", "hash_key": ["arguments[1]", "attributes[u]"], "hash_nodes": 80},
-                "list": "p2c"
+                "getUser": {"load_balance": "consistenthash", "hash_key": ["arguments[1]", "attributes[u]"], "hash_nodes": 80, "timeout": "2s"},
+                "list": "p2c",
+                "stream": {"retries": 0, "timeout": 0}
             },
             "skip_degraded": true,
             "retries": 4,
+            "timeout": "250ms",
             "health": {"failure_threshold": 3, "cooldown": "500ms"}
         }));
         assert!(e.is_empty(), "{e:?}");
@@ -336,6 +361,21 @@ mod tests {
         );
         assert!(c.skip_degraded);
         assert_eq!(c.retries, 4);
+        assert_eq!(c.timeout, Duration::from_millis(250));
+        assert_eq!(c.timeout_for(Some("getUser")), Some(Duration::from_secs(2)));
+        assert_eq!(c.retries_for(Some("getUser")), 4);
+        assert_eq!(
+            c.timeout_for(Some("list")),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            c.timeout_for(Some("stream")),
+            None,
+            "0 disables the timeout"
+        );
+        assert_eq!(c.retries_for(Some("stream")), 0);
+        // `stream` sets no balancer: it shares the chain's (slot 0).
+        assert_eq!(c.balance.slot(Some("stream")), 0);
         assert_eq!(c.health.failure_threshold, 3);
         assert_eq!(c.health.cooldown, Duration::from_millis(500));
     }
@@ -347,10 +387,12 @@ mod tests {
             "hash_key": "arguments[0]",
             "methods": {
                 "a": {"load_balance": "consistenthash", "hash_key": "user", "weight": 3},
-                "b": 7
+                "b": 7,
+                "c": {"timeout": "fast", "retries": "many"}
             },
             "skip_degraded": "yes",
             "retries": -1,
+            "timeout": "-5s",
             "health": {"failure_threshold": 0, "cooldown": "soon"}
         }));
         let expected = [
@@ -359,6 +401,9 @@ mod tests {
             "methods.a: unknown field `weight`",
             "methods.a.hash_key: invalid hash key \"user\"",
             "methods.b: a method entry is a mapping",
+            "methods.c.timeout: invalid duration \"fast\"",
+            "methods.c.retries: `methods.c.retries` must be a non-negative integer",
+            "timeout: invalid duration \"-5s\"",
             "skip_degraded: `skip_degraded` must be true or false",
             "retries: `retries` must be a non-negative integer",
             "health.failure_threshold: `failure_threshold` must be at least 1",
@@ -385,7 +430,19 @@ mod tests {
         ] {
             assert_eq!(duration(&v), Ok(d), "{v}");
         }
-        for v in [json!("-1s"), json!("3 days"), json!(true), json!(-2)] {
+        assert_eq!(duration(&json!("1h 30m")), Ok(Duration::from_secs(5400)));
+        assert_eq!(
+            duration(&json!("3 days")),
+            Ok(Duration::from_secs(3 * 86400))
+        );
+        assert_eq!(duration(&json!("2")), Ok(Duration::from_secs(2)));
+        for v in [
+            json!("-1s"),
+            json!("3 parsecs"),
+            json!(""),
+            json!(true),
+            json!(-2),
+        ] {
             assert!(duration(&v).is_err(), "{v}");
         }
     }

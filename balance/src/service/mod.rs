@@ -1,61 +1,48 @@
 //! From routed set to one provider: balancing, failover, health and the service breaker.
 //!
-//! A [`Service`] owns the live [`Chain`], the balancers ([`BalanceConfig`]) and the health
-//! tracker. [`Service::select`] routes a request, then picks one provider that is not
-//! among the ones a retrying caller already tried (Dubbo's failover cluster; seed 000:
-//! remove the failed node, try the next). [`Service::report_success`] and
-//! [`Service::report_failure`] feed the health tracker: after `failure_threshold`
-//! consecutive failures a provider is degraded for `cooldown`, marked in the chain state's
-//! [`DegradedSet`] so routers (the IDC-weight router's degraded filter) and the chain-level
-//! `skip_degraded` see it at once, without rebuilding anything; when the cool-down ends the
-//! provider is back on probation (one success clears it, one failure degrades it again).
-//! When every provider of a call's routed set is degraded the call fails fast with
-//! [`SelectError::ServiceUnavailable`] (seed 003's "切服") until a cool-down ends.
+//! A [`Service`] owns the live [`Chain`], the balancers ([`crate::BalanceConfig`]) and the
+//! health tracker. [`Service::select`] routes a request, then picks one provider that is not
+//! among the ones a retrying caller already tried (Dubbo's failover cluster: drop the failed
+//! provider, try the next of the same list). [`Service::call`] (async) and
+//! [`Service::invoke`] (synchronous) run the whole failover loop: attempts, retries on other
+//! providers, a timeout per attempt, in-flight counting and health reports.
+//! [`Service::report_success`] and [`Service::report_failure`] feed the health tracker:
+//! after `failure_threshold` consecutive failures a provider is degraded for `cooldown`,
+//! marked in the chain state's [`DegradedSet`] so routers (the IDC-weight router's degraded
+//! filter) and the chain-level `skip_degraded` see it at once, without rebuilding anything;
+//! when the cool-down ends the provider is back on probation (one success clears it, one
+//! failure degrades it again). When every provider of a call's routed set is degraded the
+//! call fails fast with [`SelectError::ServiceUnavailable`] (the service breaker) until a
+//! cool-down ends.
 //!
-//! Per-snapshot state (weights, in-flight counters, round-robin weights, hash rings, health
-//! counters) is built once when the chain's state changes, off the hot path; health is
-//! carried over to the new snapshot by provider address.
+//! **Published once.** Everything a call reads — the chain state, the balancers prepared
+//! over its snapshot (weights, in-flight counters, round-robin weights, hash rings), the
+//! health table and the configuration — is one immutable *view* behind one [`ArcSwap`],
+//! built completely by the writer ([`Service::update`], [`Service::set_config`],
+//! [`Service::update_snapshot`]) before it is stored. A call loads the view once and
+//! never takes a lock: writers serialize among themselves only. Health is carried over to
+//! a new snapshot by provider address.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::health::{Clock, HealthChange, HealthConfig, HealthTable, SystemClock};
-use crate::lb::{BalanceConfig, SnapshotBalance};
+use crate::health::{Clock, HealthChange, HealthTable, SystemClock};
+use crate::lb::SnapshotBalance;
 use routechain_core::DegradedSet;
 use routechain_core::RandomSource;
 use routechain_core::Request;
 use routechain_core::{CallState, Chain, ChainState, NoProvider};
 use routechain_core::{Provider, Snapshot};
 
-/// Dubbo's default number of retries after the first attempt (failover cluster).
-pub const DEFAULT_RETRIES: u32 = 2;
+mod call;
+mod config;
+mod pool;
 
-/// How a service balances, fails over and tracks health.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServiceConfig {
-    /// The balancers (chain default and per-method overrides).
-    pub balance: BalanceConfig,
-    /// Drop degraded providers from every routed set (chain-level `skip_degraded`).
-    pub skip_degraded: bool,
-    /// Retries after the first attempt in [`Service::invoke`] (default 2: three attempts).
-    pub retries: u32,
-    /// Failure threshold and cool-down.
-    pub health: HealthConfig,
-}
-
-impl Default for ServiceConfig {
-    fn default() -> Self {
-        ServiceConfig {
-            balance: BalanceConfig::default(),
-            skip_degraded: false,
-            retries: DEFAULT_RETRIES,
-            health: HealthConfig::default(),
-        }
-    }
-}
+pub use call::{CallError, InvokeError, Invoked};
+pub use config::{DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig};
 
 /// Why no provider was selected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -81,18 +68,38 @@ pub enum SelectError {
     },
 }
 
-/// The per-state view: chain state plus balancer and health state over its snapshot.
+/// What a view prepares over a chain state's snapshot and degraded set: built before the
+/// state is wrapped in its `Arc` and swapped in.
+#[derive(Debug)]
+struct Prepared {
+    balance: Arc<SnapshotBalance>,
+    health: Arc<HealthTable>,
+    /// (address, index), sorted: exclusion and reports by address.
+    by_address: Arc<[(Box<str>, u32)]>,
+}
+
+/// The published view: chain state plus balancer and health state over its snapshot, and
+/// the configuration. Immutable once stored (its counters are atomics).
 #[derive(Debug)]
 struct View {
     state: Arc<ChainState>,
     balance: Arc<SnapshotBalance>,
     health: Arc<HealthTable>,
-    /// (address, index), sorted: exclusion and reports by address.
     by_address: Arc<[(Box<str>, u32)]>,
     config: Arc<ServiceConfig>,
 }
 
 impl View {
+    fn new(state: Arc<ChainState>, prepared: Prepared, config: Arc<ServiceConfig>) -> Self {
+        View {
+            state,
+            balance: prepared.balance,
+            health: prepared.health,
+            by_address: prepared.by_address,
+            config,
+        }
+    }
+
     fn indexes_of<'a>(&'a self, address: &'a str) -> impl Iterator<Item = usize> + 'a {
         let start = self
             .by_address
@@ -233,8 +240,16 @@ struct Counters {
 pub struct Service {
     chain: Arc<Chain>,
     clock: Arc<dyn Clock>,
+    /// The one published view every call reads.
     view: ArcSwap<View>,
-    rebuild: Mutex<()>,
+    /// Serializes the writers; a call never takes it.
+    writers: Mutex<()>,
+    /// Set by a writer from before it swaps the chain state until its view is stored: a
+    /// call that meanwhile sees the chain ahead of the view keeps the current view.
+    publishing: AtomicBool,
+    /// Taken (never waited for by a call) by the one call that builds the view of a chain
+    /// state swapped in behind the service's back (`Chain::update` directly).
+    catching_up: AtomicBool,
     /// Bumped whenever a provider is degraded or let back in.
     health_epoch: AtomicU64,
     /// The health epoch of the last breaker trip (`u64::MAX`: none yet).
@@ -242,33 +257,13 @@ pub struct Service {
     counters: Counters,
 }
 
-/// The outcome of [`Service::invoke`].
-#[derive(Debug)]
-pub struct Invoked<T> {
-    /// What the successful attempt returned.
-    pub value: T,
-    /// The provider that answered.
-    pub provider: Selected,
-    /// Attempts made (1 = no failover).
-    pub attempts: u32,
-}
+/// Clears a flag when dropped (also when a writer's closure panics).
+struct ClearOnDrop<'a>(&'a AtomicBool);
 
-/// Why [`Service::invoke`] gave up.
-#[derive(Debug, thiserror::Error)]
-pub enum InvokeError<E> {
-    /// No provider could be selected for the first attempt.
-    #[error(transparent)]
-    Select(SelectError),
-    /// Every attempt failed; `last` is the last attempt's error.
-    #[error("all {attempts} attempt(s) failed")]
-    Failed {
-        /// The last error.
-        last: E,
-        /// Attempts made.
-        attempts: u32,
-        /// Why no further attempt was made, when that was not the retry limit.
-        stopped: Option<SelectError>,
-    },
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Service {
@@ -281,68 +276,99 @@ impl Service {
     pub fn with_clock(chain: Arc<Chain>, config: ServiceConfig, clock: Arc<dyn Clock>) -> Self {
         let config = Arc::new(config);
         let state = chain.state();
-        let view = Arc::new(build_view(state, None, config));
+        let prepared = prepare(&state, None, &config);
+        let view = Arc::new(View::new(state, prepared, config));
         Service {
             chain,
             clock,
             view: ArcSwap::new(view),
-            rebuild: Mutex::new(()),
+            writers: Mutex::new(()),
+            publishing: AtomicBool::new(false),
+            catching_up: AtomicBool::new(false),
             health_epoch: AtomicU64::new(0),
             tripped_epoch: AtomicU64::new(u64::MAX),
             counters: Counters::default(),
         }
     }
 
-    /// The chain.
+    /// The chain. Route-only callers may read it (`chain().load()`); change it through
+    /// [`Service::update`] so the balancers and health are published with the new state
+    /// (a state swapped in directly is picked up by a later call, which builds its view).
     pub fn chain(&self) -> &Arc<Chain> {
         &self.chain
     }
 
-    /// The configuration (the current view's: it changes with the view, under the rebuild
-    /// lock).
+    /// The configuration of the current view.
     pub fn config(&self) -> Arc<ServiceConfig> {
-        self.view.load().config.clone()
+        self.current().config.clone()
     }
 
-    /// Replaces the configuration (balancers, `skip_degraded`, retries, health); balancer
-    /// state is rebuilt, health is kept.
+    /// Takes the writers' lock and raises `publishing`, once no call is catching up.
+    fn begin_write(&self) -> (std::sync::MutexGuard<'_, ()>, ClearOnDrop<'_>) {
+        let serial = self.writers.lock().unwrap_or_else(|p| p.into_inner());
+        self.publishing.store(true, Ordering::SeqCst);
+        // A call that took `catching_up` before it saw `publishing` finishes its (short,
+        // rare) build; later ones see `publishing` and keep the current view.
+        while self.catching_up.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        (serial, ClearOnDrop(&self.publishing))
+    }
+
+    /// Replaces the configuration (balancers, `skip_degraded`, retries, timeouts, health);
+    /// balancer state is rebuilt, health is kept.
     pub fn set_config(&self, config: ServiceConfig) {
-        let _serial = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let _write = self.begin_write();
         let old = self.view.load_full();
-        let view = build_view(self.chain.state(), Some(&old), Arc::new(config));
-        self.view.store(Arc::new(view));
+        let config = Arc::new(config);
+        let prepared = prepare(&old.state, Some(&old), &config);
+        self.view
+            .store(Arc::new(View::new(old.state.clone(), prepared, config)));
     }
 
-    /// Builds a new chain state from the current one with `f` and swaps it in together with
-    /// `config` (when given; `None` keeps the current configuration): a call made through
-    /// this service sees the old state with the old configuration or the new state with the
-    /// new one, never a mix. When `f` fails nothing changes and the previous state and
-    /// configuration keep serving.
+    /// Builds a new chain state from the current one with `f` and publishes it together
+    /// with `config` (when given; `None` keeps the current configuration): a call made
+    /// through this service sees the old state with the old configuration or the new state
+    /// with the new one, never a mix. When `f` fails nothing changes and the previous state
+    /// and configuration keep serving.
     ///
-    /// The balancer and health state over the new state is built here, off the call path;
-    /// health is carried over by provider address, and when the new state has a new
-    /// degraded set the degraded providers are marked in it before the swap, so routers
-    /// see them from the first call.
+    /// The balancer and health state over the new state is built here, off the call path,
+    /// before anything is stored; health is carried over by provider address, and when the
+    /// new state has a new degraded set the degraded providers are marked in it first, so
+    /// routers see them from the first call. Calls never wait for an update: until the
+    /// new view is stored they use the previous one.
     pub fn update<E>(
         &self,
         config: Option<ServiceConfig>,
         f: impl FnOnce(&ChainState) -> Result<ChainState, E>,
     ) -> Result<Arc<ChainState>, E> {
-        let _serial = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
+        let _write = self.begin_write();
         let old = self.view.load_full();
+        let config = config.map_or_else(|| old.config.clone(), Arc::new);
+        let mut prepared = None;
         let state = self.chain.update(|cur| {
             let next = f(cur)?;
             if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
                 old.carry_degraded(next.snapshot(), next.degraded());
             }
+            prepared = Some(prepare(&next, Some(&old), &config));
             Ok(next)
         })?;
-        let config = config.map_or_else(|| old.config.clone(), Arc::new);
-        // Calls that see the new state before this view is stored wait for it in
-        // `current` (the rebuild lock is held until then).
+        let prepared = prepared.unwrap_or_else(|| prepare(&state, Some(&old), &config));
         self.view
-            .store(Arc::new(build_view(state.clone(), Some(&old), config)));
+            .store(Arc::new(View::new(state.clone(), prepared, config)));
         Ok(state)
+    }
+
+    /// Replaces the provider list: a new degraded set carrying every degraded provider over
+    /// by address, published with the snapshot in one update.
+    pub fn update_snapshot(
+        &self,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<(), routechain_core::PrepareError> {
+        let degraded = Arc::new(DegradedSet::new(snapshot.len()));
+        self.update(None, |s| s.with_snapshot(snapshot, degraded))
+            .map(|_| ())
     }
 
     /// The clock.
@@ -366,37 +392,39 @@ impl Service {
         }
     }
 
-    /// The current view; rebuilt (once, under a mutex) when the chain's state changed.
+    /// The current view: one atomic load, no lock. When the chain was swapped behind the
+    /// service's back, one call builds the view of the new state (the others keep the
+    /// current view meanwhile).
     fn current(&self) -> Arc<View> {
-        let state = self.chain.load();
-        let view = self.view.load();
-        if Arc::ptr_eq(&view.state, &*state) {
-            return Arc::clone(&view);
+        let view = self.view.load_full();
+        if Arc::ptr_eq(&view.state, &*self.chain.load()) {
+            return view;
         }
-        drop(view);
-        let _serial = self.rebuild.lock().unwrap_or_else(|p| p.into_inner());
-        let old = self.view.load_full();
-        let state = self.chain.state();
-        if Arc::ptr_eq(&old.state, &state) {
-            return old;
-        }
-        let view = Arc::new(build_view(state, Some(&old), old.config.clone()));
-        self.view.store(view.clone());
-        view
+        self.catch_up(view)
     }
 
-    /// Replaces the provider list: a new degraded set carrying every degraded provider over
-    /// by address, swapped in with the snapshot in one update.
-    pub fn update_snapshot(
-        &self,
-        snapshot: Arc<Snapshot>,
-    ) -> Result<(), routechain_core::PrepareError> {
-        let old = self.current();
-        let degraded = Arc::new(DegradedSet::new(snapshot.len()));
-        old.carry_degraded(&snapshot, &degraded);
-        self.chain
-            .update(|s| s.with_snapshot(snapshot, degraded))
-            .map(|_| ())
+    #[cold]
+    fn catch_up(&self, view: Arc<View>) -> Arc<View> {
+        if self.publishing.load(Ordering::SeqCst) || self.catching_up.swap(true, Ordering::SeqCst) {
+            return view;
+        }
+        let _flag = ClearOnDrop(&self.catching_up);
+        if self.publishing.load(Ordering::SeqCst) {
+            return view;
+        }
+        let current = self.view.load_full();
+        let state = self.chain.state();
+        if Arc::ptr_eq(&current.state, &state) {
+            return current;
+        }
+        let prepared = prepare(&state, Some(&current), &current.config);
+        let next = Arc::new(View::new(state, prepared, current.config.clone()));
+        let prev = self.view.compare_and_swap(&current, next.clone());
+        if Arc::ptr_eq(&*prev, &current) {
+            next
+        } else {
+            Arc::clone(&*prev)
+        }
     }
 
     /// Routes `request` and picks one provider that is not in `exclude` (the providers a
@@ -404,14 +432,13 @@ impl Service {
     ///
     /// In order: cool-downs that ended are released (probation); the request is routed —
     /// or, for a retry (`exclude` not empty, same `call`, same chain state, no provider
-    /// degraded or let back in since), the first attempt's routed set is reused, as seed 000
-    /// retries on the same list (when health changed, routers route again and see it);
-    /// when every
-    /// routed provider is degraded the breaker refuses the call
+    /// degraded or let back in since), the first attempt's routed set is reused, as Dubbo's
+    /// failover retries on the same list (when health changed, routers route again and see
+    /// it); when every routed provider is degraded the breaker refuses the call
     /// ([`SelectError::ServiceUnavailable`]); with `skip_degraded` degraded providers leave
     /// the set; the excluded providers leave it (by index, or by address when they were
-    /// selected from an older snapshot); the method's balancer picks one. Allocation-free
-    /// once `call`'s buffers have grown (an `Arc` clone only).
+    /// selected from an older snapshot); the method's balancer picks one. Lock-free, and
+    /// allocation-free once `call`'s buffers have grown (an `Arc` clone only).
     pub fn select<R: RandomSource>(
         &self,
         request: &Request,
@@ -432,8 +459,8 @@ impl Service {
             && call.routed.epoch == epoch
             && call.routed.set.len() == view.state.snapshot().len();
         if retry_same_set {
-            // A retry: the same routed set as the first attempt (seed 000: remove the
-            // failed node and try the next of the same list), not a new routing draw.
+            // A retry: the same routed set as the first attempt (Dubbo: remove the failed
+            // provider and try the next of the same list), not a new routing draw.
             call.candidates.copy_from(&call.routed.set);
         } else {
             view.state.route(request, call)?;
@@ -544,66 +571,15 @@ impl Service {
         self.current().health.get(i)
     }
 
+    /// The calls in flight on provider `i` of the current snapshot (counted by
+    /// [`Selected::begin`] guards, which [`Service::call`] holds per attempt).
+    pub fn in_flight(&self, i: usize) -> u32 {
+        self.current().balance.active(i)
+    }
+
     /// True when provider `i` of the current snapshot is degraded.
     pub fn is_degraded(&self, i: usize) -> bool {
         self.current().state.degraded().contains(i)
-    }
-
-    /// Calls `attempt` on a selected provider, failing over to another provider of the
-    /// same routed set on error, up to `retries` more times (Dubbo's failover cluster).
-    /// Every attempt's outcome is reported to the health tracker.
-    pub fn invoke<T, E, R: RandomSource>(
-        &self,
-        request: &Request,
-        call: &mut CallState<R>,
-        mut attempt: impl FnMut(&Selected) -> Result<T, E>,
-    ) -> Result<Invoked<T>, InvokeError<E>> {
-        // The retries of the configuration the first attempt is selected under.
-        let max = self.current().config.retries.saturating_add(1);
-        let mut tried: Vec<Selected> = Vec::new();
-        let mut last = None;
-        for n in 1..=max {
-            let selected = match self.select(request, &tried, call) {
-                Ok(s) => s,
-                Err(e) => {
-                    return Err(match last {
-                        None => InvokeError::Select(e),
-                        Some(last) => InvokeError::Failed {
-                            last,
-                            attempts: n - 1,
-                            stopped: Some(e),
-                        },
-                    });
-                }
-            };
-            let result = {
-                let _in_flight = selected.begin();
-                attempt(&selected)
-            };
-            match result {
-                Ok(value) => {
-                    self.report_success(&selected);
-                    return Ok(Invoked {
-                        value,
-                        provider: selected,
-                        attempts: n,
-                    });
-                }
-                Err(e) => {
-                    self.report_failure(&selected);
-                    last = Some(e);
-                    tried.push(selected);
-                }
-            }
-        }
-        match last {
-            Some(last) => Err(InvokeError::Failed {
-                last,
-                attempts: max,
-                stopped: None,
-            }),
-            None => Err(InvokeError::Select(SelectError::Exhausted { tried: 0 })),
-        }
     }
 }
 
@@ -618,7 +594,9 @@ fn address_index(snapshot: &Snapshot) -> Arc<[(Box<str>, u32)]> {
     v.into()
 }
 
-fn build_view(state: Arc<ChainState>, old: Option<&View>, config: Arc<ServiceConfig>) -> View {
+/// Prepares balancers, health and the address index over `state`, reusing what `old`
+/// already has for the same snapshot, configuration or degraded set.
+fn prepare(state: &ChainState, old: Option<&View>, config: &ServiceConfig) -> Prepared {
     let same_snapshot = old.is_some_and(|o| Arc::ptr_eq(o.state.snapshot(), state.snapshot()));
     let same_config = old.is_some_and(|o| o.config.balance == config.balance);
     let balance = match old {
@@ -652,11 +630,9 @@ fn build_view(state: Arc<ChainState>, old: Option<&View>, config: Arc<ServiceCon
             table
         }
     };
-    View {
-        state,
+    Prepared {
         balance,
         health,
         by_address,
-        config,
     }
 }
