@@ -196,6 +196,7 @@ impl ChainState {
                 Some(p) => p,
                 None => entry.router.prepare(&cx)?,
             };
+            prepared.attach(&degraded);
             steps.push(Step {
                 entry: i,
                 name: Arc::from(entry.router.name()),

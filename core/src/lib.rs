@@ -16,6 +16,8 @@
 //!   providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
 //! - [`DegradedSet`]: live provider health as routers see it (a bitset of atomics).
+//! - [`weighted`]: sticky and random weighted picks, spillover and panic arithmetic, shared
+//!   by the routers that split traffic by weight.
 //! - [`RuleDoc`] / [`RuleError`]: rule documents and errors located by field path.
 //!
 //! ```
@@ -58,10 +60,11 @@ pub mod rule;
 pub mod snapshot;
 pub mod trace;
 pub mod url;
+pub mod weighted;
 
 pub use bitset::{BitSet, Candidates};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
-pub use degraded::DegradedSet;
+pub use degraded::{DegradedSet, DegradedTally};
 pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
@@ -74,3 +77,4 @@ pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError};
+pub use weighted::{Draw, KeyPart, StickyKey};

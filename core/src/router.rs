@@ -151,6 +151,12 @@ pub trait TypedRouter: Send + Sync + 'static {
         cx: &mut RouteContext<'_>,
         candidates: &mut Candidates,
     ) -> Evaluation;
+
+    /// Called off the call path once a prepared state is part of a chain state, with that
+    /// state's live degraded set ([`PreparedRouter::attach`]). The default does nothing.
+    fn attach(prepared: &Self::Prepared, degraded: &Arc<DegradedSet>) {
+        let _ = (prepared, degraded);
+    }
 }
 
 /// A compiled rule as the chain stores it: builds per-snapshot state off the call path.
@@ -174,6 +180,14 @@ pub trait PreparedRouter: Send + Sync + 'static {
     /// Narrows `candidates` in place for this call. Must not allocate (except to write the
     /// explain reason, which only happens when a trace is recorded) and must not lock.
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation;
+
+    /// Called off the call path once this state is part of a chain state, with that state's
+    /// live degraded set (again when a later state over the same snapshot reuses it). A
+    /// router that counts degraded providers per group registers a
+    /// [`DegradedSet::tally`] here. The default does nothing.
+    fn attach(&self, degraded: &Arc<DegradedSet>) {
+        let _ = degraded;
+    }
 }
 
 /// Derives the object-safe [`RouterFactory`], [`Router`] and [`PreparedRouter`] for a
@@ -308,6 +322,10 @@ impl<T: TypedRouter> PreparedRouter for Prepared<T> {
     #[inline]
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         T::route(&self.0, cx, candidates)
+    }
+
+    fn attach(&self, degraded: &Arc<DegradedSet>) {
+        T::attach(&self.0, degraded);
     }
 }
 

@@ -307,4 +307,19 @@ mod tests {
             .map(|(s, w)| (s.trim_end(), w))
         );
     }
+
+    proptest::proptest! {
+        /// Lints never panic and stay inside the text, whatever it is (multi-byte
+        /// characters, separators anywhere).
+        #[test]
+        fn never_panics(text in "[a-z =!,&|>~*$.\\-éß中]{0,40}") {
+            let yaml = format!("conditions:\n  - {:?}\n", text);
+            if let Ok(doc) = YamlDoc::parse("t.yaml", &yaml) {
+                let root = FieldPath::root();
+                for p in lint(RuleRef { type_name: "condition", doc: &doc, path: &root }) {
+                    proptest::prop_assert!(p.error.location.line == 2);
+                }
+            }
+        }
+    }
 }

@@ -291,6 +291,28 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
         .map(|p| HostPort::new(p.host(), p.port()))
         .collect();
     let raw_tags = value.get("tags").and_then(Value::as_array);
+    // A later tag with addresses and the same name replaces an earlier one.
+    for (i, t) in compiled.tags.iter().enumerate() {
+        let later = compiled.tags[i + 1..]
+            .iter()
+            .position(|u| u.name == t.name && !u.addresses.is_empty());
+        if let Some(k) = later
+            && !t.addresses.is_empty()
+        {
+            out.push(Problem::at(
+                Code::Shadowed,
+                rule.doc,
+                &rule.path.key("tags").index(i),
+                None,
+                format!(
+                    "tag `{}` is shadowed by the later tag of the same name (tags[{}]), \
+                     which replaces it: these addresses are never used",
+                    t.name,
+                    i + 1 + k
+                ),
+            ));
+        }
+    }
     for (i, t) in compiled.tags.iter().enumerate() {
         let path = rule.path.key("tags").index(i);
         let raw = raw_tags.and_then(|ts| ts.get(i));

@@ -30,7 +30,10 @@
 //! tables), [`prepared`] (the per-snapshot indexes and the caller's side of the decision),
 //! `route` (steps 1 to 5 per call) and `explain` (the explain trace's words).
 
+pub mod cidrs;
 mod explain;
+#[allow(dead_code)] // wired into route() by the spillover integration
+mod health;
 pub mod prepared;
 mod route;
 pub mod rule;
