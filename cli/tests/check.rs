@@ -150,12 +150,25 @@ fn the_type_comes_from_a_dubbo_node_name() {
     let out = routechain(&["check", p.to_str().unwrap()]);
     assert_exit(&out, 2);
     // Types this build cannot validate yet are refused, never passed unchecked.
-    for name in ["com.foo.BarService.configurators", "app.MESHAPPRULE.yaml"] {
-        let p = s.write(name, "key: x\n");
-        let out = routechain(&["check", p.to_str().unwrap()]);
-        assert_exit(&out, 2);
-        assert!(stdout(&out).contains("error[RC004]"), "{}", stdout(&out));
-    }
+    let p = s.write("com.foo.BarService.configurators", "key: x\n");
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert!(stdout(&out).contains("error[RC004]"), "{}", stdout(&out));
+    // A mesh rule (every `---` document of `<app>.MESHAPPRULE`) is validated as one.
+    let mesh = "kind: DestinationRule\nmetadata: {name: app}\nspec: {subsets: [{name: all}]}\n---\n\
+                kind: VirtualService\nmetadata: {name: app}\n\
+                spec: {dubbo: [{routedetail: [{route: [{destination: {subset: all}}]}]}]}\n";
+    let p = s.write("app.MESHAPPRULE", mesh);
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("app.MESHAPPRULE: ok (mesh rule)"),
+        "{}",
+        stdout(&out)
+    );
+    let p = s.write("app.MESHAPPRULE.yaml", "key: x\n");
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 2);
 }
 
 #[test]

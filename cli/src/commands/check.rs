@@ -356,7 +356,14 @@ pub fn check_rule(
         ));
         return report;
     };
-    let doc = match YamlDoc::parse(origin, text) {
+    // A mesh rule is a stream of documents (Dubbo's `<app>.MESHAPPRULE`).
+    let stream = routechain::rules::chain_file::MULTI_DOCUMENT_TYPES.contains(&ty);
+    let parsed = if stream {
+        YamlDoc::parse_stream(origin, text)
+    } else {
+        YamlDoc::parse(origin, text)
+    };
+    let doc = match parsed {
         Ok(d) => d,
         Err(e) => {
             report.problems = lint::invalid([e]);
@@ -364,7 +371,7 @@ pub fn check_rule(
         }
     };
     let root = FieldPath::root();
-    if !doc.value.is_object() {
+    if !doc.value.is_object() && !stream {
         report.problems.push(Problem::at(
             Code::Invalid,
             &doc,
@@ -378,7 +385,13 @@ pub fn check_rule(
         ));
         return report;
     }
-    let entry = serde_json::json!({ "type": ty });
+    // Named as a rule file: a mesh text without any standard document is then an error
+    // (in a config center the same text would clear the rule).
+    let entry = if stream {
+        serde_json::json!({ "type": ty, "rule_file": origin })
+    } else {
+        serde_json::json!({ "type": ty })
+    };
     let entry_path = FieldPath::root();
     let spec = RouterSpec {
         type_name: ty,
