@@ -306,9 +306,16 @@ pub fn type_from_name(name: &str) -> Option<String> {
 
 /// The types a rule file can be checked as: the registry's, but not `plugin` (a plugin
 /// entry names its library in the chain file, so it has no rule file of its own).
+/// Dubbo's override rules (`<key>.configurators`) are checked too, by their own parser.
 fn rule_types(registry: &Registry) -> Vec<&str> {
-    registry.type_names().filter(|t| *t != "plugin").collect()
+    let mut types: Vec<&str> = registry.type_names().filter(|t| *t != "plugin").collect();
+    types.push(CONFIGURATORS);
+    types.sort_unstable();
+    types
 }
+
+/// The type of Dubbo's override rules (not a router: `routechain::rules::configurators`).
+const CONFIGURATORS: &str = "configurators";
 
 /// Validates and lints one rule document of type `rule_type` (as `check` and `zk put-rule`
 /// do).
@@ -343,6 +350,13 @@ pub fn check_rule(
         ));
         return report;
     };
+    if ty == CONFIGURATORS {
+        match routechain::rules::configurators::OverrideRule::parse(origin, text) {
+            Ok(_) => report.what = "override rule".into(),
+            Err(es) => report.problems = lint::invalid(es),
+        }
+        return report;
+    }
     let Some(factory) = registry.get(ty).filter(|_| ty != "plugin") else {
         let hint = lint::did_you_mean(ty, known.iter().copied())
             .map(|k| format!("did you mean `{k}`? "))
