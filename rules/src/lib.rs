@@ -3,7 +3,9 @@
 //! Loading what users write: chain files and rule documents in YAML, with every problem
 //! reported at once by origin (file or config-center node), line, column and field path.
 //!
-//! - [`yaml`]: YAML → JSON value plus a location for every field.
+//! - [`yaml`]: YAML → JSON value plus a location for every field; [`located`]: located
+//!   problems and their bounded rendering; [`input`]: reading input files (regular files
+//!   only, a size limit, located UTF-8 errors, a byte-order mark accepted).
 //! - [`chain_file`]: the chain file schema; compiling its entries through a
 //!   [`routechain_core::Registry`].
 //! - [`service_config`]: the chain file's load-balancing, failover and health settings.
@@ -18,10 +20,14 @@
 
 pub mod chain_file;
 pub mod configurators;
+pub mod input;
 pub mod load;
+pub mod located;
 pub mod request;
 pub mod service_config;
 pub mod yaml;
+
+mod scalar;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
 pub use load::LoadError;

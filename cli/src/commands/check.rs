@@ -175,9 +175,18 @@ pub fn plural(n: usize, thing: &str) -> String {
 pub fn text(reports: &[FileReport]) -> String {
     let mut out = String::new();
     for r in reports {
-        for p in &r.problems {
+        // Bounded output: at most 100 problems per file, then how many more.
+        let shown = routechain::rules::located::MAX_PROBLEMS_PER_ORIGIN;
+        for p in r.problems.iter().take(shown) {
             out.push_str(&p.render());
             out.push('\n');
+        }
+        if r.problems.len() > shown {
+            out.push_str(&format!(
+                "… and {} more problem(s) in {}\n",
+                r.problems.len() - shown,
+                r.file
+            ));
         }
         let (e, w) = count(&r.problems);
         let status = match (e, w) {
@@ -251,13 +260,14 @@ pub fn check_file(
     registry: &Registry,
 ) -> FileReport {
     let origin = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    // Regular files within the size limit, invalid UTF-8 located, a BOM skipped.
+    let text = match routechain::rules::input::read_text(path, &origin) {
         Ok(t) => t,
         Err(e) => {
             return FileReport {
                 file: origin.clone(),
                 what: String::new(),
-                problems: lint::invalid([routechain::rules::chain_file::io_error(&origin, &e)]),
+                problems: lint::invalid([e]),
             };
         }
     };

@@ -214,16 +214,16 @@ async fn zk(command: &ZkCommand) -> ExitCode {
     // Read the input before connecting, so a bad path fails fast.
     let text = match command {
         ZkCommand::PutRule { file, .. } => {
+            use routechain::rules::input;
             let read = if file.as_os_str() == "-" {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+                input::read_stdin("<stdin>")
             } else {
-                std::fs::read_to_string(file)
+                input::read_text(file, &file.display().to_string())
             };
             match read {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    eprintln!("{}:1:1: cannot read: {e}", file.display());
+                    eprintln!("{}", e.render());
                     return ExitCode::from(EXIT_INVALID);
                 }
             }

@@ -40,10 +40,7 @@ impl PreparedCondition {
     /// Resolves every then-part and destination of `rule` over the snapshot, and decides the
     /// when-parts' consumer terms for the prepared consumer.
     pub fn build(rule: &Arc<ConditionRule>, cx: &PrepareContext<'_>) -> Self {
-        let mut indexes = Indexes {
-            snapshot: cx.snapshot,
-            by_key: HashMap::new(),
-        };
+        let mut indexes = Indexes::new(cx.snapshot);
         let empty_request = Request::new();
         let conditions = rule
             .conditions
@@ -75,13 +72,45 @@ impl PreparedCondition {
     }
 }
 
-/// Parameter indexes of one snapshot, built once per key a rule reads.
+/// Parameter indexes of one snapshot, built once per key a rule reads that some provider
+/// has. A key no provider has is known from one pass over the providers' parameter keys, so
+/// a rule naming 100,000 keys costs its size plus the snapshot, not keys × providers.
 struct Indexes<'a> {
     snapshot: &'a Snapshot,
     by_key: HashMap<Box<str>, Arc<ParamIndex>>,
+    /// Every parameter key some provider has (built on first use).
+    keys: Option<std::collections::HashSet<&'a str>>,
 }
 
-impl Indexes<'_> {
+/// The keys every URL answers without a parameter (see `Url::get`).
+const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
+
+impl<'a> Indexes<'a> {
+    fn new(snapshot: &'a Snapshot) -> Self {
+        Indexes {
+            snapshot,
+            by_key: HashMap::new(),
+            keys: None,
+        }
+    }
+
+    /// False when no provider has `key` (then every term on it matches no provider).
+    fn any_has(&mut self, key: &str) -> bool {
+        if DERIVED_KEYS.contains(&key) || self.by_key.contains_key(key) {
+            return true;
+        }
+        let snapshot = self.snapshot;
+        self.keys
+            .get_or_insert_with(|| {
+                snapshot
+                    .providers()
+                    .iter()
+                    .flat_map(|p| p.params().map(|(k, _)| k))
+                    .collect()
+            })
+            .contains(key)
+    }
+
     fn index(&mut self, key: &str) -> Arc<ParamIndex> {
         if let Some(ix) = self.by_key.get(key) {
             return ix.clone();
@@ -108,7 +137,9 @@ impl Indexes<'_> {
                 set.clear();
                 continue;
             };
-            if term.matches.is_empty() && term.mismatches.is_empty() {
+            if (term.matches.is_empty() && term.mismatches.is_empty()) || !self.any_has(name) {
+                // No pattern, or no provider has the key: whatever the consumer, no provider
+                // matches.
                 never = true;
                 set.clear();
                 continue;

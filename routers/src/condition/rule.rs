@@ -624,7 +624,10 @@ fn destination(
             None => {
                 errors.push(RuleError::new(
                     path.key("weight"),
-                    format!("weight must be a non-negative integer, found {v}"),
+                    format!(
+                        "weight must be an integer from 0 to {}, found {v}",
+                        u32::MAX
+                    ),
                 ));
                 DEFAULT_DESTINATION_WEIGHT
             }
