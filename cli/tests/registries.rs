@@ -213,7 +213,10 @@ fn zk_put_rule_writes_configurators_and_mesh_nodes_and_refuses_a_bad_override_ru
     );
     let mesh = s.write(
         "mesh.yaml",
-        "apiVersion: service.dubbo.apache.org/v1alpha1\n",
+        "apiVersion: service.dubbo.apache.org/v1alpha1\nkind: DestinationRule\nmetadata: {name: orders}\n\
+         spec: {subsets: [{name: all}]}\n---\napiVersion: service.dubbo.apache.org/v1alpha1\n\
+         kind: VirtualService\nmetadata: {name: orders}\n\
+         spec: {dubbo: [{routedetail: [{route: [{destination: {subset: all}}]}]}]}\n",
     );
     let out = put("mesh", "orders", &mesh);
     assert_eq!(out.status.code(), Some(0));
@@ -230,7 +233,7 @@ fn zk_put_rule_writes_configurators_and_mesh_nodes_and_refuses_a_bad_override_ru
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("bad.yaml:3:11: configs[0].side: unknown side \"sideways\""),
+        stderr.contains("bad.yaml:3:11: error[RC002]: configs[0].side: unknown side \"sideways\""),
         "{stderr}"
     );
     let out = routechain(&[

@@ -329,7 +329,13 @@ impl LiveChain {
                     let doc = match event {
                         RuleEvent::Deleted => None,
                         RuleEvent::Added(text) | RuleEvent::Modified(text) => {
-                            match YamlDoc::parse(origin, &text) {
+                            // A mesh rule is a stream of documents (`<app>.MESHAPPRULE`).
+                            let parsed = if key.router_type == RuleKey::MESH {
+                                YamlDoc::parse_stream(origin, &text)
+                            } else {
+                                YamlDoc::parse(origin, &text)
+                            };
+                            match parsed {
                                 Ok(doc) => Some(doc),
                                 Err(e) => {
                                     reports.push(self.refuse(change, e.render()));

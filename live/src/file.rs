@@ -65,15 +65,17 @@ enum Msg {
 /// Contents last read, by path (`None`: missing or unreadable).
 type Contents = HashMap<PathBuf, Option<String>>;
 
+/// A watched file's text: only a regular file is read (a FIFO or device never blocks the
+/// watcher); the loaders apply the size limit.
 fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    routechain_rules::input::read_text_with_limit(path, "", u64::MAX).ok()
 }
 
 /// The rule files and override-rule files (`overrides:`) the chain file names now,
 /// whether or not they exist or parse (a bad file must stay watched so that its fix is
 /// seen). `None` when the chain file itself cannot be read or parsed.
 fn rule_files(chain: &Path) -> Option<Vec<PathBuf>> {
-    let text = std::fs::read_to_string(chain).ok()?;
+    let text = read(chain)?;
     let doc = YamlDoc::parse(chain.display().to_string(), &text).ok()?;
     let base = dir_of(chain);
     let mut files: Vec<PathBuf> = doc

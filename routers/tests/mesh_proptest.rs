@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use routechain_core::{
-    BitSet, DegradedSet, FieldPath, PrepareContext, RandomSource, Request, RouteContext, Router,
-    RouterSpec, RuleDoc, Snapshot, Url,
+    BitSet, FieldPath, PrepareContext, RandomSource, Request, RouteContext, RouterSpec, RuleDoc,
+    Snapshot, Url,
 };
 use routechain_routers::mesh;
 use serde_json::{Value, json};
@@ -300,7 +300,8 @@ fn prepared(case: &Case) -> Vec<usize> {
         base_dir: None,
         service: Some("com.foo.Bar"),
     };
-    let router = mesh::MeshRouter::new(mesh::check(&spec).result.unwrap());
+    let router = routechain_core::TypedFactory::new("mesh", mesh::MeshRouter)
+        .router(Some(mesh::check(&spec).result.unwrap()));
     let prepared = router
         .prepare(&PrepareContext {
             snapshot: &snapshot,
@@ -317,21 +318,9 @@ fn prepared(case: &Case) -> Vec<usize> {
     }
     let n = snapshot.len();
     let mut candidates = BitSet::from_fn(n, |i| case.available[i]);
-    let mut scratch = BitSet::empty(n);
-    let degraded = DegradedSet::new(n);
     let mut rng = Draws(case.draws.clone(), 0);
-    let consumer = Url::empty();
-    let mut cx = RouteContext::new(
-        &request,
-        &consumer,
-        true,
-        &snapshot,
-        &degraded,
-        &mut rng,
-        &mut scratch,
-        None,
-    );
-    prepared.route(&mut cx, &mut candidates);
+    let mut builder = RouteContext::builder(&request, &snapshot).rng(&mut rng);
+    prepared.route(&mut builder.context(), &mut candidates);
     candidates.iter().collect()
 }
 

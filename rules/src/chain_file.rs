@@ -155,7 +155,7 @@ impl ChainFile {
     /// Reads and parses a chain file and the rule files it names.
     pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| vec![io_error(&origin, &e)])?;
+        let text = crate::input::read_text(path, &origin).map_err(|e| vec![e])?;
         Self::parse(&origin, &text, path.parent().map(Path::to_path_buf))
     }
 
@@ -176,9 +176,9 @@ impl ChainFile {
     /// `routechain check` can also compile what parsed and report everything at once.
     pub fn load_lenient(path: &Path) -> (Option<Self>, Vec<LocatedError>) {
         let origin = path.display().to_string();
-        match std::fs::read_to_string(path) {
+        match crate::input::read_text(path, &origin) {
             Ok(text) => Self::parse_lenient(&origin, &text, path.parent().map(Path::to_path_buf)),
-            Err(e) => (None, vec![io_error(&origin, &e)]),
+            Err(e) => (None, vec![e]),
         }
     }
 
@@ -417,9 +417,7 @@ impl ChainFile {
         let router = factory
             .build(&spec)
             .map_err(|es| es.iter().map(locate).collect::<Vec<_>>())?;
-        let priority = def
-            .priority
-            .unwrap_or_else(|| factory.default_priority(&spec));
+        let priority = def.priority.unwrap_or_else(|| router.default_priority());
         Ok(ChainEntry::new(def.type_name.as_str(), priority, router))
     }
 
@@ -467,15 +465,32 @@ fn parse_entry(
         Some(v) => match v.as_i64().and_then(|p| i32::try_from(p).ok()) {
             Some(p) => Some(p),
             None => {
+                let what = if v.is_i64() || v.is_u64() {
+                    "is out of range"
+                } else {
+                    "must be an integer"
+                };
                 err(RuleError::new(
                     path.key("priority"),
-                    "`priority` must be an integer",
+                    format!(
+                        "`priority` {what}: found {}, expected an integer from {} to {}",
+                        bounded_value(v),
+                        i32::MIN,
+                        i32::MAX
+                    ),
                 ));
                 None
             }
         },
     };
-    let application = string_field(map.get("application"), &path.key("application"), &mut err);
+    let mut application = string_field(map.get("application"), &path.key("application"), &mut err);
+    // A mesh entry names its provider application with `app` (its config-center node is
+    // `<app>.MESHAPPRULE`); the mesh router itself refuses `application`.
+    if MULTI_DOCUMENT_TYPES.contains(&type_name.as_str())
+        && let Some(Value::String(app)) = map.get("app")
+    {
+        application = Some(app.clone());
+    }
     let key = string_field(map.get("key"), &path.key("key"), &mut err);
     let scope = string_field(map.get("scope"), &path.key("scope"), &mut err);
     if let Some(s) = &scope
@@ -506,7 +521,7 @@ fn parse_entry(
             };
             let origin = resolved.display().to_string();
             let stream = MULTI_DOCUMENT_TYPES.contains(&type_name.as_str());
-            match std::fs::read_to_string(&resolved) {
+            match crate::input::read_text(&resolved, &origin) {
                 Ok(text) => match if stream {
                     YamlDoc::parse_stream(origin, &text)
                 } else {
@@ -521,10 +536,19 @@ fn parse_entry(
                         RuleSource::None
                     }
                 },
+                Err(e) if !e.message.starts_with("cannot read") => {
+                    // Inside the file (invalid UTF-8): located there.
+                    errors.push(e);
+                    RuleSource::None
+                }
                 Err(e) => {
+                    let reason = e
+                        .message
+                        .strip_prefix("cannot read: ")
+                        .unwrap_or(&e.message);
                     let mut le = doc.locate_error(&RuleError::new(
                         path.key("rule_file"),
-                        format!("cannot read rule file {origin}: {e}"),
+                        format!("cannot read rule file {origin}: {reason}"),
                     ));
                     le.field = Some(path.key("rule_file"));
                     errors.push(le);
@@ -607,6 +631,15 @@ fn string_field(
             ));
             None
         }
+    }
+}
+
+/// A value as it appears in a message: cut after 40 characters.
+fn bounded_value(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text,
     }
 }
 

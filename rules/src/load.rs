@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use routechain_balance::Service;
-use routechain_core::{Chain, ChainState, PrepareError, Registry, Request, Snapshot, Url};
+use routechain_core::{
+    Chain, ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url,
+};
 
 use crate::request::RequestSpec;
 use crate::{ChainFile, LocatedError, Location};
@@ -16,7 +18,7 @@ use crate::{ChainFile, LocatedError, Location};
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// Problems in the chain file, its rule files, the provider list or the request.
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    #[error("{}", crate::located::display_all(.0))]
     Invalid(Vec<LocatedError>),
     /// A router refused to prepare the snapshot.
     #[error(transparent)]
@@ -24,14 +26,11 @@ pub enum LoadError {
 }
 
 impl LoadError {
-    /// Every problem, rendered with the source line and a caret where known.
+    /// Every problem, rendered with the source excerpt and a caret where known; at most
+    /// [`crate::located::MAX_PROBLEMS_PER_ORIGIN`] per file (see [`crate::located::render_all`]).
     pub fn render(&self) -> String {
         match self {
-            LoadError::Invalid(errors) => errors
-                .iter()
-                .map(LocatedError::render)
-                .collect::<Vec<_>>()
-                .join("\n"),
+            LoadError::Invalid(errors) => crate::located::render_all(errors),
             LoadError::Prepare(e) => e.to_string(),
         }
     }
@@ -44,69 +43,93 @@ impl From<Vec<LocatedError>> for LoadError {
 }
 
 /// Reads a provider list: one URL per line; blank lines and `#` comments skipped. Every bad
-/// line is reported with its line and column.
+/// line is reported with its line and column. Only a regular file is read (no size limit:
+/// see [`crate::input`]).
 pub fn load_providers(path: &Path, generation: u64) -> Result<Snapshot, LoadError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![crate::chain_file::io_error(&origin, &e)])?;
+    let text = crate::input::read_text_with_limit(path, &origin, u64::MAX).map_err(|e| vec![e])?;
     parse_providers(&origin, &text, generation)
 }
 
-/// Parses a provider list from text; `origin` names it in errors.
+/// Parses a provider list from text; `origin` names it in errors. A leading byte-order mark
+/// is skipped.
 pub fn parse_providers(origin: &str, text: &str, generation: u64) -> Result<Snapshot, LoadError> {
+    let text = crate::input::strip_bom(text);
     Snapshot::parse_lines(generation, text).map_err(|errors| {
         LoadError::Invalid(
             errors
                 .into_iter()
-                .map(|e| LocatedError {
-                    origin: origin.to_string(),
-                    location: Location {
-                        line: e.line,
-                        column: e.source.column,
-                    },
-                    field: None,
-                    message: format!("invalid provider URL: {}", e.source.reason),
-                    source_line: text.lines().nth(e.line - 1).map(str::to_string),
+                .map(|e| {
+                    LocatedError::in_source(
+                        origin,
+                        text,
+                        Location {
+                            line: e.line,
+                            column: e.source.column,
+                        },
+                        None,
+                        format!("invalid provider URL: {}", e.source.reason),
+                    )
                 })
                 .collect(),
         )
     })
 }
 
-/// Reads a request in the JSON format of the CLI (`-` reads standard input).
+/// Reads a request in the JSON format of the CLI (`-` reads standard input), at most
+/// [`crate::input::max_file_size`] bytes.
 pub fn load_request(path: &Path) -> Result<Request, LoadError> {
     let origin = path.display().to_string();
     let text = if path == Path::new("-") {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .map_err(|e| vec![crate::chain_file::io_error("<stdin>", &e)])?;
-        s
+        crate::input::read_stdin("<stdin>")
     } else {
-        std::fs::read_to_string(path).map_err(|e| vec![crate::chain_file::io_error(&origin, &e)])?
-    };
+        crate::input::read_text(path, &origin)
+    }
+    .map_err(|e| vec![e])?;
     parse_request(&origin, &text)
 }
 
-/// Parses a request from JSON text.
+/// Parses a request from JSON text. An error names the field path (`attachments.x`) and the
+/// line and column; a leading byte-order mark is skipped.
 pub fn parse_request(origin: &str, text: &str) -> Result<Request, LoadError> {
-    let located = |line: usize, column: usize, message: String| {
-        LoadError::Invalid(vec![LocatedError {
-            origin: origin.to_string(),
-            location: Location {
-                line: line.max(1),
-                column: column.max(1),
-            },
-            field: None,
+    let text = crate::input::strip_bom(text);
+    let located = |line: usize, column: usize, field: Option<FieldPath>, message: String| {
+        LoadError::Invalid(vec![LocatedError::in_source(
+            origin,
+            text,
+            Location { line, column },
+            field,
             message,
-            source_line: text.lines().nth(line.saturating_sub(1)).map(str::to_string),
-        }])
+        )])
     };
-    let spec: RequestSpec = serde_json::from_str(text)
-        .map_err(|e| located(e.line(), e.column(), format!("invalid request: {e}")))?;
+    // serde_json ends its messages with the position, which is already in front.
+    let message = |e: &serde_json::Error| {
+        let message = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        format!(
+            "invalid request: {}",
+            message.strip_suffix(&suffix).unwrap_or(&message)
+        )
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let spec: RequestSpec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = FieldPath::from_serde(e.path());
+        let inner = e.inner();
+        located(
+            inner.line(),
+            inner.column(),
+            (!path.is_root()).then_some(path),
+            message(inner),
+        )
+    })?;
+    // Nothing but blanks after the request.
+    de.end()
+        .map_err(|e| located(e.line(), e.column(), None, message(&e)))?;
     spec.into_request().map_err(|e| {
         located(
             1,
             1,
+            Some(FieldPath::root().key("consumer")),
             format!(
                 "invalid consumer URL {:?} at column {}: {}",
                 e.input, e.column, e.reason

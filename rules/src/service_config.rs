@@ -265,7 +265,7 @@ fn uint(value: Option<&Value>, path: &FieldPath, errors: &mut Vec<RuleError>) ->
             None => {
                 errors.push(RuleError::new(
                     path.clone(),
-                    format!("`{path}` must be a non-negative integer"),
+                    format!("`{path}` must be an integer from 0 to {}", u32::MAX),
                 ));
                 None
             }
@@ -402,10 +402,10 @@ mod tests {
             "methods.a.hash_key: invalid hash key \"user\"",
             "methods.b: a method entry is a mapping",
             "methods.c.timeout: invalid duration \"fast\"",
-            "methods.c.retries: `methods.c.retries` must be a non-negative integer",
+            "methods.c.retries: `methods.c.retries` must be an integer from 0 to 4294967295",
             "timeout: invalid duration \"-5s\"",
             "skip_degraded: `skip_degraded` must be true or false",
-            "retries: `retries` must be a non-negative integer",
+            "retries: `retries` must be an integer from 0 to 4294967295",
             "health.failure_threshold: `failure_threshold` must be at least 1",
             "health.cooldown: invalid duration \"soon\"",
         ];

@@ -11,59 +11,14 @@
 //! block-styled is a string.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
 use routechain_core::{FieldPath, PathSegment, RuleError};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
 
-/// A 1-based line and column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct Location {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column (characters).
-    pub column: usize,
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.line, self.column)
-    }
-}
-
-/// A problem located in a source: origin (file or config-center node), line, column, field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}:{location}: {}{message}", field.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
-pub struct LocatedError {
-    /// The file path or config-center node the text came from.
-    pub origin: String,
-    /// Line and column.
-    pub location: Location,
-    /// The field path, when the problem is in a field.
-    pub field: Option<FieldPath>,
-    /// What is wrong.
-    pub message: String,
-    /// The source line, for display.
-    pub source_line: Option<String>,
-}
-
-impl LocatedError {
-    /// The error with the source line and a caret under the column, as the CLI prints it.
-    pub fn render(&self) -> String {
-        let mut out = self.to_string();
-        if let Some(line) = &self.source_line {
-            let gutter = self.location.line.to_string();
-            out.push_str(&format!(
-                "\n {gutter} | {line}\n {} | {}^",
-                " ".repeat(gutter.len()),
-                " ".repeat(self.location.column.saturating_sub(1))
-            ));
-        }
-        out
-    }
-}
+pub use crate::located::{LocatedError, Location, SourceExcerpt};
+use crate::scalar::locate_in_scalar;
 
 /// A parsed YAML document: the value, where every field is, and where it came from.
 #[derive(Debug, Clone)]
@@ -73,53 +28,115 @@ pub struct YamlDoc {
     /// The document as a JSON value (`Null` for an empty document).
     pub value: Value,
     source: Arc<str>,
-    values: HashMap<FieldPath, Location>,
-    keys: HashMap<FieldPath, Location>,
+    /// Byte offset of the start of every line.
+    line_starts: Arc<[usize]>,
+    /// Where every value and key is, in the shape of the value.
+    root: Option<Node>,
+}
+
+/// Where a value is (and its key, in a mapping), with its children: a tree in the shape of
+/// the value, so a location costs a few words per value rather than a copy of its path.
+#[derive(Debug, Clone)]
+struct Node {
+    at: Pos,
+    key_at: Pos,
+    /// The scalar style, for locating offsets inside a string.
+    style: Option<ScalarStyle>,
+    kids: Kids,
+}
+
+#[derive(Debug, Clone)]
+enum Kids {
+    None,
+    Seq(Vec<Node>),
+    /// Sorted by key.
+    Map(Vec<(Box<str>, Node)>),
+}
+
+/// A compact 1-based line and column.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pos {
+    line: u32,
+    column: u32,
+}
+
+impl Pos {
+    fn of(l: Location) -> Self {
+        let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Pos {
+            line: c(l.line),
+            column: c(l.column),
+        }
+    }
+    fn location(self) -> Location {
+        Location {
+            line: self.line as usize,
+            column: self.column as usize,
+        }
+    }
+}
+
+impl Node {
+    fn leaf(at: Location, style: Option<ScalarStyle>) -> Self {
+        Node {
+            at: Pos::of(at),
+            key_at: Pos::of(at),
+            style,
+            kids: Kids::None,
+        }
+    }
+
+    fn child(&self, seg: &PathSegment) -> Option<&Node> {
+        match (&self.kids, seg) {
+            (Kids::Seq(items), PathSegment::Index(i)) => items.get(*i),
+            (Kids::Map(entries), PathSegment::Key(k)) => entries
+                .binary_search_by(|(key, _)| (**key).cmp(k.as_str()))
+                .ok()
+                .map(|i| &entries[i].1),
+            _ => None,
+        }
+    }
 }
 
 impl YamlDoc {
     /// Parses `text`; `origin` names it in errors. Only the first document of a stream is
-    /// read; a second one is an error.
+    /// read; a second one is an error. A leading byte-order mark is skipped.
     pub fn parse(origin: impl Into<String>, text: &str) -> Result<Self, LocatedError> {
         let origin = origin.into();
-        let source: Arc<str> = text.into();
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let at = |line: usize, column: usize, message: String| {
+            LocatedError::in_source(&origin, text, Location { line, column }, None, message)
+        };
         let mut builder = Builder::default();
         let mut documents = 0;
         for event in Parser::new_from_str(text) {
             let (event, span) = event.map_err(|e| {
                 let m = e.marker();
-                located(
-                    &origin,
-                    &source,
-                    m.line(),
-                    m.col() + 1,
-                    None,
-                    e.info().to_string(),
-                )
+                at(m.line(), m.col() + 1, e.info().to_string())
             })?;
             if let Event::DocumentStart(_) = event {
                 documents += 1;
                 if documents > 1 {
-                    return Err(located(
-                        &origin,
-                        &source,
+                    return Err(at(
                         span.start.line(),
                         span.start.col() + 1,
-                        None,
                         "more than one YAML document; a rule is one document".into(),
                     ));
                 }
             }
             builder
                 .event(event, span)
-                .map_err(|(loc, msg)| located(&origin, &source, loc.line, loc.column, None, msg))?;
+                .map_err(|(l, msg)| at(l.line, l.column, msg))?;
         }
+        let (value, root) = builder
+            .root
+            .map_or((Value::Null, None), |(v, n)| (v, Some(n)));
         Ok(YamlDoc {
             origin,
-            value: builder.root.unwrap_or(Value::Null),
-            source,
-            values: builder.values,
-            keys: builder.keys,
+            value,
+            source: text.into(),
+            line_starts: line_starts(text).into(),
+            root,
         })
     }
 
@@ -129,38 +146,73 @@ impl YamlDoc {
             origin: origin.into(),
             value,
             source: "".into(),
-            values: HashMap::new(),
-            keys: HashMap::new(),
+            line_starts: vec![0].into(),
+            root: None,
         }
+    }
+
+    /// The node at `path`, or the nearest located ancestor (and false).
+    fn node(&self, path: &FieldPath) -> Option<(&Node, bool)> {
+        let mut node = self.root.as_ref()?;
+        for seg in &path.0 {
+            match node.child(seg) {
+                Some(n) => node = n,
+                None => return Some((node, false)),
+            }
+        }
+        Some((node, true))
     }
 
     /// Where the value at `path` starts; the nearest located ancestor when the path itself
     /// has no value (a missing field is reported at its parent).
     pub fn locate(&self, path: &FieldPath) -> Location {
-        let mut p = path.clone();
-        loop {
-            if let Some(l) = self.values.get(&p) {
-                return *l;
-            }
-            if p.is_root() {
-                return Location { line: 1, column: 1 };
-            }
-            p = p.parent();
-        }
+        self.node(path)
+            .map_or(Location { line: 1, column: 1 }, |(n, _)| n.at.location())
     }
 
     /// Where the key of the field at `path` starts (its value's location when it has no key).
     pub fn locate_key(&self, path: &FieldPath) -> Location {
-        self.keys
-            .get(path)
-            .copied()
-            .unwrap_or_else(|| self.locate(path))
+        match self.node(path) {
+            Some((n, true)) if matches!(path.0.last(), Some(PathSegment::Key(_))) => {
+                n.key_at.location()
+            }
+            _ => self.locate(path),
+        }
+    }
+
+    /// Where character `offset` of the string at `path` is in the source, whatever the
+    /// scalar's style (quoted with escapes, plain or block, on one line or several); the
+    /// value's start when `path` is not a string.
+    pub fn locate_offset(&self, path: &FieldPath, offset: usize) -> Location {
+        match self.node(path) {
+            Some((node, true)) if matches!(self.get(path), Some(Value::String(_))) => {
+                let start = node.at.location();
+                match (node.style, self.byte_offset(start)) {
+                    (Some(style), Some(from)) => {
+                        locate_in_scalar(&self.source, from, start, style, offset)
+                    }
+                    _ => start,
+                }
+            }
+            _ => self.locate(path),
+        }
+    }
+
+    /// The byte offset of a location in the source.
+    fn byte_offset(&self, at: Location) -> Option<usize> {
+        let line_start = *self.line_starts.get(at.line.checked_sub(1)?)?;
+        let line = &self.source[line_start..];
+        let within = line
+            .char_indices()
+            .nth(at.column.checked_sub(1)?)
+            .map_or(line.len(), |(i, _)| i);
+        Some(line_start + within)
     }
 
     /// Locates a rule error: the field's value (its key for an unknown field), plus the
-    /// error's offset inside the scalar when the scalar is on one line.
+    /// error's offset inside the scalar (see [`YamlDoc::locate_offset`]).
     pub fn locate_error(&self, error: &RuleError) -> LocatedError {
-        let mut loc = if error.message.starts_with("unknown field") {
+        let loc = if error.message.starts_with("unknown field") {
             unknown_field_name(&error.message)
                 .map(|name| {
                     // serde_path_to_error ends the path with the unknown key itself.
@@ -175,26 +227,23 @@ impl YamlDoc {
                     }
                 })
                 .unwrap_or_else(|| self.locate(&error.path))
+        } else if let Some(offset) = error.offset {
+            self.locate_offset(&error.path, offset)
         } else {
             self.locate(&error.path)
         };
-        if let (Some(offset), Some(Value::String(_))) = (error.offset, self.get(&error.path)) {
-            let line = self.source_line(loc.line).unwrap_or_default();
-            // Skip an opening quote.
-            let quote = line
-                .chars()
-                .nth(loc.column - 1)
-                .is_some_and(|c| c == '"' || c == '\'');
-            loc.column += offset + usize::from(quote);
+        LocatedError {
+            origin: self.origin.clone(),
+            location: Location {
+                line: loc.line.max(1),
+                column: loc.column.max(1),
+            },
+            field: Some(error.path.clone()),
+            message: error.message.clone(),
+            source_line: self
+                .source_line_str(loc.line)
+                .map(|l| Box::new(SourceExcerpt::around(l, loc.column))),
         }
-        located(
-            &self.origin,
-            &self.source,
-            loc.line,
-            loc.column,
-            Some(error.path.clone()),
-            error.message.clone(),
-        )
     }
 
     /// The value at `path`.
@@ -211,11 +260,25 @@ impl YamlDoc {
 
     /// Line `n` (1-based) of the source.
     pub fn source_line(&self, n: usize) -> Option<String> {
-        self.source
-            .lines()
-            .nth(n.checked_sub(1)?)
-            .map(str::to_string)
+        self.source_line_str(n).map(str::to_string)
     }
+
+    fn source_line_str(&self, n: usize) -> Option<&str> {
+        let start = *self.line_starts.get(n.checked_sub(1)?)?;
+        if start > self.source.len() || (start == self.source.len() && n > 1) {
+            return None;
+        }
+        let rest = &self.source[start..];
+        let line = rest.find('\n').map_or(rest, |end| &rest[..end]);
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    }
+}
+
+/// The byte offset of the start of every line of `text`.
+fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
 }
 
 /// A stream of YAML documents (`---` separated), as a config center stores Dubbo's mesh rules.
@@ -226,25 +289,22 @@ impl YamlDoc {
     /// comments) is the empty sequence.
     pub fn parse_stream(origin: impl Into<String>, text: &str) -> Result<Self, LocatedError> {
         let origin = origin.into();
-        let source: Arc<str> = text.into();
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let at = |line: usize, column: usize, message: String| {
+            LocatedError::in_source(&origin, text, Location { line, column }, None, message)
+        };
         let mut builder = Builder::default();
         builder.stack.push(Frame::Seq {
-            path: FieldPath::root(),
             items: Vec::new(),
+            nodes: Vec::new(),
+            node: Node::leaf(Location { line: 1, column: 1 }, None),
             anchor: 0,
         });
         let mut values_before = 0;
         for event in Parser::new_from_str(text) {
             let (event, span) = event.map_err(|e| {
                 let m = e.marker();
-                located(
-                    &origin,
-                    &source,
-                    m.line(),
-                    m.col() + 1,
-                    None,
-                    e.info().to_string(),
-                )
+                at(m.line(), m.col() + 1, e.info().to_string())
             })?;
             let items = |b: &Builder| match b.stack.first() {
                 Some(Frame::Seq { items, .. }) => items.len(),
@@ -256,25 +316,31 @@ impl YamlDoc {
                 Event::DocumentEnd
                     if builder.stack.len() == 1 && items(&builder) == values_before =>
                 {
-                    builder
-                        .push_value(Value::Null, loc(&span))
-                        .map_err(|(l, m)| located(&origin, &source, l.line, l.column, None, m))?;
+                    builder.attach(Value::Null, Node::leaf(loc(&span), None));
                 }
                 event => builder
                     .event(event, span)
-                    .map_err(|(l, m)| located(&origin, &source, l.line, l.column, None, m))?,
+                    .map_err(|(l, m)| at(l.line, l.column, m))?,
             }
         }
-        let value = match builder.stack.pop() {
-            Some(Frame::Seq { items, .. }) => Value::Array(items),
-            _ => Value::Array(Vec::new()),
+        let (value, root) = match builder.stack.pop() {
+            Some(Frame::Seq {
+                items,
+                nodes,
+                mut node,
+                ..
+            }) => {
+                node.kids = Kids::Seq(nodes);
+                (Value::Array(items), Some(node))
+            }
+            _ => (Value::Array(Vec::new()), None),
         };
         Ok(YamlDoc {
             origin,
             value,
-            source,
-            values: builder.values,
-            keys: builder.keys,
+            source: text.into(),
+            line_starts: line_starts(text).into(),
+            root,
         })
     }
 }
@@ -285,39 +351,19 @@ fn unknown_field_name(message: &str) -> Option<&str> {
     Some(&message[start..end])
 }
 
-fn located(
-    origin: &str,
-    source: &str,
-    line: usize,
-    column: usize,
-    field: Option<FieldPath>,
-    message: String,
-) -> LocatedError {
-    LocatedError {
-        origin: origin.to_string(),
-        location: Location {
-            line: line.max(1),
-            column: column.max(1),
-        },
-        field,
-        message,
-        source_line: source
-            .lines()
-            .nth(line.saturating_sub(1))
-            .map(str::to_string),
-    }
-}
-
 enum Frame {
     Seq {
-        path: FieldPath,
         items: Vec<Value>,
+        nodes: Vec<Node>,
+        node: Node,
         anchor: usize,
     },
     Map {
-        path: FieldPath,
         map: Map<String, Value>,
-        pending_key: Option<String>,
+        nodes: Vec<(Box<str>, Node)>,
+        node: Node,
+        /// The key whose value comes next, and where it is.
+        pending_key: Option<(String, Location)>,
         anchor: usize,
     },
 }
@@ -337,11 +383,9 @@ fn value_size(v: &Value) -> usize {
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    root: Option<Value>,
+    root: Option<(Value, Node)>,
     anchors: HashMap<usize, Value>,
     expanded: usize,
-    values: HashMap<FieldPath, Location>,
-    keys: HashMap<FieldPath, Location>,
 }
 
 type BuildError = (Location, String);
@@ -354,36 +398,30 @@ fn loc(span: &Span) -> Location {
 }
 
 impl Builder {
-    /// The path the next value will have, or `None` when the next scalar is a mapping key.
-    fn next_path(&self) -> Option<FieldPath> {
-        match self.stack.last() {
-            None => Some(FieldPath::root()),
-            Some(Frame::Seq { path, items, .. }) => Some(path.index(items.len())),
+    /// True when the next scalar is a mapping key.
+    fn expects_key(&self) -> bool {
+        matches!(
+            self.stack.last(),
             Some(Frame::Map {
-                path, pending_key, ..
-            }) => pending_key.as_ref().map(|k| path.key(k.clone())),
-        }
+                pending_key: None,
+                ..
+            })
+        )
     }
 
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), BuildError> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                if self.next_path().is_none() {
-                    // A mapping key.
-                    if let Some(Frame::Map {
-                        path,
-                        map,
-                        pending_key,
-                        ..
-                    }) = self.stack.last_mut()
-                    {
-                        let key = text.to_string();
-                        if map.contains_key(&key) {
-                            return Err((loc(&span), format!("duplicate key {key:?}")));
-                        }
-                        self.keys.insert(path.key(key.clone()), loc(&span));
-                        *pending_key = Some(key);
+                if let Some(Frame::Map {
+                    map, pending_key, ..
+                }) = self.stack.last_mut()
+                    && pending_key.is_none()
+                {
+                    let key = text.to_string();
+                    if map.contains_key(&key) {
+                        return Err((loc(&span), format!("duplicate key {key:?}")));
                     }
+                    *pending_key = Some((key, loc(&span)));
                     return Ok(());
                 }
                 let forced_string = tag.as_ref().is_some_and(|t| t.suffix == "str");
@@ -395,7 +433,8 @@ impl Builder {
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
-                self.push_value(value, loc(&span))
+                self.attach(value, Node::leaf(loc(&span), Some(style)));
+                Ok(())
             }
             Event::Alias(id) => {
                 let value = self
@@ -410,72 +449,91 @@ impl Builder {
                         format!("aliases expand to more than {MAX_ALIAS_EXPANSION} values"),
                     ));
                 }
-                if self.next_path().is_none() {
+                if self.expects_key() {
                     return Err((loc(&span), "an alias cannot be a mapping key".into()));
                 }
-                self.push_value(value, loc(&span))
+                self.attach(value, Node::leaf(loc(&span), None));
+                Ok(())
             }
             Event::SequenceStart(anchor, _) => {
-                let path = self
-                    .next_path()
-                    .ok_or_else(|| (loc(&span), "a sequence cannot be a mapping key".into()))?;
-                self.values.insert(path.clone(), loc(&span));
+                if self.expects_key() {
+                    return Err((loc(&span), "a sequence cannot be a mapping key".into()));
+                }
                 self.stack.push(Frame::Seq {
-                    path,
                     items: Vec::new(),
+                    nodes: Vec::new(),
+                    node: Node::leaf(loc(&span), None),
                     anchor,
                 });
                 Ok(())
             }
             Event::MappingStart(anchor, _) => {
-                let path = self
-                    .next_path()
-                    .ok_or_else(|| (loc(&span), "a mapping cannot be a mapping key".into()))?;
-                self.values.insert(path.clone(), loc(&span));
+                if self.expects_key() {
+                    return Err((loc(&span), "a mapping cannot be a mapping key".into()));
+                }
                 self.stack.push(Frame::Map {
-                    path,
                     map: Map::new(),
+                    nodes: Vec::new(),
+                    node: Node::leaf(loc(&span), None),
                     pending_key: None,
                     anchor,
                 });
                 Ok(())
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let (value, anchor) = match self.stack.pop() {
-                    Some(Frame::Seq { items, anchor, .. }) => (Value::Array(items), anchor),
-                    Some(Frame::Map { map, anchor, .. }) => (Value::Object(map), anchor),
+                let (value, node, anchor) = match self.stack.pop() {
+                    Some(Frame::Seq {
+                        items,
+                        nodes,
+                        mut node,
+                        anchor,
+                    }) => {
+                        node.kids = Kids::Seq(nodes);
+                        (Value::Array(items), node, anchor)
+                    }
+                    Some(Frame::Map {
+                        map,
+                        mut nodes,
+                        mut node,
+                        anchor,
+                        ..
+                    }) => {
+                        nodes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                        node.kids = Kids::Map(nodes);
+                        (Value::Object(map), node, anchor)
+                    }
                     None => return Err((loc(&span), "unbalanced end of collection".into())),
                 };
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
-                self.attach(value);
+                self.attach(value, node);
                 Ok(())
             }
             _ => Ok(()),
         }
     }
 
-    fn push_value(&mut self, value: Value, at: Location) -> Result<(), BuildError> {
-        if let Some(path) = self.next_path() {
-            self.values.insert(path, at);
-        }
-        self.attach(value);
-        Ok(())
-    }
-
-    fn attach(&mut self, value: Value) {
+    fn attach(&mut self, value: Value, mut node: Node) {
         match self.stack.last_mut() {
             None => {
                 if self.root.is_none() {
-                    self.root = Some(value);
+                    self.root = Some((value, node));
                 }
             }
-            Some(Frame::Seq { items, .. }) => items.push(value),
+            Some(Frame::Seq { items, nodes, .. }) => {
+                items.push(value);
+                nodes.push(node);
+            }
             Some(Frame::Map {
-                map, pending_key, ..
+                map,
+                nodes,
+                pending_key,
+                ..
             }) => {
-                if let Some(k) = pending_key.take() {
+                if let Some((k, key_at)) = pending_key.take() {
+                    node.key_at = Pos::of(key_at);
+                    nodes.push((k.as_str().into(), node));
                     map.insert(k, value);
                 }
             }

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use routechain::core::{
-    BitSet, DegradedSet, FastRng, FieldPath, PrepareContext, RandomSource, Request, RouteContext,
-    Router, RouterSpec, RuleDoc, Snapshot, Url,
+    BitSet, FastRng, FieldPath, PrepareContext, RandomSource, Request, RouteContext, RouterSpec,
+    RuleDoc, Snapshot, Url,
 };
 use routechain::routers::mesh::{
     self, AppRules, MeshOptions, MeshRule, PreparedMesh, TextOutcome, matchers::CallView,
@@ -298,25 +298,16 @@ fn route_once(
     rng: &mut dyn RandomSource,
 ) -> (Option<Vec<String>>, String) {
     let mut candidates = available.clone();
-    let mut scratch = BitSet::empty(snapshot.len());
-    let degraded = DegradedSet::new(snapshot.len());
-    let mut reason = String::new();
     let chain_consumer = Url::empty();
     let consumer = request.consumer.as_deref().unwrap_or(&chain_consumer);
-    let mut cx = RouteContext::new(
-        request,
-        consumer,
-        request.consumer.is_none(),
-        snapshot,
-        &degraded,
-        rng,
-        &mut scratch,
-        Some(&mut reason),
-    );
-    prepared.route(&mut cx, &mut candidates);
+    let mut builder = RouteContext::builder(request, snapshot)
+        .consumer(consumer, request.consumer.is_none())
+        .rng(rng)
+        .explain(true);
+    prepared.route(&mut builder.context(), &mut candidates);
     let left =
         (!candidates.is_empty()).then(|| candidates.iter().map(|i| ids[i].clone()).collect());
-    (left, reason)
+    (left, builder.reason().to_string())
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -342,7 +333,8 @@ fn route_cases() {
                 case.name
             );
         }
-        let router = mesh::MeshRouter::new(rule);
+        let router =
+            routechain::core::TypedFactory::new("mesh", mesh::MeshRouter).router(Some(rule));
         let prepared = router
             .prepare(&PrepareContext {
                 snapshot: &snapshot,
@@ -718,6 +710,9 @@ fn check_compiled(name: &str, want: &Value, rule: &mesh::AppRule) {
     }
 }
 
+/// The subscription cases against `mesh::watched_applications` (the nodes Dubbo follows: one
+/// per application present, or the entry's `app`). The live crate follows one node per entry
+/// (the providers' application's or `app`'s): `tests/tests/live/mesh.rs` tests that.
 #[test]
 fn subscription_cases() {
     let file = cases();

@@ -175,9 +175,18 @@ pub fn plural(n: usize, thing: &str) -> String {
 pub fn text(reports: &[FileReport]) -> String {
     let mut out = String::new();
     for r in reports {
-        for p in &r.problems {
+        // Bounded output: at most 100 problems per file, then how many more.
+        let shown = routechain::rules::located::MAX_PROBLEMS_PER_ORIGIN;
+        for p in r.problems.iter().take(shown) {
             out.push_str(&p.render());
             out.push('\n');
+        }
+        if r.problems.len() > shown {
+            out.push_str(&format!(
+                "… and {} more problem(s) in {}\n",
+                r.problems.len() - shown,
+                r.file
+            ));
         }
         let (e, w) = count(&r.problems);
         let status = match (e, w) {
@@ -251,13 +260,14 @@ pub fn check_file(
     registry: &Registry,
 ) -> FileReport {
     let origin = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
+    // Regular files within the size limit, invalid UTF-8 located, a BOM skipped.
+    let text = match routechain::rules::input::read_text(path, &origin) {
         Ok(t) => t,
         Err(e) => {
             return FileReport {
                 file: origin.clone(),
                 what: String::new(),
-                problems: lint::invalid([routechain::rules::chain_file::io_error(&origin, &e)]),
+                problems: lint::invalid([e]),
             };
         }
     };
@@ -306,9 +316,16 @@ pub fn type_from_name(name: &str) -> Option<String> {
 
 /// The types a rule file can be checked as: the registry's, but not `plugin` (a plugin
 /// entry names its library in the chain file, so it has no rule file of its own).
+/// Dubbo's override rules (`<key>.configurators`) are checked too, by their own parser.
 fn rule_types(registry: &Registry) -> Vec<&str> {
-    registry.type_names().filter(|t| *t != "plugin").collect()
+    let mut types: Vec<&str> = registry.type_names().filter(|t| *t != "plugin").collect();
+    types.push(CONFIGURATORS);
+    types.sort_unstable();
+    types
 }
+
+/// The type of Dubbo's override rules (not a router: `routechain::rules::configurators`).
+const CONFIGURATORS: &str = "configurators";
 
 /// Validates and lints one rule document of type `rule_type` (as `check` and `zk put-rule`
 /// do).
@@ -343,6 +360,13 @@ pub fn check_rule(
         ));
         return report;
     };
+    if ty == CONFIGURATORS {
+        match routechain::rules::configurators::OverrideRule::parse(origin, text) {
+            Ok(_) => report.what = "override rule".into(),
+            Err(es) => report.problems = lint::invalid(es),
+        }
+        return report;
+    }
     let Some(factory) = registry.get(ty).filter(|_| ty != "plugin") else {
         let hint = lint::did_you_mean(ty, known.iter().copied())
             .map(|k| format!("did you mean `{k}`? "))

@@ -118,8 +118,7 @@ fn invalid(doc: &YamlDoc, path: FieldPath, message: impl Into<String>) -> LoadEr
 
 fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
     let origin = args.cases.display().to_string();
-    let text = std::fs::read_to_string(&args.cases)
-        .map_err(|e| vec![routechain::rules::chain_file::io_error(&origin, &e)])?;
+    let text = routechain::rules::input::read_text(&args.cases, &origin).map_err(|e| vec![e])?;
     let doc = YamlDoc::parse(origin.as_str(), &text).map_err(|e| vec![e])?;
     let root = FieldPath::root();
     let cases: Cases = RuleDoc::new(&doc.value, &root)

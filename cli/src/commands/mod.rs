@@ -37,6 +37,12 @@ pub const EXIT_UNAVAILABLE: u8 = 4;
     after_help = "Examples:\n  routechain route --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt --request rules/examples/request.json\n  routechain check rules/examples/*.chain.yaml\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 --service com.foo.BarService --request request.json"
 )]
 struct Cli {
+    /// The largest chain, rule or request file read (e.g. 16MiB, 512KiB, 1GiB); a larger
+    /// file is refused with an error. Given before the command:
+    /// `routechain --max-file-size 64MiB check ...`.
+    #[arg(long, value_name = "SIZE", default_value = "16MiB",
+          value_parser = routechain::rules::input::parse_size)]
+    max_file_size: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -120,6 +126,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
             };
         }
     };
+    routechain::rules::input::set_max_file_size(cli.max_file_size);
     init_logging_with_default(match cli.command {
         // The demo's report is the output; health events are in it.
         Command::Demo(_) => "error",
@@ -195,12 +202,14 @@ where
 const DEFAULT_LOG_FILTER: &str = "warn,routechain_live=error";
 
 /// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
-/// (a subscriber already installed stays).
+/// (a subscriber already installed stays). Colour only when stderr is a terminal.
 pub fn init_logging_with_default(default: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

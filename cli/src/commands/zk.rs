@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
 use routechain::live::{RuleKey, ZkAdmin, ZkError, rule_path};
-use routechain::rules::configurators::OverrideRule;
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.
 async fn wait_for_stop() {
@@ -154,23 +153,6 @@ fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<
     } else {
         file.display().to_string()
     };
-    if node.router_type == RuleKey::CONFIGURATORS {
-        // Override rules: Dubbo's configurator format, not a router rule.
-        return OverrideRule::parse(&origin, text)
-            .map(|_| ())
-            .map_err(|errors| {
-                for e in &errors {
-                    eprintln!("{}", e.render());
-                }
-                eprintln!("routechain zk: invalid override rule: nothing written");
-                ExitCode::from(EXIT_INVALID)
-            });
-    }
-    if node.router_type == RuleKey::MESH {
-        // Mesh documents are validated by their own parser (where it exists), not through
-        // the router registry.
-        return Ok(());
-    }
     let registry = routechain::registry();
     let report = super::check::check_rule(&origin, text, Some(&node.router_type), None, &registry);
     for p in &report.problems {
@@ -232,16 +214,16 @@ async fn zk(command: &ZkCommand) -> ExitCode {
     // Read the input before connecting, so a bad path fails fast.
     let text = match command {
         ZkCommand::PutRule { file, .. } => {
+            use routechain::rules::input;
             let read = if file.as_os_str() == "-" {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| s)
+                input::read_stdin("<stdin>")
             } else {
-                std::fs::read_to_string(file)
+                input::read_text(file, &file.display().to_string())
             };
             match read {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    eprintln!("{}:1:1: cannot read: {e}", file.display());
+                    eprintln!("{}", e.render());
                     return ExitCode::from(EXIT_INVALID);
                 }
             }

@@ -8,11 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use routechain::core::TypedFactory;
 use routechain::core::{RuleDoc, Snapshot, Url};
+use routechain::routers::condition::Action;
+use routechain::routers::condition::SourceText;
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
-use routechain::routers::condition::{Action, ConditionRule};
-use routechain::rules::schema::group::{RawGroupRule, group_names};
-use routechain::rules::schema::tag::{self, HostPort};
+use routechain::routers::group::{GroupRouter, group_names};
+use routechain::routers::tag::{HostPort, TagRouter};
 use serde_json::Value;
 
 use super::condition::{definition, texts};
@@ -71,9 +73,7 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
     let Some(def) = definition(rule) else {
         return out;
     };
-    let Ok(compiled) = ConditionRule::from_def(&def) else {
-        return out;
-    };
+    let compiled = &def;
     // The then-part texts, in order: one per v3.0 condition, one per v3.1 destination.
     let then_texts: Vec<_> = texts(&def)
         .into_iter()
@@ -169,7 +169,7 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
 /// RC203 for each exact `=` value of a then-part key that no provider carries.
 fn value_lints(
     rule: RuleRef<'_>,
-    field: &routechain::rules::schema::condition::TextField,
+    field: &SourceText,
     term: &Term,
     providers: &Snapshot,
     consumer: Option<&Url>,
@@ -281,7 +281,8 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let Some(value) = rule.value() else {
         return out;
     };
-    let Ok(compiled) = tag::compile(&RuleDoc::new(value, rule.path)) else {
+    let Ok(compiled) = TypedFactory::new("tag", TagRouter).compile(RuleDoc::new(value, rule.path))
+    else {
         return out;
     };
     let at: Vec<HostPort<'_>> = providers
@@ -380,7 +381,8 @@ fn group(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let Some(value) = rule.value() else {
         return out;
     };
-    let Ok(g) = RawGroupRule::parse(&RuleDoc::new(value, rule.path)) else {
+    let Ok(g) = TypedFactory::new("group", GroupRouter).compile(RuleDoc::new(value, rule.path))
+    else {
         return out;
     };
     if let Some(default) = &g.default_group {

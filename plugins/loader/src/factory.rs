@@ -63,10 +63,6 @@ pub fn register(registry: &mut Registry) -> Arc<PluginFactory> {
 }
 
 impl RouterFactory for PluginFactory {
-    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
-        DEFAULT_PRIORITY
-    }
-
     fn extra_fields(&self) -> &'static [&'static str] {
         &["path", "name", "config"]
     }
@@ -127,10 +123,7 @@ impl RouterFactory for PluginFactory {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let resolved = match spec.base_dir {
-            Some(dir) if !std::path::Path::new(&path).is_absolute() => dir.join(&path),
-            _ => PathBuf::from(&path),
-        };
+        let resolved = resolve_library_path(spec.base_dir, &path);
         match LoadedRouter::load(&resolved, name.as_deref(), &config_json) {
             Ok(router) => {
                 self.remember(router.stats());
@@ -145,5 +138,46 @@ impl RouterFactory for PluginFactory {
                 Err(vec![RuleError::new(field, e.to_string())])
             }
         }
+    }
+}
+
+/// The plugin library at `path`, relative to the chain file's directory `base_dir` (the
+/// working directory when the chain has no file), made absolute: a bare name such as
+/// `librouter.so` must never reach the system library search of `dlopen`, which would look
+/// in the system directories and could load a same-named library from elsewhere.
+pub fn resolve_library_path(base_dir: Option<&std::path::Path>, path: &str) -> PathBuf {
+    let path = std::path::Path::new(path);
+    let joined = match base_dir {
+        Some(dir) if !path.is_absolute() => dir.join(path),
+        _ => path.to_path_buf(),
+    };
+    // `std::path::absolute` only fails on an empty path or without a working directory;
+    // then `./` still keeps the name out of the library search.
+    std::path::absolute(&joined).unwrap_or_else(|_| std::path::Path::new(".").join(joined))
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::resolve_library_path;
+    use std::path::Path;
+
+    #[test]
+    fn a_bare_name_resolves_against_the_chain_directory_never_the_library_search() {
+        let cwd = std::env::current_dir().unwrap();
+        // `chain.yaml` has the directory "": the working directory.
+        assert_eq!(
+            resolve_library_path(Some(Path::new("")), "libx.so"),
+            cwd.join("libx.so")
+        );
+        assert_eq!(
+            resolve_library_path(Some(Path::new("conf")), "libx.so"),
+            cwd.join("conf/libx.so")
+        );
+        assert_eq!(resolve_library_path(None, "libx.so"), cwd.join("libx.so"));
+        assert_eq!(
+            resolve_library_path(Some(Path::new("conf")), "/opt/libx.so"),
+            Path::new("/opt/libx.so")
+        );
+        assert!(resolve_library_path(Some(Path::new("")), "libx.so").is_absolute());
     }
 }

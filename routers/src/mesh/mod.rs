@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, FieldPath, PrepareContext, PrepareError, PreparedRouter, RouteContext,
-    Router, RouterFactory, RouterSpec, RuleError, Url,
+    Candidates, Evaluation, FieldPath, PrepareContext, RouteContext, RouterSpec, RuleError,
+    TypedRouter, Url,
 };
 use routechain_rules::YamlDoc;
 use serde_json::Value;
@@ -97,8 +97,9 @@ pub fn rule_key(app: &str) -> String {
     format!("{app}{RULE_KEY_SUFFIX}")
 }
 
-/// The applications whose rule a live entry follows over `providers`: the entry's `app`
-/// alone (from the start, whether or not it has providers), else every application present.
+/// The applications whose rule Dubbo follows over `providers`: the entry's `app` alone (from
+/// the start, whether or not it has providers), else every application present. (The live
+/// crate follows one node per entry: `app`'s, else the providers' application's.)
 pub fn watched_applications<'p>(
     providers: impl IntoIterator<Item = &'p Url>,
     options: &MeshOptions,
@@ -309,12 +310,28 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
     Checked { result, warnings }
 }
 
-/// Builds `mesh` routers from chain entries.
+/// The `mesh` router type. Its rule comes in several forms (a multi-document text, a list
+/// of documents, one document, or `{applications: {app: rule}}`) and depends on the entry's
+/// own fields, so it is read from the whole entry ([`check`]) rather than deserialized. An
+/// entry without a rule has no rule for any application: every call passes unchanged.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct MeshFactory;
+pub struct MeshRouter;
 
-impl RouterFactory for MeshFactory {
-    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
+/// [`check`], with the warnings logged.
+fn compile_logged(spec: &RouterSpec<'_>) -> Result<MeshRule, Vec<RuleError>> {
+    let checked = check(spec);
+    for w in &checked.warnings {
+        tracing::warn!(field = %w.path, "mesh rule: {}", w.message);
+    }
+    checked.result
+}
+
+impl TypedRouter for MeshRouter {
+    type Raw = serde::de::IgnoredAny;
+    type Rule = MeshRule;
+    type Prepared = PreparedMesh;
+
+    fn default_priority(&self, _rule: Option<&MeshRule>) -> i32 {
         DEFAULT_PRIORITY
     }
 
@@ -322,52 +339,28 @@ impl RouterFactory for MeshFactory {
         &ENTRY_FIELDS
     }
 
-    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let checked = check(spec);
-        for w in &checked.warnings {
-            tracing::warn!(field = %w.path, "mesh rule: {}", w.message);
-        }
-        Ok(Arc::new(MeshRouter::new(checked.result?)))
-    }
-}
-
-/// A compiled `mesh` router.
-#[derive(Debug, Clone)]
-pub struct MeshRouter {
-    rule: Arc<MeshRule>,
-}
-
-impl MeshRouter {
-    /// A router for a compiled rule.
-    pub fn new(rule: MeshRule) -> Self {
-        MeshRouter {
-            rule: Arc::new(rule),
-        }
+    fn compile(
+        &self,
+        _raw: serde::de::IgnoredAny,
+        spec: &RouterSpec<'_>,
+    ) -> Result<MeshRule, Vec<RuleError>> {
+        compile_logged(spec)
     }
 
-    /// The compiled rule.
-    pub fn rule(&self) -> &MeshRule {
-        &self.rule
-    }
-}
-
-impl Router for MeshRouter {
-    fn name(&self) -> &str {
-        "mesh"
+    fn without_rule(&self, spec: &RouterSpec<'_>) -> Result<Option<MeshRule>, Vec<RuleError>> {
+        compile_logged(spec).map(Some)
     }
 
-    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        Ok(Arc::new(PreparedMesh::build(
-            &self.rule,
-            cx.snapshot,
-            cx.service,
-        )))
+    fn prepare(rule: &Arc<MeshRule>, cx: &PrepareContext<'_>) -> Result<PreparedMesh, String> {
+        Ok(PreparedMesh::build(rule, cx.snapshot, cx.service))
     }
-}
 
-impl PreparedRouter for PreparedMesh {
-    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
-        PreparedMesh::route(self, cx, candidates)
+    fn route(
+        prepared: &PreparedMesh,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        prepared.route(cx, candidates)
     }
 }
 

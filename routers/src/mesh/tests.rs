@@ -1,6 +1,6 @@
 //! Unit tests of the mesh router: building from a chain entry and routing one call.
 
-use routechain_core::{BitSet, DegradedSet, FastRng, Request, RouteContext, Router, Snapshot, Url};
+use routechain_core::{BitSet, Request, RouteContext, Snapshot, Url};
 
 use super::*;
 
@@ -24,7 +24,7 @@ spec:
           route: [{ destination: { subset: a } }]
 ";
 
-fn build(rule: &str) -> MeshRouter {
+fn build(rule: &str) -> MeshRule {
     let doc = YamlDoc::parse_stream("r", rule).unwrap();
     let entry = Value::Null;
     let ep = FieldPath::root().key("routers").index(0);
@@ -36,35 +36,23 @@ fn build(rule: &str) -> MeshRouter {
         base_dir: None,
         service: None,
     };
-    MeshRouter::new(check(&spec).result.unwrap())
+    check(&spec).result.unwrap()
 }
 
-fn route(router: &MeshRouter, snapshot: &Snapshot, request: &Request) -> (Vec<usize>, String) {
-    let prepared = router
-        .prepare(&PrepareContext {
+fn route(rule: &MeshRule, snapshot: &Snapshot, request: &Request) -> (Vec<usize>, String) {
+    let prepared = MeshRouter::prepare(
+        &Arc::new(rule.clone()),
+        &PrepareContext {
             snapshot,
             consumer: &Url::empty(),
             service: None,
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     let mut candidates = BitSet::full(snapshot.len());
-    let mut scratch = BitSet::empty(snapshot.len());
-    let mut rng = FastRng::seeded(1);
-    let degraded = DegradedSet::new(snapshot.len());
-    let mut reason = String::new();
-    let consumer = Url::empty();
-    let mut cx = RouteContext::new(
-        request,
-        &consumer,
-        true,
-        snapshot,
-        &degraded,
-        &mut rng,
-        &mut scratch,
-        Some(&mut reason),
-    );
-    prepared.route(&mut cx, &mut candidates);
-    (candidates.iter().collect(), reason)
+    let mut builder = RouteContext::builder(request, snapshot).explain(true);
+    MeshRouter::route(&prepared, &mut builder.context(), &mut candidates);
+    (candidates.iter().collect(), builder.reason().to_string())
 }
 
 #[test]
@@ -91,7 +79,7 @@ fn routes_by_attachment_and_explains() {
     let (set, _) = route(&router, &snapshot, &Request::new());
     assert_eq!(set, vec![0]);
     let mut with_app = build(RULE);
-    Arc::make_mut(&mut with_app.rule).options.app = Some("app1".into());
+    with_app.options.app = Some("app1".into());
     let (set, _) = route(
         &with_app,
         &snapshot,

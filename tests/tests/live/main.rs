@@ -4,6 +4,7 @@
 use routechain_testkit as support;
 
 mod file;
+mod mesh;
 mod python;
 mod registries;
 mod zk;

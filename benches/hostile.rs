@@ -1,0 +1,153 @@
+#![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
+
+//! Hostile-input benchmarks (issue 14): per-request routing whatever the request carries, and
+//! rule preparation for rules built to be expensive. Targets: any request routes in ≤ 1 ms
+//! at 10,000 providers; 1 condition with 100,000 `&` terms prepares over 10,000 providers in
+//! ≤ 1 s; 10,000 conditions prepare over 100,000 providers in ≤ 2 s.
+//!
+//! Run: `cargo bench -p routechain-benches --bench hostile` (a filter after `--` selects,
+//! e.g. `-- tag-pipes`). Results and the CLI memory figures: BENCHMARKS.md, "Hostile input".
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+/// The sizes of the targets, divided by 10 in an unoptimized build (`cargo test
+/// --all-targets` runs every benchmark once as a test).
+fn scaled(n: usize) -> usize {
+    if cfg!(debug_assertions) { n / 10 } else { n }
+}
+use routechain::core::{CallState, ChainState, Request, Snapshot};
+use routechain::rules::ChainFile;
+
+/// `n` providers `dubbo://10.a.b.c:20880/s?region=rI&env=eJ&dubbo.tag=tK`.
+fn providers(n: usize) -> Arc<Snapshot> {
+    let text: String = (0..n)
+        .map(|i| {
+            format!(
+                "dubbo://10.{}.{}.{}:20880/s?region=r{}&env=e{}&dubbo.tag=t{}\n",
+                (i >> 16) & 255,
+                (i >> 8) & 255,
+                i & 255,
+                i % 10,
+                i % 3,
+                i % 7
+            )
+        })
+        .collect();
+    Arc::new(Snapshot::parse_lines(1, &text).expect("generated providers parse"))
+}
+
+fn state(chain: &str, snapshot: &Arc<Snapshot>) -> ChainState {
+    let file = ChainFile::parse("bench.chain.yaml", chain, None).expect("the chain parses");
+    routechain::rules::load::build_state(&file, &routechain::registry(), snapshot.clone(), None)
+        .unwrap_or_else(|e| panic!("the chain prepares: {}", e.render()))
+}
+
+const TAG_CHAIN: &str = "routers:
+  - type: tag
+    rule: {force: false, enabled: true, tags: [{name: a, addresses: [\"10.0.0.9\"]}, {name: t1, addresses: [\"10.0.0.1\"]}]}
+  - type: condition
+    rule:
+      conditions:
+        - \"attachments[x] = a*b*c*d & method = get* => region = r1,r2\"
+";
+
+/// One request through a tag and a condition router at 10,000 providers, whatever its
+/// attachments: a hierarchical tag of `a` and N `|`, a 400 KB tag, a 400 KB attachment
+/// against a several-`*` glob.
+fn per_request(c: &mut Criterion) {
+    let snapshot = providers(10_000);
+    let state = state(TAG_CHAIN, &snapshot);
+    let mut group = c.benchmark_group("hostile-request");
+    group.sample_size(20);
+    group.warm_up_time(Duration::from_millis(300));
+    group.measurement_time(Duration::from_secs(2));
+    let cases: Vec<(&str, Request)> = vec![
+        (
+            "tag-pipes-100k",
+            Request::new().with_attachment("dubbo.tag", format!("a{}", "|".repeat(100_000))),
+        ),
+        (
+            "tag-pipes-400k",
+            Request::new().with_attachment("dubbo.tag", format!("a{}", "|".repeat(400_000))),
+        ),
+        (
+            "tag-400KB",
+            Request::new().with_attachment("dubbo.tag", "a".repeat(400_000)),
+        ),
+        (
+            "glob-400KB",
+            Request::new()
+                .with_method("getX")
+                .with_attachment("x", "ab".repeat(200_000)),
+        ),
+    ];
+    for (name, request) in &cases {
+        let mut call = CallState::new();
+        group.bench_with_input(BenchmarkId::new(*name, 10_000), request, |b, r| {
+            b.iter(|| black_box(state.route(r, &mut call).is_ok()))
+        });
+    }
+    group.finish();
+}
+
+/// Preparing a condition rule built to be expensive.
+fn preparation(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hostile-prepare");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_millis(100));
+    group.measurement_time(Duration::from_secs(5));
+    for terms in [scaled(10_000), scaled(100_000)] {
+        let snapshot = providers(scaled(10_000));
+        let when: Vec<String> = (0..terms).map(|i| format!("k{i} = v{i}")).collect();
+        let then: Vec<String> = (0..terms).map(|i| format!("p{i} = v{i}")).collect();
+        let chain = format!(
+            "routers:\n  - type: condition\n    rule:\n      conditions:\n        - \"{} => {}\"\n",
+            when.join(" & "),
+            then.join(" & ")
+        );
+        let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
+        group.bench_function(BenchmarkId::new("one-condition-terms", terms), |b| {
+            b.iter(|| {
+                routechain::rules::load::build_state(
+                    &file,
+                    &routechain::registry(),
+                    snapshot.clone(),
+                    None,
+                )
+                .unwrap()
+            })
+        });
+    }
+    let snapshot = providers(scaled(100_000));
+    let conditions: String = (0..scaled(10_000))
+        .map(|i| {
+            format!(
+                "        - \"method = m{i} => region = r{} & env != e{}\"\n",
+                i % 10,
+                i % 3
+            )
+        })
+        .collect();
+    let chain =
+        format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
+    let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
+    group.bench_function(BenchmarkId::new("conditions-10k", scaled(100_000)), |b| {
+        b.iter(|| {
+            routechain::rules::load::build_state(
+                &file,
+                &routechain::registry(),
+                snapshot.clone(),
+                None,
+            )
+            .unwrap()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, per_request, preparation);
+criterion_main!(benches);

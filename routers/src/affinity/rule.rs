@@ -1,0 +1,155 @@
+//! The affinity rule: the document Dubbo keeps under `<key>.affinity-router`, as written
+//! ([`RawAffinityRule`]) and compiled ([`AffinityRule`]).
+//!
+//! ```yaml
+//! configVersion: v3.1     # required, must start with v3.1
+//! scope: service          # or application
+//! key: org.apache.dubbo.samples.CommentService
+//! enabled: true
+//! runtime: true
+//! affinityAware:
+//!   key: region           # the parameter compared between consumer and providers
+//!   ratio: 20             # percent of the input that must match (0 to 100, may be fractional)
+//! ```
+
+use routechain_core::{FieldPath, RuleError};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::dubbo::{DubboBool, is_enabled};
+
+/// The ratio used when `affinityAware.ratio` is absent (Dubbo's default: any match is enough).
+pub const DEFAULT_RATIO: f64 = 0.0;
+
+/// The affinity rule as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RawAffinityRule {
+    /// `configVersion`: must start with `v3.1`.
+    #[serde(default)]
+    pub config_version: Option<String>,
+    /// `scope`: `service` or `application` (decides the default priority).
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// `key`: the service or application the rule is for (informational).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// `enabled` (default true): when false the input passes unchanged.
+    #[serde(default)]
+    pub enabled: Option<DubboBool>,
+    /// `force` (parsed; the affinity router has no force).
+    #[serde(default)]
+    pub force: Option<DubboBool>,
+    /// `runtime` (parsed; answers are precomputed per snapshot either way).
+    #[serde(default)]
+    pub runtime: Option<DubboBool>,
+    /// `valid` (default true): `false` disables the rule, as in Dubbo.
+    #[serde(default)]
+    pub valid: Option<DubboBool>,
+    /// `dynamic` (parsed, ignored as in Dubbo).
+    #[serde(default)]
+    pub dynamic: Option<DubboBool>,
+    /// `priority` (parsed, ignored: the chain file orders routers).
+    #[serde(default)]
+    pub priority: Option<i64>,
+    /// `affinityAware`: required.
+    #[serde(default)]
+    pub affinity_aware: Option<RawAffinityAware>,
+}
+
+/// `affinityAware` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAffinityAware {
+    /// The parameter to compare.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The ratio in percent: a number or a numeric string.
+    #[serde(default)]
+    pub ratio: Option<Value>,
+}
+
+/// A compiled affinity rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AffinityRule {
+    /// `enabled` and `valid`.
+    pub enabled: bool,
+    /// `scope`, if written.
+    pub scope: Option<String>,
+    /// `affinityAware.key`.
+    pub key: String,
+    /// `affinityAware.ratio`, 0 to 100.
+    pub ratio: f64,
+}
+
+impl AffinityRule {
+    /// True for `scope: application` (Dubbo's provider-application affinity router, order 135;
+    /// the service one runs at 130).
+    pub fn is_application_scope(&self) -> bool {
+        self.scope.as_deref() == Some("application")
+    }
+}
+
+impl AffinityRule {
+    /// Compiles a rule as written, reporting every problem at once; `root` is the rule
+    /// document's path.
+    pub fn compile(raw: RawAffinityRule, root: &FieldPath) -> Result<AffinityRule, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        match raw.config_version.as_deref() {
+            Some(v) if v.starts_with("v3.1") => {}
+            Some(v) => errors.push(RuleError::new(
+                root.key("configVersion"),
+                format!("an affinity rule has configVersion v3.1, not {v:?}"),
+            )),
+            None => errors.push(RuleError::new(
+                root.clone(),
+                "missing field `configVersion`: an affinity rule has configVersion v3.1",
+            )),
+        }
+        let aware_path = root.key("affinityAware");
+        let mut key = String::new();
+        let mut ratio = DEFAULT_RATIO;
+        match raw.affinity_aware {
+            None => errors.push(RuleError::new(
+                root.clone(),
+                "missing field `affinityAware`: give {key, ratio}",
+            )),
+            Some(aware) => {
+                match aware.key {
+                    Some(k) if !k.trim().is_empty() => key = k,
+                    _ => errors.push(RuleError::new(
+                        aware_path.clone(),
+                        "`affinityAware.key` is required: the parameter to compare",
+                    )),
+                }
+                let ratio_path = aware_path.key("ratio");
+                let parsed = match &aware.ratio {
+                    None | Some(Value::Null) => Some(DEFAULT_RATIO),
+                    Some(Value::Number(n)) => n.as_f64(),
+                    Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+                    Some(_) => None,
+                };
+                match parsed {
+                    Some(r) if (0.0..=100.0).contains(&r) => ratio = r,
+                    Some(r) => errors.push(RuleError::new(
+                        ratio_path,
+                        format!("ratio {r} is outside 0 to 100"),
+                    )),
+                    None => errors.push(RuleError::new(
+                        ratio_path,
+                        "ratio must be a number from 0 to 100",
+                    )),
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(AffinityRule {
+            enabled: is_enabled(raw.enabled, raw.valid),
+            scope: raw.scope,
+            key,
+            ratio,
+        })
+    }
+}

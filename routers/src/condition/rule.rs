@@ -1,0 +1,751 @@
+//! The condition rule document: what Dubbo Admin writes under `<key>.condition-router`.
+//!
+//! ```yaml
+//! configVersion: v3.0          # or v3.1 (from/to with weights); absent = v3.0
+//! scope: service               # or application
+//! key: com.foo.BarService
+//! enabled: true                # default true
+//! force: false                 # default false
+//! runtime: false               # default false: when-parts that read no request are cached
+//! priority: 1                  # accepted as Dubbo does; the chain entry decides order
+//! conditions:
+//!   - method = getComment => region = hangzhou
+//! ```
+//!
+//! [`RawConditionRule`] is the document as serde reads it, every field kept as a JSON value so
+//! that every problem is reported in one pass. [`ConditionRule::compile`] checks the fields
+//! first (flags, versions, the shape of v3.0 text and v3.1 from/to conditions, weights) and,
+//! when they are sound, parses every condition text ([`super::parser`]) into compiled
+//! [`Term`]s, each error located at its field path and character offset.
+
+use routechain_core::{FieldPath, RuleError};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::matcher::Term;
+use super::parser::{Side, parse_match, parse_text_condition};
+use crate::dubbo::parse_bool;
+
+/// The weight of a v3.1 destination that names none (Dubbo's default): its share of the
+/// calls is weight / sum of the live destinations' weights.
+pub const DEFAULT_DESTINATION_WEIGHT: u32 = 100;
+
+/// The condition rule document as written; every field optional and untyped so that the
+/// validation reports every problem at once.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawConditionRule {
+    /// `configVersion`: absent or `v3.0` (text conditions), `v3.1` (from/to).
+    #[serde(rename = "configVersion", default)]
+    pub config_version: Option<Value>,
+    /// `scope`: `service` or `application`.
+    #[serde(default)]
+    pub scope: Option<Value>,
+    /// `key`: the service key or application name the rule belongs to.
+    #[serde(default)]
+    pub key: Option<Value>,
+    /// `enabled` (default true).
+    #[serde(default)]
+    pub enabled: Option<Value>,
+    /// `valid` (default true): Dubbo's rule-level switch; `false` disables the rule like
+    /// `enabled: false`.
+    #[serde(default)]
+    pub valid: Option<Value>,
+    /// `force` (default false).
+    #[serde(default)]
+    pub force: Option<Value>,
+    /// `runtime` (default false).
+    #[serde(default)]
+    pub runtime: Option<Value>,
+    /// `priority` (an integer; accepted, the chain entry decides order).
+    #[serde(default)]
+    pub priority: Option<Value>,
+    /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
+    #[serde(default)]
+    pub conditions: Option<Value>,
+}
+
+/// The rule's `configVersion`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigVersion {
+    /// v3.0 and earlier: `when => then` text conditions.
+    V30,
+    /// v3.1: `from`/`to` conditions with weighted destinations.
+    V31,
+}
+
+/// The rule's `scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A service rule (key `interface:version:group`); Dubbo runs it at 140.
+    Service,
+    /// An application rule; Dubbo runs it at 150.
+    Application,
+}
+
+impl Scope {
+    /// `service` or `application`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Service => "service",
+            Scope::Application => "application",
+        }
+    }
+}
+
+/// A condition text as written, with its absolute field path: errors (and the command
+/// line's lints) inside the text are located at a character offset in it
+/// ([`RuleError::at_offset`] at this path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceText {
+    /// The text.
+    pub text: String,
+    /// Where it is.
+    pub path: FieldPath,
+}
+
+/// One v3.1 destination as validated: `{match: ..., weight: ...}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DestinationText {
+    /// `match` (absent: every provider).
+    match_text: Option<SourceText>,
+    /// `weight` (default [`DEFAULT_DESTINATION_WEIGHT`]).
+    weight: u32,
+}
+
+/// One v3.1 condition as validated: `{from: {match}, to: [destinations]}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MultiDestText {
+    /// `from.match` (absent: every request).
+    from: Option<SourceText>,
+    /// `to` (absent: traffic disabled).
+    to: Option<Vec<DestinationText>>,
+}
+
+/// The conditions of a rule whose fields are sound, texts not yet parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ConditionTexts {
+    /// v3.0 text conditions.
+    Text(Vec<SourceText>),
+    /// v3.1 from/to conditions.
+    MultiDest(Vec<MultiDestText>),
+}
+
+/// What a condition does to the candidates once its when-part matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// v3.0 with an empty or `false` then-part: no provider.
+    Blocklist,
+    /// v3.0: keep the providers matching every term (`force` decides an empty result).
+    Then(Vec<Term>),
+    /// v3.1 without `to` (or with an empty `to`): traffic disabled, no provider.
+    TrafficDisabled,
+    /// v3.1: one non-empty destination, picked with probability weight / sum.
+    Destinations(Vec<Destination>),
+}
+
+/// A v3.1 destination: a provider subset and its weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The `to.match` terms (empty: every provider).
+    pub terms: Vec<Term>,
+    /// The weight (default [`DEFAULT_DESTINATION_WEIGHT`]); a zero weight is never picked.
+    pub weight: u32,
+}
+
+/// One compiled condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// When-part terms (empty: every request).
+    pub when: Vec<Term>,
+    /// What happens when the when-part matches.
+    pub action: Action,
+    /// The texts it was compiled from.
+    pub source: ConditionSource,
+}
+
+/// The texts a condition was compiled from, with their field paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConditionSource {
+    /// v3.0: the `when => then` text.
+    Text(SourceText),
+    /// v3.1: `from.match` and each destination's `match`, when written.
+    MultiDest {
+        /// `from.match`.
+        from: Option<SourceText>,
+        /// Each destination's `match`, in order.
+        to: Vec<Option<SourceText>>,
+    },
+}
+
+impl ConditionSource {
+    /// Every text with the part it is: `None` for a v3.0 `when => then` text, `Some(side)`
+    /// for a v3.1 `match` (`from` is the when side, a destination the then side).
+    pub fn texts(&self) -> Vec<(&SourceText, Option<Side>)> {
+        match self {
+            ConditionSource::Text(t) => vec![(t, None)],
+            ConditionSource::MultiDest { from, to } => from
+                .iter()
+                .map(|t| (t, Some(Side::When)))
+                .chain(to.iter().flatten().map(|t| (t, Some(Side::Then))))
+                .collect(),
+        }
+    }
+}
+
+impl Condition {
+    /// True when the when-part reads the request (method, arguments, attachments).
+    pub fn reads_request(&self) -> bool {
+        self.when.iter().any(|t| t.key.reads_request())
+    }
+}
+
+/// A compiled condition rule document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConditionRule {
+    /// v3.0 or v3.1.
+    pub version: ConfigVersion,
+    /// Service or application.
+    pub scope: Scope,
+    /// `key`, if given.
+    pub key: Option<String>,
+    /// `enabled` (and `valid`).
+    pub enabled: bool,
+    /// `force`.
+    pub force: bool,
+    /// `runtime`: evaluate every when-part per call.
+    pub runtime: bool,
+    /// `priority`, if given (accepted as Dubbo does; the chain entry decides order).
+    pub priority: Option<i64>,
+    /// The conditions, applied one after another.
+    pub conditions: Vec<Condition>,
+}
+
+impl ConditionRule {
+    /// Compiles a rule as written, reporting every problem at once; `root` is the rule
+    /// document's path. The fields are checked first; the condition texts are parsed only
+    /// when the fields are sound (a text error is then located inside its scalar).
+    pub fn compile(raw: RawConditionRule, root: &FieldPath) -> Result<Self, Vec<RuleError>> {
+        let v = raw.validate(root)?;
+        Ok(ConditionRule {
+            conditions: parse_conditions(&v.conditions)?,
+            version: v.version,
+            scope: v.scope,
+            key: v.key,
+            enabled: v.enabled,
+            force: v.force,
+            runtime: v.runtime,
+            priority: v.priority,
+        })
+    }
+
+    /// True when every when-part is decided without the request and `runtime` is off: the
+    /// route is then answered from prepared state for the prepared consumer.
+    pub fn cacheable(&self) -> bool {
+        !self.runtime && !self.conditions.iter().any(Condition::reads_request)
+    }
+}
+
+/// Parses every condition text, reporting every problem.
+fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleError>> {
+    let mut errors = Vec::new();
+    let mut conditions = Vec::new();
+    match texts {
+        ConditionTexts::Text(texts) => {
+            for (i, t) in texts.iter().enumerate() {
+                match parse_text_condition(&t.text, &t.path, i) {
+                    Ok(c) => conditions.push(Condition {
+                        when: c.when,
+                        action: match c.then {
+                            None => Action::Blocklist,
+                            Some(terms) => Action::Then(terms),
+                        },
+                        source: ConditionSource::Text(t.clone()),
+                    }),
+                    Err(mut es) => errors.append(&mut es),
+                }
+            }
+        }
+        ConditionTexts::MultiDest(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let mut parse = |text: &Option<SourceText>, side| match text {
+                    None => Vec::new(),
+                    Some(t) => parse_match(&t.text, side, &t.path, i).unwrap_or_else(|mut es| {
+                        errors.append(&mut es);
+                        Vec::new()
+                    }),
+                };
+                let when = parse(&item.from, Side::When);
+                let action = match &item.to {
+                    None => Action::TrafficDisabled,
+                    Some(to) if to.is_empty() => Action::TrafficDisabled,
+                    Some(to) => Action::Destinations(
+                        to.iter()
+                            .map(|d| Destination {
+                                terms: parse(&d.match_text, Side::Then),
+                                weight: d.weight,
+                            })
+                            .collect(),
+                    ),
+                };
+                let source = ConditionSource::MultiDest {
+                    from: item.from.clone(),
+                    to: item
+                        .to
+                        .iter()
+                        .flatten()
+                        .map(|d| d.match_text.clone())
+                        .collect(),
+                };
+                conditions.push(Condition {
+                    when,
+                    action,
+                    source,
+                });
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(conditions)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A rule whose fields are sound, its condition texts not yet parsed (private: only
+/// [`ConditionRule::compile`] sees it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Validated {
+    version: ConfigVersion,
+    scope: Scope,
+    key: Option<String>,
+    enabled: bool,
+    force: bool,
+    runtime: bool,
+    priority: Option<i64>,
+    conditions: ConditionTexts,
+}
+
+impl RawConditionRule {
+    /// Checks every field, reporting every problem; `root` is the document's path.
+    fn validate(&self, root: &FieldPath) -> Result<Validated, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        let version = match &self.config_version {
+            None | Some(Value::Null) => ConfigVersion::V30,
+            Some(Value::String(s)) => match parse_version(s) {
+                Some(v) => v,
+                None => {
+                    errors.push(RuleError::new(
+                        root.key("configVersion"),
+                        format!(
+                            "unknown configVersion {s:?}: supported are v3.0 (text conditions) \
+                             and v3.1 (from/to conditions)"
+                        ),
+                    ));
+                    ConfigVersion::V30
+                }
+            },
+            Some(other) => {
+                errors.push(RuleError::new(
+                    root.key("configVersion"),
+                    format!("configVersion must be a string such as \"v3.1\", found {other}"),
+                ));
+                ConfigVersion::V30
+            }
+        };
+        let scope = match &self.scope {
+            None | Some(Value::Null) => Scope::Service,
+            Some(Value::String(s)) if s == "service" => Scope::Service,
+            Some(Value::String(s)) if s == "application" => Scope::Application,
+            Some(other) => {
+                errors.push(RuleError::new(
+                    root.key("scope"),
+                    format!("scope must be `service` or `application`, found {other}"),
+                ));
+                Scope::Service
+            }
+        };
+        let key = match &self.key {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                errors.push(RuleError::new(
+                    root.key("key"),
+                    format!("key must be a string, found {other}"),
+                ));
+                None
+            }
+        };
+        let enabled = flag(&self.enabled, true, &root.key("enabled"), &mut errors);
+        let valid = flag(&self.valid, true, &root.key("valid"), &mut errors);
+        let enabled = enabled && valid;
+        let force = flag(&self.force, false, &root.key("force"), &mut errors);
+        let runtime = flag(&self.runtime, false, &root.key("runtime"), &mut errors);
+        let priority = match &self.priority {
+            None | Some(Value::Null) => None,
+            Some(v) => match integer(v) {
+                Some(p) => Some(p),
+                None => {
+                    errors.push(RuleError::new(
+                        root.key("priority"),
+                        format!("priority must be an integer, found {v}"),
+                    ));
+                    None
+                }
+            },
+        };
+        let cpath = root.key("conditions");
+        let conditions = match &self.conditions {
+            None | Some(Value::Null) => {
+                errors.push(RuleError::new(
+                    root.clone(),
+                    "missing field `conditions`: a condition rule needs at least one condition",
+                ));
+                None
+            }
+            Some(Value::Array(items)) if items.is_empty() => {
+                errors.push(RuleError::new(
+                    cpath.clone(),
+                    "`conditions` is empty: a condition rule needs at least one condition",
+                ));
+                None
+            }
+            Some(Value::Array(items)) => Some(match version {
+                ConfigVersion::V30 => ConditionTexts::Text(
+                    items
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, item)| text_condition(item, cpath.index(i), &mut errors))
+                        .collect(),
+                ),
+                ConfigVersion::V31 => ConditionTexts::MultiDest(
+                    items
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, item)| multi_dest(item, cpath.index(i), &mut errors))
+                        .collect(),
+                ),
+            }),
+            Some(other) => {
+                errors.push(RuleError::new(
+                    cpath.clone(),
+                    format!("`conditions` must be a list, found {other}"),
+                ));
+                None
+            }
+        };
+        match conditions {
+            Some(conditions) if errors.is_empty() => Ok(Validated {
+                version,
+                scope,
+                key,
+                enabled,
+                force,
+                runtime,
+                priority,
+                conditions,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// Parses a `configVersion` as Dubbo does: `v3.1...` is v3.1, a version up to v3.1 is v3.0,
+/// anything newer (or not a version) is unknown.
+fn parse_version(s: &str) -> Option<ConfigVersion> {
+    let lower = s.trim().to_ascii_lowercase();
+    if lower.starts_with("v3.1") {
+        return Some(ConfigVersion::V31);
+    }
+    let digits = lower.strip_prefix('v').unwrap_or(&lower);
+    let mut parts = digits.split('.');
+    let numbers: Option<Vec<u64>> = parts.by_ref().map(|p| p.parse::<u64>().ok()).collect();
+    let numbers = numbers?;
+    let (major, minor) = (
+        numbers.first().copied()?,
+        numbers.get(1).copied().unwrap_or(0),
+    );
+    (major < 3 || (major == 3 && minor == 0)).then_some(ConfigVersion::V30)
+}
+
+fn flag(
+    value: &Option<Value>,
+    default: bool,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> bool {
+    let value = match value {
+        None | Some(Value::Null) => return default,
+        Some(v) => v,
+    };
+    let parsed = match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => parse_bool(s),
+        _ => None,
+    };
+    parsed.unwrap_or_else(|| {
+        errors.push(RuleError::new(
+            path.clone(),
+            format!("must be true or false, found {value}"),
+        ));
+        default
+    })
+}
+
+fn integer(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text_condition(
+    item: &Value,
+    path: FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<SourceText> {
+    match item {
+        Value::String(s) => Some(SourceText {
+            text: s.clone(),
+            path,
+        }),
+        // An unquoted `true`/`false` is a YAML boolean; Dubbo reads it as the text.
+        Value::Bool(b) => Some(SourceText {
+            text: b.to_string(),
+            path,
+        }),
+        Value::Object(_) => {
+            errors.push(RuleError::new(
+                path,
+                "a v3.0 condition is a text `when => then`; from/to conditions need \
+                 `configVersion: v3.1`",
+            ));
+            None
+        }
+        other => {
+            errors.push(RuleError::new(
+                path,
+                format!("a condition is a text `when => then`, found {other}"),
+            ));
+            None
+        }
+    }
+}
+
+fn match_text(
+    value: Option<&Value>,
+    path: FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<SourceText> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(SourceText {
+            text: s.clone(),
+            path,
+        }),
+        Some(Value::Bool(b)) => Some(SourceText {
+            text: b.to_string(),
+            path,
+        }),
+        Some(other) => {
+            errors.push(RuleError::new(
+                path,
+                format!("`match` must be a condition text such as \"env=gray\", found {other}"),
+            ));
+            None
+        }
+    }
+}
+
+fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<MultiDestText> {
+    let Some(map) = item.as_object() else {
+        errors.push(RuleError::new(
+            path,
+            if item.is_string() {
+                "a v3.1 condition is a mapping with `from` and `to`; text conditions need \
+                 `configVersion: v3.0`"
+                    .to_string()
+            } else {
+                format!("a v3.1 condition is a mapping with `from` and `to`, found {item}")
+            },
+        ));
+        return None;
+    };
+    let before = errors.len();
+    let from = match map.get("from") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(f)) => match_text(f.get("match"), path.key("from").key("match"), errors),
+        Some(other) => {
+            errors.push(RuleError::new(
+                path.key("from"),
+                format!("`from` must be a mapping with `match`, found {other}"),
+            ));
+            None
+        }
+    };
+    let to = match map.get("to") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(j, d)| destination(d, path.key("to").index(j), errors))
+                .collect(),
+        ),
+        Some(other) => {
+            errors.push(RuleError::new(
+                path.key("to"),
+                format!("`to` must be a list of destinations `{{match, weight}}`, found {other}"),
+            ));
+            None
+        }
+    };
+    (errors.len() == before).then_some(MultiDestText { from, to })
+}
+
+fn destination(
+    item: &Value,
+    path: FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<DestinationText> {
+    let Some(map) = item.as_object() else {
+        errors.push(RuleError::new(
+            path,
+            format!("a destination is a mapping `{{match, weight}}`, found {item}"),
+        ));
+        return None;
+    };
+    let before = errors.len();
+    let match_text = match_text(map.get("match"), path.key("match"), errors);
+    let weight = match map.get("weight") {
+        None | Some(Value::Null) => DEFAULT_DESTINATION_WEIGHT,
+        Some(v) => match integer(v).and_then(|w| u32::try_from(w).ok()) {
+            Some(w) => w,
+            None => {
+                errors.push(RuleError::new(
+                    path.key("weight"),
+                    format!(
+                        "weight must be an integer from 0 to {}, found {v}",
+                        u32::MAX
+                    ),
+                ));
+                DEFAULT_DESTINATION_WEIGHT
+            }
+        },
+    };
+    (errors.len() == before).then_some(DestinationText { match_text, weight })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use routechain_core::RuleDoc;
+    use serde_json::json;
+
+    fn validate(v: Value) -> Result<Validated, Vec<RuleError>> {
+        let root = FieldPath::root();
+        let raw: RawConditionRule = RuleDoc::new(&v, &root).parse().map_err(|e| vec![e])?;
+        raw.validate(&root)
+    }
+
+    #[test]
+    fn valid_false_disables_the_rule_like_enabled_false() {
+        let d = validate(json!({"valid": false, "conditions": ["a=b => c=d"]})).unwrap();
+        assert!(!d.enabled);
+        let d = validate(json!({"valid": "true", "enabled": true, "conditions": ["a=b => c=d"]}))
+            .unwrap();
+        assert!(d.enabled);
+        let errors =
+            validate(json!({"enabled": false, "valid": 3, "conditions": ["a=b"]})).unwrap_err();
+        assert_eq!(errors[0].path.to_string(), "valid");
+    }
+
+    #[test]
+    fn defaults_and_v30_text() {
+        let d = validate(json!({"conditions": ["a=b => c=d", true]})).unwrap();
+        assert_eq!(d.version, ConfigVersion::V30);
+        assert_eq!(d.scope, Scope::Service);
+        assert!(d.enabled && !d.force && !d.runtime);
+        let ConditionTexts::Text(t) = d.conditions else {
+            panic!("v3.0 expected")
+        };
+        assert_eq!(t[1].text, "true");
+        assert_eq!(t[1].path.to_string(), "conditions[1]");
+    }
+
+    #[test]
+    fn versions_as_dubbo_reads_them() {
+        for (s, v) in [
+            ("v3.0", Some(ConfigVersion::V30)),
+            ("v2.7", Some(ConfigVersion::V30)),
+            ("V3.1", Some(ConfigVersion::V31)),
+            ("v3.1.2", Some(ConfigVersion::V31)),
+            ("v3.2", None),
+            ("v4.0", None),
+            ("banana", None),
+        ] {
+            assert_eq!(parse_version(s), v, "{s}");
+        }
+    }
+
+    #[test]
+    fn every_problem_at_once() {
+        let e = validate(json!({
+            "configVersion": "v3.1",
+            "scope": "cluster",
+            "force": "maybe",
+            "conditions": [
+                "a => b",
+                {"from": {"match": 3}, "to": [{"match": "x=y", "weight": "heavy"}, {"weight": -1}]},
+            ]
+        }))
+        .unwrap_err();
+        let paths: Vec<String> = e.iter().map(|e| e.path.to_string()).collect();
+        assert_eq!(
+            paths,
+            [
+                "scope",
+                "force",
+                "conditions[0]",
+                "conditions[1].from.match",
+                "conditions[1].to[0].weight",
+                "conditions[1].to[1].weight"
+            ]
+        );
+        assert!(e[4].message.contains("heavy"), "{}", e[4].message);
+    }
+
+    #[test]
+    fn unknown_version_and_empty_conditions_are_errors() {
+        let e = validate(json!({"configVersion": "v4.0", "conditions": []})).unwrap_err();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].message.contains("v4.0"));
+        assert_eq!(e[1].path.to_string(), "conditions");
+        assert!(validate(json!({"force": true})).is_err());
+        assert!(validate(json!([1])).is_err());
+    }
+
+    #[test]
+    fn v31_structure() {
+        let d = validate(json!({
+            "configVersion": "v3.1",
+            "conditions": [
+                {"from": {"match": "env=gray"}, "to": [{"match": "env!=gray"}, {"match": "env=gray", "weight": "900"}]},
+                {"from": {"match": "tag=x"}},
+                {"to": [{"match": "version=v1"}]},
+            ]
+        }))
+        .unwrap();
+        let ConditionTexts::MultiDest(c) = d.conditions else {
+            panic!("v3.1 expected")
+        };
+        let to = c[0].to.as_ref().unwrap();
+        assert_eq!((to[0].weight, to[1].weight), (100, 900));
+        assert!(c[1].to.is_none());
+        assert!(c[2].from.is_none());
+        assert_eq!(
+            c[0].from.as_ref().unwrap().path.to_string(),
+            "conditions[0].from.match"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! Reading input files safely: regular files only, a size limit, located UTF-8 errors, and
+//! one byte-order-mark policy.
+//!
+//! Every file routechain reads (chain files, rule files, provider lists, requests) goes
+//! through [`read_text`]:
+//! - only a regular file is opened: a FIFO (which would block forever), a device such as
+//!   `/dev/zero` (which never ends) or a directory is refused with a clear error;
+//! - a chain, rule or request file larger than the limit is refused before it is read (the
+//!   limit is [`max_file_size`], [`DEFAULT_MAX_FILE_SIZE`] unless [`set_max_file_size`]
+//!   changed it: `routechain --max-file-size`); a provider list has no size limit (a million
+//!   providers is a large but legitimate file);
+//! - invalid UTF-8 is reported at the line and column of the first bad byte;
+//! - a UTF-8 byte-order mark at the start is accepted and skipped, for every kind of file.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::located::{LocatedError, Location, SourceExcerpt};
+
+/// The default size limit of an input file: 16 MiB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024;
+
+static MAX_FILE_SIZE: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILE_SIZE);
+
+/// The size limit, in bytes, of every input file this process reads.
+pub fn max_file_size() -> u64 {
+    MAX_FILE_SIZE.load(Ordering::Relaxed)
+}
+
+/// Sets the size limit, in bytes, of every input file this process reads (a process-wide
+/// setting: the command line sets it once from `--max-file-size`).
+pub fn set_max_file_size(bytes: u64) {
+    MAX_FILE_SIZE.store(bytes, Ordering::Relaxed);
+}
+
+/// Parses a size such as `16MiB`, `512KiB`, `1GiB`, `64MB`, `1000` (bytes).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let unit_bytes: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit {other:?}; use B, KiB, MiB or GiB"
+            ));
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size such as 16MiB"))?;
+    n.checked_mul(unit_bytes)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// An error about a whole file, located at 1:1.
+pub fn file_error(origin: &str, message: impl Into<String>) -> LocatedError {
+    LocatedError {
+        origin: origin.to_string(),
+        location: Location { line: 1, column: 1 },
+        field: None,
+        message: message.into(),
+        source_line: None,
+    }
+}
+
+/// Reads a regular file of at most [`max_file_size`] bytes as UTF-8 text (see the module
+/// documentation); `origin` names it in errors.
+pub fn read_text(path: &Path, origin: &str) -> Result<String, LocatedError> {
+    read_text_with_limit(path, origin, max_file_size())
+}
+
+/// Reads a regular file of at most `limit` bytes as UTF-8 text, like [`read_text`].
+pub fn read_text_with_limit(path: &Path, origin: &str, limit: u64) -> Result<String, LocatedError> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        return Err(file_error(
+            origin,
+            format!("cannot read: {kind}; routechain reads only regular files"),
+        ));
+    }
+    if meta.len() > limit {
+        return Err(too_large(origin, limit));
+    }
+    let file =
+        std::fs::File::open(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
+    read_limited(file, origin, limit)
+}
+
+/// Reads standard input as UTF-8 text of at most [`max_file_size`] bytes.
+pub fn read_stdin(origin: &str) -> Result<String, LocatedError> {
+    read_limited(std::io::stdin().lock(), origin, max_file_size())
+}
+
+fn too_large(origin: &str, limit: u64) -> LocatedError {
+    let mib = if limit >= 1 << 20 && limit % (1 << 20) == 0 {
+        format!(" ({} MiB)", limit >> 20)
+    } else {
+        String::new()
+    };
+    file_error(
+        origin,
+        format!(
+            "cannot read: larger than the limit of {limit} bytes{mib}; raise it with --max-file-size"
+        ),
+    )
+}
+
+/// Reads at most `limit` bytes (a file that grows while read is still refused past it).
+fn read_limited(reader: impl Read, origin: &str, limit: u64) -> Result<String, LocatedError> {
+    let mut bytes = Vec::new();
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(origin, limit));
+    }
+    decode(origin, bytes)
+}
+
+/// Decodes UTF-8, locating the first invalid byte; a leading byte-order mark is dropped.
+pub fn decode(origin: &str, bytes: Vec<u8>) -> Result<String, LocatedError> {
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let valid = &bytes[..e.utf8_error().valid_up_to()];
+        // The valid prefix is UTF-8 by definition.
+        let valid = std::str::from_utf8(valid).unwrap_or_default();
+        let line_start = valid.rfind('\n').map_or(0, |i| i + 1);
+        let location = Location {
+            line: valid.matches('\n').count() + 1,
+            column: valid[line_start..].chars().count() + 1,
+        };
+        LocatedError {
+            origin: origin.to_string(),
+            location,
+            field: None,
+            message: format!(
+                "invalid UTF-8: byte 0x{:02x} at byte offset {}",
+                bytes[valid.len()],
+                valid.len()
+            ),
+            source_line: Some(Box::new(SourceExcerpt::around(
+                &valid[line_start..],
+                location.column,
+            ))),
+        }
+    })?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
+}
+
+/// `text` without a leading byte-order mark.
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_utf8_is_located_at_the_bad_byte() {
+        let e = decode("f", b"a: 1\nb: \"x\xffy\"\n".to_vec()).unwrap_err();
+        assert_eq!(e.location, Location { line: 2, column: 6 });
+        assert!(e.message.contains("0xff"), "{e}");
+        assert!(e.render().contains("^"));
+    }
+
+    #[test]
+    fn a_bom_is_dropped() {
+        assert_eq!(decode("f", b"\xef\xbb\xbfa: 1".to_vec()).unwrap(), "a: 1");
+        assert_eq!(strip_bom("\u{feff}x"), "x");
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("16MiB"), Ok(16 << 20));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("2 KiB"), Ok(2048));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn only_regular_files_within_the_limit_are_read() {
+        let e = read_text(Path::new("/dev/zero"), "/dev/zero").unwrap_err();
+        assert!(e.message.contains("not a regular file"), "{e}");
+        let e = read_text(Path::new("/"), "/").unwrap_err();
+        assert!(e.message.contains("directory"), "{e}");
+        let e = read_limited(&b"0123456789"[..], "s", 5).unwrap_err();
+        assert!(
+            e.message.contains("larger than the limit of 5 bytes"),
+            "{e}"
+        );
+        assert_eq!(read_limited(&b"01234"[..], "s", 5).unwrap(), "01234");
+    }
+}

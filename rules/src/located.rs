@@ -1,0 +1,241 @@
+//! Located problems and their bounded rendering.
+//!
+//! A [`LocatedError`] names its origin (file or config-center node), line, column and field
+//! path, and keeps a short [`SourceExcerpt`] of its source line cut around the column, so a
+//! problem on a 10 MB line costs a few hundred bytes, not the line. [`render_all`] prints at
+//! most [`MAX_PROBLEMS_PER_ORIGIN`] problems of each origin, then `… and N more`: output
+//! stays bounded whatever the input (a line with 10,000 mistakes prints 100 short reports).
+
+use std::fmt;
+
+use routechain_core::FieldPath;
+
+/// A 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Location {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (characters).
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// How many characters of the source line an excerpt keeps on each side of the column.
+pub const EXCERPT_RADIUS: usize = 60;
+
+/// The longest message or field path printed whole; longer ones are cut with `…` (a message
+/// may quote a token of the input, which can be megabytes long).
+pub const MAX_MESSAGE_CHARS: usize = 300;
+
+/// The most problems [`render_all`] prints for one origin.
+pub const MAX_PROBLEMS_PER_ORIGIN: usize = 100;
+
+/// A piece of a source line around a column, for display under a located problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceExcerpt {
+    /// The kept characters of the line.
+    pub text: String,
+    /// The 1-based column (in the whole line) of the first kept character.
+    pub first_column: usize,
+    /// True when characters after the kept ones were cut.
+    pub cut_after: bool,
+}
+
+impl SourceExcerpt {
+    /// The part of `line` within [`EXCERPT_RADIUS`] characters of the 1-based `column`.
+    pub fn around(line: &str, column: usize) -> Self {
+        let first_column = column.saturating_sub(EXCERPT_RADIUS).max(1);
+        let mut chars = line.chars().skip(first_column - 1);
+        let text: String = chars.by_ref().take(2 * EXCERPT_RADIUS).collect();
+        SourceExcerpt {
+            text,
+            first_column,
+            cut_after: chars.next().is_some(),
+        }
+    }
+
+    /// The excerpt of line `line` (1-based) of `source` around `column` (`None` past the end).
+    pub fn of_source(source: &str, line: usize, column: usize) -> Option<Box<Self>> {
+        source
+            .lines()
+            .nth(line.checked_sub(1)?)
+            .map(|l| Box::new(Self::around(l, column)))
+    }
+}
+
+/// A problem located in a source: origin (file or config-center node), line, column, field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct LocatedError {
+    /// The file path or config-center node the text came from.
+    pub origin: String,
+    /// Line and column.
+    pub location: Location,
+    /// The field path, when the problem is in a field.
+    pub field: Option<FieldPath>,
+    /// What is wrong.
+    pub message: String,
+    /// The source line around the column, for display.
+    pub source_line: Option<Box<SourceExcerpt>>,
+}
+
+impl fmt::Display for LocatedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: ", self.origin, self.location)?;
+        if let Some(field) = &self.field {
+            write!(f, "{}: ", bounded(&field.to_string()))?;
+        }
+        f.write_str(&bounded(&self.message))
+    }
+}
+
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters (with `…` when cut).
+fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => text.into(),
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+    }
+}
+
+impl LocatedError {
+    /// A problem at `line`:`column` of `source` (both 1-based; 0 counts as 1), with the
+    /// excerpt of that line.
+    pub fn in_source(
+        origin: &str,
+        source: &str,
+        location: Location,
+        field: Option<FieldPath>,
+        message: impl Into<String>,
+    ) -> Self {
+        let location = Location {
+            line: location.line.max(1),
+            column: location.column.max(1),
+        };
+        LocatedError {
+            origin: origin.to_string(),
+            location,
+            field,
+            message: message.into(),
+            source_line: SourceExcerpt::of_source(source, location.line, location.column),
+        }
+    }
+
+    /// The error with its source excerpt and a caret under the column, as the CLI prints it.
+    /// The output is bounded: the excerpt is cut around the column and long messages are cut.
+    pub fn render(&self) -> String {
+        let mut out = self.to_string();
+        if let Some(excerpt) = &self.source_line {
+            let gutter = self.location.line.to_string();
+            let cut_before = excerpt.first_column > 1;
+            let lead = if cut_before { "…" } else { "" };
+            let tail = if excerpt.cut_after { "…" } else { "" };
+            let caret =
+                self.location.column.saturating_sub(excerpt.first_column) + usize::from(cut_before);
+            out.push_str(&format!(
+                "\n {gutter} | {lead}{}{tail}\n {} | {}^",
+                excerpt.text,
+                " ".repeat(gutter.len()),
+                " ".repeat(caret)
+            ));
+        }
+        out
+    }
+}
+
+/// Every problem on one line each (as its `Display`), bounded as [`render_all`] bounds them.
+pub fn display_all(errors: &[LocatedError]) -> String {
+    bounded_per_origin(errors, |e| e.to_string())
+}
+
+/// Renders every problem (as [`LocatedError::render`]), at most
+/// [`MAX_PROBLEMS_PER_ORIGIN`] per origin in their order, each origin's surplus summed up as
+/// `… and N more problem(s) in ORIGIN`.
+pub fn render_all(errors: &[LocatedError]) -> String {
+    bounded_per_origin(errors, LocatedError::render)
+}
+
+fn bounded_per_origin(errors: &[LocatedError], show: impl Fn(&LocatedError) -> String) -> String {
+    let mut shown: Vec<(&str, usize)> = Vec::new();
+    let mut lines = Vec::new();
+    for e in errors {
+        let i = match shown.iter().position(|(o, _)| *o == e.origin) {
+            Some(i) => i,
+            None => {
+                shown.push((&e.origin, 0));
+                shown.len() - 1
+            }
+        };
+        shown[i].1 += 1;
+        if shown[i].1 <= MAX_PROBLEMS_PER_ORIGIN {
+            lines.push(show(e));
+        }
+    }
+    for (origin, count) in shown {
+        if count > MAX_PROBLEMS_PER_ORIGIN {
+            lines.push(format!(
+                "… and {} more problem(s) in {origin}",
+                count - MAX_PROBLEMS_PER_ORIGIN
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(line: &str, column: usize) -> LocatedError {
+        LocatedError::in_source("f.yaml", line, Location { line: 1, column }, None, "bad")
+    }
+
+    #[test]
+    fn a_short_line_is_shown_whole_with_the_caret_under_the_column() {
+        assert_eq!(
+            error("a = b & c == d", 11).render(),
+            "f.yaml:1:11: bad\n 1 | a = b & c == d\n   |           ^"
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_the_column_and_the_caret_follows() {
+        let line = format!("{}X{}", "a".repeat(10_000), "b".repeat(10_000));
+        let out = error(&line, 10_001).render();
+        assert!(out.len() < 400, "{} bytes", out.len());
+        let lines: Vec<&str> = out.lines().collect();
+        let x = lines[1].chars().position(|c| c == 'X').unwrap();
+        assert_eq!(lines[2].chars().position(|c| c == '^'), Some(x));
+        assert!(lines[1].contains('…') && lines[1].ends_with('…'));
+    }
+
+    #[test]
+    fn long_messages_and_paths_are_cut() {
+        let mut e = error("x", 1);
+        e.message = "m".repeat(100_000);
+        e.field = Some(FieldPath::root().key("k".repeat(100_000)));
+        assert!(e.to_string().len() < 2 * MAX_MESSAGE_CHARS + 40);
+    }
+
+    #[test]
+    fn at_most_a_hundred_problems_per_origin_then_a_count() {
+        let mut errors: Vec<LocatedError> = (0..250).map(|c| error("x", c + 1)).collect();
+        errors.push(LocatedError::in_source(
+            "g.yaml",
+            "y",
+            Location::default(),
+            None,
+            "other",
+        ));
+        let out = render_all(&errors);
+        assert_eq!(out.matches("f.yaml:1:").count(), 100);
+        assert!(out.contains("g.yaml:1:1: other"));
+        assert!(
+            out.ends_with("… and 150 more problem(s) in f.yaml"),
+            "{out}"
+        );
+    }
+}
