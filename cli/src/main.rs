@@ -7,6 +7,7 @@
 
 mod commands;
 mod demo;
+mod lint;
 
 fn main() -> std::process::ExitCode {
     commands::run(std::env::args_os())

@@ -190,35 +190,6 @@ fn request_can_come_from_stdin() {
 }
 
 #[test]
-fn check_reports_every_problem_and_exit_codes() {
-    let s = Scratch::new("check");
-    let good = s.write("good.yaml", "routers: []\n");
-    let bad = s.write("bad.yaml", "routers:\n  - type: nope\n  - priority: 1\n");
-    let out = routechain(&["check", good.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ok (0 routers)"));
-    let out = routechain(&["check", good.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "{}:2:11: routers[0].type: unknown router type \"nope\"",
-            bad.display()
-        )),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(&format!(
-            "{}:3:5: routers[1]: missing field `type`",
-            bad.display()
-        )),
-        "{stderr}"
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("bad.yaml: 2 problem(s)"), "{stdout}");
-}
-
-#[test]
 fn check_reports_refused_plugin_libraries_with_path_and_reason() {
     let s = Scratch::new("check-plugins");
     s.write("libnot_a_plugin.so", "plain text, not a shared library\n");
@@ -228,11 +199,11 @@ fn check_reports_refused_plugin_libraries_with_path_and_reason() {
     );
     let out = routechain(&["check", chain.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stdout);
     let missing = s.0.join("libmissing.so");
     assert!(
         stderr.contains(&format!(
-            "{}:3:11: routers[0].path: plugin library {} does not exist",
+            "{}:3:11: error[RC002]: routers[0].path: plugin library {} does not exist",
             chain.display(),
             missing.display()
         )),
@@ -241,13 +212,13 @@ fn check_reports_refused_plugin_libraries_with_path_and_reason() {
     let not_lib = s.0.join("libnot_a_plugin.so");
     assert!(
         stderr.contains(&format!(
-            "{}:5:11: routers[1].path: cannot load plugin library {}:",
+            "{}:5:11: error[RC002]: routers[1].path: cannot load plugin library {}:",
             chain.display(),
             not_lib.display()
         )),
         "{stderr}"
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("plugins.yaml: 2 problem(s)"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("plugins.yaml: 2 errors"));
 }
 
 #[test]
@@ -257,6 +228,9 @@ fn every_command_has_help_with_an_example() {
         vec!["route", "--help"],
         vec!["explain", "--help"],
         vec!["check", "--help"],
+        vec!["test", "--help"],
+        vec!["simulate", "--help"],
+        vec!["completions", "--help"],
         vec!["watch", "--help"],
         vec!["zk", "--help"],
         vec!["zk", "put-rule", "--help"],
@@ -558,10 +532,17 @@ fn zk_commands_seed_dubbos_layout_and_watch_follows_zookeeper() {
     let v = w.next_json();
     assert_eq!(addresses(&v), ["10.20.3.3:20880"]);
     w.stderr_with("rule com.foo.BarService::.condition-router added");
-    // A bad rule: refused with its node, line and column; no new line.
-    let bad = s.write("bad.yaml", "conditions: []\n");
-    let out = routechain(&[&["zk", "put-rule"][..], &node, &[bad.to_str().unwrap()]].concat());
-    assert_eq!(out.status.code(), Some(0));
+    // A bad rule: refused with its node, line and column; no new line. (`zk put-rule`
+    // refuses to write it, so it is written with the library's admin client.)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let admin = routechain::live::ZkAdmin::connect(&addr).await.unwrap();
+        let key = routechain::live::RuleKey::new("com.foo.BarService::", "condition");
+        admin.put_rule(&key, "conditions: []\n").await.unwrap();
+    });
     let line = w.stderr_with("refused rule com.foo.BarService::.condition-router modified");
     assert!(
         line.contains(
@@ -721,136 +702,7 @@ fn explain_prints_a_table_with_one_row_per_router() {
         rows[2].contains("group") && rows[2].contains("idx_user"),
         "{text}"
     );
-    assert!(text.contains("result: 1 provider(s)"), "{text}");
-}
-
-const WEIGHTED: &str = "\
-dubbo://10.0.0.1:20880/svc?weight=100
-dubbo://10.0.0.2:20880/svc?weight=300
-dubbo://10.0.0.3:20880/svc?weight=0
-";
-
-fn simulate(s: &Scratch, chain: &str, providers: &str, extra: &[&str]) -> Output {
-    let chain = s.write("chain.yaml", chain);
-    let providers = s.write("providers.txt", providers);
-    let request = s.write("request.json", r#"{"method": "get", "arguments": ["u1"]}"#);
-    let mut args = vec![
-        "simulate",
-        "--chain",
-        chain.to_str().unwrap(),
-        "--providers",
-        providers.to_str().unwrap(),
-        "--request",
-        request.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    routechain(&args)
-}
-
-fn counts(v: &Value) -> Vec<u64> {
-    v["counts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["count"].as_u64().unwrap())
-        .collect()
-}
-
-#[test]
-fn simulate_random_follows_weights_and_is_repeatable_with_a_seed() {
-    let s = Scratch::new("sim-random");
-    let out = simulate(
-        &s,
-        "routers: []\n",
-        WEIGHTED,
-        &["--calls", "40000", "--seed", "3"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json(&out);
-    assert_eq!(v["calls"], 40000);
-    assert_eq!(v["empty"], 0);
-    assert_eq!(v["counts"][1]["address"], "10.0.0.2:20880");
-    assert_eq!(v["counts"][1]["index"], 1);
-    let c = counts(&v);
-    assert_eq!(c.iter().sum::<u64>(), 40000);
-    assert_eq!(c[2], 0, "weight 0 is never picked");
-    assert!((c[1] as f64 / 40000.0 - 0.75).abs() < 0.01, "{c:?}");
-    let again = simulate(
-        &s,
-        "routers: []\n",
-        WEIGHTED,
-        &["--calls", "40000", "--seed", "3"],
-    );
-    assert_eq!(counts(&json(&again)), c);
-}
-
-#[test]
-fn simulate_roundrobin_and_consistenthash_from_the_chain_file() {
-    let s = Scratch::new("sim-rr");
-    let out = simulate(
-        &s,
-        "routers: []\nload_balance: roundrobin\n",
-        WEIGHTED,
-        &["--calls", "400"],
-    );
-    assert_eq!(counts(&json(&out)), [100, 300, 0]);
-    let out = simulate(
-        &s,
-        "routers: []\nmethods:\n  get: {load_balance: consistenthash, hash_key: \"arguments[0]\"}\n",
-        WEIGHTED,
-        &["--calls", "500"],
-    );
-    let c = counts(&json(&out));
-    assert_eq!(
-        c.iter().filter(|n| **n == 500).count(),
-        1,
-        "one key, one provider: {c:?}"
-    );
-}
-
-#[test]
-fn simulate_counts_calls_without_a_provider_as_empty() {
-    let s = Scratch::new("sim-empty");
-    let out = simulate(&s, "routers: []\n", "# none\n", &["--calls", "25"]);
-    assert!(out.status.success());
-    let v = json(&out);
-    assert_eq!(v["empty"], 25);
-    assert_eq!(v["counts"].as_array().unwrap().len(), 0);
-}
-
-#[test]
-fn simulate_table_has_shares_and_bars() {
-    let s = Scratch::new("sim-table");
-    let out = simulate(
-        &s,
-        "routers: []\nload_balance: roundrobin\n",
-        WEIGHTED,
-        &["--calls", "400", "--format", "table"],
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("calls: 400"), "{text}");
-    assert!(text.contains("load_balance: roundrobin"), "{text}");
-    let line = text.lines().find(|l| l.contains("10.0.0.2:20880")).unwrap();
-    assert!(
-        line.contains("300") && line.contains("75.00%") && line.contains('█'),
-        "{line}"
-    );
-    let zero = text.lines().find(|l| l.contains("10.0.0.3:20880")).unwrap();
-    assert!(!zero.contains('█'), "{zero}");
-}
-
-#[test]
-fn simulate_reports_a_bad_balancer_with_its_location() {
-    let s = Scratch::new("sim-bad");
-    let out = simulate(&s, "routers: []\nload_balance: fastest\n", WEIGHTED, &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("chain.yaml:2:15"), "{err}");
-    assert!(err.contains("unknown load balancer \"fastest\""), "{err}");
+    assert!(text.contains("result: 1 provider\n"), "{text}");
 }
 
 /// The canary plugin library, when built (what `routechain demo` looks for).

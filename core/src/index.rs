@@ -4,8 +4,14 @@
 //! bitset) when it holds many providers and sparse (sorted indexes) when it holds few, so a
 //! high-cardinality parameter (`host`, `address`) costs memory in proportion to the
 //! providers, not to providers × values.
+//!
+//! - [`ParamIndex`]: one parameter's exact values → providers, and the providers without it.
+//! - [`NamedSets`]: names compared case-insensitively → providers, some names pinned at
+//!   fixed positions (a rule's regions or datacenters), looked up without allocating.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::hash::Hasher;
 
 use crate::bitset::{BitSet, Candidates};
 use crate::snapshot::Snapshot;
@@ -27,9 +33,7 @@ pub enum ProviderSet {
 impl ProviderSet {
     /// Stores `set` in the smaller of the two forms.
     pub fn from_bitset(set: BitSet) -> Self {
-        let count = set.count();
-        // A sparse index costs 4 bytes, a dense word 8 bytes per 64 providers.
-        if count * 4 < set.words().len() * 8 {
+        if Self::sparse_is_smaller(set.count(), set.len()) {
             ProviderSet::Sparse {
                 indexes: set.iter().map(|i| i as u32).collect(),
                 len: set.len(),
@@ -37,6 +41,28 @@ impl ProviderSet {
         } else {
             ProviderSet::Dense(set)
         }
+    }
+
+    /// Stores sorted, distinct provider indexes over `len` providers in the smaller of the
+    /// two forms.
+    pub fn from_sorted(indexes: Vec<u32>, len: usize) -> Self {
+        debug_assert!(indexes.windows(2).all(|w| w[0] < w[1]));
+        if Self::sparse_is_smaller(indexes.len(), len) {
+            ProviderSet::Sparse {
+                indexes: indexes.into_boxed_slice(),
+                len,
+            }
+        } else {
+            ProviderSet::Dense(BitSet::from_indexes(
+                len,
+                indexes.into_iter().map(|i| i as usize),
+            ))
+        }
+    }
+
+    /// A sparse index costs 4 bytes per member, a dense set 8 bytes per 64 providers.
+    fn sparse_is_smaller(count: usize, len: usize) -> bool {
+        count * 4 < len.div_ceil(64) * 8
     }
 
     /// The empty set over `len` providers.
@@ -189,12 +215,8 @@ impl ParamIndex {
                 None => missing.push(i as u32),
             }
         }
-        let to_set = |ix: Vec<u32>| {
-            ProviderSet::from_bitset(BitSet::from_indexes(
-                len,
-                ix.into_iter().map(|i| i as usize),
-            ))
-        };
+        // Indexes were pushed in increasing provider order: sorted and distinct.
+        let to_set = |ix: Vec<u32>| ProviderSet::from_sorted(ix, len);
         ParamIndex {
             by_value: by_value
                 .into_iter()
@@ -240,6 +262,162 @@ impl ParamIndex {
     }
 }
 
+/// Names (regions, datacenters...) compared case-insensitively (ASCII) → provider sets over
+/// one snapshot, each at a fixed position.
+///
+/// The pinned names (a rule's, say) come first, at the positions given to
+/// [`NamedSetsBuilder::new`], as dense sets; the other names seen in the snapshot follow,
+/// dense or sparse by size, stored lower-cased and found by a case-insensitive hash. So a
+/// parameter with many distinct values (a misconfigured `idc_param: host`, say) costs memory
+/// and time in proportion to the providers, and a lookup never allocates nor scans them.
+/// Unlike [`ParamIndex`] (exact values, keyed by the value), a set is addressed by its
+/// position, so a compiled rule can refer to its names by index.
+#[derive(Debug, Clone)]
+pub struct NamedSets {
+    sets: Vec<(Box<str>, ProviderSet)>,
+    pinned: usize,
+    /// [`caseless_hash`] of each other name → its position.
+    others: HashMap<u64, usize>,
+    /// Other names whose hash an earlier name already has (practically none).
+    collided: Vec<usize>,
+}
+
+/// A hash of `name` lower-cased (ASCII), computed without allocating.
+fn caseless_hash(name: &str) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    for b in name.bytes() {
+        h.write_u8(b.to_ascii_lowercase());
+    }
+    h.finish()
+}
+
+impl NamedSets {
+    /// The position of `name` (case-insensitive), without allocating: a short scan of the
+    /// pinned names, then a hash lookup.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        if let Some(i) = self.sets[..self.pinned]
+            .iter()
+            .position(|(k, _)| k.eq_ignore_ascii_case(name))
+        {
+            return Some(i);
+        }
+        if self.others.is_empty() {
+            return None;
+        }
+        let is = |i: &usize| self.sets[*i].0.eq_ignore_ascii_case(name);
+        let &first = self.others.get(&caseless_hash(name))?;
+        if is(&first) {
+            Some(first)
+        } else {
+            self.collided.iter().copied().find(is)
+        }
+    }
+    /// The name at position `i` (pinned names as given, others lower-cased).
+    pub fn name(&self, i: usize) -> &str {
+        &self.sets[i].0
+    }
+    /// The providers at position `i`.
+    pub fn set(&self, i: usize) -> &ProviderSet {
+        &self.sets[i].1
+    }
+    /// The number of names.
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+    /// True when there is no name.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+}
+
+/// Builds [`NamedSets`] in one pass over a snapshot.
+#[derive(Debug)]
+pub struct NamedSetsBuilder {
+    n: usize,
+    pinned: Vec<(Box<str>, BitSet)>,
+    /// Other names: lower-cased name → index into `members`.
+    others: HashMap<Box<str>, usize>,
+    /// Other names' members, in increasing provider order.
+    members: Vec<(Box<str>, Vec<u32>)>,
+    lower: String,
+}
+
+impl NamedSetsBuilder {
+    /// A builder over `n` providers with `pinned` names at positions 0, 1, ...
+    pub fn new<'a>(pinned: impl Iterator<Item = &'a str>, n: usize) -> Self {
+        NamedSetsBuilder {
+            n,
+            pinned: pinned.map(|k| (k.into(), BitSet::empty(n))).collect(),
+            others: HashMap::new(),
+            members: Vec::new(),
+            lower: String::new(),
+        }
+    }
+
+    /// Adds provider `i` to the set of `name` (case-insensitive); returns the set's
+    /// position. Providers must be added in increasing order.
+    pub fn add(&mut self, name: &str, i: usize) -> usize {
+        if let Some(k) = self
+            .pinned
+            .iter()
+            .position(|(r, _)| r.eq_ignore_ascii_case(name))
+        {
+            self.pinned[k].1.insert(i);
+            return k;
+        }
+        self.lower.clear();
+        self.lower.push_str(name);
+        self.lower.make_ascii_lowercase();
+        let m = match self.others.get(self.lower.as_str()) {
+            Some(&m) => m,
+            None => {
+                let m = self.members.len();
+                self.others.insert(self.lower.as_str().into(), m);
+                self.members.push((self.lower.as_str().into(), Vec::new()));
+                m
+            }
+        };
+        self.members[m].1.push(i as u32);
+        self.pinned.len() + m
+    }
+
+    /// Adds provider `i` to the pinned set at position `k`.
+    pub fn add_to(&mut self, k: usize, i: usize) {
+        self.pinned[k].1.insert(i);
+    }
+
+    /// The sets.
+    pub fn finish(self) -> NamedSets {
+        let n = self.n;
+        let pinned = self.pinned.len();
+        let mut sets: Vec<(Box<str>, ProviderSet)> = self
+            .pinned
+            .into_iter()
+            .map(|(k, b)| (k, ProviderSet::Dense(b)))
+            .collect();
+        for (name, members) in self.members {
+            // Sorted and distinct: providers were added in increasing order.
+            sets.push((name, ProviderSet::from_sorted(members, n)));
+        }
+        let mut others = HashMap::with_capacity(sets.len() - pinned);
+        let mut collided = Vec::new();
+        for (i, (name, _)) in sets.iter().enumerate().skip(pinned) {
+            match others.entry(caseless_hash(name)) {
+                Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+                Entry::Occupied(_) => collided.push(i),
+            }
+        }
+        NamedSets {
+            sets,
+            pinned,
+            others,
+            collided,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +447,31 @@ mod tests {
         assert!(ix.get("c").is_none());
         let hosts = ParamIndex::build(&s, "host");
         assert_eq!(hosts.get("10.0.0.2").unwrap().count(), 1);
+    }
+
+    #[test]
+    fn named_sets_pin_names_and_find_any_case() {
+        let s = snap(&[Some("MT"), Some("zf"), None, Some("Sh"), Some("sh")]);
+        let mut b = NamedSetsBuilder::new(["mt", "gone"].into_iter(), s.len());
+        for (i, p) in s.providers().iter().enumerate() {
+            if let Some(v) = p.get("g") {
+                b.add(v, i);
+            }
+        }
+        b.add_to(1, 2);
+        let sets = b.finish();
+        assert_eq!(sets.len(), 4);
+        assert_eq!(sets.find("Mt"), Some(0));
+        assert_eq!(sets.find("GONE"), Some(1));
+        assert_eq!(sets.find("ZF"), Some(2));
+        assert_eq!(sets.find("sH"), Some(3));
+        assert_eq!(sets.find("nope"), None);
+        assert_eq!((sets.name(0), sets.name(3)), ("mt", "sh"));
+        let members = |k: usize| sets.set(k).to_bitset().iter().collect::<Vec<_>>();
+        assert_eq!(
+            (members(0), members(1), members(3)),
+            (vec![0], vec![2], vec![3, 4])
+        );
     }
 
     proptest! {

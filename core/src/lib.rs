@@ -7,10 +7,13 @@
 //! - [`Request`]: one call (consumer, method, arguments, attachments, attributes), passed
 //!   explicitly — never through thread-locals.
 //! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place.
-//! - [`Router`] / [`PreparedRouter`]: compiled rules, and their per-snapshot prepared state.
+//! - [`TypedRouter`]: the router contract authors implement (raw rule → compiled rule →
+//!   prepared state → per-call route); [`Router`] / [`PreparedRouter`]: its object-safe
+//!   twins the chain stores, derived by [`TypedFactory`].
 //! - [`ChainState`] / [`Chain`]: routers sorted once by priority, published whole behind
 //!   `ArcSwap`.
-//! - [`ProviderSet`] / [`ParamIndex`]: per-snapshot indexes (value → providers).
+//! - [`ProviderSet`] / [`ParamIndex`] / [`NamedSets`]: per-snapshot indexes (value →
+//!   providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
 //! - [`DegradedSet`]: live provider health as routers see it (a bitset of atomics).
 //! - [`weighted`]: sticky and random weighted picks, spillover and panic arithmetic, shared
@@ -62,12 +65,13 @@ pub mod weighted;
 pub use bitset::{BitSet, Candidates};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
-pub use index::{ParamIndex, ProviderSet};
+pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
 pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};
 pub use router::{
-    FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, Router, router_fn,
+    FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, RouteContextBuilder,
+    Router, TypedFactory, TypedRouter, router_fn,
 };
 pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};

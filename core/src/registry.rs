@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::router::Router;
-use crate::rule::{RuleDoc, RuleError};
+use crate::bitset::Candidates;
+use crate::router::{FnFactory, RouteContext, Router, TypedFactory, TypedRouter, router_fn};
+use crate::rule::{FieldPath, RuleDoc, RuleError};
 
 /// What a factory receives to build one router of a chain.
 #[derive(Debug, Clone, Copy)]
@@ -27,19 +28,30 @@ pub struct RouterSpec<'a> {
     pub service: Option<&'a str>,
 }
 
-/// Builds routers of one type from chain entries.
-pub trait RouterFactory: Send + Sync {
-    /// The priority used when the entry names none (lower runs first). It may depend on
-    /// the rule (Dubbo runs service-scope condition rules at 140, application-scope at 150).
-    fn default_priority(&self, spec: &RouterSpec<'_>) -> i32;
+impl RouterSpec<'_> {
+    /// The path of the rule document, or of the entry when it has no rule: rule errors are
+    /// located below it.
+    pub fn rule_path(&self) -> &FieldPath {
+        self.rule.map_or(self.entry.path, |r| r.path)
+    }
 
+    /// An error at `relative` below the rule document (see [`RouterSpec::rule_path`]).
+    pub fn error(&self, relative: &FieldPath, message: impl Into<String>) -> RuleError {
+        RuleError::new(self.rule_path().join(relative), message)
+    }
+}
+
+/// Builds routers of one type from chain entries: the object-safe twin of
+/// [`TypedRouter`] (see [`TypedFactory`]), which the registry stores.
+pub trait RouterFactory: Send + Sync {
     /// Entry fields this type accepts besides the common ones (`type`, `priority`, `rule`,
     /// `rule_file`, `application`); any other field is an error.
     fn extra_fields(&self) -> &'static [&'static str] {
         &[]
     }
 
-    /// Compiles the entry into a router, reporting every problem found.
+    /// Compiles the entry into a router, reporting every problem found. The router knows
+    /// its default priority ([`Router::default_priority`]).
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>>;
 }
 
@@ -61,6 +73,33 @@ impl Registry {
         factory: Arc<dyn RouterFactory>,
     ) -> Option<Arc<dyn RouterFactory>> {
         self.factories.insert(type_name.into(), factory)
+    }
+    /// Registers the typed router `router` under `type_name` (see [`TypedRouter`]),
+    /// returning the factory it replaces.
+    pub fn register_typed<T: TypedRouter>(
+        &mut self,
+        type_name: impl Into<String>,
+        router: T,
+    ) -> Option<Arc<dyn RouterFactory>> {
+        let type_name = type_name.into();
+        let factory = Arc::new(TypedFactory::new(type_name.as_str(), router));
+        self.register(type_name, factory)
+    }
+    /// Registers a closure router under `type_name`, so chain files can name it: every
+    /// entry of that type runs `f` per call (at `priority` unless the entry names one); an
+    /// entry with a rule is an error. Returns the factory it replaces.
+    pub fn register_fn<F>(
+        &mut self,
+        type_name: impl Into<String>,
+        priority: i32,
+        f: F,
+    ) -> Option<Arc<dyn RouterFactory>>
+    where
+        F: Fn(&mut RouteContext<'_>, &mut Candidates) + Send + Sync + 'static,
+    {
+        let type_name = type_name.into();
+        let router = router_fn(type_name.as_str(), f).with_priority(priority);
+        self.register(type_name, Arc::new(FnFactory(router)))
     }
     /// The factory for `type_name`.
     pub fn get(&self, type_name: &str) -> Option<&Arc<dyn RouterFactory>> {

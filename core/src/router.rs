@@ -1,19 +1,72 @@
-//! The router contract.
+//! The router contract: a typed trait router authors implement, and the object-safe twins
+//! the chain stores.
 //!
-//! A [`Router`] is a compiled rule. Off the call path, whenever the provider snapshot (or the
-//! consumer) changes, the chain asks it to [`Router::prepare`] a [`PreparedRouter`]: compiled
-//! matchers resolved into bitsets, attribute value → bitset indexes, precomputed answers.
-//! Per call, the prepared router narrows the candidate bitset in place from that state,
-//! reading the request through a [`RouteContext`]. Per call nothing allocates, locks or
-//! re-parses provider strings.
+//! A router type implements [`TypedRouter`]: its rule as written ([`TypedRouter::Raw`], read
+//! by serde), its compiled rule ([`TypedRouter::Rule`]) and its per-snapshot state
+//! ([`TypedRouter::Prepared`]), and four steps:
+//!
+//! 1. [`TypedRouter::compile`] (once per rule): raw rule → compiled rule, every problem
+//!    reported at once, located by field path;
+//! 2. [`TypedRouter::default_priority`] (once per rule): where the router runs unless the
+//!    chain entry says otherwise;
+//! 3. [`TypedRouter::prepare`] (off the call path, whenever the provider snapshot, the
+//!    consumer or the rule changes): compiled matchers resolved into bitsets, the prepared
+//!    state ([`TypedRouter::Prepared`]) holding whatever the call needs;
+//! 4. [`TypedRouter::route`] (per call): narrows the candidate bitset in place from the
+//!    prepared state, reading the request through a [`RouteContext`]. Nothing allocates,
+//!    locks or re-parses provider strings.
+//!
+//! [`crate::Registry::register_typed`] wraps the type in a [`TypedFactory`], which derives the
+//! object-safe [`RouterFactory`](crate::RouterFactory), [`Router`] and [`PreparedRouter`]:
+//! the rule document is deserialized (a type error names its field path), an entry without a
+//! rule passes every provider (unless [`TypedRouter::without_rule`] says otherwise), and a
+//! failed preparation becomes a [`PrepareError`] naming the router and the snapshot
+//! generation. Type erasure happens once per snapshot (the prepared state is boxed as an
+//! `Arc<dyn PreparedRouter>`); per call there is exactly one dynamic call per router.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use routechain_core::{BitSet, Candidates, Evaluation, PrepareContext, Registry,
+//!                       RouteContext, RouterSpec, RuleError, TypedRouter};
+//!
+//! /// Keeps the providers whose `zone` parameter is the rule's `zone`.
+//! struct Zone;
+//! #[derive(serde::Deserialize)]
+//! struct RawZone { zone: String }
+//!
+//! impl TypedRouter for Zone {
+//!     type Raw = RawZone;
+//!     type Rule = String;
+//!     type Prepared = BitSet;
+//!     fn default_priority(&self, _rule: Option<&String>) -> i32 { 10 }
+//!     fn compile(&self, raw: RawZone, _spec: &RouterSpec<'_>) -> Result<String, Vec<RuleError>> {
+//!         Ok(raw.zone)
+//!     }
+//!     fn prepare(zone: &Arc<String>, cx: &PrepareContext<'_>) -> Result<BitSet, String> {
+//!         let p = cx.snapshot.providers();
+//!         Ok(BitSet::from_fn(p.len(), |i| p[i].get("zone") == Some(zone.as_str())))
+//!     }
+//!     fn route(zone: &BitSet, _: &mut RouteContext<'_>, c: &mut Candidates) -> Evaluation {
+//!         c.and_assign(zone);
+//!         Evaluation::Cached
+//!     }
+//! }
+//!
+//! let mut registry = Registry::new();
+//! registry.register_typed("zone", Zone);
+//! ```
 
 use std::fmt;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+
 use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
+use crate::registry::{RouterFactory, RouterSpec};
 use crate::request::Request;
-use crate::rng::RandomSource;
+use crate::rng::{FastRng, RandomSource};
+use crate::rule::{FieldPath, RuleDoc, RuleError};
 use crate::snapshot::Snapshot;
 use crate::trace::Evaluation;
 use crate::url::Url;
@@ -42,10 +95,74 @@ pub struct PrepareError {
     pub reason: String,
 }
 
-/// A compiled rule: builds per-snapshot state off the call path.
+/// A router type, written once with its own types: the contract router authors implement.
+///
+/// [`crate::Registry::register_typed`] registers it under a type name; the chain sees it
+/// through the object-safe [`Router`] / [`PreparedRouter`] that [`TypedFactory`] derives.
+pub trait TypedRouter: Send + Sync + 'static {
+    /// The rule as written in YAML (serde reads it from the rule document; a type error
+    /// names its field path).
+    type Raw: DeserializeOwned;
+    /// The compiled rule: matchers compiled, names resolved, nothing left to re-check per call.
+    type Rule: Send + Sync + 'static;
+    /// The state prepared for one snapshot and consumer.
+    type Prepared: Send + Sync + 'static;
+
+    /// The priority when the chain entry names none (lower runs first); `rule` is `None` for
+    /// an entry without a rule. It may depend on the rule (Dubbo runs service-scope condition
+    /// rules at 140, application-scope ones at 150).
+    fn default_priority(&self, rule: Option<&Self::Rule>) -> i32;
+
+    /// Entry fields this type accepts besides the common ones (`type`, `priority`, `rule`,
+    /// `rule_file`, `application`); any other field is an error.
+    fn extra_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The name shown in traces and errors for a compiled rule; by default the type name the
+    /// entry asked for (`tag`), and for an entry without a rule always the type name.
+    fn name(&self, type_name: &str, rule: &Self::Rule) -> String {
+        let _ = rule;
+        type_name.to_string()
+    }
+
+    /// Compiles a rule as written, reporting every problem at once, each located by its
+    /// absolute field path ([`RouterSpec::rule_path`] is the document's; [`RouterSpec::error`]
+    /// joins a relative path to it).
+    fn compile(&self, raw: Self::Raw, spec: &RouterSpec<'_>) -> Result<Self::Rule, Vec<RuleError>>;
+
+    /// The rule of an entry without one (or whose config-center rule was deleted): `None`
+    /// (the default) passes every provider; a router with built-in defaults returns them.
+    fn without_rule(&self, spec: &RouterSpec<'_>) -> Result<Option<Self::Rule>, Vec<RuleError>> {
+        let _ = spec;
+        Ok(None)
+    }
+
+    /// Prepares the per-snapshot state from the compiled rule, off the call path (keep a
+    /// clone of the `Arc` in the state when routing needs the rule). An error refuses the
+    /// snapshot (the previous chain state keeps serving); the router name and the snapshot
+    /// generation are added to it.
+    fn prepare(rule: &Arc<Self::Rule>, cx: &PrepareContext<'_>) -> Result<Self::Prepared, String>;
+
+    /// Narrows `candidates` in place for one call. Must not allocate (except to write the
+    /// explain reason, which only happens when a trace is recorded) and must not lock.
+    fn route(
+        prepared: &Self::Prepared,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation;
+}
+
+/// A compiled rule as the chain stores it: builds per-snapshot state off the call path.
+///
+/// Implemented for every [`TypedRouter`] through [`TypedFactory`]; implement it directly
+/// only for routers that are not typed (the plugin loader's, say).
 pub trait Router: Send + Sync + 'static {
     /// The name shown in traces and errors, e.g. `condition(service)` or `tag`.
     fn name(&self) -> &str;
+
+    /// The priority the chain runs this router at when its entry names none (lower first).
+    fn default_priority(&self) -> i32;
 
     /// Prepares the per-snapshot state. Called when the snapshot, the consumer or the rule
     /// changes, never per call.
@@ -67,6 +184,170 @@ pub trait PreparedRouter: Send + Sync + 'static {
     }
 }
 
+/// Derives the object-safe [`RouterFactory`], [`Router`] and [`PreparedRouter`] for a
+/// [`TypedRouter`]; [`crate::Registry::register_typed`] registers one.
+pub struct TypedFactory<T: TypedRouter> {
+    type_name: Arc<str>,
+    router: Arc<T>,
+}
+
+impl<T: TypedRouter> TypedFactory<T> {
+    /// A factory for `router` under `type_name`.
+    pub fn new(type_name: impl Into<Arc<str>>, router: T) -> Self {
+        TypedFactory {
+            type_name: type_name.into(),
+            router: Arc::new(router),
+        }
+    }
+
+    /// The typed router.
+    pub fn typed(&self) -> &T {
+        &self.router
+    }
+
+    /// A chain router for an already compiled rule (`None`: every provider passes), named
+    /// and prioritised as [`RouterFactory::build`] would: for tests and hosts that compile
+    /// rules themselves.
+    pub fn router(&self, rule: Option<T::Rule>) -> Arc<dyn Router> {
+        self.compiled(&self.type_name, rule)
+    }
+
+    /// Reads and compiles a rule document outside a chain file (as an entry's rule with no
+    /// other field): for tests and hosts.
+    pub fn compile(&self, doc: RuleDoc<'_>) -> Result<T::Rule, Vec<RuleError>> {
+        let entry = serde_json::Value::Null;
+        let spec = RouterSpec {
+            type_name: &self.type_name,
+            entry: RuleDoc::new(&entry, doc.path),
+            rule: Some(doc),
+            base_dir: None,
+            service: None,
+        };
+        let raw: T::Raw = doc.parse().map_err(|e| vec![e])?;
+        self.router.compile(raw, &spec)
+    }
+
+    /// Builds a chain router from a rule document (`None`: an entry without a rule)
+    /// outside a chain file: for tests and hosts.
+    pub fn build_rule(&self, doc: Option<RuleDoc<'_>>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let entry = serde_json::Value::Null;
+        let root = FieldPath::root();
+        self.build(&RouterSpec {
+            type_name: &self.type_name,
+            entry: RuleDoc::new(&entry, doc.map_or(&root, |d| d.path)),
+            rule: doc,
+            base_dir: None,
+            service: None,
+        })
+    }
+
+    fn compiled(&self, type_name: &str, rule: Option<T::Rule>) -> Arc<dyn Router> {
+        match rule {
+            Some(rule) => Arc::new(Compiled::<T> {
+                name: self.router.name(type_name, &rule),
+                priority: self.router.default_priority(Some(&rule)),
+                rule: Arc::new(rule),
+            }),
+            None => Arc::new(PassEverything {
+                name: type_name.into(),
+                priority: self.router.default_priority(None),
+            }),
+        }
+    }
+}
+
+impl<T: TypedRouter> fmt::Debug for TypedFactory<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TypedFactory")
+            .field(&self.type_name)
+            .finish()
+    }
+}
+
+impl<T: TypedRouter> RouterFactory for TypedFactory<T> {
+    fn extra_fields(&self) -> &'static [&'static str] {
+        self.router.extra_fields()
+    }
+
+    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let rule = match spec.rule {
+            Some(doc) => {
+                let raw: T::Raw = doc.parse().map_err(|e| vec![e])?;
+                Some(self.router.compile(raw, spec)?)
+            }
+            None => self.router.without_rule(spec)?,
+        };
+        Ok(self.compiled(spec.type_name, rule))
+    }
+}
+
+/// A typed router with its compiled rule: the [`Router`] the chain stores.
+struct Compiled<T: TypedRouter> {
+    name: String,
+    priority: i32,
+    rule: Arc<T::Rule>,
+}
+
+impl<T: TypedRouter> Router for Compiled<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn default_priority(&self) -> i32 {
+        self.priority
+    }
+
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        match T::prepare(&self.rule, cx) {
+            Ok(prepared) => Ok(Arc::new(Prepared::<T>(prepared))),
+            Err(reason) => Err(PrepareError {
+                router: self.name.clone(),
+                generation: cx.snapshot.generation(),
+                reason,
+            }),
+        }
+    }
+}
+
+/// A typed router's state for one snapshot: the [`PreparedRouter`] the chain calls.
+struct Prepared<T: TypedRouter>(T::Prepared);
+
+impl<T: TypedRouter> PreparedRouter for Prepared<T> {
+    #[inline]
+    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+        T::route(&self.0, cx, candidates)
+    }
+}
+
+/// An entry without a rule: every provider passes.
+struct PassEverything {
+    name: Arc<str>,
+    priority: i32,
+}
+
+impl Router for PassEverything {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn default_priority(&self) -> i32 {
+        self.priority
+    }
+
+    fn prepare(&self, _cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        Ok(Arc::new(PassEverythingPrepared(self.name.clone())))
+    }
+}
+
+struct PassEverythingPrepared(Arc<str>);
+
+impl PreparedRouter for PassEverythingPrepared {
+    fn route(&self, cx: &mut RouteContext<'_>, _candidates: &mut Candidates) -> Evaluation {
+        cx.explain(format_args!("no {} rule: every provider passes", self.0));
+        Evaluation::Cached
+    }
+}
+
 /// What a prepared router sees per call.
 pub struct RouteContext<'a> {
     pub(crate) request: &'a Request,
@@ -80,28 +361,22 @@ pub struct RouteContext<'a> {
 }
 
 impl<'a> RouteContext<'a> {
-    /// Builds a context by hand: for router unit tests and for hosts that drive a
-    /// prepared router outside a chain.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        request: &'a Request,
-        consumer: &'a Url,
-        consumer_is_prepared: bool,
-        snapshot: &'a Snapshot,
-        degraded: &'a DegradedSet,
-        rng: &'a mut dyn RandomSource,
-        scratch: &'a mut BitSet,
-        reason: Option<&'a mut String>,
-    ) -> Self {
-        RouteContext {
+    /// A builder for a context outside a chain: for router unit tests and for hosts that
+    /// drive a prepared router themselves. See [`RouteContextBuilder`].
+    pub fn builder(request: &'a Request, snapshot: &'a Snapshot) -> RouteContextBuilder<'a> {
+        RouteContextBuilder {
             request,
-            consumer,
-            consumer_is_prepared,
             snapshot,
-            degraded,
-            rng,
-            scratch,
-            reason,
+            consumer: None,
+            consumer_is_prepared: true,
+            degraded: None,
+            rng: None,
+            explain: false,
+            own_consumer: Url::empty(),
+            own_degraded: DegradedSet::new(snapshot.len()),
+            own_rng: FastRng::seeded(1),
+            scratch: BitSet::full(snapshot.len()),
+            reason: String::new(),
         }
     }
 
@@ -152,20 +427,119 @@ impl<'a> RouteContext<'a> {
     }
 }
 
+/// Builds a [`RouteContext`] outside a chain. Everything but the request and the snapshot
+/// has a default: the empty consumer URL (counted as the prepared one), no degraded
+/// provider, a random source seeded with 1, a scratch bitset sized to the snapshot, and no
+/// explain trace.
+///
+/// ```
+/// use routechain_core::{BitSet, Request, RouteContext, Snapshot};
+///
+/// let snapshot = Snapshot::parse_lines(1, "dubbo://10.0.0.1:20880/svc\n").unwrap();
+/// let request = Request::new().with_method("get");
+/// let mut builder = RouteContext::builder(&request, &snapshot).explain(true);
+/// let mut candidates = BitSet::full(snapshot.len());
+/// let mut cx = builder.context();
+/// cx.explain(format_args!("kept {}", candidates.count()));
+/// # let _ = &mut candidates;
+/// assert_eq!(builder.reason(), "kept 1");
+/// ```
+pub struct RouteContextBuilder<'a> {
+    request: &'a Request,
+    snapshot: &'a Snapshot,
+    consumer: Option<&'a Url>,
+    consumer_is_prepared: bool,
+    degraded: Option<&'a DegradedSet>,
+    rng: Option<&'a mut dyn RandomSource>,
+    explain: bool,
+    own_consumer: Url,
+    own_degraded: DegradedSet,
+    own_rng: FastRng,
+    scratch: BitSet,
+    reason: String,
+}
+
+impl<'a> RouteContextBuilder<'a> {
+    /// The call's consumer, and whether it is the one the router prepared for.
+    pub fn consumer(mut self, consumer: &'a Url, is_prepared: bool) -> Self {
+        self.consumer = Some(consumer);
+        self.consumer_is_prepared = is_prepared;
+        self
+    }
+    /// The live degraded set (over the same snapshot).
+    pub fn degraded(mut self, degraded: &'a DegradedSet) -> Self {
+        self.degraded = Some(degraded);
+        self
+    }
+    /// The random source.
+    pub fn rng(mut self, rng: &'a mut dyn RandomSource) -> Self {
+        self.rng = Some(rng);
+        self
+    }
+    /// Whether to record the explain reason (read it with [`RouteContextBuilder::reason`]).
+    pub fn explain(mut self, explain: bool) -> Self {
+        self.explain = explain;
+        self
+    }
+    /// A context for one call. The reason recorded by the previous context is cleared.
+    pub fn context(&mut self) -> RouteContext<'_> {
+        self.reason.clear();
+        RouteContext {
+            request: self.request,
+            consumer: self.consumer.unwrap_or(&self.own_consumer),
+            consumer_is_prepared: self.consumer_is_prepared,
+            snapshot: self.snapshot,
+            degraded: self.degraded.unwrap_or(&self.own_degraded),
+            rng: match self.rng.as_deref_mut() {
+                Some(rng) => rng,
+                None => &mut self.own_rng,
+            },
+            scratch: &mut self.scratch,
+            reason: self.explain.then_some(&mut self.reason),
+        }
+    }
+    /// The reason the last context recorded (empty unless [`RouteContextBuilder::explain`]).
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
 /// A router made from a closure, for tests and examples: the closure runs per call.
+/// [`crate::Registry::register_fn`] registers one under a type name for chain files.
 pub struct FnRouter<F> {
     name: String,
+    priority: i32,
     f: Arc<F>,
 }
 
-/// Makes a router from a closure `f(&mut RouteContext, &mut Candidates)`.
+/// Makes a router from a closure `f(&mut RouteContext, &mut Candidates)`, with default
+/// priority 0.
 pub fn router_fn<F>(name: impl Into<String>, f: F) -> FnRouter<F>
 where
     F: Fn(&mut RouteContext<'_>, &mut Candidates) + Send + Sync + 'static,
 {
     FnRouter {
         name: name.into(),
+        priority: 0,
         f: Arc::new(f),
+    }
+}
+
+impl<F> FnRouter<F> {
+    /// The same router with another default priority.
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+}
+
+impl<F> Clone for FnRouter<F> {
+    fn clone(&self) -> Self {
+        FnRouter {
+            name: self.name.clone(),
+            priority: self.priority,
+            f: self.f.clone(),
+        }
     }
 }
 
@@ -188,7 +562,209 @@ where
     fn name(&self) -> &str {
         &self.name
     }
+    fn default_priority(&self) -> i32 {
+        self.priority
+    }
     fn prepare(&self, _cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
         Ok(Arc::new(FnPrepared(self.f.clone())))
+    }
+}
+
+/// Builds a closure router for every entry of its type; an entry with a rule is an error.
+pub(crate) struct FnFactory<F>(pub(crate) FnRouter<F>);
+
+impl<F> RouterFactory for FnFactory<F>
+where
+    F: Fn(&mut RouteContext<'_>, &mut Candidates) + Send + Sync + 'static,
+{
+    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        if let Some(rule) = spec.rule {
+            return Err(vec![RuleError::new(
+                rule.path.clone(),
+                format!("router type {:?} takes no rule", spec.type_name),
+            )]);
+        }
+        Ok(Arc::new(self.0.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CallState, ChainEntry, ChainState, Registry};
+
+    struct Evens;
+
+    impl TypedRouter for Evens {
+        type Raw = serde_json::Value;
+        type Rule = bool;
+        type Prepared = BitSet;
+        fn default_priority(&self, rule: Option<&bool>) -> i32 {
+            if rule == Some(&true) { 7 } else { 3 }
+        }
+        fn name(&self, type_name: &str, rule: &bool) -> String {
+            format!("{type_name}({rule})")
+        }
+        fn compile(
+            &self,
+            raw: serde_json::Value,
+            spec: &RouterSpec<'_>,
+        ) -> Result<bool, Vec<RuleError>> {
+            match raw.get("fail") {
+                Some(_) => Err(vec![spec.error(&FieldPath::root().key("fail"), "failing")]),
+                None => Ok(raw.get("prepare_fails").is_none()),
+            }
+        }
+        fn prepare(ok: &Arc<bool>, cx: &PrepareContext<'_>) -> Result<BitSet, String> {
+            if **ok {
+                Ok(BitSet::from_fn(cx.snapshot.len(), |i| i % 2 == 0))
+            } else {
+                Err("refused".into())
+            }
+        }
+        fn route(evens: &BitSet, cx: &mut RouteContext<'_>, c: &mut Candidates) -> Evaluation {
+            c.and_assign(evens);
+            cx.explain(format_args!("evens"));
+            Evaluation::Cached
+        }
+    }
+
+    fn build(rule: Option<serde_json::Value>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+        let mut registry = Registry::new();
+        registry.register_typed("evens", Evens);
+        let entry_path = FieldPath::root().key("routers").index(0);
+        let rule_path = entry_path.key("rule");
+        let entry = serde_json::Value::Null;
+        registry.get("evens").unwrap().build(&RouterSpec {
+            type_name: "evens",
+            entry: RuleDoc::new(&entry, &entry_path),
+            rule: rule.as_ref().map(|r| RuleDoc::new(r, &rule_path)),
+            base_dir: None,
+            service: None,
+        })
+    }
+
+    fn route(router: Arc<dyn Router>) -> (Vec<usize>, String) {
+        let snapshot = Snapshot::parse_lines(
+            3,
+            "dubbo://10.0.0.1:1/s\ndubbo://10.0.0.2:1/s\ndubbo://10.0.0.3:1/s\n",
+        )
+        .unwrap();
+        let state = ChainState::new(
+            None,
+            Arc::new(snapshot),
+            Arc::new(Url::empty()),
+            vec![ChainEntry::new("evens", 0, router)],
+        )
+        .unwrap();
+        let mut call = CallState::seeded(1);
+        let mut trace = crate::Trace::default();
+        state
+            .route_traced(&Request::new(), &mut call, &mut trace)
+            .unwrap();
+        (
+            call.candidates.iter().collect(),
+            trace.steps[0].reason.clone(),
+        )
+    }
+
+    #[test]
+    fn a_typed_router_compiles_names_prioritises_and_routes() {
+        let router = build(Some(serde_json::json!({}))).unwrap();
+        assert_eq!(
+            (router.name(), router.default_priority()),
+            ("evens(true)", 7)
+        );
+        assert_eq!(route(router), (vec![0, 2], "evens".to_string()));
+    }
+
+    #[test]
+    fn without_a_rule_every_provider_passes() {
+        let router = build(None).unwrap();
+        assert_eq!((router.name(), router.default_priority()), ("evens", 3));
+        assert_eq!(
+            route(router),
+            (
+                vec![0, 1, 2],
+                "no evens rule: every provider passes".to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn compile_and_type_errors_are_located() {
+        let e = build(Some(serde_json::json!({"fail": 1}))).err().unwrap();
+        assert_eq!(e[0].to_string(), "routers[0].rule.fail: failing");
+    }
+
+    #[test]
+    fn a_failed_prepare_names_the_router_and_the_generation() {
+        let router = build(Some(serde_json::json!({"prepare_fails": 1}))).unwrap();
+        let snapshot = Snapshot::parse_lines(3, "dubbo://10.0.0.1:1/s\n").unwrap();
+        let e = router
+            .prepare(&PrepareContext {
+                snapshot: &snapshot,
+                consumer: &Url::empty(),
+                service: None,
+            })
+            .err()
+            .unwrap();
+        assert_eq!(
+            e,
+            PrepareError {
+                router: "evens(false)".into(),
+                generation: 3,
+                reason: "refused".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_registered_closure_router_is_named_by_chain_entries_and_takes_no_rule() {
+        let mut registry = Registry::new();
+        registry.register_fn("odd-out", 5, |_, c| c.remove(1));
+        let entry_path = FieldPath::root();
+        let entry = serde_json::Value::Null;
+        let spec = |rule| RouterSpec {
+            type_name: "odd-out",
+            entry: RuleDoc::new(&entry, &entry_path),
+            rule,
+            base_dir: None,
+            service: None,
+        };
+        let router = registry.get("odd-out").unwrap().build(&spec(None)).unwrap();
+        assert_eq!((router.name(), router.default_priority()), ("odd-out", 5));
+        assert_eq!(route(router).0, vec![0, 2]);
+        let rule = serde_json::json!({});
+        let e = registry
+            .get("odd-out")
+            .unwrap()
+            .build(&spec(Some(RuleDoc::new(&rule, &entry_path))))
+            .err()
+            .unwrap();
+        assert_eq!(e[0].message, "router type \"odd-out\" takes no rule");
+    }
+
+    #[test]
+    fn the_builder_defaults_and_records_the_reason() {
+        let snapshot = Snapshot::parse_lines(1, "dubbo://10.0.0.1:1/s?zone=a\n").unwrap();
+        let request = Request::new();
+        let consumer = Url::parse("consumer://10.0.0.9/s?zone=a").unwrap();
+        let mut builder = RouteContext::builder(&request, &snapshot)
+            .consumer(&consumer, false)
+            .explain(true);
+        let cx = builder.context();
+        assert!(!cx.consumer_is_prepared());
+        assert_eq!(cx.consumer().param("zone"), Some("a"));
+        assert!(!cx.degraded().any());
+        let mut cx = builder.context();
+        cx.explain(format_args!("one"));
+        cx.explain(format_args!("two"));
+        assert_eq!(builder.reason(), "one; two");
+        let mut quiet = RouteContext::builder(&request, &snapshot);
+        let mut cx = quiet.context();
+        assert!(!cx.explaining());
+        cx.explain(format_args!("ignored"));
+        assert_eq!(quiet.reason(), "");
     }
 }

@@ -116,6 +116,9 @@ impl Router for FailingPrepare {
     fn name(&self) -> &str {
         "failing"
     }
+    fn default_priority(&self) -> i32 {
+        0
+    }
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
         Err(PrepareError {
             router: "failing".into(),
@@ -174,6 +177,9 @@ fn with_entries_reuses_prepared_state_of_unchanged_routers() {
     impl Router for Counting {
         fn name(&self) -> &str {
             "counting"
+        }
+        fn default_priority(&self) -> i32 {
+            0
         }
         fn prepare(&self, _: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
             self.0.fetch_add(1, Ordering::SeqCst);

@@ -1,58 +1,68 @@
 //! # routechain-routers
 //!
-//! The built-in routers, one module per router. Each module compiles its rule document
-//! (schema in `routechain_rules::schema`) into a [`routechain_core::Router`], prepares
-//! per-snapshot indexes, and routes each call with bitset operations.
-//!
+//! The built-in routers, one folder per router (`routers/src/<name>/`). Each folder holds
+//! the router's rule as written and its validation (`rule.rs`: `RawXRule` →
+//! `XRule::compile`), the router type (`XRouter`, a [`routechain_core::TypedRouter`]), its
+//! prepared per-snapshot state (`PreparedX`), its per-call route and its explain texts.
 //! [`register_builtins`] registers every built-in type into a [`Registry`] value.
+//! [`dubbo`] holds what Dubbo's own rule documents (condition, tag, affinity) share.
 //!
-//! Default priorities (lower runs first; an entry's `priority` overrides them):
+//! Default priorities (lower runs first; an entry's `priority` overrides them), each the
+//! `DEFAULT_PRIORITY` of its folder:
 //!
 //! | type | priority | why | without a rule |
 //! |---|---|---|---|
-//! | `mock` | -100 | Dubbo's | takes none: routes by the `invocation.need.mock` attachment |
-//! | `tag` | 100 | Dubbo's | static-tag routing |
-//! | `condition` | 140 (service scope), 150 (application scope) | Dubbo's | every provider passes |
-//! | `affinity` | see [`affinity`] | Dubbo's | every provider passes |
-//! | `group` | [`group::GROUP_PRIORITY`] (160) | after Dubbo's tag (100) and condition (140/150) routers | the rule's defaults |
-//! | `idc-weight` | [`idc_weight::IDC_WEIGHT_PRIORITY`] (170) | last: picks the datacenter among what the others left | every provider passes |
+//! | `mock` | [`mock::DEFAULT_PRIORITY`] (-100) | Dubbo's | takes none: routes by the `invocation.need.mock` attachment |
+//! | `tag` | [`tag::DEFAULT_PRIORITY`] (100) | Dubbo's | static-tag routing |
+//! | `affinity` | [`affinity::DEFAULT_PRIORITY`] (130), [`affinity::APPLICATION_SCOPE_PRIORITY`] (135) | Dubbo's | every provider passes |
+//! | `condition` | [`condition::DEFAULT_PRIORITY`] (140), [`condition::APPLICATION_SCOPE_PRIORITY`] (150) | Dubbo's | every provider passes |
+//! | `group` | [`group::DEFAULT_PRIORITY`] (160) | after Dubbo's tag (100) and condition (140/150) routers | the rule's defaults |
+//! | `idc-weight` | [`idc_weight::DEFAULT_PRIORITY`] (170) | last: picks the datacenter among what the others left | every provider passes |
 //!
 //! "Without a rule" includes a config-center rule that was deleted
 //! (`routechain_rules::RuleOverride::Cleared`): an entry that subscribes to a key can start
 //! before its rule is written.
+//!
+//! ## Adding a router
+//!
+//! A new built-in router `x` (type name `x`) touches exactly:
+//!
+//! 1. its folder `routers/src/x/`: `mod.rs` with `pub const DEFAULT_PRIORITY`, the router
+//!    type `XRouter` implementing [`routechain_core::TypedRouter`] (raw rule, compiled rule,
+//!    prepared state; `compile`, `prepare`, `route`), `PreparedX` and its per-call route
+//!    with its explain texts; `rule.rs` with `RawXRule` (serde, `deny_unknown_fields`) and
+//!    `XRule::compile(raw, path)` reporting every problem by field path; more files for
+//!    further jobs (each under ~800 lines); unit tests beside them (`tests.rs`);
+//! 2. one line in this file: `pub mod x;` and one line in [`register_builtins`]
+//!    (`registry.register_typed("x", x::XRouter);`);
+//! 3. its cases for the router harness: `tests/routers/x.yaml` (providers, rule, requests,
+//!    expected providers, exact explain texts; every case is also checked for zero
+//!    allocations per call);
+//! 4. its docs page in `docs/` (or a section of the family's page), a line in the README's
+//!    router table, and a commented example under `rules/examples/x/` (a test compiles
+//!    every example).
+//!
+//! Nothing else: the chain file, the loader, the registry, live updates and the command
+//! line find the type through the registry.
 
-use std::sync::Arc;
-
-use routechain_core::{Registry, RouterSpec};
-use routechain_rules::schema::dubbo::is_application_scope;
+use routechain_core::Registry;
 
 pub mod affinity;
 pub mod condition;
+pub mod dubbo;
 pub mod group;
 pub mod idc_weight;
 pub mod mock;
 pub mod tag;
 
-pub use condition::{ConditionFactory, ConditionRouter, ConditionRule};
-
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
-    registry.register("mock", Arc::new(mock::MockFactory));
-    registry.register("tag", Arc::new(tag::TagFactory));
-    registry.register("condition", Arc::new(ConditionFactory));
-    registry.register("affinity", Arc::new(affinity::AffinityFactory));
-    registry.register("group", Arc::new(group::GroupFactory));
-    registry.register("idc-weight", Arc::new(idc_weight::IdcWeightFactory));
-}
-
-/// The default priority of a router type whose Dubbo order depends on the rule's scope:
-/// `application` for `scope: application`, else `service` (no rule included).
-pub(crate) fn scope_priority(spec: &RouterSpec<'_>, service: i32, application: i32) -> i32 {
-    if spec.rule.is_some_and(|r| is_application_scope(r.value)) {
-        application
-    } else {
-        service
-    }
+    registry.register_typed("mock", mock::MockRouter);
+    registry.register_typed("tag", tag::TagRouter);
+    registry.register_typed("condition", condition::ConditionRouter);
+    registry.register_typed("affinity", affinity::AffinityRouter);
+    registry.register_typed("group", group::GroupRouter);
+    registry.register_typed("idc-weight", idc_weight::IdcWeightRouter);
 }
 
 /// A registry holding the built-in router types.
@@ -67,13 +77,15 @@ pub fn builtin_registry() -> Registry {
 mod test_support {
     use std::sync::Arc;
 
-    use routechain_core::{FieldPath, Router, RouterFactory, RouterSpec, RuleDoc, RuleError};
+    use routechain_core::{
+        FieldPath, Router, RouterFactory, RouterSpec, RuleDoc, RuleError, TypedFactory, TypedRouter,
+    };
     use routechain_rules::YamlDoc;
 
-    /// Builds a router of `type_name` with `factory`, as entry `routers[0]` of a chain file
-    /// with `rule` (YAML text) as its rule document.
-    pub(crate) fn build(
-        factory: &dyn RouterFactory,
+    /// Builds a router of `type_name` from the typed `router`, as entry `routers[0]` of a
+    /// chain file with `rule` (YAML text) as its rule document.
+    pub(crate) fn build<T: TypedRouter>(
+        router: T,
         type_name: &str,
         rule: Option<&str>,
     ) -> Result<Arc<dyn Router>, Vec<RuleError>> {
@@ -81,7 +93,7 @@ mod test_support {
         let root = FieldPath::root();
         let entry_path = FieldPath::root().key("routers").index(0);
         let entry = serde_json::Value::Null;
-        factory.build(&RouterSpec {
+        TypedFactory::new(type_name, router).build(&RouterSpec {
             type_name,
             entry: RuleDoc::new(&entry, &entry_path),
             rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),

@@ -7,14 +7,17 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    CallState, Chain, ChainEntry, ChainState, FieldPath, Request, RuleDoc, Snapshot, Url,
+    CallState, Chain, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot,
+    TypedFactory, Url,
 };
-use routechain_routers::ConditionRouter;
+use routechain_routers::condition::ConditionRouter;
 use serde_json::json;
 
-fn router(doc: serde_json::Value) -> Arc<ConditionRouter> {
+fn router(doc: serde_json::Value) -> Arc<dyn Router> {
     let root = FieldPath::root();
-    Arc::new(ConditionRouter::from_doc(&RuleDoc::new(&doc, &root)).unwrap())
+    TypedFactory::new("condition", ConditionRouter)
+        .build_rule(Some(RuleDoc::new(&doc, &root)))
+        .unwrap()
 }
 
 #[test]

@@ -36,7 +36,11 @@ fn mock_selects_by_the_need_mock_attachment() {
             Some(v) => request(&[("invocation.need.mock", v)]),
             None => request(&[]),
         };
-        let entry = ChainEntry::new("mock", -100, Arc::new(MockRouter));
+        let entry = ChainEntry::new(
+            "mock",
+            -100,
+            chain_router("mock", MockRouter, None).unwrap(),
+        );
         assert_eq!(route(&snap, &c, vec![entry], &req), want, "{name}");
     }
 }
@@ -44,7 +48,11 @@ fn mock_selects_by_the_need_mock_attachment() {
 #[test]
 fn mock_without_mock_providers_empties_a_mock_call() {
     let snap = snapshot(&["dubbo://10.0.0.1:1/s", "tri://10.0.0.2:1/s"]);
-    let entry = ChainEntry::new("mock", -100, Arc::new(MockRouter));
+    let entry = ChainEntry::new(
+        "mock",
+        -100,
+        chain_router("mock", MockRouter, None).unwrap(),
+    );
     let got = route(
         &snap,
         &consumer("consumer://h/s"),
@@ -94,8 +102,8 @@ fn affinity_rule(ratio: &str) -> String {
 }
 
 fn affinity_entry(yaml: &str) -> ChainEntry {
-    let router = with_doc(yaml, AffinityRouter::from_doc).expect("test rule compiles");
-    ChainEntry::new("affinity", 130, Arc::new(router))
+    let router = chain_router("affinity", AffinityRouter, Some(yaml)).expect("test rule compiles");
+    ChainEntry::new("affinity", 130, router)
 }
 
 #[test]
@@ -273,7 +281,9 @@ fn affinity_rule_errors_are_reported_together() {
         ),
     ];
     for (name, yaml, paths) in cases {
-        let errors = with_doc(yaml, AffinityRouter::from_doc).expect_err(name);
+        let errors = chain_router("affinity", AffinityRouter, Some(yaml))
+            .err()
+            .expect(name);
         let got: Vec<String> = errors.iter().map(|e| e.path.to_string()).collect();
         assert_eq!(&got, paths, "{name}: {errors:?}");
     }
@@ -292,18 +302,30 @@ fn builtin_priorities_follow_dubbo() {
             base_dir: None,
             service: None,
         };
-        registry.get(type_name).unwrap().default_priority(&spec)
+        registry
+            .get(type_name)
+            .unwrap()
+            .build(&spec)
+            .unwrap()
+            .default_priority()
     };
     assert_eq!(priority("mock", None), -100);
     assert_eq!(priority("tag", None), 100);
     assert_eq!(
-        priority("affinity", Some(serde_json::json!({"scope": "service"}))),
+        priority(
+            "affinity",
+            Some(
+                serde_json::json!({"scope": "service", "configVersion": "v3.1", "affinityAware": {"key": "region"}})
+            )
+        ),
         130
     );
     assert_eq!(
         priority(
             "affinity",
-            Some(serde_json::json!({"scope": "application"}))
+            Some(
+                serde_json::json!({"scope": "application", "configVersion": "v3.1", "affinityAware": {"key": "region"}})
+            )
         ),
         135
     );

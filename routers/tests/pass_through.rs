@@ -30,11 +30,7 @@ fn no_rule_or_a_disabled_rule_passes_every_provider() {
             Some(serde_json::json!({"enabled": false, "conditions": ["=> region = b"]})),
             "condition rule disabled: every provider passes",
         ),
-        (
-            "affinity",
-            None,
-            "no enabled affinity rule: every provider passes",
-        ),
+        ("affinity", None, "no affinity rule: every provider passes"),
         (
             "affinity",
             Some(

@@ -6,20 +6,17 @@ mod support;
 
 use std::sync::Arc;
 
+use routechain_core::Router;
 use routechain_core::{CallState, ChainEntry, ChainState, Request, Trace, Url, router_fn};
-use routechain_routers::tag::{PreparedTag, TagRouter};
-use routechain_rules::schema::tag::TagRule;
+use routechain_routers::tag::{PreparedTag, TagRouter, TagRule};
 use support::*;
 
-fn tag_router(rule: Option<&str>) -> TagRouter {
-    match rule {
-        Some(yaml) => with_doc(yaml, TagRouter::from_doc).expect("test rule compiles"),
-        None => TagRouter::new(None),
-    }
+fn tag_router(rule: Option<&str>) -> Arc<dyn Router> {
+    chain_router("tag", TagRouter, rule).expect("test rule compiles")
 }
 
 fn tag_entry(rule: Option<&str>) -> ChainEntry {
-    ChainEntry::new("tag", 100, Arc::new(tag_router(rule)))
+    ChainEntry::new("tag", 100, tag_router(rule))
 }
 
 /// (case, request tag attachment, force attachment, consumer URL, expected providers)
@@ -470,7 +467,7 @@ fn dubbo_tag_route_with_dynamic_rule_v3() {
 }
 
 fn resolved(providers: &[&str], rule: &str) -> Vec<(String, Vec<usize>)> {
-    let rule: TagRule = with_doc(rule, routechain_rules::schema::tag::compile).unwrap();
+    let rule: TagRule = compile(TagRouter, rule).unwrap();
     PreparedTag::build(&snapshot(providers), Some(&rule))
         .resolved()
         .dynamic
@@ -500,7 +497,7 @@ tags:
     let providers = &["dubbo://30.5.120.37:20880/s", "dubbo://30.5.120.38:20880/s"];
     assert_eq!(resolved(providers, rule), [("tag2".to_string(), vec![0])]);
     let disabled = rule.replace("enabled: true", "enabled: false");
-    let r: TagRule = with_doc(&disabled, routechain_rules::schema::tag::compile).unwrap();
+    let r: TagRule = compile(TagRouter, &disabled).unwrap();
     assert!(!r.enabled);
     assert_eq!(r.key.as_deref(), Some("demo-provider"));
     assert_eq!(r.tags.len(), 4);
@@ -699,7 +696,7 @@ mod oracle {
     use std::collections::HashMap;
 
     use routechain_core::Snapshot;
-    use routechain_rules::schema::tag::{AddressPattern, HostPort, TagRule};
+    use routechain_routers::tag::{AddressPattern, HostPort, TagRule};
 
     fn static_tag(s: &Snapshot, i: usize) -> Option<&str> {
         s.providers()[i]
@@ -934,7 +931,7 @@ mod property {
             let snap = snapshot(&line_refs);
             let yaml = rule_yaml(&gen_tags, enabled, force, v3);
             let rule: Option<TagRule> = has_rule.then(|| {
-                with_doc(&yaml, routechain_rules::schema::tag::compile).expect("generated rule compiles")
+                compile(TagRouter, &yaml).expect("generated rule compiles")
             });
             let raw: Vec<(String, Vec<String>)> = gen_tags.iter().map(|t| {
                 (NAMES[t.name].to_string(), t.addresses.iter().map(|&a| ADDRS[a].to_string()).collect())
@@ -965,7 +962,7 @@ mod property {
             let pre = ChainEntry::new("mask", 0, Arc::new(router_fn("mask", move |_, c| {
                 c.and_with(|w| if w == 0 { keep.iter().fold(0u64, |m, &i| m | 1 << i) } else { 0 });
             })));
-            let got = route(&snap, &consumer(&consumer_url), vec![pre, ChainEntry::new("tag", 100, Arc::new(TagRouter::new(rule.clone())))], &request);
+            let got = route(&snap, &consumer(&consumer_url), vec![pre, ChainEntry::new("tag", 100, routechain_core::TypedFactory::new("tag", TagRouter).router(Some(rule.clone().unwrap_or_else(TagRule::static_only))))], &request);
             let want = if invokers.is_empty() {
                 Vec::new()
             } else {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, Request, RuleDoc, Snapshot, Url,
+    CallState, ChainEntry, ChainState, FieldPath, Request, RuleDoc, Snapshot, TypedFactory, Url,
 };
 use routechain_routers::affinity::AffinityRouter;
 use routechain_routers::mock::MockRouter;
@@ -41,17 +41,27 @@ fn tag_mock_and_affinity_route_without_allocating() {
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let root = FieldPath::root();
     let tag_doc = YamlDoc::parse("tag", TAG_RULE).unwrap();
-    let tag = TagRouter::from_doc(&RuleDoc::new(&tag_doc.value, &root)).unwrap();
+    let tag = TypedFactory::new("tag", TagRouter)
+        .build_rule(Some(RuleDoc::new(&tag_doc.value, &root)))
+        .unwrap();
     let aff_doc = YamlDoc::parse("affinity", AFFINITY_RULE).unwrap();
-    let affinity = AffinityRouter::from_doc(&RuleDoc::new(&aff_doc.value, &root)).unwrap();
+    let affinity = TypedFactory::new("affinity", AffinityRouter)
+        .build_rule(Some(RuleDoc::new(&aff_doc.value, &root)))
+        .unwrap();
     let state = ChainState::new(
         None,
         snapshot,
         Arc::new(Url::parse("consumer://10.9.9.9/svc?zone=z1").unwrap()),
         vec![
-            ChainEntry::new("mock", -100, Arc::new(MockRouter)),
-            ChainEntry::new("tag", 100, Arc::new(tag)),
-            ChainEntry::new("affinity", 130, Arc::new(affinity)),
+            ChainEntry::new(
+                "mock",
+                -100,
+                TypedFactory::new("mock", MockRouter)
+                    .build_rule(None)
+                    .unwrap(),
+            ),
+            ChainEntry::new("tag", 100, tag),
+            ChainEntry::new("affinity", 130, affinity),
         ],
     )
     .unwrap();

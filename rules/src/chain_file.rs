@@ -342,9 +342,7 @@ impl ChainFile {
         let router = factory
             .build(&spec)
             .map_err(|es| es.iter().map(locate).collect::<Vec<_>>())?;
-        let priority = def
-            .priority
-            .unwrap_or_else(|| factory.default_priority(&spec));
+        let priority = def.priority.unwrap_or_else(|| router.default_priority());
         Ok(ChainEntry::new(def.type_name.as_str(), priority, router))
     }
 

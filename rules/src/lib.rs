@@ -10,15 +10,15 @@
 //! - [`load`]: a chain, a provider list and a request loaded from files, every problem
 //!   located; [`request`]: the JSON request format.
 //!
-//! The rule schemas of the built-in routers are Dubbo's own documents (condition, tag,
-//! affinity) and routechain's (group, IDC-weight); each router module in
-//! `routechain-routers` deserializes and validates its schema from the [`routechain_core::RuleDoc`]
-//! this crate hands it. `rules/examples/` holds a commented example of each.
+//! The rule schemas of the built-in routers (Dubbo's own documents for condition, tag and
+//! affinity, routechain's for group and IDC-weight) live with their routers, in
+//! `routechain-routers` (`routers/src/<name>/rule.rs`): each router deserializes and
+//! validates its rule from the [`routechain_core::RuleDoc`] this crate hands it.
+//! `rules/examples/` holds a commented example of each.
 
 pub mod chain_file;
 pub mod load;
 pub mod request;
-pub mod schema;
 pub mod service_config;
 pub mod yaml;
 

@@ -7,8 +7,9 @@ use routechain_core::*;
 use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
 use serde::Deserialize;
 
-/// A test router type whose rule is `{keep: [indexes]}`.
-struct KeepFactory;
+/// A test router type whose rule is `{keep: [indexes]}`: keeps those providers. Without
+/// a rule every provider passes.
+struct Keep;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -16,36 +17,57 @@ struct KeepRule {
     keep: Vec<usize>,
 }
 
-impl RouterFactory for KeepFactory {
-    fn default_priority(&self, _: &RouterSpec<'_>) -> i32 {
+impl TypedRouter for Keep {
+    type Raw = KeepRule;
+    type Rule = Vec<usize>;
+    type Prepared = BitSet;
+
+    fn default_priority(&self, _rule: Option<&Vec<usize>>) -> i32 {
         7
     }
     fn extra_fields(&self) -> &'static [&'static str] {
         &["label"]
     }
-    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let keep = match spec.rule {
-            Some(doc) => doc.parse::<KeepRule>().map_err(|e| vec![e])?.keep,
-            None => vec![],
-        };
-        if keep.contains(&99) {
-            let path = spec.rule.unwrap().path.key("keep");
-            return Err(vec![RuleError::new(path, "99 is not allowed")]);
+    fn compile(&self, raw: KeepRule, spec: &RouterSpec<'_>) -> Result<Vec<usize>, Vec<RuleError>> {
+        if raw.keep.contains(&99) {
+            return Err(vec![
+                spec.error(&FieldPath::root().key("keep"), "99 is not allowed"),
+            ]);
         }
-        Ok(Arc::new(router_fn("keep", move |_, c| {
-            c.and_with(|w| {
-                keep.iter()
-                    .filter(|i| *i / 64 == w)
-                    .fold(0, |acc, i| acc | 1 << (i % 64))
-            })
-        })))
+        Ok(raw.keep)
+    }
+    fn prepare(keep: &Arc<Vec<usize>>, cx: &PrepareContext<'_>) -> Result<BitSet, String> {
+        let n = cx.snapshot.len();
+        Ok(BitSet::from_indexes(
+            n,
+            keep.iter().copied().filter(|&i| i < n),
+        ))
+    }
+    fn route(keep: &BitSet, _: &mut RouteContext<'_>, c: &mut Candidates) -> Evaluation {
+        c.and_assign(keep);
+        Evaluation::Cached
     }
 }
 
 fn registry() -> Registry {
     let mut r = Registry::new();
-    r.register("keep", Arc::new(KeepFactory));
+    r.register_typed("keep", Keep);
     r
+}
+
+/// The providers `entries` leave of four.
+fn routed(entries: Vec<ChainEntry>) -> Vec<usize> {
+    let snapshot = Snapshot::parse_lines(
+        1,
+        "dubbo://10.0.0.0:1/s\ndubbo://10.0.0.1:1/s\ndubbo://10.0.0.2:1/s\ndubbo://10.0.0.3:1/s\n",
+    )
+    .unwrap();
+    let state = ChainState::new(None, Arc::new(snapshot), Arc::new(Url::empty()), entries).unwrap();
+    let mut call = CallState::seeded(1);
+    match state.route(&Request::new(), &mut call) {
+        Ok(()) => call.candidates.iter().collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 #[test]
@@ -57,9 +79,20 @@ fn compiles_entries_with_default_and_explicit_priorities() {
     )
     .unwrap();
     assert_eq!(f.service.as_deref(), Some("svc"));
+    assert_eq!(f.entries.len(), 2);
+    assert_eq!(f.entries[0].type_name, "keep");
+    assert_eq!(f.entries[0].priority, None);
+    assert_eq!(f.entries[1].priority, Some(-1));
     let entries = f.compile(&registry()).unwrap();
-    assert_eq!(entries[0].priority, 7);
-    assert_eq!(entries[1].priority, -1);
+    let summary: Vec<(&str, i32, &str)> = entries
+        .iter()
+        .map(|e| (&*e.kind, e.priority, e.router.name()))
+        .collect();
+    assert_eq!(summary, [("keep", 7, "keep"), ("keep", -1, "keep")]);
+    // The first keeps providers 1 and 2; the second has no rule and passes every provider.
+    assert_eq!(routed(entries[..1].to_vec()), [1, 2]);
+    assert_eq!(routed(entries[1..].to_vec()), [0, 1, 2, 3]);
+    assert_eq!(routed(entries), [1, 2]);
 }
 
 #[test]
@@ -144,7 +177,10 @@ fn rule_files_and_overrides_locate_in_their_own_document() {
     )
     .unwrap();
     let f = ChainFile::load(&dir.join("chain.yaml")).unwrap();
-    assert_eq!(f.rule_files().count(), 1);
+    assert_eq!(
+        f.rule_files().collect::<Vec<_>>(),
+        [dir.join("r.yaml").as_path()]
+    );
     let e = f.compile(&registry()).unwrap_err();
     assert_eq!(e[0].origin, dir.join("r.yaml").display().to_string());
     assert_eq!((e[0].location.line, e[0].location.column), (3, 3));
@@ -159,8 +195,17 @@ fn rule_files_and_overrides_locate_in_their_own_document() {
         .unwrap_err();
     assert_eq!(e[0].origin, "/dubbo/config/dubbo/svc.keep-router");
     assert_eq!(e[0].location.line, 2);
-    let cleared = f.compile_entry(&registry(), &f.entries[0], RuleOverride::Cleared);
-    assert!(cleared.is_ok());
+    // A cleared rule compiles to the entry without a rule: every provider passes.
+    let cleared = f
+        .compile_entry(&registry(), &f.entries[0], RuleOverride::Cleared)
+        .unwrap();
+    assert_eq!((&*cleared.kind, cleared.priority), ("keep", 7));
+    assert_eq!(routed(vec![cleared]), [0, 1, 2, 3]);
+    let pushed = YamlDoc::parse("/dubbo/config/dubbo/svc.keep-router", "keep: [3, 0]\n").unwrap();
+    let entry = f
+        .compile_entry(&registry(), &f.entries[0], RuleOverride::Doc(&pushed))
+        .unwrap();
+    assert_eq!(routed(vec![entry]), [0, 3]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

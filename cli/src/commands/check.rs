@@ -1,48 +1,503 @@
-//! `routechain check`: validate and compile chain files, print every problem.
+//! `routechain check`: validate chain files and rule files, lint them, and (with
+//! `--providers`) cross-check them against a provider list.
+//!
+//! A file with a top-level `routers:` is a chain file; anything else is one rule document,
+//! whose type comes from `--type` or from a Dubbo node-name suffix in the file name
+//! (`<key>.condition-router`, `<key>.tag-router`, `<key>.<type>-router`, optionally followed
+//! by `.yaml`/`.yml`). Every problem has a severity and a stable code ([`crate::lint`],
+//! `docs/check.md`). Exit: 2 when there is an error, 1 when there are warnings and
+//! `--deny-warnings`, 0 otherwise.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use routechain::rules::ChainFile;
+use routechain::core::{FieldPath, Registry, RouterSpec, RuleDoc, Snapshot};
+use routechain::rules::load::{self, LoadError};
+use routechain::rules::{ChainFile, LocatedError, Location, RuleOverride, RuleSource, YamlDoc};
+use serde::Serialize;
 
 use super::EXIT_INVALID;
+use crate::lint::{self, Code, Problem, RuleRef, Severity};
 
 /// Arguments of `check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Chain files to check.
-    #[arg(required = true)]
-    chains: Vec<PathBuf>,
+    /// The type of the rule files given (`condition`, `tag`, `affinity`, `mock`, `group`,
+    /// `idc-weight`, or a plugin's type); default: from the file name's Dubbo node suffix.
+    #[arg(long = "type", value_name = "TYPE")]
+    rule_type: Option<String>,
+    /// A provider list (as for `route`) to cross-check the rules against.
+    #[arg(long, value_name = "FILE")]
+    providers: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Exit 1 when there are warnings (and no error).
+    #[arg(long)]
+    deny_warnings: bool,
+    /// Chain files and rule files to check.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
 }
 
-/// Runs `check`: every problem of every file on stderr, a summary line per file on stdout;
-/// exits 2 when any file is invalid.
+/// Output formats of `check` and `test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// `file:line:column: warning[CODE]: message`, the source line, a summary line.
+    Text,
+    /// `{"files": [{"file", "problems": [{"severity", "code", "line", "column", "path",
+    /// "message"}]}]}`.
+    Json,
+}
+
+/// The problems found in one file (or in the rule files a chain file names).
+#[derive(Debug, Default)]
+pub struct FileReport {
+    /// The file as given.
+    pub file: String,
+    /// What the file is when it has no error: `2 routers`, `condition rule`.
+    pub what: String,
+    /// Every problem, sorted by origin and location.
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Serialize)]
+struct JsonProblem<'a> {
+    severity: &'static str,
+    code: &'static str,
+    line: usize,
+    column: usize,
+    path: String,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonFile<'a> {
+    file: &'a str,
+    problems: Vec<JsonProblem<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonOutput<'a> {
+    files: Vec<JsonFile<'a>>,
+}
+
+/// Runs `check`.
 pub fn run(args: &CheckArgs) -> ExitCode {
     let registry = routechain::registry();
-    let mut failed = false;
-    for path in &args.chains {
-        let (chain, mut errors) = ChainFile::load_lenient(path);
-        let mut routers = 0;
-        if let Some(chain) = chain {
-            match chain.compile(&registry) {
-                Ok(entries) => routers = entries.len(),
-                Err(mut es) => errors.append(&mut es),
-            }
+    let providers = match &args.providers {
+        None => Ok(None),
+        Some(p) => match load::load_providers(p, 1) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) => Err(problems_of(e)),
+        },
+    };
+    let mut reports = Vec::new();
+    let snapshot = match providers {
+        Ok(s) => s,
+        Err(problems) => {
+            reports.push(FileReport {
+                file: args
+                    .providers
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+                what: String::new(),
+                problems,
+            });
+            None
         }
-        errors.sort_by_key(|e| (e.origin.clone(), e.location));
-        if errors.is_empty() {
-            println!("{}: ok ({routers} routers)", path.display());
-        } else {
-            failed = true;
-            for e in &errors {
-                eprintln!("{}", e.render());
-            }
-            println!("{}: {} problem(s)", path.display(), errors.len());
-        }
+    };
+    for path in &args.files {
+        reports.push(check_file(
+            path,
+            args.rule_type.as_deref(),
+            snapshot.as_ref(),
+            &registry,
+        ));
     }
-    if failed {
+    let (errors, warnings) = count(reports.iter().flat_map(|r| &r.problems));
+    match args.format {
+        Format::Text => print!("{}", text(&reports)),
+        Format::Json => println!("{}", json(&reports)),
+    }
+    exit(errors, warnings, args.deny_warnings)
+}
+
+/// The exit code for a count of errors and warnings.
+pub fn exit(errors: usize, warnings: usize, deny_warnings: bool) -> ExitCode {
+    if errors > 0 {
         ExitCode::from(EXIT_INVALID)
+    } else if warnings > 0 && deny_warnings {
+        ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// (errors, warnings) among `problems`.
+pub fn count<'a>(problems: impl IntoIterator<Item = &'a Problem>) -> (usize, usize) {
+    problems
+        .into_iter()
+        .fold((0, 0), |(e, w), p| match p.severity {
+            Severity::Error => (e + 1, w),
+            Severity::Warning => (e, w + 1),
+        })
+}
+
+fn problems_of(e: LoadError) -> Vec<Problem> {
+    match e {
+        LoadError::Invalid(es) => lint::invalid(es),
+        LoadError::Prepare(p) => vec![Problem::new(
+            Code::Invalid,
+            LocatedError {
+                origin: String::new(),
+                location: Location { line: 1, column: 1 },
+                field: None,
+                message: p.to_string(),
+                source_line: None,
+            },
+        )],
+    }
+}
+
+/// `n thing` / `n things`.
+pub fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("{n} {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// The text report: the problems of each file, a line per file, the summary line.
+pub fn text(reports: &[FileReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        for p in &r.problems {
+            out.push_str(&p.render());
+            out.push('\n');
+        }
+        let (e, w) = count(&r.problems);
+        let status = match (e, w) {
+            (0, 0) => format!("ok ({})", r.what),
+            (0, w) => format!("ok ({}), {}", r.what, plural(w, "warning")),
+            (e, 0) => plural(e, "error"),
+            (e, w) => format!("{}, {}", plural(e, "error"), plural(w, "warning")),
+        };
+        out.push_str(&format!("{}: {status}\n", r.file));
+    }
+    let (e, w) = count(reports.iter().flat_map(|r| &r.problems));
+    out.push_str(&format!(
+        "check: {} checked, {}, {}\n",
+        plural(reports.len(), "file"),
+        plural(e, "error"),
+        plural(w, "warning")
+    ));
+    out
+}
+
+/// The JSON report: one entry per file that was checked or holds a problem (a rule file a
+/// chain names has its own entry after the chain's).
+pub fn json(reports: &[FileReport]) -> String {
+    let mut files: Vec<JsonFile<'_>> = Vec::new();
+    for r in reports {
+        let at = files.len();
+        files.push(JsonFile {
+            file: &r.file,
+            problems: Vec::new(),
+        });
+        for p in &r.problems {
+            let origin = if p.error.origin.is_empty() {
+                r.file.as_str()
+            } else {
+                p.error.origin.as_str()
+            };
+            let entry = match files[at..].iter().position(|f| f.file == origin) {
+                Some(i) => at + i,
+                None => {
+                    files.push(JsonFile {
+                        file: origin,
+                        problems: Vec::new(),
+                    });
+                    files.len() - 1
+                }
+            };
+            files[entry].problems.push(JsonProblem {
+                severity: p.severity.as_str(),
+                code: p.code.as_str(),
+                line: p.error.location.line,
+                column: p.error.location.column,
+                path: p
+                    .error
+                    .field
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                message: &p.error.message,
+            });
+        }
+    }
+    serde_json::to_string_pretty(&JsonOutput { files })
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// Checks one file: a chain file or a rule file.
+pub fn check_file(
+    path: &Path,
+    rule_type: Option<&str>,
+    providers: Option<&Snapshot>,
+    registry: &Registry,
+) -> FileReport {
+    let origin = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return FileReport {
+                file: origin.clone(),
+                what: String::new(),
+                problems: lint::invalid([routechain::rules::chain_file::io_error(&origin, &e)]),
+            };
+        }
+    };
+    let is_chain = YamlDoc::parse(origin.as_str(), &text)
+        .ok()
+        .and_then(|d| d.value.as_object().map(|m| m.contains_key("routers")))
+        .unwrap_or(false);
+    let mut report = if is_chain {
+        check_chain(&origin, &text, path.parent(), providers, registry)
+    } else {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let ty = rule_type
+            .map(str::to_string)
+            .or_else(|| name.as_deref().and_then(type_from_name));
+        check_rule(&origin, &text, ty.as_deref(), providers, registry)
+    };
+    report.problems.sort_by(|a, b| {
+        (&a.error.origin, a.error.location, a.code).cmp(&(
+            &b.error.origin,
+            b.error.location,
+            b.code,
+        ))
+    });
+    report.problems.dedup();
+    report
+}
+
+/// The rule type a Dubbo node name gives: `<key>.condition-router` → `condition`,
+/// `<key>.<type>-router` → `<type>`, `<key>.configurators` → `configurators`,
+/// `<key>.MESHAPPRULE` → `mesh`; a `.yaml` / `.yml` after it is ignored.
+pub fn type_from_name(name: &str) -> Option<String> {
+    let name = name
+        .strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
+        .unwrap_or(name);
+    if name.ends_with(".configurators") {
+        return Some("configurators".into());
+    }
+    if name.ends_with(".MESHAPPRULE") {
+        return Some("mesh".into());
+    }
+    let stem = name.strip_suffix("-router")?;
+    let (_, ty) = stem.rsplit_once('.')?;
+    (!ty.is_empty()).then(|| ty.to_string())
+}
+
+/// The types a rule file can be checked as: the registry's, but not `plugin` (a plugin
+/// entry names its library in the chain file, so it has no rule file of its own).
+fn rule_types(registry: &Registry) -> Vec<&str> {
+    registry.type_names().filter(|t| *t != "plugin").collect()
+}
+
+/// Validates and lints one rule document of type `rule_type` (as `check` and `zk put-rule`
+/// do).
+pub fn check_rule(
+    origin: &str,
+    text: &str,
+    rule_type: Option<&str>,
+    providers: Option<&Snapshot>,
+    registry: &Registry,
+) -> FileReport {
+    let mut report = FileReport {
+        file: origin.to_string(),
+        ..FileReport::default()
+    };
+    let whole = |message: String| LocatedError {
+        origin: origin.to_string(),
+        location: Location { line: 1, column: 1 },
+        field: None,
+        message,
+        source_line: None,
+    };
+    let known = rule_types(registry);
+    let Some(ty) = rule_type else {
+        report.problems.push(Problem::new(
+            Code::NoType,
+            whole(format!(
+                "not a chain file (no `routers:`) and no rule type: give one with `--type TYPE` \
+                 ({}), or name the file after its Dubbo node (`<key>.condition-router`, \
+                 `<key>.tag-router`, `<key>.<type>-router`)",
+                known.join(", ")
+            )),
+        ));
+        return report;
+    };
+    let Some(factory) = registry.get(ty).filter(|_| ty != "plugin") else {
+        let hint = lint::did_you_mean(ty, known.iter().copied())
+            .map(|k| format!("did you mean `{k}`? "))
+            .unwrap_or_default();
+        report.problems.push(Problem::new(
+            Code::UnknownType,
+            whole(format!(
+                "unknown rule type `{ty}`: {hint}known types: {}",
+                known.join(", ")
+            )),
+        ));
+        return report;
+    };
+    let doc = match YamlDoc::parse(origin, text) {
+        Ok(d) => d,
+        Err(e) => {
+            report.problems = lint::invalid([e]);
+            return report;
+        }
+    };
+    let root = FieldPath::root();
+    if !doc.value.is_object() {
+        report.problems.push(Problem::at(
+            Code::Invalid,
+            &doc,
+            &root,
+            None,
+            if doc.value.is_null() {
+                "the rule document is empty"
+            } else {
+                "a rule document must be a mapping"
+            },
+        ));
+        return report;
+    }
+    let entry = serde_json::json!({ "type": ty });
+    let entry_path = FieldPath::root();
+    let spec = RouterSpec {
+        type_name: ty,
+        entry: RuleDoc::new(&entry, &entry_path),
+        rule: Some(RuleDoc::new(&doc.value, &root)),
+        base_dir: Path::new(origin).parent(),
+        service: None,
+    };
+    match factory.build(&spec) {
+        Err(es) => {
+            report.problems = lint::invalid(es.iter().map(|e| doc.locate_error(e)));
+        }
+        Ok(_) => {
+            report.what = format!("{ty} rule");
+            let rule = RuleRef {
+                type_name: ty,
+                doc: &doc,
+                path: &root,
+            };
+            report.problems = lint::lint_rule(rule);
+            if let Some(snapshot) = providers {
+                report
+                    .problems
+                    .extend(lint::providers::lint(rule, snapshot, None));
+            }
+        }
+    }
+    report
+}
+
+fn check_chain(
+    origin: &str,
+    text: &str,
+    base_dir: Option<&Path>,
+    providers: Option<&Snapshot>,
+    registry: &Registry,
+) -> FileReport {
+    let mut report = FileReport {
+        file: origin.to_string(),
+        ..FileReport::default()
+    };
+    let (chain, errors) = ChainFile::parse_lenient(origin, text, base_dir.map(Path::to_path_buf));
+    report.problems = lint::invalid(errors);
+    let Some(chain) = chain else {
+        return report;
+    };
+    let mut routers = 0;
+    let root = FieldPath::root();
+    for def in &chain.entries {
+        match chain.compile_entry(registry, def, RuleOverride::Own) {
+            Err(es) => report.problems.extend(lint::invalid(es)),
+            Ok(_) => {
+                routers += 1;
+                let inline = def.path().key("rule");
+                let rule = match &def.rule {
+                    RuleSource::None => None,
+                    RuleSource::Inline => Some(RuleRef {
+                        type_name: &def.type_name,
+                        doc: &chain.doc,
+                        path: &inline,
+                    }),
+                    RuleSource::File { doc, .. } => Some(RuleRef {
+                        type_name: &def.type_name,
+                        doc,
+                        path: &root,
+                    }),
+                };
+                if let Some(rule) = rule {
+                    report.problems.extend(lint::lint_rule(rule));
+                    if let Some(snapshot) = providers {
+                        report.problems.extend(lint::providers::lint(
+                            rule,
+                            snapshot,
+                            chain.consumer.as_ref(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(snapshot) = providers
+        && report
+            .problems
+            .iter()
+            .all(|p| p.severity != Severity::Error)
+        && let Err(e) = load::build_state(&chain, registry, Arc::new(snapshot.clone()), None)
+    {
+        report.problems.extend(problems_of(e));
+    }
+    report.what = plural(routers, "router");
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_from_dubbo_node_names() {
+        let cases = [
+            ("com.foo.BarService::.condition-router", Some("condition")),
+            (
+                "com.foo.BarService::.condition-router.yaml",
+                Some("condition"),
+            ),
+            ("demo-provider.tag-router.yml", Some("tag")),
+            ("app.affinity-router", Some("affinity")),
+            (
+                "com.foo.BarService::.idc-weight-router.yaml",
+                Some("idc-weight"),
+            ),
+            ("com.foo.BarService.configurators", Some("configurators")),
+            ("demo.MESHAPPRULE.yaml", Some("mesh")),
+            ("idc-weight.rule.yaml", None),
+            ("rule.yaml", None),
+            ("-router", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(type_from_name(name).as_deref(), want, "{name}");
+        }
     }
 }

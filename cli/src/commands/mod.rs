@@ -1,11 +1,14 @@
 //! The `routechain` command-line tool.
 //!
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
-//! file:line:column); 3 no provider left (`route`, `explain`); 4 ZooKeeper unreachable or
-//! an operation on it failed (`zk`); 1 a check of `demo` failed.
+//! file:line:column; `check` prints its problems on stdout); 3 no provider left (`route`,
+//! `explain`, `simulate` when every call found none); 4 ZooKeeper unreachable or an
+//! operation on it failed (`zk`); 1 a check of `demo` failed, a golden test of `test`
+//! failed, or `check --deny-warnings` found warnings.
 //!
-//! Commands: `route`, `explain`, `check`, `simulate` (route + balance N calls and count),
-//! `demo` (real calls over TCP through the demo chain), `watch`, `zk`.
+//! Commands: `route`, `explain`, `check`, `test` (golden tests), `simulate` (route + balance
+//! N calls and count), `demo` (real calls over TCP through the demo chain), `watch`, `zk`,
+//! `completions`.
 
 use std::process::ExitCode;
 
@@ -13,6 +16,7 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod demo;
+mod golden;
 mod route;
 mod simulate;
 mod watch;
@@ -48,17 +52,31 @@ enum Command {
     #[command(
         after_help = "Example:\n  routechain explain --chain rules/examples/full.chain.yaml \\\n    --providers rules/examples/providers.txt --request rules/examples/request.json"
     )]
-    Explain(route::RouteArgs),
-    /// Validate and compile chain files; print every problem.
+    Explain(route::ExplainArgs),
+    /// Validate and lint chain files and rule files; cross-check them with a provider list.
     #[command(
-        after_help = "Example:\n  routechain check rules/examples/*.chain.yaml\n\nExit: 0 when every file is valid, 2 otherwise."
+        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
     )]
     Check(check::CheckArgs),
     /// Route and balance one request N times; print how many calls each provider got.
     #[command(
-        after_help = "Example:\n  routechain simulate --chain rules/examples/demo/demo.chain.yaml \\\n    --providers rules/examples/demo/providers.txt --request rules/examples/demo/request.json \\\n    --calls 10000 --seed 7 --format table\n\nOutput (json): {\"calls\": N, \"empty\": k, \"counts\": [{\"index\": i, \"address\": \"...\", \"count\": c}, ...]}\nExit: 0 (calls that found no provider are counted in \"empty\"), 2 invalid input."
+        after_help = "Examples:\n  routechain simulate --chain rules/examples/demo/demo.chain.yaml \\\n    --providers rules/examples/demo/providers.txt --request rules/examples/demo/request.json \\\n    --calls 10000 --seed 7 --format table\n  routechain simulate --chain rules/examples/full.chain.yaml --providers rules/examples/providers.txt \\\n    --request rules/examples/request.json --group-by idc --against rules/examples/full-next.chain.yaml\n\nOutput (json): {\"calls\": N, \"empty\": k, \"counts\": [{\"index\": i, \"address\": \"...\", \"count\": c}, ...],\n  \"groups\": [{\"value\", \"count\", \"share\"}] (--group-by), \"error\" (every call found none)};\n  with --against: {\"base\": <report>, \"against\": <report>}. Rows with 0 calls only with --all.\nExit: 0, 3 every call found no provider, 2 invalid input."
     )]
     Simulate(simulate::SimulateArgs),
+    /// Run golden tests for a chain: requests with the providers (or shares) they must get.
+    #[command(
+        after_help = "Example:\n  routechain test rules/examples/CASES.yaml\n\nOutput: PASS/FAIL per test, the coverage (conditions, tags, route-table cells, groups\nno test reached), then `test: N passed, M failed`.\nExit: 0 all passed, 1 a test failed, 2 invalid input."
+    )]
+    Test(golden::TestArgs),
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  routechain completions bash > /etc/bash_completion.d/routechain\n  routechain completions zsh > \"${fpath[1]}/_routechain\"\n  routechain completions fish > ~/.config/fish/completions/routechain.fish"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
     /// Start providers on 127.0.0.1, send thousands of real calls through the demo chain,
     /// change a rule, kill providers, and print a checked report.
     #[command(
@@ -76,6 +94,17 @@ enum Command {
         after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 ZooKeeper unreachable or the operation failed."
     )]
     Zk(zk::ZkArgs),
+}
+
+/// The shells `completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CompletionShell {
+    /// bash.
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
 }
 
 /// Runs the command line in `args` (the first item is the program name).
@@ -97,9 +126,20 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         _ => DEFAULT_LOG_FILTER,
     });
     match cli.command {
-        Command::Route(args) => route::run(&args, route::Style::Json),
-        Command::Explain(args) => route::run(&args, route::Style::Table),
+        Command::Route(args) => route::run(&args),
+        Command::Explain(args) => route::run_explain(&args),
         Command::Check(args) => check::run(&args),
+        Command::Test(args) => golden::run(&args),
+        Command::Completions { shell } => {
+            let shell = match shell {
+                CompletionShell::Bash => clap_complete::Shell::Bash,
+                CompletionShell::Zsh => clap_complete::Shell::Zsh,
+                CompletionShell::Fish => clap_complete::Shell::Fish,
+            };
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "routechain", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
         Command::Simulate(args) => simulate::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Watch(args) => watch::run(&args),
@@ -114,6 +154,40 @@ fn exit_code(result: Result<ExitCode, routechain::rules::load::LoadError>) -> Ex
         eprintln!("{}", e.render());
         ExitCode::from(EXIT_INVALID)
     })
+}
+
+/// A terminal table (comfy-table, the one table implementation of the CLI): no borders,
+/// a dashed line under the header, two spaces between columns, the columns in `right`
+/// aligned right, trailing blanks trimmed; one `\n` after every line.
+pub fn table<R, C>(header: Vec<&str>, rows: R, right: &[usize]) -> String
+where
+    R: IntoIterator<Item = Vec<C>>,
+    C: Into<comfy_table::Cell>,
+{
+    use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, TableComponent};
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::NOTHING)
+        .set_style(TableComponent::HeaderLines, '-')
+        .set_style(TableComponent::MiddleHeaderIntersections, ' ')
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for row in rows {
+        t.add_row(row);
+    }
+    let columns = t.column_count();
+    for (i, c) in t.column_iter_mut().enumerate() {
+        c.set_padding((0, if i + 1 == columns { 0 } else { 2 }));
+        c.set_constraint(ColumnConstraint::ContentWidth);
+        if right.contains(&i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = String::new();
+    for line in t.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// The log filter when `RUST_LOG` is unset: `warn`, except the live chain's refusals, which

@@ -11,17 +11,39 @@ use serde::Serialize;
 use super::EXIT_NO_PROVIDER;
 use routechain::rules::load::{self, LoadError};
 
-/// Arguments of `route` and `explain`.
+/// Arguments of `route`.
 #[derive(Debug, clap::Args)]
 pub struct RouteArgs {
     #[command(flatten)]
     inputs: InputArgs,
-    /// Also print what every router did (`route` only; `explain` always does).
+    /// Also print what every router did (`"trace"`).
     #[arg(long)]
     explain: bool,
     /// Seed for per-call random draws (weighted destinations, route tables).
     #[arg(long)]
     seed: Option<u64>,
+}
+
+/// Arguments of `explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    inputs: InputArgs,
+    /// Seed for per-call random draws (weighted destinations, route tables).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Output format: a table, or the `route --explain` JSON.
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Table)]
+    format: ExplainFormat,
+}
+
+/// Output formats of `explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainFormat {
+    /// One row per router.
+    Table,
+    /// `{"providers": [...], "trace": [...], "error"?: {...}}`, as `route --explain`.
+    Json,
 }
 
 /// The inputs of one routed request: `--chain`, `--providers`, `--request` (shared by
@@ -41,24 +63,34 @@ pub struct InputArgs {
 
 /// How to print the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// One JSON object.
-    Json,
+enum Style {
+    /// One JSON object, with the trace or not.
+    Json {
+        /// Include `"trace"`.
+        explain: bool,
+    },
     /// A human-readable table.
     Table,
 }
 
+/// One provider of a routed set.
 #[derive(Serialize)]
-struct RoutedProvider {
-    index: usize,
-    address: String,
+pub(crate) struct RoutedProvider {
+    /// Its index in the provider list.
+    pub index: usize,
+    /// `host:port`.
+    pub address: String,
 }
 
-#[derive(Serialize)]
-struct RouteError {
-    kind: &'static str,
-    router: Option<String>,
-    message: String,
+/// Why a call found no provider: the `"error"` object of `route` (and of `simulate`).
+#[derive(Serialize, Clone, Debug)]
+pub(crate) struct RouteError {
+    /// `no_provider` (or `unavailable` for `simulate`'s breaker).
+    pub kind: &'static str,
+    /// The router that emptied the set.
+    pub router: Option<String>,
+    /// The reason in words.
+    pub message: String,
 }
 
 #[derive(Serialize)]
@@ -72,13 +104,25 @@ struct RouteOutput<'a> {
     generation: Option<u64>,
 }
 
-/// Runs `route` (`Style::Json`) or `explain` (`Style::Table`); an input error exits 2.
-pub fn run(args: &RouteArgs, style: Style) -> ExitCode {
-    super::exit_code(route(args, style))
+/// Runs `route`; an input error exits 2.
+pub fn run(args: &RouteArgs) -> ExitCode {
+    let style = Style::Json {
+        explain: args.explain,
+    };
+    super::exit_code(route(&args.inputs, args.seed, style))
+}
+
+/// Runs `explain`; an input error exits 2.
+pub fn run_explain(args: &ExplainArgs) -> ExitCode {
+    let style = match args.format {
+        ExplainFormat::Table => Style::Table,
+        ExplainFormat::Json => Style::Json { explain: true },
+    };
+    super::exit_code(route(&args.inputs, args.seed, style))
 }
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.
-fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
     let chain = ChainFile::load(&inputs.chain);
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);
@@ -117,15 +161,15 @@ pub(crate) fn load_state(
     Ok((chain, state, request))
 }
 
-fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
-    let (_, state, request) = load_state(&args.inputs)?;
-    let mut call = match args.seed {
+fn route(inputs: &InputArgs, seed: Option<u64>, style: Style) -> Result<ExitCode, LoadError> {
+    let (_, state, request) = load_state(inputs)?;
+    let mut call = match seed {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),
     };
     let routed = route_once(&state, &request, &mut call);
     match style {
-        Style::Json => println!("{}", routed.json(args.explain, None, true)),
+        Style::Json { explain } => println!("{}", routed.json(explain, None, true)),
         Style::Table => print!(
             "{}",
             table(&routed.trace, &routed.providers, routed.error.as_ref())
@@ -141,9 +185,12 @@ fn route(args: &RouteArgs, style: Style) -> Result<ExitCode, LoadError> {
 /// One routed request: the providers left, the trace, the error if none is left. Shared by
 /// `route`, `explain` and `watch`.
 pub(crate) struct Routed {
-    trace: Trace,
-    providers: Vec<RoutedProvider>,
-    error: Option<RouteError>,
+    /// What every router did.
+    pub trace: Trace,
+    /// The providers left.
+    pub providers: Vec<RoutedProvider>,
+    /// Why none is left.
+    pub error: Option<RouteError>,
 }
 
 impl Routed {
@@ -204,55 +251,29 @@ fn clone_load_error(e: &LoadError) -> LoadError {
 }
 
 fn table(trace: &Trace, providers: &[RoutedProvider], error: Option<&RouteError>) -> String {
-    let headers = [
+    let rows = trace.steps.iter().enumerate().map(|(i, s)| {
+        vec![
+            (i + 1).to_string(),
+            s.router.clone(),
+            s.priority.to_string(),
+            s.evaluation.to_string(),
+            s.before.to_string(),
+            s.after.to_string(),
+            s.reason.clone(),
+        ]
+    });
+    let header = vec![
         "#", "router", "priority", "eval", "before", "after", "reason",
     ];
-    let rows: Vec<[String; 7]> = trace
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            [
-                (i + 1).to_string(),
-                s.router.clone(),
-                s.priority.to_string(),
-                s.evaluation.to_string(),
-                s.before.to_string(),
-                s.after.to_string(),
-                s.reason.clone(),
-            ]
-        })
-        .collect();
-    let mut widths = headers.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut out = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            let numeric = matches!(i, 0 | 2 | 4 | 5);
-            if i == cells.len() - 1 {
-                out.push_str(cell);
-            } else if numeric {
-                out.push_str(&format!("{cell:>w$}  "));
-            } else {
-                out.push_str(&format!("{cell:<w$}  "));
-            }
-        }
-        out.trim_end().to_string() + "\n"
-    };
-    let mut out = line(&headers.map(String::from));
-    out.push_str(&line(&widths.map(|w| "-".repeat(w))));
-    for row in &rows {
-        out.push_str(&line(row));
-    }
+    let mut out = super::table(header, rows, &[0, 2, 4, 5]);
     out.push('\n');
     match error {
         Some(e) => out.push_str(&format!("result: NO PROVIDER — {}\n", e.message)),
         None => {
-            out.push_str(&format!("result: {} provider(s)\n", providers.len()));
+            out.push_str(&format!(
+                "result: {}\n",
+                super::check::plural(providers.len(), "provider")
+            ));
             for p in providers {
                 out.push_str(&format!("  [{}] {}\n", p.index, p.address));
             }

@@ -43,12 +43,16 @@ pub struct ProviderNodes {
 enum ZkCommand {
     /// Write a rule node `/dubbo/config/dubbo/<key>.<type>-router` from a file (`-`: stdin).
     #[command(
-        after_help = "Example:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml"
+        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml\n  routechain zk put-rule --dry-run --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml     # validate and print the diff only\n\nExit: 0 written (or, with --dry-run, valid), 2 invalid rule or unknown type (nothing written),\n4 ZooKeeper unreachable."
     )]
     PutRule {
         #[command(flatten)]
         node: RuleNode,
-        /// The rule YAML (written as is; `routechain watch` refuses a bad one).
+        /// Validate, and print the diff against the node's current text; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The rule YAML: validated as `routechain check --type TYPE` does (an invalid rule
+        /// is not written), then written as is.
         file: PathBuf,
     },
     /// Print a rule node's text.
@@ -118,6 +122,63 @@ fn key(node: &RuleNode) -> RuleKey {
     RuleKey::new(node.key.clone(), node.router_type.clone())
 }
 
+/// Validates a rule as `routechain check --type TYPE` does: problems on stderr; an error (or
+/// an unknown type) exits 2. Warns when a service key lacks Dubbo's colons.
+fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<(), ExitCode> {
+    let origin = if file.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        file.display().to_string()
+    };
+    if matches!(node.router_type.as_str(), "configurators" | "mesh") {
+        // Not router types: override and mesh documents are validated by their own parsers
+        // (where they exist), not through the router registry.
+        return Ok(());
+    }
+    let registry = routechain::registry();
+    let report = super::check::check_rule(&origin, text, Some(&node.router_type), None, &registry);
+    for p in &report.problems {
+        eprintln!("{}", p.render());
+    }
+    if node.key.contains('.') && !node.key.contains(':') {
+        let watched = RuleKey::new(format!("{}::", node.key), node.router_type.clone());
+        eprintln!(
+            "routechain zk: warning: the key {:?} has no `:`; consumers of the service {} watch \
+             the service key `interface:version:group`, here {} (an application rule's key is \
+             the application name)",
+            node.key,
+            node.key,
+            rule_path(&watched)
+        );
+    }
+    let (errors, _) = super::check::count(&report.problems);
+    if errors > 0 {
+        eprintln!(
+            "routechain zk: {} invalid: nothing written",
+            super::check::plural(errors, "error")
+        );
+        return Err(ExitCode::from(EXIT_INVALID));
+    }
+    Ok(())
+}
+
+/// A unified diff from the node's current text (none: the node does not exist) to `new`.
+fn diff(node: &str, current: Option<&str>, new: &str) -> String {
+    let old = current.unwrap_or("");
+    if current == Some(new) {
+        return format!("{node}: unchanged\n");
+    }
+    let from = if current.is_some() {
+        format!("{node} (current)")
+    } else {
+        format!("{node} (no such node)")
+    };
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .header(&from, &format!("{node} (new)"))
+        .to_string()
+}
+
 fn fail(e: ZkError) -> ExitCode {
     eprintln!("routechain zk: {e}");
     ExitCode::from(EXIT_UNAVAILABLE)
@@ -151,11 +212,29 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         }
         _ => None,
     };
+    // Validate a rule before connecting: an invalid one is never written.
+    if let (ZkCommand::PutRule { node, file, .. }, Some(text)) = (command, &text)
+        && let Err(code) = validate_rule(node, file, text)
+    {
+        return code;
+    }
     let admin = match ZkAdmin::connect(servers).await {
         Ok(a) => a,
         Err(e) => return fail(e),
     };
     let result = match command {
+        ZkCommand::PutRule {
+            node,
+            dry_run: true,
+            ..
+        } => {
+            let k = key(node);
+            admin.get_rule(&k).await.map(|current| {
+                let new = text.as_deref().unwrap_or_default();
+                print!("{}", diff(&rule_path(&k), current.as_deref(), new));
+                eprintln!("dry run: nothing written to {}", rule_path(&k));
+            })
+        }
         ZkCommand::PutRule { node, .. } => {
             let k = key(node);
             admin

@@ -13,48 +13,52 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_main};
 use routechain_core::{
-    CallState, Candidates, ChainEntry, ChainState, Evaluation, PrepareContext, PrepareError,
-    PreparedRouter, Request, RouteContext, Router, Snapshot, Url,
+    CallState, Candidates, ChainEntry, ChainState, Evaluation, PrepareContext, Request,
+    RouteContext, Router, RouterSpec, RuleError, Snapshot, TypedFactory, TypedRouter, Url,
 };
 use routechain_plugin_loader::LoadedRouter;
 use router_canary::logic::{CanaryRule, CanarySets, KeySource};
 
 const CONFIG: &str = r#"{"percent": 20, "header": "x-user"}"#;
 
-/// The canary logic compiled in.
-struct NativeCanary {
-    rule: Arc<CanaryRule>,
-}
+/// The canary logic compiled in, as a typed router (its config is the compiled rule).
+struct NativeCanary;
 
-struct NativePrepared {
-    rule: Arc<CanaryRule>,
-    sets: CanarySets,
-}
+impl TypedRouter for NativeCanary {
+    type Raw = serde::de::IgnoredAny;
+    type Rule = CanaryRule;
+    type Prepared = (Arc<CanaryRule>, CanarySets);
 
-impl Router for NativeCanary {
-    fn name(&self) -> &str {
-        "native-canary"
+    fn default_priority(&self, _rule: Option<&CanaryRule>) -> i32 {
+        0
     }
-    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+    fn compile(
+        &self,
+        _raw: serde::de::IgnoredAny,
+        _: &RouterSpec<'_>,
+    ) -> Result<CanaryRule, Vec<RuleError>> {
+        Ok(CanaryRule::from_json(CONFIG).expect("config"))
+    }
+    fn prepare(
+        rule: &Arc<CanaryRule>,
+        cx: &PrepareContext<'_>,
+    ) -> Result<(Arc<CanaryRule>, CanarySets), String> {
         let providers = cx.snapshot.providers();
-        Ok(Arc::new(NativePrepared {
-            rule: self.rule.clone(),
-            sets: self
-                .rule
-                .prepare(providers.len(), |i, k| providers[i].get(k)),
-        }))
+        let sets = rule.prepare(providers.len(), |i, k| providers[i].get(k));
+        Ok((rule.clone(), sets))
     }
-}
-
-impl PreparedRouter for NativePrepared {
-    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+    fn route(
+        (rule, sets): &(Arc<CanaryRule>, CanarySets),
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
         let request = cx.request();
-        let value = match &self.rule.key {
+        let value = match &rule.key {
             KeySource::Attachment(k) => request.attachments.get(k),
             KeySource::Attribute(k) => request.attributes.get(k),
         };
-        let canary = self.rule.is_canary_caller(value);
-        self.sets.route(canary, candidates.words_mut());
+        let canary = rule.is_canary_caller(value);
+        sets.route(canary, candidates.words_mut());
         Evaluation::Runtime
     }
 }
@@ -99,7 +103,7 @@ fn snapshot(n: usize) -> Arc<Snapshot> {
 
 fn bench(c: &mut Criterion) {
     let path = build_plugin();
-    let rule = Arc::new(CanaryRule::from_json(CONFIG).expect("config"));
+    let rule = CanaryRule::from_json(CONFIG).expect("config");
     let request = Request::new()
         .with_method("sayHello")
         .with_attachment("trace-id", "abc")
@@ -115,7 +119,7 @@ fn bench(c: &mut Criterion) {
             )
             .expect("prepared")
         };
-        let native = make(Arc::new(NativeCanary { rule: rule.clone() }));
+        let native = make(TypedFactory::new("canary", NativeCanary).router(Some(rule.clone())));
         let plugin = make(Arc::new(
             LoadedRouter::load(&path, None, CONFIG).expect("plugin loads"),
         ));

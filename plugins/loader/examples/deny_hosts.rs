@@ -1,6 +1,6 @@
 //! A compiled-in router type, `deny-hosts`: no plugin library, no `unsafe` — a user crate
-//! implements routechain's `Router` / `PreparedRouter` traits and registers a factory under
-//! a type name in the `Registry` it compiles chain files with.
+//! implements routechain's typed router trait and registers it under a type name in the
+//! `Registry` it compiles chain files with.
 //!
 //! ```yaml
 //! routers:
@@ -15,95 +15,49 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, CallState, Candidates, ChainState, Evaluation, PrepareContext, PrepareError,
-    PreparedRouter, Registry, Request, RouteContext, Router, RouterFactory, RouterSpec, RuleError,
-    Snapshot, Url,
+    BitSet, CallState, Candidates, ChainState, Evaluation, PrepareContext, Registry, Request,
+    RouteContext, RouterSpec, RuleError, Snapshot, TypedRouter, Url,
 };
-use serde::Deserialize;
 
-/// The rule as written (parse, don't validate: this becomes a [`DenyHosts`]).
-#[derive(Deserialize)]
+/// The rule as written: `{hosts: [...]}`.
+#[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawDenyHostsRule {
+pub struct RawDenyHosts {
     hosts: Vec<String>,
 }
 
-/// The compiled rule: the hosts no call may use.
-pub struct DenyHosts {
-    hosts: Arc<BTreeSet<String>>,
-}
+/// Removes the providers on the rule's hosts (a type error names its field path).
+pub struct DenyHosts;
 
-/// Per snapshot: the providers whose host is not denied.
-struct DenyHostsPrepared {
-    allowed: BitSet,
-    denied: usize,
-}
+impl TypedRouter for DenyHosts {
+    type Raw = RawDenyHosts;
+    type Rule = BTreeSet<String>; // the hosts no call may use
+    type Prepared = (BitSet, usize); // the allowed providers, how many are denied
 
-impl Router for DenyHosts {
-    fn name(&self) -> &str {
-        "deny-hosts"
+    fn default_priority(&self, _: Option<&Self::Rule>) -> i32 {
+        50
     }
-
+    fn compile(&self, raw: RawDenyHosts, _: &RouterSpec<'_>) -> Result<Self::Rule, Vec<RuleError>> {
+        Ok(raw.hosts.into_iter().collect())
+    }
     // Off the call path: one pass over the providers per snapshot.
-    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        let providers = cx.snapshot.providers();
-        let allowed = BitSet::from_fn(providers.len(), |i| {
-            !self.hosts.contains(providers[i].host())
-        });
-        let denied = providers.len() - allowed.count();
-        Ok(Arc::new(DenyHostsPrepared { allowed, denied }))
+    fn prepare(hosts: &Arc<Self::Rule>, cx: &PrepareContext<'_>) -> Result<Self::Prepared, String> {
+        let p = cx.snapshot.providers();
+        let allowed = BitSet::from_fn(p.len(), |i| !hosts.contains(p[i].host()));
+        let denied = p.len() - allowed.count();
+        Ok((allowed, denied))
     }
-}
-
-impl PreparedRouter for DenyHostsPrepared {
     // Per call: one AND per 64 providers; no allocation, no string work.
-    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
-        candidates.and_assign(&self.allowed);
-        cx.explain(format_args!("{} provider(s) on denied hosts", self.denied));
+    fn route(p: &Self::Prepared, cx: &mut RouteContext<'_>, c: &mut Candidates) -> Evaluation {
+        c.and_assign(&p.0);
+        cx.explain(format_args!("{} provider(s) on denied hosts", p.1));
         Evaluation::Cached
     }
 }
 
-/// Builds `deny-hosts` routers from chain entries.
-pub struct DenyHostsFactory;
-
-impl RouterFactory for DenyHostsFactory {
-    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
-        50
-    }
-
-    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let Some(rule) = spec.rule else {
-            return Err(vec![RuleError::new(
-                spec.entry.path.clone(),
-                "deny-hosts needs a rule: { hosts: [...] }",
-            )]);
-        };
-        // A type error names its field path (`routers[0].rule.hosts[1]`).
-        let raw: RawDenyHostsRule = rule.parse().map_err(|e| vec![e])?;
-        let errors: Vec<RuleError> = raw
-            .hosts
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| h.trim().is_empty())
-            .map(|(i, _)| rule.error(&rule_path_hosts(i), "a host must not be empty"))
-            .collect();
-        if !errors.is_empty() {
-            return Err(errors); // every problem at once
-        }
-        Ok(Arc::new(DenyHosts {
-            hosts: Arc::new(raw.hosts.into_iter().collect()),
-        }))
-    }
-}
-
-fn rule_path_hosts(i: usize) -> routechain_core::FieldPath {
-    routechain_core::FieldPath::root().key("hosts").index(i)
-}
-
 /// Registers `deny-hosts` into `registry`.
 pub fn register(registry: &mut Registry) {
-    registry.register("deny-hosts", Arc::new(DenyHostsFactory));
+    registry.register_typed("deny-hosts", DenyHosts);
 }
 
 /// Compiles a one-router chain and routes a call through it.

@@ -63,10 +63,6 @@ pub fn register(registry: &mut Registry) -> Arc<PluginFactory> {
 }
 
 impl RouterFactory for PluginFactory {
-    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
-        DEFAULT_PRIORITY
-    }
-
     fn extra_fields(&self) -> &'static [&'static str] {
         &["path", "name", "config"]
     }

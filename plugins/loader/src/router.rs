@@ -366,6 +366,11 @@ impl Router for LoadedRouter {
         &self.inner.display
     }
 
+    /// [`crate::DEFAULT_PRIORITY`]: after Dubbo's built-in routers.
+    fn default_priority(&self) -> i32 {
+        crate::factory::DEFAULT_PRIORITY
+    }
+
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
         let inner = &self.inner;
         let ctx = SnapshotCtx {

@@ -474,14 +474,30 @@ fn load_errors_are_typed() {
 fn the_deny_hosts_example_runs_and_reports_bad_rules_at_their_field() {
     deny_hosts::main(); // asserts its own routing
     let errors = compile(
-        "routers:\n  - type: deny-hosts\n    rule: { hosts: [a, '', b, ' '] }\n  - type: deny-hosts\n",
+        "routers:\n  - type: deny-hosts\n    rule: { hosts: [a, [b]] }\n  - type: deny-hosts\n    rule: { host: [a] }\n",
     )
     .unwrap_err();
     let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-    assert_eq!(shown.len(), 3, "{shown:#?}");
-    assert!(shown[0].contains("routers[0].rule.hosts[1]: a host must not be empty"));
-    assert!(shown[1].contains("routers[0].rule.hosts[3]: a host must not be empty"));
-    assert!(shown[2].contains("routers[1]: deny-hosts needs a rule"));
+    assert_eq!(shown.len(), 2, "{shown:#?}");
+    assert!(
+        shown[0].starts_with("test.chain.yaml:3:24: routers[0].rule.hosts[1]: invalid type: sequence, expected a string"),
+        "{}",
+        shown[0]
+    );
+    assert!(
+        shown[1].contains("routers[1].rule")
+            && shown[1].contains("unknown field `host`, expected `hosts`"),
+        "{}",
+        shown[1]
+    );
+    // Without a rule every provider passes.
+    let state = state(compile("routers:\n  - type: deny-hosts\n").unwrap());
+    let (out, trace) = traced(&state, &Request::new());
+    assert_eq!(out, [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(
+        trace.steps[0].reason,
+        "no deny-hosts rule: every provider passes"
+    );
 }
 
 #[test]

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use routechain_core::{
-    BitSet, DegradedSet, Evaluation, FastRng, FieldPath, PrepareContext, RandomSource, Request,
-    RouteContext, Router, RuleDoc, Snapshot, Url,
+    BitSet, Evaluation, FastRng, FieldPath, PrepareContext, RandomSource, Request, RouteContext,
+    RouterFactory, RouterSpec, RuleDoc, RuleError, Snapshot, TypedFactory, Url,
 };
 use serde_json::{Value, json};
 
+use super::matcher::{Key, Term};
 use super::*;
 
 const LOCAL: &str = "127.0.0.1";
@@ -39,9 +40,15 @@ fn three(extra: &str) -> Snapshot {
     ])
 }
 
+/// Reads and compiles a rule document, as the router type does for a chain entry.
+fn from_doc(doc: &RuleDoc<'_>) -> Result<ConditionRule, Vec<RuleError>> {
+    let raw: RawConditionRule = doc.parse().map_err(|e| vec![e])?;
+    ConditionRule::compile(raw, doc.path)
+}
+
 fn compile(doc: Value) -> ConditionRule {
     let root = FieldPath::root();
-    ConditionRule::from_doc(&RuleDoc::new(&doc, &root)).expect("rule compiles")
+    from_doc(&RuleDoc::new(&doc, &root)).expect("rule compiles")
 }
 
 fn text_rule(text: &str, force: bool) -> ConditionRule {
@@ -75,34 +82,25 @@ fn run_with(
     input: &BitSet,
     rng: &mut dyn RandomSource,
 ) -> Outcome {
-    let router = ConditionRouter::new(rule.clone());
-    let prepared = router
-        .prepare(&PrepareContext {
+    let prepared = PreparedCondition::build(
+        &Arc::new(rule.clone()),
+        &PrepareContext {
             snapshot: snap,
             consumer: prepared_consumer,
             service: None,
-        })
-        .expect("prepares");
-    let degraded = DegradedSet::new(snap.len());
-    let mut scratch = BitSet::full(snap.len());
-    let mut reason = String::new();
+        },
+    );
     let mut candidates = input.clone();
     let is_prepared = prepared_consumer.raw() == consumer.raw();
-    let mut cx = RouteContext::new(
-        request,
-        consumer,
-        is_prepared,
-        snap,
-        &degraded,
-        rng,
-        &mut scratch,
-        Some(&mut reason),
-    );
-    let evaluation = prepared.route(&mut cx, &mut candidates);
+    let mut builder = RouteContext::builder(request, snap)
+        .consumer(consumer, is_prepared)
+        .rng(rng)
+        .explain(true);
+    let evaluation = prepared.route(&mut builder.context(), &mut candidates);
     Outcome {
         kept: candidates.iter().collect(),
         evaluation,
-        reason,
+        reason: builder.reason().to_string(),
     }
 }
 
@@ -1043,31 +1041,27 @@ fn v31_weights_are_exact() {
 
 #[test]
 fn factory_priorities_and_passthrough() {
-    let f = ConditionFactory;
+    let f = TypedFactory::new("condition", ConditionRouter);
     let entry = json!({"type": "condition"});
     let root = FieldPath::root();
-    let spec = |rule: Option<&Value>| -> i32 {
-        f.default_priority(&RouterSpec {
+    let build = |rule: Option<&Value>| {
+        f.build(&RouterSpec {
             type_name: "condition",
             entry: RuleDoc::new(&entry, &root),
             rule: rule.map(|r| RuleDoc::new(r, &root)),
             base_dir: None,
             service: None,
         })
+        .unwrap()
     };
-    assert_eq!(spec(None), 140);
-    assert_eq!(spec(Some(&json!({"scope": "service"}))), 140);
-    assert_eq!(spec(Some(&json!({"scope": "application"}))), 150);
+    let priority = |rule: Option<&Value>| build(rule).default_priority();
+    assert_eq!(priority(None), 140);
+    let rule = |scope: &str| json!({"scope": scope, "conditions": ["a=b => c=d"]});
+    assert_eq!(priority(Some(&rule("service"))), 140);
+    assert_eq!(priority(Some(&rule("application"))), 150);
 
-    let router = f
-        .build(&RouterSpec {
-            type_name: "condition",
-            entry: RuleDoc::new(&entry, &root),
-            rule: None,
-            base_dir: None,
-            service: None,
-        })
-        .unwrap();
+    let router = build(None);
+    assert_eq!(router.name(), "condition");
     let snap = three("");
     let consumer = Url::parse(&local_consumer()).unwrap();
     let prepared = router
@@ -1077,25 +1071,21 @@ fn factory_priorities_and_passthrough() {
             service: None,
         })
         .unwrap();
-    let (degraded, mut scratch, mut rng) =
-        (DegradedSet::new(3), BitSet::full(3), FastRng::seeded(1));
     let req = Request::new();
-    let mut cx = RouteContext::new(
-        &req,
-        &consumer,
-        true,
-        &snap,
-        &degraded,
-        &mut rng,
-        &mut scratch,
-        None,
-    );
+    let mut builder = RouteContext::builder(&req, &snap).consumer(&consumer, true);
     let mut c = BitSet::full(3);
-    assert_eq!(prepared.route(&mut cx, &mut c), Evaluation::Cached);
+    assert_eq!(
+        prepared.route(&mut builder.context(), &mut c),
+        Evaluation::Cached
+    );
     assert_eq!(c.count(), 3);
     assert_eq!(
-        ConditionRouter::new(text_rule("a=b", false)).name(),
+        f.router(Some(text_rule("a=b", false))).name(),
         "condition(service)"
+    );
+    assert_eq!(
+        build(Some(&rule("application"))).name(),
+        "condition(application)"
     );
 }
 
@@ -1105,7 +1095,7 @@ fn rule_errors_are_all_reported_with_index_and_token() {
         "conditions": ["host = 10.20.3.3 => ,abc", "ok = 1 => x = 2", "a = 1~z => b == c"]
     });
     let root = FieldPath::root().key("routers").index(0).key("rule");
-    let e = ConditionRule::from_doc(&RuleDoc::new(&doc, &root)).unwrap_err();
+    let e = from_doc(&RuleDoc::new(&doc, &root)).unwrap_err();
     assert_eq!(e.len(), 3, "{e:#?}");
     assert_eq!(e[0].path.to_string(), "routers[0].rule.conditions[0]");
     assert_eq!(e[0].offset, Some(20));
@@ -1117,7 +1107,7 @@ fn rule_errors_are_all_reported_with_index_and_token() {
     let doc = json!({"configVersion": "v3.1", "conditions": [
         {"from": {"match": "a = b"}, "to": [{"match": "= x"}, {"match": "y", "weight": "heavy"}]}
     ]});
-    let e = ConditionRule::from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
+    let e = from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
     let paths: Vec<String> = e.iter().map(|e| e.path.to_string()).collect();
     assert_eq!(
         paths,
@@ -1127,7 +1117,7 @@ fn rule_errors_are_all_reported_with_index_and_token() {
     let doc = json!({"configVersion": "v3.1", "conditions": [
         {"from": {"match": "a = b"}, "to": [{"match": "= x"}, {"match": ",y"}]}
     ]});
-    let e = ConditionRule::from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
+    let e = from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
     let paths: Vec<String> = e.iter().map(|e| e.path.to_string()).collect();
     assert_eq!(
         paths,
@@ -1550,7 +1540,7 @@ proptest! {
         let _ = parser::parse_match(&text, parser::Side::When, &p, 0);
         let _ = parser::parse_match(&text, parser::Side::Then, &p, 0);
         let doc = json!({"conditions": [text.clone()]});
-        if let Ok(rule) = ConditionRule::from_doc(&RuleDoc::new(&doc, &p)) {
+        if let Ok(rule) = from_doc(&RuleDoc::new(&doc, &p)) {
             // Whatever compiles also prepares and routes.
             let _ = run(&rule, &three(""), &local_consumer(), &Request::new());
         }

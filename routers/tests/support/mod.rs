@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, NoProvider, Request, RuleDoc, RuleError,
-    Snapshot, Url,
+    CallState, ChainEntry, ChainState, FieldPath, NoProvider, Request, Router, RuleDoc, RuleError,
+    Snapshot, TypedFactory, TypedRouter, Url,
 };
 use routechain_rules::YamlDoc;
 
@@ -28,6 +28,25 @@ pub fn with_doc<T>(
     let doc = YamlDoc::parse("rule.yaml", yaml).expect("test YAML parses");
     let root = FieldPath::root();
     f(&RuleDoc::new(&doc.value, &root))
+}
+
+/// Compiles `yaml` as a rule of the typed `router`.
+pub fn compile<T: TypedRouter>(router: T, yaml: &str) -> Result<T::Rule, Vec<RuleError>> {
+    with_doc(yaml, |doc| TypedFactory::new("test", router).compile(*doc))
+}
+
+/// A chain router of `type_name` from the typed `router` with `yaml` as its rule (`None`:
+/// an entry without a rule).
+pub fn chain_router<T: TypedRouter>(
+    type_name: &str,
+    router: T,
+    yaml: Option<&str>,
+) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+    let factory = TypedFactory::new(type_name, router);
+    match yaml {
+        Some(yaml) => with_doc(yaml, |doc| factory.build_rule(Some(*doc))),
+        None => factory.build_rule(None),
+    }
 }
 
 /// Routes `request` through a chain of `entries` over `providers`; the routed indexes, or

@@ -13,19 +13,22 @@
 //! ```
 //!
 //! [`RawConditionRule`] is the document as serde reads it, every field kept as a JSON value so
-//! that every problem is reported in one pass; [`RawConditionRule::validate`] checks the
-//! fields and gives a [`ConditionRuleDef`]: flags resolved, conditions as text (v3.0) or as
-//! from/to entries (v3.1), each with the field path its errors are reported at. The
-//! condition text itself is parsed by the router (`routechain_routers::condition`).
+//! that every problem is reported in one pass. [`ConditionRule::compile`] checks the fields
+//! first (flags, versions, the shape of v3.0 text and v3.1 from/to conditions, weights) and,
+//! when they are sound, parses every condition text ([`super::parser`]) into compiled
+//! [`Term`]s, each error located at its field path and character offset.
 
-use routechain_core::{FieldPath, RuleDoc, RuleError};
+use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::dubbo::parse_bool;
+use super::matcher::Term;
+use super::parser::{Side, parse_match, parse_text_condition};
+use crate::dubbo::parse_bool;
 
-/// The weight of a v3.1 destination that names none (Dubbo's default).
-pub const DEFAULT_WEIGHT: u32 = 100;
+/// The weight of a v3.1 destination that names none (Dubbo's default): its share of the
+/// calls is weight / sum of the live destinations' weights.
+pub const DEFAULT_DESTINATION_WEIGHT: u32 = 100;
 
 /// The condition rule document as written; every field optional and untyped so that the
 /// validation reports every problem at once.
@@ -89,81 +92,194 @@ impl Scope {
     }
 }
 
-/// A text scalar of the rule with its absolute field path.
+/// A text scalar of the rule with its absolute field path (errors inside the text use
+/// [`RuleError::at_offset`] at this path).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TextField {
-    /// The text.
-    pub text: String,
-    /// Where it is (errors inside the text use [`RuleError::at_offset`] at this path).
-    pub path: FieldPath,
+struct TextField {
+    text: String,
+    path: FieldPath,
 }
 
-/// One v3.1 destination: `{match: ..., weight: ...}`.
+/// One v3.1 destination as validated: `{match: ..., weight: ...}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DestinationDef {
+struct DestinationText {
     /// `match` (absent: every provider).
-    pub match_text: Option<TextField>,
-    /// `weight` (default 100).
-    pub weight: u32,
-    /// The destination's path.
-    pub path: FieldPath,
+    match_text: Option<TextField>,
+    /// `weight` (default [`DEFAULT_DESTINATION_WEIGHT`]).
+    weight: u32,
 }
 
-/// One v3.1 condition: `{from: {match}, to: [destinations]}`.
+/// One v3.1 condition as validated: `{from: {match}, to: [destinations]}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MultiDestDef {
+struct MultiDestText {
     /// `from.match` (absent: every request).
-    pub from: Option<TextField>,
+    from: Option<TextField>,
     /// `to` (absent: traffic disabled).
-    pub to: Option<Vec<DestinationDef>>,
-    /// The condition's path.
-    pub path: FieldPath,
+    to: Option<Vec<DestinationText>>,
 }
 
-/// The conditions of a validated rule.
+/// The conditions of a rule whose fields are sound, texts not yet parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConditionsDef {
+enum ConditionTexts {
     /// v3.0 text conditions.
     Text(Vec<TextField>),
     /// v3.1 from/to conditions.
-    MultiDest(Vec<MultiDestDef>),
+    MultiDest(Vec<MultiDestText>),
 }
 
-/// A validated condition rule: flags resolved, condition texts not yet parsed.
+/// What a condition does to the candidates once its when-part matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConditionRuleDef {
-    /// The version.
+pub enum Action {
+    /// v3.0 with an empty or `false` then-part: no provider.
+    Blocklist,
+    /// v3.0: keep the providers matching every term (`force` decides an empty result).
+    Then(Vec<Term>),
+    /// v3.1 without `to` (or with an empty `to`): traffic disabled, no provider.
+    TrafficDisabled,
+    /// v3.1: one non-empty destination, picked with probability weight / sum.
+    Destinations(Vec<Destination>),
+}
+
+/// A v3.1 destination: a provider subset and its weight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The `to.match` terms (empty: every provider).
+    pub terms: Vec<Term>,
+    /// The weight (default [`DEFAULT_DESTINATION_WEIGHT`]); a zero weight is never picked.
+    pub weight: u32,
+}
+
+/// One compiled condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// When-part terms (empty: every request).
+    pub when: Vec<Term>,
+    /// What happens when the when-part matches.
+    pub action: Action,
+}
+
+impl Condition {
+    /// True when the when-part reads the request (method, arguments, attachments).
+    pub fn reads_request(&self) -> bool {
+        self.when.iter().any(|t| t.key.reads_request())
+    }
+}
+
+/// A compiled condition rule document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConditionRule {
+    /// v3.0 or v3.1.
     pub version: ConfigVersion,
-    /// The scope (default service).
+    /// Service or application.
     pub scope: Scope,
     /// `key`, if given.
     pub key: Option<String>,
-    /// `enabled`.
+    /// `enabled` (and `valid`).
     pub enabled: bool,
     /// `force`.
     pub force: bool,
-    /// `runtime`.
+    /// `runtime`: evaluate every when-part per call.
     pub runtime: bool,
-    /// `priority`, if given.
+    /// `priority`, if given (accepted as Dubbo does; the chain entry decides order).
     pub priority: Option<i64>,
-    /// The conditions.
-    pub conditions: ConditionsDef,
+    /// The conditions, applied one after another.
+    pub conditions: Vec<Condition>,
+}
+
+impl ConditionRule {
+    /// Compiles a rule as written, reporting every problem at once; `root` is the rule
+    /// document's path. The fields are checked first; the condition texts are parsed only
+    /// when the fields are sound (a text error is then located inside its scalar).
+    pub fn compile(raw: RawConditionRule, root: &FieldPath) -> Result<Self, Vec<RuleError>> {
+        let v = raw.validate(root)?;
+        Ok(ConditionRule {
+            conditions: parse_conditions(&v.conditions)?,
+            version: v.version,
+            scope: v.scope,
+            key: v.key,
+            enabled: v.enabled,
+            force: v.force,
+            runtime: v.runtime,
+            priority: v.priority,
+        })
+    }
+
+    /// True when every when-part is decided without the request and `runtime` is off: the
+    /// route is then answered from prepared state for the prepared consumer.
+    pub fn cacheable(&self) -> bool {
+        !self.runtime && !self.conditions.iter().any(Condition::reads_request)
+    }
+}
+
+/// Parses every condition text, reporting every problem.
+fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleError>> {
+    let mut errors = Vec::new();
+    let mut conditions = Vec::new();
+    match texts {
+        ConditionTexts::Text(texts) => {
+            for (i, t) in texts.iter().enumerate() {
+                match parse_text_condition(&t.text, &t.path, i) {
+                    Ok(c) => conditions.push(Condition {
+                        when: c.when,
+                        action: match c.then {
+                            None => Action::Blocklist,
+                            Some(terms) => Action::Then(terms),
+                        },
+                    }),
+                    Err(mut es) => errors.append(&mut es),
+                }
+            }
+        }
+        ConditionTexts::MultiDest(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let mut parse = |text: &Option<TextField>, side| match text {
+                    None => Vec::new(),
+                    Some(t) => parse_match(&t.text, side, &t.path, i).unwrap_or_else(|mut es| {
+                        errors.append(&mut es);
+                        Vec::new()
+                    }),
+                };
+                let when = parse(&item.from, Side::When);
+                let action = match &item.to {
+                    None => Action::TrafficDisabled,
+                    Some(to) if to.is_empty() => Action::TrafficDisabled,
+                    Some(to) => Action::Destinations(
+                        to.iter()
+                            .map(|d| Destination {
+                                terms: parse(&d.match_text, Side::Then),
+                                weight: d.weight,
+                            })
+                            .collect(),
+                    ),
+                };
+                conditions.push(Condition { when, action });
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(conditions)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A rule whose fields are sound, its condition texts not yet parsed (private: only
+/// [`ConditionRule::compile`] sees it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Validated {
+    version: ConfigVersion,
+    scope: Scope,
+    key: Option<String>,
+    enabled: bool,
+    force: bool,
+    runtime: bool,
+    priority: Option<i64>,
+    conditions: ConditionTexts,
 }
 
 impl RawConditionRule {
-    /// Reads the raw document (only a non-mapping document fails here).
-    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, RuleError> {
-        if !doc.value.is_object() {
-            return Err(RuleError::new(
-                doc.path.clone(),
-                "a condition rule is a mapping with `conditions`",
-            ));
-        }
-        doc.parse::<RawConditionRule>()
-    }
-
-    /// Validates every field, reporting every problem; `root` is the document's path.
-    pub fn validate(&self, root: &FieldPath) -> Result<ConditionRuleDef, Vec<RuleError>> {
+    /// Checks every field, reporting every problem; `root` is the document's path.
+    fn validate(&self, root: &FieldPath) -> Result<Validated, Vec<RuleError>> {
         let mut errors = Vec::new();
         let version = match &self.config_version {
             None | Some(Value::Null) => ConfigVersion::V30,
@@ -246,14 +362,14 @@ impl RawConditionRule {
                 None
             }
             Some(Value::Array(items)) => Some(match version {
-                ConfigVersion::V30 => ConditionsDef::Text(
+                ConfigVersion::V30 => ConditionTexts::Text(
                     items
                         .iter()
                         .enumerate()
                         .filter_map(|(i, item)| text_condition(item, cpath.index(i), &mut errors))
                         .collect(),
                 ),
-                ConfigVersion::V31 => ConditionsDef::MultiDest(
+                ConfigVersion::V31 => ConditionTexts::MultiDest(
                     items
                         .iter()
                         .enumerate()
@@ -270,7 +386,7 @@ impl RawConditionRule {
             }
         };
         match conditions {
-            Some(conditions) if errors.is_empty() => Ok(ConditionRuleDef {
+            Some(conditions) if errors.is_empty() => Ok(Validated {
                 version,
                 scope,
                 key,
@@ -282,15 +398,6 @@ impl RawConditionRule {
             }),
             _ => Err(errors),
         }
-    }
-}
-
-impl ConditionRuleDef {
-    /// Reads and validates a rule document, reporting every problem.
-    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, Vec<RuleError>> {
-        RawConditionRule::from_doc(doc)
-            .map_err(|e| vec![e])?
-            .validate(doc.path)
     }
 }
 
@@ -398,7 +505,7 @@ fn match_text(
     }
 }
 
-fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<MultiDestDef> {
+fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<MultiDestText> {
     let Some(map) = item.as_object() else {
         errors.push(RuleError::new(
             path,
@@ -441,14 +548,14 @@ fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Opt
             None
         }
     };
-    (errors.len() == before).then_some(MultiDestDef { from, to, path })
+    (errors.len() == before).then_some(MultiDestText { from, to })
 }
 
 fn destination(
     item: &Value,
     path: FieldPath,
     errors: &mut Vec<RuleError>,
-) -> Option<DestinationDef> {
+) -> Option<DestinationText> {
     let Some(map) = item.as_object() else {
         errors.push(RuleError::new(
             path,
@@ -459,7 +566,7 @@ fn destination(
     let before = errors.len();
     let match_text = match_text(map.get("match"), path.key("match"), errors);
     let weight = match map.get("weight") {
-        None | Some(Value::Null) => DEFAULT_WEIGHT,
+        None | Some(Value::Null) => DEFAULT_DESTINATION_WEIGHT,
         Some(v) => match integer(v).and_then(|w| u32::try_from(w).ok()) {
             Some(w) => w,
             None => {
@@ -467,25 +574,23 @@ fn destination(
                     path.key("weight"),
                     format!("weight must be a non-negative integer, found {v}"),
                 ));
-                DEFAULT_WEIGHT
+                DEFAULT_DESTINATION_WEIGHT
             }
         },
     };
-    (errors.len() == before).then_some(DestinationDef {
-        match_text,
-        weight,
-        path,
-    })
+    (errors.len() == before).then_some(DestinationText { match_text, weight })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use routechain_core::RuleDoc;
     use serde_json::json;
 
-    fn validate(v: Value) -> Result<ConditionRuleDef, Vec<RuleError>> {
+    fn validate(v: Value) -> Result<Validated, Vec<RuleError>> {
         let root = FieldPath::root();
-        ConditionRuleDef::from_doc(&RuleDoc::new(&v, &root))
+        let raw: RawConditionRule = RuleDoc::new(&v, &root).parse().map_err(|e| vec![e])?;
+        raw.validate(&root)
     }
 
     #[test]
@@ -506,7 +611,7 @@ mod tests {
         assert_eq!(d.version, ConfigVersion::V30);
         assert_eq!(d.scope, Scope::Service);
         assert!(d.enabled && !d.force && !d.runtime);
-        let ConditionsDef::Text(t) = d.conditions else {
+        let ConditionTexts::Text(t) = d.conditions else {
             panic!("v3.0 expected")
         };
         assert_eq!(t[1].text, "true");
@@ -576,7 +681,7 @@ mod tests {
             ]
         }))
         .unwrap();
-        let ConditionsDef::MultiDest(c) = d.conditions else {
+        let ConditionTexts::MultiDest(c) = d.conditions else {
             panic!("v3.1 expected")
         };
         let to = c[0].to.as_ref().unwrap();

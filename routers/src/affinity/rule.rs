@@ -12,11 +12,11 @@
 //!   ratio: 20             # percent of the input that must match (0 to 100, may be fractional)
 //! ```
 
-use routechain_core::{RuleDoc, RuleError};
+use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::dubbo::{DubboBool, is_enabled};
+use crate::dubbo::{DubboBool, is_enabled};
 
 /// The ratio used when `affinityAware.ratio` is absent (Dubbo's default: any match is enough).
 pub const DEFAULT_RATIO: f64 = 0.0;
@@ -90,65 +90,66 @@ impl AffinityRule {
     }
 }
 
-/// Compiles an affinity rule document, reporting every problem at once.
-pub fn compile(doc: &RuleDoc<'_>) -> Result<AffinityRule, Vec<RuleError>> {
-    let raw: RawAffinityRule = doc.parse().map_err(|e| vec![e])?;
-    let root = doc.path;
-    let mut errors = Vec::new();
-    match raw.config_version.as_deref() {
-        Some(v) if v.starts_with("v3.1") => {}
-        Some(v) => errors.push(RuleError::new(
-            root.key("configVersion"),
-            format!("an affinity rule has configVersion v3.1, not {v:?}"),
-        )),
-        None => errors.push(RuleError::new(
-            root.clone(),
-            "missing field `configVersion`: an affinity rule has configVersion v3.1",
-        )),
-    }
-    let aware_path = root.key("affinityAware");
-    let mut key = String::new();
-    let mut ratio = DEFAULT_RATIO;
-    match raw.affinity_aware {
-        None => errors.push(RuleError::new(
-            root.clone(),
-            "missing field `affinityAware`: give {key, ratio}",
-        )),
-        Some(aware) => {
-            match aware.key {
-                Some(k) if !k.trim().is_empty() => key = k,
-                _ => errors.push(RuleError::new(
-                    aware_path.clone(),
-                    "`affinityAware.key` is required: the parameter to compare",
-                )),
-            }
-            let ratio_path = aware_path.key("ratio");
-            let parsed = match &aware.ratio {
-                None | Some(Value::Null) => Some(DEFAULT_RATIO),
-                Some(Value::Number(n)) => n.as_f64(),
-                Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
-                Some(_) => None,
-            };
-            match parsed {
-                Some(r) if (0.0..=100.0).contains(&r) => ratio = r,
-                Some(r) => errors.push(RuleError::new(
-                    ratio_path,
-                    format!("ratio {r} is outside 0 to 100"),
-                )),
-                None => errors.push(RuleError::new(
-                    ratio_path,
-                    "ratio must be a number from 0 to 100",
-                )),
+impl AffinityRule {
+    /// Compiles a rule as written, reporting every problem at once; `root` is the rule
+    /// document's path.
+    pub fn compile(raw: RawAffinityRule, root: &FieldPath) -> Result<AffinityRule, Vec<RuleError>> {
+        let mut errors = Vec::new();
+        match raw.config_version.as_deref() {
+            Some(v) if v.starts_with("v3.1") => {}
+            Some(v) => errors.push(RuleError::new(
+                root.key("configVersion"),
+                format!("an affinity rule has configVersion v3.1, not {v:?}"),
+            )),
+            None => errors.push(RuleError::new(
+                root.clone(),
+                "missing field `configVersion`: an affinity rule has configVersion v3.1",
+            )),
+        }
+        let aware_path = root.key("affinityAware");
+        let mut key = String::new();
+        let mut ratio = DEFAULT_RATIO;
+        match raw.affinity_aware {
+            None => errors.push(RuleError::new(
+                root.clone(),
+                "missing field `affinityAware`: give {key, ratio}",
+            )),
+            Some(aware) => {
+                match aware.key {
+                    Some(k) if !k.trim().is_empty() => key = k,
+                    _ => errors.push(RuleError::new(
+                        aware_path.clone(),
+                        "`affinityAware.key` is required: the parameter to compare",
+                    )),
+                }
+                let ratio_path = aware_path.key("ratio");
+                let parsed = match &aware.ratio {
+                    None | Some(Value::Null) => Some(DEFAULT_RATIO),
+                    Some(Value::Number(n)) => n.as_f64(),
+                    Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+                    Some(_) => None,
+                };
+                match parsed {
+                    Some(r) if (0.0..=100.0).contains(&r) => ratio = r,
+                    Some(r) => errors.push(RuleError::new(
+                        ratio_path,
+                        format!("ratio {r} is outside 0 to 100"),
+                    )),
+                    None => errors.push(RuleError::new(
+                        ratio_path,
+                        "ratio must be a number from 0 to 100",
+                    )),
+                }
             }
         }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(AffinityRule {
+            enabled: is_enabled(raw.enabled, raw.valid),
+            scope: raw.scope,
+            key,
+            ratio,
+        })
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(AffinityRule {
-        enabled: is_enabled(raw.enabled, raw.valid),
-        scope: raw.scope,
-        key,
-        ratio,
-    })
 }

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, PrepareContext, PrepareError, PreparedRouter, ProviderSet,
-    RouteContext, Router, RouterFactory, RouterSpec, RuleError, Snapshot,
+    BitSet, Candidates, Evaluation, PrepareContext, ProviderSet, RouteContext, RouterSpec,
+    RuleError, Snapshot, TypedRouter,
 };
 
 /// The attachment that asks for mock providers.
@@ -22,37 +22,48 @@ pub const MOCK_PROTOCOL: &str = "mock";
 /// Dubbo's order for the mock router.
 pub const DEFAULT_PRIORITY: i32 = -100;
 
-/// Builds `mock` routers; an entry with a rule is an error.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MockFactory;
-
-impl RouterFactory for MockFactory {
-    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
-        DEFAULT_PRIORITY
-    }
-
-    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        if let Some(rule) = spec.rule {
-            return Err(vec![RuleError::new(
-                rule.path.clone(),
-                "the mock router takes no rule: it routes by the `invocation.need.mock` attachment",
-            )]);
-        }
-        Ok(Arc::new(MockRouter))
-    }
-}
-
-/// The mock router.
+/// The `mock` router type. It takes no rule: an entry with one is an error.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MockRouter;
 
-impl Router for MockRouter {
-    fn name(&self) -> &str {
-        "mock"
+/// The mock router's rule: none (an entry always compiles to this).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MockRule;
+
+impl TypedRouter for MockRouter {
+    type Raw = serde::de::IgnoredAny;
+    type Rule = MockRule;
+    type Prepared = PreparedMock;
+
+    fn default_priority(&self, _rule: Option<&MockRule>) -> i32 {
+        DEFAULT_PRIORITY
     }
 
-    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        Ok(Arc::new(PreparedMock::build(cx.snapshot)))
+    fn compile(
+        &self,
+        _raw: serde::de::IgnoredAny,
+        spec: &RouterSpec<'_>,
+    ) -> Result<MockRule, Vec<RuleError>> {
+        Err(vec![RuleError::new(
+            spec.rule_path().clone(),
+            "the mock router takes no rule: it routes by the `invocation.need.mock` attachment",
+        )])
+    }
+
+    fn without_rule(&self, _spec: &RouterSpec<'_>) -> Result<Option<MockRule>, Vec<RuleError>> {
+        Ok(Some(MockRule))
+    }
+
+    fn prepare(_rule: &Arc<MockRule>, cx: &PrepareContext<'_>) -> Result<PreparedMock, String> {
+        Ok(PreparedMock::build(cx.snapshot))
+    }
+
+    fn route(
+        prepared: &PreparedMock,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        prepared.route(cx, candidates)
     }
 }
 
@@ -76,10 +87,9 @@ impl PreparedMock {
             normal: ProviderSet::from_bitset(normal),
         }
     }
-}
 
-impl PreparedRouter for PreparedMock {
-    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+    /// Routes one call.
+    pub fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         match cx.request().attachments.get(NEED_MOCK_KEY) {
             None => {
                 self.normal.and_into(candidates);

@@ -13,14 +13,19 @@
 //! when a dynamic tag's addresses match none of the candidates; the request's
 //! `dubbo.force.tag` refuses every fallback (and hierarchical fallback `a|b|c` → `a|b` → `a`).
 
+pub mod address;
+pub mod rule;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter,
-    ProviderSet, RouteContext, Router, RouterFactory, RouterSpec, RuleDoc, RuleError, Snapshot,
+    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext,
+    RouterSpec, RuleError, Snapshot, TypedRouter,
 };
-use routechain_rules::schema::tag::{self as schema, HostPort, TagRule};
+
+pub use self::address::{AddressPattern, HostPort};
+pub use self::rule::{RawTagRule, TagRule};
 
 /// The request tag: invocation attachment, else consumer URL parameter; the provider's static
 /// tag parameter.
@@ -32,59 +37,37 @@ pub const DEFAULT_PRIORITY: i32 = 100;
 /// The separator of hierarchical tags.
 pub const TAG_SEPARATOR: char = '|';
 
-/// Builds `tag` routers from chain entries: no rule → static tags only.
+/// The `tag` router type. An entry without a rule routes by static tags only.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TagFactory;
+pub struct TagRouter;
 
-impl RouterFactory for TagFactory {
-    fn default_priority(&self, _spec: &RouterSpec<'_>) -> i32 {
+impl TypedRouter for TagRouter {
+    type Raw = RawTagRule;
+    type Rule = TagRule;
+    type Prepared = PreparedTag;
+
+    fn default_priority(&self, _rule: Option<&TagRule>) -> i32 {
         DEFAULT_PRIORITY
     }
 
-    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let router = match spec.rule {
-            Some(doc) => TagRouter::from_doc(&doc)?,
-            None => TagRouter::new(None),
-        };
-        Ok(Arc::new(router))
-    }
-}
-
-/// A compiled tag router: the dynamic rule, if any.
-#[derive(Debug, Clone)]
-pub struct TagRouter {
-    rule: Option<Arc<TagRule>>,
-}
-
-impl TagRouter {
-    /// A router with `rule` (`None`: static tags only).
-    pub fn new(rule: Option<TagRule>) -> Self {
-        TagRouter {
-            rule: rule.map(Arc::new),
-        }
+    fn compile(&self, raw: RawTagRule, spec: &RouterSpec<'_>) -> Result<TagRule, Vec<RuleError>> {
+        TagRule::compile(raw, spec.rule_path())
     }
 
-    /// Compiles a tag rule document.
-    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, Vec<RuleError>> {
-        schema::compile(doc).map(|r| Self::new(Some(r)))
+    fn without_rule(&self, _spec: &RouterSpec<'_>) -> Result<Option<TagRule>, Vec<RuleError>> {
+        Ok(Some(TagRule::static_only()))
     }
 
-    /// The dynamic rule.
-    pub fn rule(&self) -> Option<&TagRule> {
-        self.rule.as_deref()
-    }
-}
-
-impl Router for TagRouter {
-    fn name(&self) -> &str {
-        "tag"
+    fn prepare(rule: &Arc<TagRule>, cx: &PrepareContext<'_>) -> Result<PreparedTag, String> {
+        Ok(PreparedTag::build(cx.snapshot, Some(rule)))
     }
 
-    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        Ok(Arc::new(PreparedTag::build(
-            cx.snapshot,
-            self.rule.as_deref(),
-        )))
+    fn route(
+        prepared: &PreparedTag,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        prepared.route(cx, candidates)
     }
 }
 
@@ -242,8 +225,9 @@ fn non_empty(v: Option<&str>) -> Option<&str> {
     v.filter(|s| !s.is_empty())
 }
 
-impl PreparedRouter for PreparedTag {
-    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+impl PreparedTag {
+    /// Routes one call.
+    pub fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         if candidates.is_empty() {
             return Evaluation::Runtime;
         }

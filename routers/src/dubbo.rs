@@ -1,5 +1,5 @@
 //! What Dubbo's own rule documents (condition, tag, affinity) share: the boolean as Dubbo
-//! reads one, the `enabled`/`valid` pair, and `scope: application`.
+//! reads one and the `enabled`/`valid` pair.
 //!
 //! Every Dubbo rule carries the same header (`configVersion`, `scope`, `key`, `enabled`,
 //! `force`, `runtime`, `valid`, `dynamic`, `priority`, from Dubbo's `AbstractRouterRule`).
@@ -11,7 +11,6 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A boolean as Dubbo reads one (`Boolean.parseBoolean(value.toString())`): a YAML boolean,
 /// or the strings `true` / `false` in any case. Any other string is an error here (Dubbo
@@ -66,12 +65,6 @@ pub fn is_enabled(enabled: Option<DubboBool>, valid: Option<DubboBool>) -> bool 
     DubboBool::or(enabled, true) && DubboBool::or(valid, true)
 }
 
-/// True when a rule document says `scope: application` (the factories pick Dubbo's
-/// application-scope priority from it before the rule is compiled).
-pub fn is_application_scope(doc: &Value) -> bool {
-    doc.get("scope").and_then(Value::as_str) == Some("application")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,13 +102,5 @@ mod tests {
         for (enabled, valid, want) in cases {
             assert_eq!(is_enabled(enabled, valid), want, "{enabled:?} {valid:?}");
         }
-    }
-
-    #[test]
-    fn application_scope_is_read_from_the_document() {
-        assert!(is_application_scope(&json!({"scope": "application"})));
-        assert!(!is_application_scope(&json!({"scope": "service"})));
-        assert!(!is_application_scope(&json!({})));
-        assert!(!is_application_scope(&json!("scope")));
     }
 }

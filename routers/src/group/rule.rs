@@ -13,7 +13,7 @@
 //! A group value (request or `default_group`) is one group (`idx_user`), a comma list
 //! (`idx_order,idx_shop`; blanks around commas are ignored) or `*` (every provider).
 
-use routechain_core::{FieldPath, RuleDoc, RuleError};
+use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 
 /// The group-assign rule as written.
@@ -75,19 +75,15 @@ pub fn group_names(value: &str) -> impl Iterator<Item = &str> + '_ {
     value.split(',').map(str::trim).filter(|g| !g.is_empty())
 }
 
-impl RawGroupRule {
-    /// Parses and validates a rule document.
-    pub fn parse(doc: &RuleDoc<'_>) -> Result<GroupRule, Vec<RuleError>> {
-        let raw: RawGroupRule = doc.parse().map_err(|e| vec![e])?;
-        raw.validate(doc.path)
-    }
-
-    /// Validates the rule; `base` is the document's path. Reports every problem at once.
-    pub fn validate(&self, base: &FieldPath) -> Result<GroupRule, Vec<RuleError>> {
+impl GroupRule {
+    /// Compiles a rule as written; `base` is the rule document's path. Reports every
+    /// problem at once.
+    pub fn compile(raw: RawGroupRule, base: &FieldPath) -> Result<GroupRule, Vec<RuleError>> {
+        let this = &raw;
         let mut errors = Vec::new();
         for (field, value) in [
-            ("attribute", &self.attribute),
-            ("provider_param", &self.provider_param),
+            ("attribute", &this.attribute),
+            ("provider_param", &this.provider_param),
         ] {
             if value.trim().is_empty() {
                 errors.push(RuleError::new(
@@ -103,7 +99,7 @@ impl RawGroupRule {
                 ));
             }
         }
-        if let Some(default) = &self.default_group {
+        if let Some(default) = &this.default_group {
             let path = base.key("default_group");
             if group_names(default).next().is_none() {
                 errors.push(RuleError::new(
@@ -128,10 +124,10 @@ impl RawGroupRule {
         }
         if errors.is_empty() {
             Ok(GroupRule {
-                attribute: self.attribute.as_str().into(),
-                provider_param: self.provider_param.as_str().into(),
-                force: self.force,
-                default_group: self.default_group.as_deref().map(|g| g.trim().into()),
+                attribute: this.attribute.as_str().into(),
+                provider_param: this.provider_param.as_str().into(),
+                force: this.force,
+                default_group: this.default_group.as_deref().map(|g| g.trim().into()),
             })
         } else {
             Err(errors)
@@ -142,21 +138,24 @@ impl RawGroupRule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use routechain_core::RuleDoc;
     use serde_json::json;
+
+    fn parse(value: &serde_json::Value, base: &FieldPath) -> Result<GroupRule, Vec<RuleError>> {
+        let raw = RuleDoc::new(value, base).parse().map_err(|e| vec![e])?;
+        GroupRule::compile(raw, base)
+    }
 
     fn check(value: serde_json::Value) -> Result<GroupRule, Vec<String>> {
         let base = FieldPath::root().key("rule");
-        RawGroupRule::parse(&RuleDoc::new(&value, &base))
-            .map_err(|es| es.iter().map(ToString::to_string).collect())
+        parse(&value, &base).map_err(|es| es.iter().map(ToString::to_string).collect())
     }
 
     #[test]
     fn empty_document_gets_the_defaults() {
         assert_eq!(check(json!({})).unwrap(), GroupRule::default());
         assert_eq!(
-            RawGroupRule::default()
-                .validate(&FieldPath::root())
-                .unwrap(),
+            GroupRule::compile(RawGroupRule::default(), &FieldPath::root()).unwrap(),
             GroupRule::default()
         );
     }
@@ -220,7 +219,7 @@ mod tests {
     fn empty_list_item_is_located_inside_the_scalar() {
         let value = json!({"default_group": "a,,b"});
         let base = FieldPath::root();
-        let e = RawGroupRule::parse(&RuleDoc::new(&value, &base)).unwrap_err();
+        let e = parse(&value, &base).unwrap_err();
         assert_eq!(e[0].offset, Some(2));
     }
 }

@@ -7,82 +7,68 @@
 //! prepared consumer's value; per call it counts the candidates and the matching candidates
 //! with popcounts and compares the fraction with the ratio in `f64`, as Dubbo does.
 
+pub mod rule;
+
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, ParamIndex, PrepareContext, PrepareError, PreparedRouter, ProviderSet,
-    RouteContext, Router, RouterFactory, RouterSpec, RuleDoc, RuleError, Snapshot, Url,
+    Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext, RouterSpec,
+    RuleError, Snapshot, TypedRouter, Url,
 };
-use routechain_rules::schema::affinity::{self as schema, AffinityRule};
 
-/// Dubbo's order for service-scope affinity rules.
-pub const SERVICE_PRIORITY: i32 = 130;
+pub use self::rule::{AffinityRule, RawAffinityRule};
+
+/// Dubbo's order for service-scope affinity rules (and for an entry without a rule).
+pub const DEFAULT_PRIORITY: i32 = 130;
 /// Dubbo's order for application-scope (provider application) affinity rules.
-pub const APPLICATION_PRIORITY: i32 = 135;
+pub const APPLICATION_SCOPE_PRIORITY: i32 = 135;
 
-/// Builds `affinity` routers. Without a rule (or with a deleted config-center rule) the
-/// router passes the candidates unchanged, as Dubbo's does without a rule.
+/// The `affinity` router type. Without a rule (or with a deleted config-center rule) every
+/// provider passes, as Dubbo's does without a rule.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct AffinityFactory;
+pub struct AffinityRouter;
 
-impl RouterFactory for AffinityFactory {
-    fn default_priority(&self, spec: &RouterSpec<'_>) -> i32 {
-        crate::scope_priority(spec, SERVICE_PRIORITY, APPLICATION_PRIORITY)
-    }
+impl TypedRouter for AffinityRouter {
+    type Raw = RawAffinityRule;
+    type Rule = AffinityRule;
+    type Prepared = PreparedAffinity;
 
-    fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let router = match spec.rule {
-            Some(doc) => AffinityRouter::from_doc(&doc)?,
-            None => AffinityRouter::new(None),
-        };
-        Ok(Arc::new(router))
-    }
-}
-
-/// A compiled affinity router.
-#[derive(Debug, Clone)]
-pub struct AffinityRouter {
-    rule: Option<Arc<AffinityRule>>,
-}
-
-impl AffinityRouter {
-    /// A router with `rule` (`None`: pass-through).
-    pub fn new(rule: Option<AffinityRule>) -> Self {
-        AffinityRouter {
-            rule: rule.map(Arc::new),
+    fn default_priority(&self, rule: Option<&AffinityRule>) -> i32 {
+        if rule.is_some_and(AffinityRule::is_application_scope) {
+            APPLICATION_SCOPE_PRIORITY
+        } else {
+            DEFAULT_PRIORITY
         }
     }
 
-    /// Compiles an affinity rule document.
-    pub fn from_doc(doc: &RuleDoc<'_>) -> Result<Self, Vec<RuleError>> {
-        schema::compile(doc).map(|r| Self::new(Some(r)))
+    fn compile(
+        &self,
+        raw: RawAffinityRule,
+        spec: &RouterSpec<'_>,
+    ) -> Result<AffinityRule, Vec<RuleError>> {
+        AffinityRule::compile(raw, spec.rule_path())
     }
 
-    /// The rule.
-    pub fn rule(&self) -> Option<&AffinityRule> {
-        self.rule.as_deref()
-    }
-}
-
-impl Router for AffinityRouter {
-    fn name(&self) -> &str {
-        "affinity"
+    fn prepare(
+        rule: &Arc<AffinityRule>,
+        cx: &PrepareContext<'_>,
+    ) -> Result<PreparedAffinity, String> {
+        Ok(PreparedAffinity::build(cx.snapshot, cx.consumer, rule))
     }
 
-    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
-        Ok(Arc::new(PreparedAffinity::build(
-            cx.snapshot,
-            cx.consumer,
-            self.rule.clone(),
-        )))
+    fn route(
+        prepared: &PreparedAffinity,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        prepared.route(cx, candidates)
     }
 }
 
 /// The affinity router's state for one snapshot and consumer.
 #[derive(Debug, Clone)]
 pub struct PreparedAffinity {
-    /// The enabled rule with its index; `None` (no rule, or a disabled one): every
-    /// provider passes.
+    /// The enabled rule's index; `None` (a disabled rule): every provider passes.
     active: Option<Active>,
 }
 
@@ -100,15 +86,15 @@ struct Active {
 
 impl PreparedAffinity {
     /// Indexes `snapshot` by the rule's key and resolves the set for `consumer`.
-    pub fn build(snapshot: &Snapshot, consumer: &Url, rule: Option<Arc<AffinityRule>>) -> Self {
-        let active = rule.filter(|r| r.enabled).map(|rule| {
+    pub fn build(snapshot: &Snapshot, consumer: &Url, rule: &Arc<AffinityRule>) -> Self {
+        let active = rule.enabled.then(|| {
             let index = ParamIndex::build(snapshot, &rule.key);
             let empty = ProviderSet::empty(snapshot.len());
             let prepared = consumer
                 .param(&rule.key)
                 .map(|v| index.get(v).unwrap_or(&empty).clone());
             Active {
-                rule,
+                rule: rule.clone(),
                 index,
                 prepared,
                 empty,
@@ -116,10 +102,9 @@ impl PreparedAffinity {
         });
         PreparedAffinity { active }
     }
-}
 
-impl PreparedRouter for PreparedAffinity {
-    fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
+    /// Routes one call.
+    pub fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         let Some(active) = &self.active else {
             cx.explain(format_args!(
                 "no enabled affinity rule: every provider passes"

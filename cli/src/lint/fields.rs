@@ -1,0 +1,130 @@
+//! Field lints of Dubbo's rule documents (condition, tag, affinity): an unknown field, which
+//! Dubbo ignores (`forse: true` silently does nothing), and a rule switched off with
+//! `enabled: false` or `valid: false`.
+//!
+//! routechain's own rule types (group, IDC-weight) refuse unknown fields outright, so only
+//! Dubbo's documents are linted here.
+
+use routechain::core::FieldPath;
+use serde_json::Value;
+
+use super::{Code, Problem, RuleRef, did_you_mean};
+
+/// The header every Dubbo rule has (Dubbo's `AbstractRouterRule`).
+const HEADER: [&str; 9] = [
+    "configVersion",
+    "scope",
+    "key",
+    "enabled",
+    "valid",
+    "force",
+    "runtime",
+    "dynamic",
+    "priority",
+];
+
+/// Known fields of a mapping, by where it is in a rule of `type_name`. `None`: not linted.
+fn known(type_name: &str, path: &[&str]) -> Option<Vec<&'static str>> {
+    let with_header = |extra: &[&'static str]| {
+        let mut v = HEADER.to_vec();
+        v.extend_from_slice(extra);
+        Some(v)
+    };
+    match (type_name, path) {
+        ("condition", []) => with_header(&["conditions"]),
+        ("condition", ["conditions", "[]"]) => Some(vec!["from", "to"]),
+        ("condition", ["conditions", "[]", "from"]) => Some(vec!["match"]),
+        ("condition", ["conditions", "[]", "to", "[]"]) => Some(vec!["match", "weight"]),
+        ("tag", []) => with_header(&["tags"]),
+        ("tag", ["tags", "[]"]) => Some(vec!["name", "addresses", "match"]),
+        ("tag", ["tags", "[]", "match", "[]"]) => Some(vec!["key", "value"]),
+        ("affinity", []) => with_header(&["affinityAware"]),
+        ("affinity", ["affinityAware"]) => Some(vec!["key", "ratio"]),
+        _ => None,
+    }
+}
+
+/// Unknown fields (with a "did you mean") and a disabled rule.
+pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if !matches!(rule.type_name, "condition" | "tag" | "affinity") {
+        return out;
+    }
+    let Some(value) = rule.value() else {
+        return out;
+    };
+    walk(rule, value, rule.path, &mut Vec::new(), &mut out);
+    if let Some(map) = value.as_object() {
+        for flag in ["enabled", "valid"] {
+            if map.get(flag).is_some_and(is_false) {
+                out.push(Problem::at(
+                    Code::Disabled,
+                    rule.doc,
+                    &rule.path.key(flag),
+                    None,
+                    format!(
+                        "`{flag}: false`: this {} rule is switched off and routes nothing",
+                        rule.type_name
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// False as Dubbo reads a flag: `false`, or the string in any case.
+fn is_false(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::String(s) => s.eq_ignore_ascii_case("false"),
+        _ => false,
+    }
+}
+
+fn walk<'v>(
+    rule: RuleRef<'_>,
+    value: &'v Value,
+    path: &FieldPath,
+    shape: &mut Vec<&'v str>,
+    out: &mut Vec<Problem>,
+) {
+    match value {
+        Value::Object(map) => {
+            if let Some(known) = known(rule.type_name, shape) {
+                for key in map.keys() {
+                    if known.contains(&key.as_str()) {
+                        continue;
+                    }
+                    let hint = did_you_mean(key, known.iter().copied())
+                        .map(|k| format!("; did you mean `{k}`?"))
+                        .unwrap_or_default();
+                    // An "unknown field" message is located at the field's key.
+                    out.push(Problem::at(
+                        Code::UnknownField,
+                        rule.doc,
+                        &path.key(key.clone()),
+                        None,
+                        format!(
+                            "unknown field `{key}` in a {} rule: Dubbo ignores it, and so does routechain{hint}",
+                            rule.type_name
+                        ),
+                    ));
+                }
+            }
+            for (key, v) in map {
+                shape.push(key);
+                walk(rule, v, &path.key(key.clone()), shape, out);
+                shape.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                shape.push("[]");
+                walk(rule, v, &path.index(i), shape, out);
+                shape.pop();
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,176 @@
+//! The IDC-weight router's per-snapshot state: region → providers and IDC → providers
+//! (case-insensitive [`NamedSets`], the rule's names first), the providers degraded by
+//! parameter, and the caller's side of the decision for the prepared consumer.
+
+use std::sync::Arc;
+
+use routechain_core::{BitSet, NamedSets, NamedSetsBuilder, PrepareContext, Url, stable_hash};
+
+use super::rule::IdcWeightRule;
+
+/// A URL's value for `key`, trimmed; `None` when absent or blank.
+fn param<'u>(url: &'u Url, key: &str) -> Option<&'u str> {
+    url.get(key).map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The caller's side of the decision: its region and what its IDC implies.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Local {
+    /// The local region (index into the prepared regions), if it names one that exists.
+    pub(super) region: Option<usize>,
+    /// The strategy when the local region is chosen and has no route table: one of
+    /// [`Strategy::Selected`], [`Strategy::Local`], [`Strategy::LocalMissing`],
+    /// [`Strategy::Hash`] and [`Strategy::LocalWhole`].
+    pub(super) target: Strategy,
+}
+
+/// The IDC-weight router prepared for one snapshot.
+#[derive(Debug, Clone)]
+pub struct PreparedIdcWeight {
+    /// The rule.
+    pub(super) rule: Arc<IdcWeightRule>,
+    /// Providers whose `degraded_param` is `true`.
+    pub(super) degraded: BitSet,
+    /// True when `degraded` has a member (so a call can skip it).
+    pub(super) any_degraded: bool,
+    /// Region (lower-cased) → providers; the rule's regions first, then others seen.
+    pub(super) regions: NamedSets,
+    /// IDC (lower-cased) → providers; the rule's IDCs first, then others seen.
+    pub(super) idcs: NamedSets,
+    /// The decision for the consumer the chain was prepared for.
+    pub(super) local: Local,
+}
+
+/// How step 3 chose the target.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Strategy {
+    /// The region's route table; the draw and the IDC it picked.
+    Table { draw: u32, idc: usize },
+    /// `selected[local]`.
+    Selected { local: usize, target: usize },
+    /// The local IDC.
+    Local(usize),
+    /// The local IDC, which no provider has.
+    LocalMissing,
+    /// The stable hash of the consumer host.
+    Hash(usize),
+    /// The whole local region (caller's IDC unknown, no known IDC to hash over).
+    LocalWhole,
+    /// A cross region without a route table: the whole region.
+    CrossWhole,
+}
+
+impl Strategy {
+    /// The target IDC, `Some(None)` for "an IDC no provider has", `None` for the whole region.
+    pub(super) fn target(self) -> Option<Option<usize>> {
+        match self {
+            Strategy::Table { idc, .. }
+            | Strategy::Selected { target: idc, .. }
+            | Strategy::Local(idc)
+            | Strategy::Hash(idc) => Some(Some(idc)),
+            Strategy::LocalMissing => Some(None),
+            Strategy::LocalWhole | Strategy::CrossWhole => None,
+        }
+    }
+}
+
+impl PreparedIdcWeight {
+    /// Indexes `cx.snapshot` for `rule` and resolves the decision for the chain's consumer.
+    pub fn build(rule: &Arc<IdcWeightRule>, cx: &PrepareContext<'_>) -> Self {
+        let n = cx.snapshot.len();
+        // The rule's regions and IDCs come first, at the rule's indexes.
+        let mut regions = NamedSetsBuilder::new(rule.regions.iter().map(|r| &*r.name), n);
+        let mut idcs = NamedSetsBuilder::new(rule.idcs.iter().map(|d| &*d.name), n);
+        let mut degraded = BitSet::empty(n);
+        for (i, p) in cx.snapshot.providers().iter().enumerate() {
+            if p.get(&rule.degraded_param)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            {
+                degraded.insert(i);
+            }
+            let idc = param(p, &rule.idc_param).map(|v| idcs.add(v, i));
+            match param(p, &rule.region_param) {
+                Some(v) => {
+                    regions.add(v, i);
+                }
+                // No region param: the region the rule lists the provider's IDC under.
+                None => {
+                    if let Some(k) = idc.filter(|&k| k < rule.idcs.len()) {
+                        regions.add_to(rule.idcs[k].region, i);
+                    }
+                }
+            }
+        }
+        let mut prepared = PreparedIdcWeight {
+            rule: rule.clone(),
+            any_degraded: !degraded.is_empty(),
+            degraded,
+            regions: regions.finish(),
+            idcs: idcs.finish(),
+            local: Local {
+                region: None,
+                target: Strategy::LocalWhole,
+            },
+        };
+        prepared.local = prepared.resolve(rule, cx.consumer);
+        tracing::debug!(
+            providers = n,
+            regions = prepared.regions.len(),
+            idcs = prepared.idcs.len(),
+            degraded = prepared.degraded.count(),
+            "idc-weight router prepared"
+        );
+        prepared
+    }
+
+    /// The local region and IDC names for `consumer`: the rule's `local`, else the consumer
+    /// URL's params; a missing region is the region the rule lists the local IDC under.
+    pub(super) fn local_names<'s>(
+        rule: &'s IdcWeightRule,
+        consumer: &'s Url,
+    ) -> (Option<&'s str>, Option<&'s str>) {
+        let idc = rule
+            .local_idc
+            .as_deref()
+            .or_else(|| param(consumer, &rule.idc_param));
+        let region = rule
+            .local_region
+            .as_deref()
+            .or_else(|| param(consumer, &rule.region_param))
+            .or_else(|| {
+                idc.and_then(|d| rule.idc_index(d))
+                    .map(|k| &*rule.regions[rule.idcs[k].region].name)
+            });
+        (region, idc)
+    }
+
+    /// The local decision for `consumer` (no allocation).
+    pub(super) fn resolve(&self, rule: &IdcWeightRule, consumer: &Url) -> Local {
+        let (region_name, idc_name) = Self::local_names(rule, consumer);
+        let region = region_name.and_then(|r| self.regions.find(r));
+        let target = match idc_name {
+            Some(d) => match self.idcs.find(d) {
+                Some(k) => match rule.selected_for(k) {
+                    Some(t) => Strategy::Selected {
+                        local: k,
+                        target: t,
+                    },
+                    None => Strategy::Local(k),
+                },
+                None => Strategy::LocalMissing,
+            },
+            None => match region.and_then(|r| rule.regions.get(r)) {
+                Some(r) if !r.idcs.is_empty() => {
+                    let h = stable_hash(consumer.host().as_bytes()) % r.idcs.len() as u64;
+                    Strategy::Hash(r.idcs.start + h as usize)
+                }
+                _ => Strategy::LocalWhole,
+            },
+        };
+        Local { region, target }
+    }
+
+    pub(super) fn idc_name(&self, k: usize) -> &str {
+        self.idcs.name(k)
+    }
+}
