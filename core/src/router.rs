@@ -151,6 +151,12 @@ pub trait TypedRouter: Send + Sync + 'static {
         cx: &mut RouteContext<'_>,
         candidates: &mut Candidates,
     ) -> Evaluation;
+
+    /// Called off the call path with the live degraded set of the chain state the prepared
+    /// state joins (see [`PreparedRouter::attach`]). The default does nothing.
+    fn attach(prepared: &Self::Prepared, degraded: &Arc<DegradedSet>) {
+        let _ = (prepared, degraded);
+    }
 }
 
 /// A compiled rule as the chain stores it: builds per-snapshot state off the call path.
@@ -316,6 +322,10 @@ impl<T: TypedRouter> PreparedRouter for Prepared<T> {
     #[inline]
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         T::route(&self.0, cx, candidates)
+    }
+
+    fn attach(&self, degraded: &Arc<DegradedSet>) {
+        T::attach(&self.0, degraded);
     }
 }
 
