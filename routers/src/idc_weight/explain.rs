@@ -241,7 +241,9 @@ impl PreparedIdcWeight {
         let mut text = format!("spillover levels (overprovisioning {}):", Factor(opf));
         weighted::priority_loads(levels, available, |i, load| {
             if let Some(r) = Self::level_region(rule, local, i) {
-                let c = self.health.region(r, live, self.regions.set(r), &self.degraded);
+                let c = self
+                    .health
+                    .region(r, live, self.regions.set(r), &self.degraded);
                 text.push_str(&format!(
                     " {} {} of {} healthy → {},",
                     self.regions.name(r),

@@ -41,7 +41,8 @@ pub mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, DegradedSet, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, TypedRouter,
+    Candidates, DegradedSet, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError,
+    TypedRouter,
 };
 
 pub use self::prepared::PreparedIdcWeight;
@@ -97,5 +98,7 @@ impl TypedRouter for IdcWeightRouter {
     }
 }
 
+#[cfg(test)]
+mod health_tests;
 #[cfg(test)]
 mod tests;

@@ -118,7 +118,11 @@ impl RawOptions<'_> {
 
 /// A `hash_key` value (a string or a non-empty list of strings) as a [`StickyKey`]; every
 /// bad part is reported at its path. Shared with the condition router's `hash_key`.
-pub fn sticky_key(value: &Value, path: &FieldPath, errors: &mut Vec<RuleError>) -> Option<StickyKey> {
+pub fn sticky_key(
+    value: &Value,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<StickyKey> {
     let items: Vec<(FieldPath, &Value)> = match value {
         Value::Array(items) => items
             .iter()
@@ -135,7 +139,9 @@ pub fn sticky_key(value: &Value, path: &FieldPath, errors: &mut Vec<RuleError>) 
             Some(Err(message)) => errors.push(RuleError::new(p, message)),
             None => errors.push(RuleError::new(
                 p,
-                format!("a hash key is a string such as attributes[user] or consumer.host, found {item}"),
+                format!(
+                    "a hash key is a string such as attributes[user] or consumer.host, found {item}"
+                ),
             )),
         }
     }

@@ -78,7 +78,9 @@ impl PreparedIdcWeight {
             ..Decision::default()
         };
         let chosen = match options.overprovisioning {
-            Some(opf) => self.choose_level(rule, opf, local, healthy, candidates, cx, &mut decision),
+            Some(opf) => {
+                self.choose_level(rule, opf, local, healthy, candidates, cx, &mut decision)
+            }
             None => self.choose_region(rule, local, healthy, candidates, cx.scratch()),
         };
         let Some((region, is_local)) = chosen else {
@@ -161,7 +163,9 @@ impl PreparedIdcWeight {
         r: usize,
         live: &routechain_core::DegradedSet,
     ) -> u64 {
-        let c = self.health.region(r, live, self.regions.set(r), &self.degraded);
+        let c = self
+            .health
+            .region(r, live, self.regions.set(r), &self.degraded);
         weighted::availability(opf, c.healthy.into(), c.total.into())
     }
 

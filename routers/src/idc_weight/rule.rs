@@ -32,8 +32,8 @@ use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use super::options::{HealthOptions, RawSpillover};
 use super::options::RawOptions;
+pub use super::options::{HealthOptions, RawSpillover};
 
 /// The sum every route table's weights must have.
 pub const ROUTE_TABLE_TOTAL: u32 = 100;
