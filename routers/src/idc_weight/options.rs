@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use routechain_core::{FieldPath, KeyPart, RuleError, StickyKey};
+use routechain_core::{FieldPath, RuleError, StickyKey};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -106,7 +106,10 @@ impl RawOptions<'_> {
             }
         }
         if let Some(v) = self.hash_key.filter(|v| !v.is_null()) {
-            options.hash_key = sticky_key(v, &base.key("hash_key"), errors);
+            match StickyKey::from_value(v, &base.key("hash_key")) {
+                Ok(key) => options.hash_key = Some(key),
+                Err(mut es) => errors.append(&mut es),
+            }
         }
         if let Some(raw) = self.idc_cidrs {
             options.idc_cidrs =
@@ -114,46 +117,4 @@ impl RawOptions<'_> {
         }
         options
     }
-}
-
-/// A `hash_key` value (a string or a non-empty list of strings) as a [`StickyKey`]; every
-/// bad part is reported at its path. Shared with the condition router's `hash_key`.
-pub fn sticky_key(
-    value: &Value,
-    path: &FieldPath,
-    errors: &mut Vec<RuleError>,
-) -> Option<StickyKey> {
-    let items: Vec<(FieldPath, &Value)> = match value {
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| (path.index(i), item))
-            .collect(),
-        other => vec![(path.clone(), other)],
-    };
-    let before = errors.len();
-    let mut parts = Vec::new();
-    for (p, item) in items {
-        match item.as_str().map(KeyPart::parse) {
-            Some(Ok(part)) => parts.push(part),
-            Some(Err(message)) => errors.push(RuleError::new(p, message)),
-            None => errors.push(RuleError::new(
-                p,
-                format!(
-                    "a hash key is a string such as attributes[user] or consumer.host, found {item}"
-                ),
-            )),
-        }
-    }
-    if errors.len() > before {
-        return None;
-    }
-    let key = StickyKey::new(parts);
-    if key.is_none() {
-        errors.push(RuleError::new(
-            path.clone(),
-            "`hash_key` must name at least one part",
-        ));
-    }
-    key
 }
