@@ -81,9 +81,11 @@ impl PreparedIdcWeight {
             Some(opf) => {
                 self.choose_level(rule, opf, local, healthy, candidates, cx, &mut decision)
             }
-            None => self.choose_region(rule, local, healthy, candidates, cx.scratch()),
+            None => self
+                .choose_region(rule, local, healthy, candidates, cx.scratch())
+                .map(|(r, is_local)| (r, is_local, None)),
         };
-        let Some((region, is_local)) = chosen else {
+        let Some((region, is_local, region_counts)) = chosen else {
             let outcome = self.fall_back_without_region(rule, healthy, candidates, cx.scratch());
             if explaining {
                 self.explain(rule, cx, candidates, input, None, None, outcome, &decision);
@@ -96,21 +98,24 @@ impl PreparedIdcWeight {
         let threshold = options.panic_threshold;
         let mut region_mode = healthy;
         if threshold > 0 {
-            let c = self
-                .health
-                .region(region, live, self.regions.set(region), &self.degraded);
+            let c = region_counts.unwrap_or_else(|| {
+                self.health
+                    .region(region, live, self.regions.set(region), &self.degraded)
+            });
             if weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
                 region_mode = Healthy::Input;
                 decision.panic = Some(Panic::Region(c));
             }
         }
-        let strategy = self.target_strategy(rule, region, is_local, local, cx, &decision);
+        let (strategy, target_counts) =
+            self.target_strategy(rule, region, is_local, local, cx, &decision);
         let mut target_mode = region_mode;
         if threshold > 0
             && decision.panic.is_none()
             && let Some(Some(k)) = strategy.target()
         {
-            let c = self.health.idc(k, live, self.idcs.set(k), &self.degraded);
+            let c = target_counts
+                .unwrap_or_else(|| self.health.idc(k, live, self.idcs.set(k), &self.degraded));
             // A target with no healthy provider is not in panic: no survivor would be
             // overloaded, and the region's healthy providers take its calls.
             if c.healthy > 0 && weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
@@ -172,8 +177,10 @@ impl PreparedIdcWeight {
     /// Step 2 with `spillover`: the local region and the cross regions are priority levels
     /// (Envoy's): each level's availability is `min(1, overprovisioning × healthy share)`
     /// (0 without a healthy candidate), the loads follow [`weighted::priority_loads`], and
-    /// one point in `0..UNIT` (random, or the sticky hash) picks the level. O(levels) loads
-    /// plus the first-hit scans that check each level has a healthy candidate.
+    /// one point in `0..UNIT` (random, or the sticky hash) picks the level. When the local
+    /// region is fully available it takes every call: one count, no draw. Otherwise
+    /// O(levels) count loads plus the first-hit scans that check each level has a healthy
+    /// candidate. Returns the region, whether it is the local one, and its counts when read.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn choose_level(
@@ -185,37 +192,51 @@ impl PreparedIdcWeight {
         candidates: &Candidates,
         cx: &mut RouteContext<'_>,
         decision: &mut Decision,
-    ) -> Option<(usize, bool)> {
+    ) -> Option<(usize, bool, Option<Counts>)> {
+        let live = cx.degraded();
+        let view = self.health.view(live);
+        let counts = |r: usize| view.region(r, self.regions.set(r), &self.degraded);
+        let has = |r: usize, scratch: &BitSet| {
+            let set = self.regions.set(r);
+            self.any_healthy(healthy, candidates, scratch, |w| set.word(w))
+        };
+        // The local region fully available: it keeps every call.
+        if let Some(r) = local.region
+            && has(r, cx.scratch())
+        {
+            let c = counts(r);
+            if weighted::availability(opf, c.healthy.into(), c.total.into()) >= UNIT {
+                return Some((r, true, Some(c)));
+            }
+        }
         let point = match decision.sticky {
             Some(h) => weighted::scale(h, UNIT),
             None => cx.rng().below(UNIT),
         };
-        let live = cx.degraded();
         let scratch: &BitSet = cx.scratch();
         let levels = 1 + rule.cross_region.len();
-        let has = |r: usize| {
-            let set = self.regions.set(r);
-            self.any_healthy(healthy, candidates, scratch, |w| set.word(w))
+        // The first levels' availabilities, each computed once (a level scanned once).
+        const CACHED: usize = 8;
+        let mut cached = [0u64; CACHED];
+        let availability = |i: usize| {
+            Self::level_region(rule, local, i)
+                .filter(|&r| has(r, scratch))
+                .map_or(0, |r| {
+                    let c = counts(r);
+                    weighted::availability(opf, c.healthy.into(), c.total.into()).max(1)
+                })
         };
-        // Which of the first 64 levels have a healthy candidate (each scanned once).
-        let mut mask = 0u64;
-        for i in 0..levels.min(64) {
-            if Self::level_region(rule, local, i).is_some_and(has) {
-                mask |= 1 << i;
-            }
+        for (i, a) in cached.iter_mut().enumerate().take(levels) {
+            *a = availability(i);
         }
         let available = |i: usize| {
-            let Some(r) = Self::level_region(rule, local, i) else {
-                return 0;
-            };
-            let ok = if i < 64 { mask & (1 << i) != 0 } else { has(r) };
-            if ok {
-                self.region_availability(opf, r, live).max(1)
+            if i < CACHED {
+                cached[i]
             } else {
-                0
+                availability(i)
             }
         };
-        if mask == 0 && (64..levels).all(|i| available(i) == 0) {
+        if (0..levels).all(|i| available(i) == 0) {
             return None;
         }
         let mut cumulative = 0u64;
@@ -230,7 +251,7 @@ impl PreparedIdcWeight {
         if load < UNIT {
             decision.spill = Some((point, level));
         }
-        Self::level_region(rule, local, level).map(|r| (r, level == 0))
+        Self::level_region(rule, local, level).map(|r| (r, level == 0, None))
     }
 
     /// Step 1: healthy = input minus degraded (param or live). The live set is read once
@@ -374,49 +395,70 @@ impl PreparedIdcWeight {
         local: &Local,
         cx: &mut RouteContext<'_>,
         decision: &Decision,
-    ) -> Strategy {
+    ) -> (Strategy, Option<Counts>) {
         let table = rule
             .regions
             .get(region)
             .and_then(|r| r.route_table.as_ref());
         let Some(table) = table else {
-            return if is_local {
+            let strategy = if is_local {
                 local.target
             } else {
                 Strategy::CrossWhole
             };
+            return (strategy, None);
         };
         let Some(opf) = rule.options.overprovisioning else {
             let draw = match decision.sticky {
                 Some(h) => weighted::scale(h, u64::from(ROUTE_TABLE_TOTAL)) as u32,
                 None => cx.rng().below(u64::from(ROUTE_TABLE_TOTAL)) as u32,
             };
-            return Strategy::Table {
+            let strategy = Strategy::Table {
                 draw,
                 idc: table.pick(draw),
             };
+            return (strategy, None);
         };
-        let live = cx.degraded();
+        let view = self.health.view(cx.degraded());
         let region_panic = matches!(decision.panic, Some(Panic::Region(_)));
-        let weight = |i: usize| {
+        // Each IDC's counts and effective weight, read once (the first eight kept on the
+        // stack; a longer table reads the others again for the pick).
+        const CACHED: usize = 8;
+        let mut cached = [(
+            Counts {
+                healthy: 0,
+                total: 0,
+            },
+            0u64,
+        ); CACHED];
+        let entry = |i: usize| {
             let (k, w) = table.entry(i);
-            if region_panic {
+            let c = view.idc(k, self.idcs.set(k), &self.degraded);
+            let eff = if region_panic {
                 u64::from(w) * UNIT
             } else {
-                effective_weight(w, self.idc_counts(k, live), opf)
-            }
+                effective_weight(w, c, opf)
+            };
+            (c, eff)
         };
+        for (i, e) in cached.iter_mut().enumerate().take(table.len()) {
+            *e = entry(i);
+        }
+        let get = |i: usize| if i < CACHED { cached[i] } else { entry(i) };
         // The IDC draw after a level draw uses a second hash, independent of the first.
         let draw = decision
             .sticky
             .map_or(Draw::Random, |h| Draw::Sticky(rehash(h)));
-        match weighted::pick(table.len(), weight, draw, cx.rng()) {
-            Some(p) => Strategy::Spill {
-                point: p.point,
-                total: p.total,
-                idc: table.entry(p.index).0,
-            },
-            None => Strategy::SpillNone,
+        match weighted::pick(table.len(), |i| get(i).1, draw, cx.rng()) {
+            Some(p) => (
+                Strategy::Spill {
+                    point: p.point,
+                    total: p.total,
+                    idc: table.entry(p.index).0,
+                },
+                Some(get(p.index).0),
+            ),
+            None => (Strategy::SpillNone, None),
         }
     }
 
