@@ -312,9 +312,17 @@ pub fn availability(overprovisioning_milli: u32, healthy: u64, total: u64) -> u6
     if total == 0 {
         return 0;
     }
-    let v = u128::from(overprovisioning_milli) * u128::from(healthy) * u128::from(UNIT)
-        / (1000 * u128::from(total));
-    v.min(u128::from(UNIT)) as u64
+    let scaled = u128::from(overprovisioning_milli) * u128::from(healthy);
+    let whole = 1000 * u128::from(total);
+    // Fully available (the common case) without a division.
+    if scaled >= whole {
+        return UNIT;
+    }
+    // Below 1, so `scaled × UNIT` < `whole × UNIT` fits a u64 whenever `whole` does ×10⁶.
+    match u64::try_from(scaled * u128::from(UNIT)) {
+        Ok(numerator) if u64::try_from(whole).is_ok() => numerator / whole as u64,
+        _ => (scaled * u128::from(UNIT) / whole) as u64,
+    }
 }
 
 /// A weight scaled by an [`availability`]: `weight × availability` (units: weight
