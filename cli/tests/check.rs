@@ -314,13 +314,14 @@ fn provider_lints_cross_check_the_rules() {
     assert_exit(&out, 2);
     let got = problems(&json(&out));
     let want = [
-        ("RC203", 10, 41, "warning"),
-        ("RC204", 15, 11, "error"),
-        ("RC203", 15, 44, "warning"),
-        ("RC205", 17, 11, "warning"),
-        ("RC203", 20, 22, "warning"),
-        ("RC201", 27, 18, "warning"),
-        ("RC202", 27, 31, "warning"),
+        ("RC205", 9, 11, "warning"),
+        ("RC203", 12, 41, "warning"),
+        ("RC204", 17, 11, "error"),
+        ("RC203", 17, 44, "warning"),
+        ("RC205", 19, 11, "warning"),
+        ("RC203", 22, 22, "warning"),
+        ("RC201", 29, 18, "warning"),
+        ("RC202", 29, 31, "warning"),
     ]
     .map(|(c, l, col, s)| (c.to_string(), l, col, s.to_string()));
     assert_eq!(got, want);

@@ -152,8 +152,8 @@ pub trait TypedRouter: Send + Sync + 'static {
         candidates: &mut Candidates,
     ) -> Evaluation;
 
-    /// Called off the call path with the live degraded set of the chain state the prepared
-    /// state joins (see [`PreparedRouter::attach`]). The default does nothing.
+    /// Called off the call path once a prepared state is part of a chain state, with that
+    /// state's live degraded set ([`PreparedRouter::attach`]). The default does nothing.
     fn attach(prepared: &Self::Prepared, degraded: &Arc<DegradedSet>) {
         let _ = (prepared, degraded);
     }

@@ -8,52 +8,43 @@
 //! `method = refund -> version = 2.*` (no `=>`) is all then-part, applied to every request.
 //! The routers accept all of these; this module warns about them, at the character.
 
-use routechain::core::RuleDoc;
+use routechain::core::{RuleDoc, TypedFactory};
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
 use routechain::routers::condition::parser::{Side, parse_match, parse_text_condition};
-use routechain::rules::schema::condition::{ConditionRuleDef, ConditionsDef, TextField};
+use routechain::routers::condition::{ConditionRouter, ConditionRule, SourceText};
 
 use super::{Code, Problem, RuleRef};
 
 /// One condition text to lint: the text, where it is, and which part(s) it is.
 struct Text<'a> {
-    field: &'a TextField,
+    field: &'a SourceText,
     /// `None`: a v3.0 `when => then` text; `Some(side)`: a v3.1 `match`.
     side: Option<Side>,
     /// The condition's index.
     index: usize,
 }
 
-/// The texts of a condition rule (none when the rule does not validate: its errors are
-/// reported by the router).
-pub fn texts(def: &ConditionRuleDef) -> Vec<(usize, &TextField, Option<Side>)> {
-    let mut out = Vec::new();
-    match &def.conditions {
-        ConditionsDef::Text(texts) => {
-            for (i, t) in texts.iter().enumerate() {
-                out.push((i, t, None));
-            }
-        }
-        ConditionsDef::MultiDest(items) => {
-            for (i, item) in items.iter().enumerate() {
-                if let Some(f) = &item.from {
-                    out.push((i, f, Some(Side::When)));
-                }
-                for d in item.to.iter().flatten() {
-                    if let Some(m) = &d.match_text {
-                        out.push((i, m, Some(Side::Then)));
-                    }
-                }
-            }
-        }
-    }
-    out
+/// The texts of a compiled condition rule: (condition index, text, `None` for a v3.0
+/// `when => then` text or the side of a v3.1 `match`).
+pub fn texts(rule: &ConditionRule) -> Vec<(usize, &SourceText, Option<Side>)> {
+    rule.conditions
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.source
+                .texts()
+                .into_iter()
+                .map(move |(t, side)| (i, t, side))
+        })
+        .collect()
 }
 
-/// The validated definition of a condition rule, when it validates.
-pub fn definition(rule: RuleRef<'_>) -> Option<ConditionRuleDef> {
+/// The compiled condition rule, when it compiles (otherwise the router reports its errors).
+pub fn definition(rule: RuleRef<'_>) -> Option<ConditionRule> {
     let value = rule.value()?;
-    ConditionRuleDef::from_doc(&RuleDoc::new(value, rule.path)).ok()
+    TypedFactory::new("condition", ConditionRouter)
+        .compile(RuleDoc::new(value, rule.path))
+        .ok()
 }
 
 /// Every text lint of a condition rule.
@@ -315,5 +306,20 @@ mod tests {
             ]
             .map(|(s, w)| (s.trim_end(), w))
         );
+    }
+
+    proptest::proptest! {
+        /// Lints never panic and stay inside the text, whatever it is (multi-byte
+        /// characters, separators anywhere).
+        #[test]
+        fn never_panics(text in "[a-z =!,&|>~*$.\\-éß中]{0,40}") {
+            let yaml = format!("conditions:\n  - {:?}\n", text);
+            if let Ok(doc) = YamlDoc::parse("t.yaml", &yaml) {
+                let root = FieldPath::root();
+                for p in lint(RuleRef { type_name: "condition", doc: &doc, path: &root }) {
+                    proptest::prop_assert!(p.error.location.line == 2);
+                }
+            }
+        }
     }
 }

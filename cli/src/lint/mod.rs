@@ -75,7 +75,8 @@ pub enum Code {
     ValueWithoutProvider,
     /// RC204: a condition whose then-part matches no provider.
     ThenMatchesNoProvider,
-    /// RC205: a condition shadowed by an earlier one.
+    /// RC205: a rule shadowed by another (a condition by an earlier one, a tag by a later
+    /// one of the same name).
     Shadowed,
 }
 
@@ -274,6 +275,20 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(names, sorted);
+    }
+
+    #[test]
+    fn docs_check_md_has_one_row_per_code_with_its_severity() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/check.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let rows: Vec<&str> = doc.lines().filter(|l| l.starts_with("| RC")).collect();
+        assert_eq!(rows.len(), Code::ALL.len());
+        for (row, code) in rows.iter().zip(Code::ALL) {
+            let severity = code.default_severity().as_str();
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(cells[1], code.as_str(), "{row}");
+            assert!(cells[2].contains(severity), "{row}: expected {severity}");
+        }
     }
 
     #[test]

@@ -8,11 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use routechain::core::TypedFactory;
 use routechain::core::{RuleDoc, Snapshot, Url};
+use routechain::routers::condition::Action;
+use routechain::routers::condition::SourceText;
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
-use routechain::routers::condition::{Action, ConditionRule};
-use routechain::rules::schema::group::{RawGroupRule, group_names};
-use routechain::rules::schema::tag::{self, HostPort};
+use routechain::routers::group::{GroupRouter, group_names};
+use routechain::routers::tag::{HostPort, TagRouter};
 use serde_json::Value;
 
 use super::condition::{definition, texts};
@@ -71,9 +73,7 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
     let Some(def) = definition(rule) else {
         return out;
     };
-    let Ok(compiled) = ConditionRule::from_def(&def) else {
-        return out;
-    };
+    let compiled = &def;
     // The then-part texts, in order: one per v3.0 condition, one per v3.1 destination.
     let then_texts: Vec<_> = texts(&def)
         .into_iter()
@@ -169,7 +169,7 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
 /// RC203 for each exact `=` value of a then-part key that no provider carries.
 fn value_lints(
     rule: RuleRef<'_>,
-    field: &routechain::rules::schema::condition::TextField,
+    field: &SourceText,
     term: &Term,
     providers: &Snapshot,
     consumer: Option<&Url>,
@@ -281,7 +281,8 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let Some(value) = rule.value() else {
         return out;
     };
-    let Ok(compiled) = tag::compile(&RuleDoc::new(value, rule.path)) else {
+    let Ok(compiled) = TypedFactory::new("tag", TagRouter).compile(RuleDoc::new(value, rule.path))
+    else {
         return out;
     };
     let at: Vec<HostPort<'_>> = providers
@@ -290,6 +291,28 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
         .map(|p| HostPort::new(p.host(), p.port()))
         .collect();
     let raw_tags = value.get("tags").and_then(Value::as_array);
+    // A later tag with addresses and the same name replaces an earlier one.
+    for (i, t) in compiled.tags.iter().enumerate() {
+        let later = compiled.tags[i + 1..]
+            .iter()
+            .position(|u| u.name == t.name && !u.addresses.is_empty());
+        if let Some(k) = later
+            && !t.addresses.is_empty()
+        {
+            out.push(Problem::at(
+                Code::Shadowed,
+                rule.doc,
+                &rule.path.key("tags").index(i),
+                None,
+                format!(
+                    "tag `{}` is shadowed by the later tag of the same name (tags[{}]), \
+                     which replaces it: these addresses are never used",
+                    t.name,
+                    i + 1 + k
+                ),
+            ));
+        }
+    }
     for (i, t) in compiled.tags.iter().enumerate() {
         let path = rule.path.key("tags").index(i);
         let raw = raw_tags.and_then(|ts| ts.get(i));
@@ -358,7 +381,8 @@ fn group(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let Some(value) = rule.value() else {
         return out;
     };
-    let Ok(g) = RawGroupRule::parse(&RuleDoc::new(value, rule.path)) else {
+    let Ok(g) = TypedFactory::new("group", GroupRouter).compile(RuleDoc::new(value, rule.path))
+    else {
         return out;
     };
     if let Some(default) = &g.default_group {

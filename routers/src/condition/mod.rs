@@ -33,8 +33,8 @@ use routechain_core::{
 
 pub use self::prepared::PreparedCondition;
 pub use self::rule::{
-    Action, Condition, ConditionRule, ConfigVersion, DEFAULT_DESTINATION_WEIGHT, Destination,
-    RawConditionRule, Scope,
+    Action, Condition, ConditionRule, ConditionSource, ConfigVersion, DEFAULT_DESTINATION_WEIGHT,
+    Destination, RawConditionRule, Scope, SourceText,
 };
 
 /// Dubbo's priority of a service-scope condition rule (and of an entry without a rule).

@@ -96,19 +96,22 @@ impl Scope {
     }
 }
 
-/// A text scalar of the rule with its absolute field path (errors inside the text use
-/// [`RuleError::at_offset`] at this path).
+/// A condition text as written, with its absolute field path: errors (and the command
+/// line's lints) inside the text are located at a character offset in it
+/// ([`RuleError::at_offset`] at this path).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct TextField {
-    text: String,
-    path: FieldPath,
+pub struct SourceText {
+    /// The text.
+    pub text: String,
+    /// Where it is.
+    pub path: FieldPath,
 }
 
 /// One v3.1 destination as validated: `{match: ..., weight: ...}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct DestinationText {
     /// `match` (absent: every provider).
-    match_text: Option<TextField>,
+    match_text: Option<SourceText>,
     /// `weight` (default [`DEFAULT_DESTINATION_WEIGHT`]).
     weight: u32,
 }
@@ -117,7 +120,7 @@ struct DestinationText {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MultiDestText {
     /// `from.match` (absent: every request).
-    from: Option<TextField>,
+    from: Option<SourceText>,
     /// `to` (absent: traffic disabled).
     to: Option<Vec<DestinationText>>,
 }
@@ -126,7 +129,7 @@ struct MultiDestText {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum ConditionTexts {
     /// v3.0 text conditions.
-    Text(Vec<TextField>),
+    Text(Vec<SourceText>),
     /// v3.1 from/to conditions.
     MultiDest(Vec<MultiDestText>),
 }
@@ -160,6 +163,37 @@ pub struct Condition {
     pub when: Vec<Term>,
     /// What happens when the when-part matches.
     pub action: Action,
+    /// The texts it was compiled from.
+    pub source: ConditionSource,
+}
+
+/// The texts a condition was compiled from, with their field paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConditionSource {
+    /// v3.0: the `when => then` text.
+    Text(SourceText),
+    /// v3.1: `from.match` and each destination's `match`, when written.
+    MultiDest {
+        /// `from.match`.
+        from: Option<SourceText>,
+        /// Each destination's `match`, in order.
+        to: Vec<Option<SourceText>>,
+    },
+}
+
+impl ConditionSource {
+    /// Every text with the part it is: `None` for a v3.0 `when => then` text, `Some(side)`
+    /// for a v3.1 `match` (`from` is the when side, a destination the then side).
+    pub fn texts(&self) -> Vec<(&SourceText, Option<Side>)> {
+        match self {
+            ConditionSource::Text(t) => vec![(t, None)],
+            ConditionSource::MultiDest { from, to } => from
+                .iter()
+                .map(|t| (t, Some(Side::When)))
+                .chain(to.iter().flatten().map(|t| (t, Some(Side::Then))))
+                .collect(),
+        }
+    }
 }
 
 impl Condition {
@@ -234,6 +268,7 @@ fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleEr
                             None => Action::Blocklist,
                             Some(terms) => Action::Then(terms),
                         },
+                        source: ConditionSource::Text(t.clone()),
                     }),
                     Err(mut es) => errors.append(&mut es),
                 }
@@ -241,7 +276,7 @@ fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleEr
         }
         ConditionTexts::MultiDest(items) => {
             for (i, item) in items.iter().enumerate() {
-                let mut parse = |text: &Option<TextField>, side| match text {
+                let mut parse = |text: &Option<SourceText>, side| match text {
                     None => Vec::new(),
                     Some(t) => parse_match(&t.text, side, &t.path, i).unwrap_or_else(|mut es| {
                         errors.append(&mut es);
@@ -261,7 +296,20 @@ fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleEr
                             .collect(),
                     ),
                 };
-                conditions.push(Condition { when, action });
+                let source = ConditionSource::MultiDest {
+                    from: item.from.clone(),
+                    to: item
+                        .to
+                        .iter()
+                        .flatten()
+                        .map(|d| d.match_text.clone())
+                        .collect(),
+                };
+                conditions.push(Condition {
+                    when,
+                    action,
+                    source,
+                });
             }
         }
     }
@@ -479,14 +527,18 @@ fn integer(v: &Value) -> Option<i64> {
     }
 }
 
-fn text_condition(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<TextField> {
+fn text_condition(
+    item: &Value,
+    path: FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<SourceText> {
     match item {
-        Value::String(s) => Some(TextField {
+        Value::String(s) => Some(SourceText {
             text: s.clone(),
             path,
         }),
         // An unquoted `true`/`false` is a YAML boolean; Dubbo reads it as the text.
-        Value::Bool(b) => Some(TextField {
+        Value::Bool(b) => Some(SourceText {
             text: b.to_string(),
             path,
         }),
@@ -512,14 +564,14 @@ fn match_text(
     value: Option<&Value>,
     path: FieldPath,
     errors: &mut Vec<RuleError>,
-) -> Option<TextField> {
+) -> Option<SourceText> {
     match value {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(TextField {
+        Some(Value::String(s)) => Some(SourceText {
             text: s.clone(),
             path,
         }),
-        Some(Value::Bool(b)) => Some(TextField {
+        Some(Value::Bool(b)) => Some(SourceText {
             text: b.to_string(),
             path,
         }),
