@@ -57,7 +57,11 @@ fn main() {
     let mut routed = 0usize;
     for i in 0..calls {
         let state = chain.load();
-        routed += usize::from(state.route(&requests[i % requests.len()], &mut call).is_ok());
+        routed += usize::from(
+            state
+                .route(&requests[i % requests.len()], &mut call)
+                .is_ok(),
+        );
     }
     println!("{routed} of {calls} calls routed");
 }
