@@ -104,10 +104,11 @@ impl PreparedIdcWeight {
             // The IDC param, else the IDC whose subnet holds the provider's address.
             let idc = match param(p, &rule.idc_param) {
                 Some(v) => Some(idcs.add(v, i)),
-                None => rule.options.idc_cidrs.lookup(p.host()).map(|k| {
-                    idcs.add_to(k, i);
-                    k
-                }),
+                None => rule
+                    .options
+                    .idc_cidrs
+                    .lookup(p.host())
+                    .inspect(|&k| idcs.add_to(k, i)),
             };
             idc_of.push(idc);
             region_of.push(match param(p, &rule.region_param) {
