@@ -1,6 +1,6 @@
 #![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
 
-//! Routing benchmarks: the built-in routers alone, the full chain (tag → condition → group →
+//! Routing benchmarks: the built-in routers alone (tag, condition, group, IDC-weight, mesh), the full chain (tag → condition → group →
 //! IDC-weight), the full chain plus a pick, the naive baseline, updates and threads, at 100
 //! to 100,000 generated providers. See BENCHMARKS.md for the results and how to read them.
 //!
@@ -95,6 +95,10 @@ fn routing(c: &mut Criterion) {
                 let chain = Chain::new(state);
                 bench_route(c, &format!("route-{name}"), n, &chain, &requests, None);
             }
+        }
+        // The mesh router alone (not in `testkit::CHAINS`: the naive baseline has no mesh).
+        if let Some(state) = state_for("mesh", &testkit::mesh_chain_yaml(), &snapshot) {
+            bench_route(c, "route-mesh", n, &Chain::new(state), &requests, None);
         }
         if let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) {
             let chain = Arc::new(Chain::new(state));

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Runs every test of routechain on a fresh machine: installs what the tests need (ZooKeeper,
-# from Debian's packages, when it is missing), then runs the whole workspace's tests.
+# from Debian's packages, when it is missing; the Python Dubbo venv), then runs the whole
+# workspace's tests.
 # Tests that need ZooKeeper start their own server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash .ci/zookeeper.sh
+
+# The official Python Dubbo implementation (apache-dubbo[zookeeper]==3.0.0b1) in a venv at
+# target/python-dubbo, for the test with real Python providers (tests/tests/live/python.rs).
+# A failure stops here with the script's message: that test is never skipped.
+bash scripts/python-dubbo.sh >/dev/null
 
 # The example chain rules/examples/plugins/canary.chain.yaml loads the canary plugin from
 # target/release/ (the plugin tests build their own copies under target/plugin-tests/).

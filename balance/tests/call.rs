@@ -344,3 +344,20 @@ fn call_futures_are_send_and_work_on_a_multi_thread_runtime() {
     assert!(total > 150, "{total}");
     assert!((0..8).all(|i| svc.in_flight(i) == 0));
 }
+
+#[test]
+fn outside_a_tokio_runtime_attempts_run_untimed_instead_of_panicking() {
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let svc = service(3, ServiceConfig::default());
+    let request = Request::new();
+    let fut = pin!(svc.call(&request, |target| async move {
+        Ok::<_, CallError<()>>(target.index())
+    }));
+    let mut cx = Context::from_waker(Waker::noop());
+    match fut.poll(&mut cx) {
+        Poll::Ready(Ok(reply)) => assert_eq!(reply.attempts, 1),
+        other => panic!("{other:?}"),
+    }
+}

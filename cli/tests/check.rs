@@ -149,13 +149,44 @@ fn the_type_comes_from_a_dubbo_node_name() {
     let p = s.write("app.tag-router.yaml", cond);
     let out = routechain(&["check", p.to_str().unwrap()]);
     assert_exit(&out, 2);
-    // Types this build cannot validate yet are refused, never passed unchecked.
-    for name in ["com.foo.BarService.configurators", "app.MESHAPPRULE.yaml"] {
-        let p = s.write(name, "key: x\n");
-        let out = routechain(&["check", p.to_str().unwrap()]);
-        assert_exit(&out, 2);
-        assert!(stdout(&out).contains("error[RC004]"), "{}", stdout(&out));
-    }
+    // Override rules (`<key>.configurators`) by their own parser.
+    let p = s.write(
+        "com.foo.BarService.configurators",
+        "configVersion: v2.7\nscope: service\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    parameters: {weight: '300'}\n",
+    );
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("com.foo.BarService.configurators: ok (override rule)"),
+        "{}",
+        stdout(&out)
+    );
+    let p = s.write(
+        "com.foo.BarService.configurators.yaml",
+        "key: com.foo.BarService\nconfigs:\n  - side: sideways\n    parameters: {weight: '1'}\n",
+    );
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    assert!(
+        stdout(&out).contains(":3:11: error[RC002]: configs[0].side: unknown side"),
+        "{}",
+        stdout(&out)
+    );
+    // A mesh rule (every `---` document of `<app>.MESHAPPRULE`) is validated as one.
+    let mesh = "kind: DestinationRule\nmetadata: {name: app}\nspec: {subsets: [{name: all}]}\n---\n\
+                kind: VirtualService\nmetadata: {name: app}\n\
+                spec: {dubbo: [{routedetail: [{route: [{destination: {subset: all}}]}]}]}\n";
+    let p = s.write("app.MESHAPPRULE", mesh);
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("app.MESHAPPRULE: ok (mesh rule)"),
+        "{}",
+        stdout(&out)
+    );
+    let p = s.write("app.MESHAPPRULE.yaml", "key: x\n");
+    let out = routechain(&["check", p.to_str().unwrap()]);
+    assert_exit(&out, 2);
 }
 
 #[test]

@@ -74,6 +74,10 @@ pub struct Request {
     pub method: Option<String>,
     /// The arguments, as JSON values.
     pub arguments: Vec<serde_json::Value>,
+    /// The declared parameter types, as Java's `Class.getName()` writes them (`int`,
+    /// `java.lang.String`, `[Ljava.lang.String;`); empty when the caller does not say. The
+    /// mesh router's `argp` matches them.
+    pub parameter_types: Vec<String>,
     /// Attachments: strings sent to the provider with the call (`dubbo.tag`...).
     pub attachments: Attributes,
     /// Attributes: strings local to the caller, never sent (the group of this call...).
@@ -103,6 +107,11 @@ impl Request {
     /// Appends an argument.
     pub fn with_argument(mut self, value: serde_json::Value) -> Self {
         self.arguments.push(value);
+        self
+    }
+    /// Appends a parameter type (Java's `Class.getName()` form).
+    pub fn with_parameter_type(mut self, type_name: impl Into<String>) -> Self {
+        self.parameter_types.push(type_name.into());
         self
     }
     /// Sets an attachment.

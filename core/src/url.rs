@@ -4,6 +4,13 @@
 //! path and of parameter keys and values, IPv6 hosts in brackets, and repeated keys where
 //! the last one wins (as in Dubbo). Parsing happens once, when a provider list or a
 //! consumer is set; matchers read the parsed fields, never the raw text.
+//!
+//! Decoding: [`Url::parse`] decodes `%XX` escapes once (with the `percent-encoding` crate);
+//! a `%` that does not start an escape (`discount=100%`) is kept as written, as Java
+//! Dubbo keeps it, and `+` stays `+` (only Java's `URLDecoder`, used on whole registry
+//! node names, turns `+` into a space). [`Url::parse_as_written`] decodes nothing, like
+//! Dubbo's `URLStrParser.parseDecodedStr`: what a Dubbo consumer does with a registry node
+//! name after decoding it once.
 
 use std::fmt;
 
@@ -122,7 +129,23 @@ impl Url {
     /// Parses a Dubbo-style URL. Never panics; a malformed URL is an error naming the
     /// input and the column.
     pub fn parse(input: &str) -> Result<Self, UrlError> {
-        Parser { input }.parse()
+        Parser {
+            input,
+            decode: true,
+        }
+        .parse()
+    }
+
+    /// Parses a URL whose parts are already decoded: path, user info and parameter keys
+    /// and values are taken as written, `%` included (Dubbo's
+    /// `URLStrParser.parseDecodedStr`, what Dubbo's consumer applies to a provider node
+    /// name after decoding it once).
+    pub fn parse_as_written(input: &str) -> Result<Self, UrlError> {
+        Parser {
+            input,
+            decode: false,
+        }
+        .parse()
     }
 
     /// Builds a URL from its parts (used by generators and tests); the parameters are
@@ -278,6 +301,8 @@ impl std::str::FromStr for Url {
 
 struct Parser<'a> {
     input: &'a str,
+    /// Percent-decode the parts (else take them as written).
+    decode: bool,
 }
 
 impl Parser<'_> {
@@ -428,27 +453,15 @@ impl Parser<'_> {
     }
 
     fn decode(&self, text: &str, start: usize) -> Result<String, UrlError> {
-        if !text.contains('%') {
+        if !self.decode || !text.contains('%') {
             return Ok(text.to_string());
         }
-        let bytes = text.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'%' {
-                let hex = bytes
-                    .get(i + 1..i + 3)
-                    .and_then(|h| std::str::from_utf8(h).ok())
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| self.err(start + i, "invalid percent-encoding"))?;
-                out.push(hex);
-                i += 3;
-            } else {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-        String::from_utf8(out).map_err(|_| self.err(start, "percent-encoding is not UTF-8"))
+        // `percent_decode_str` keeps a `%` that does not start a valid escape as it is
+        // (Java's `URLDecoder` would throw): a bare `%` in a value is data, as in Dubbo.
+        percent_encoding::percent_decode_str(text)
+            .decode_utf8()
+            .map(|d| d.into_owned())
+            .map_err(|_| self.err(start, "percent-encoding is not UTF-8"))
     }
 }
 
@@ -504,7 +517,7 @@ mod tests {
             ("dubbo://10.0.0.1:99999/x", 18),
             ("dubbo://10.0.0.1:/x", 18),
             ("dubbo://[::1/x", 9),
-            ("dubbo://h/x?a=%zz", 15),
+            ("dubbo://h/x?a=%ff", 15),
             ("dubbo://h/x?=v", 13),
             ("dub bo://h", 4),
             ("://h", 1),
@@ -515,6 +528,19 @@ mod tests {
             assert_eq!(e.column, column, "{input}: {e}");
             assert_eq!(e.input, input);
         }
+    }
+
+    #[test]
+    fn a_bare_percent_is_kept_and_parse_as_written_decodes_nothing() {
+        let u = Url::parse("dubbo://h:1/x?discount=100%&a=%zz&b=50%25&c=a+b").unwrap();
+        assert_eq!(u.param("discount"), Some("100%"));
+        assert_eq!(u.param("a"), Some("%zz"));
+        assert_eq!(u.param("b"), Some("50%"));
+        assert_eq!(u.param("c"), Some("a+b"));
+        let w = Url::parse_as_written("dubbo://h:1/x%2Fy?b=50%25&m=a%2Cb").unwrap();
+        assert_eq!(w.path(), "x%2Fy");
+        assert_eq!(w.param("b"), Some("50%25"));
+        assert_eq!(w.param("m"), Some("a%2Cb"));
     }
 
     #[test]

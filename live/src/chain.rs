@@ -1,137 +1,36 @@
 //! [`LiveChain`]: a [`Chain`] that applies [`Update`]s atomically and refuses bad ones.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use routechain_balance::{Clock, Service, ServiceConfig, SystemClock};
+use routechain_balance::{Service, ServiceConfig, SystemClock};
 use routechain_core::{
     Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
 };
 use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
 
-use crate::dubbo::ServiceKey;
-use crate::{ProviderText, RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update};
+use crate::dubbo::{ServiceKey, providers_application};
+use crate::keys::{
+    KeyContext, follows_provider_app, override_context, reference, rule_for, subscription,
+};
+use crate::overrides;
+pub use crate::report::{LiveOptions, LiveStats, Report};
+use crate::{ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update};
+use routechain_rules::configurators::OverrideRule;
 use routechain_rules::load::{self, LoadError};
-
-/// How a [`LiveChain`] treats updates.
-#[derive(Debug, Clone)]
-pub struct LiveOptions {
-    /// Empty-push protection: a provider list that becomes empty while the current one is
-    /// not is held back (the current providers keep serving) instead of applied. Default on,
-    /// as Dubbo's registries do; turn it off to let an empty list through.
-    pub protect_empty: bool,
-    /// The consumer the routers prepare for; default the chain file's `consumer`, else an
-    /// empty URL.
-    pub consumer: Option<Arc<Url>>,
-    /// The clock of the [`Service`]'s health tracker; default the system clock (tests
-    /// inject a [`routechain_core::ManualClock`]).
-    pub clock: Option<Arc<dyn Clock>>,
-}
-
-impl Default for LiveOptions {
-    fn default() -> Self {
-        LiveOptions {
-            protect_empty: true,
-            consumer: None,
-            clock: None,
-        }
-    }
-}
-
-/// Counters of what happened to updates, readable at any time without a lock.
-#[derive(Debug, Default)]
-pub struct LiveStats {
-    applied: AtomicU64,
-    refused: AtomicU64,
-    held_back: AtomicU64,
-}
-
-impl LiveStats {
-    /// Swaps done (one per applied update or batch).
-    pub fn applied(&self) -> u64 {
-        self.applied.load(Ordering::Relaxed)
-    }
-    /// Changes refused because they did not parse, validate or prepare.
-    pub fn refused(&self) -> u64 {
-        self.refused.load(Ordering::Relaxed)
-    }
-    /// Empty provider lists held back by empty-push protection.
-    pub fn held_back(&self) -> u64 {
-        self.held_back.load(Ordering::Relaxed)
-    }
-}
-
-/// What became of one update (or one part of a batch).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Report {
-    /// A new state is serving.
-    Applied {
-        /// The new state's generation.
-        generation: u64,
-        /// What changed.
-        change: String,
-        /// The number of providers in the new state.
-        providers: usize,
-    },
-    /// The change was refused; the previous state keeps serving.
-    Refused {
-        /// What was refused.
-        change: String,
-        /// Why (every problem, located where possible).
-        reason: String,
-    },
-    /// An empty provider list held back by empty-push protection.
-    HeldBack {
-        /// What was held back.
-        change: String,
-        /// The number of providers still serving.
-        serving: usize,
-    },
-    /// The change changes nothing (same providers, or a rule no entry subscribes to).
-    Ignored {
-        /// What was ignored.
-        change: String,
-        /// Why.
-        reason: String,
-    },
-    /// A source's status message (connected, disconnected...).
-    Status {
-        /// The source.
-        source: String,
-        /// The message.
-        message: String,
-    },
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Report::Applied {
-                generation,
-                change,
-                providers,
-            } => write!(
-                f,
-                "applied generation {generation}: {change} ({providers} provider(s))"
-            ),
-            Report::Refused { change, reason } => write!(f, "refused {change}: {reason}"),
-            Report::HeldBack { change, serving } => write!(
-                f,
-                "held back {change}: an empty provider list would leave no provider \
-                 (empty-push protection); {serving} provider(s) keep serving"
-            ),
-            Report::Ignored { change, reason } => write!(f, "ignored {change}: {reason}"),
-            Report::Status { source, message } => write!(f, "{source}: {message}"),
-        }
-    }
-}
 
 struct Inputs {
     file: ChainFile,
     /// Config-center rules by key: `Some` the current document, `None` deleted (cleared).
     overrides: HashMap<RuleKey, Option<YamlDoc>>,
+    /// Override rules (configurators) by node.
+    configurators: BTreeMap<RuleKey, Arc<OverrideRule>>,
+    /// The provider list as registered, before override rules.
+    registered: Vec<Url>,
+    /// The providers' application (tag and mesh rules are read under it).
+    provider_app: Option<String>,
     /// The state replaced by the last swap, kept until the next one so that the applier,
     /// not a call that still held it, usually frees it (a 10,000-provider state is not free
     /// to drop).
@@ -167,33 +66,6 @@ impl fmt::Debug for LiveChain {
     }
 }
 
-/// The config-center key an entry follows, if it follows one: entries without a rule of
-/// their own (no inline `rule`, no `rule_file`) subscribe to `<application>.<type>-router`
-/// when they name an `application`, else to `<service key>.<type>-router`.
-pub(crate) fn subscription(file: &ChainFile, def: &EntryDef) -> Option<RuleKey> {
-    if !matches!(def.rule, RuleSource::None) {
-        return None;
-    }
-    let key = match (&def.application, &file.service) {
-        (Some(app), _) => app.clone(),
-        (None, Some(service)) => ServiceKey::parse(service).rule_key(),
-        (None, None) => return None,
-    };
-    Some(RuleKey::new(key, def.type_name.clone()))
-}
-
-fn rule_for<'a>(
-    file: &ChainFile,
-    overrides: &'a HashMap<RuleKey, Option<YamlDoc>>,
-    def: &EntryDef,
-) -> RuleOverride<'a> {
-    match subscription(file, def).and_then(|k| overrides.get(&k)) {
-        Some(Some(doc)) => RuleOverride::Doc(doc),
-        Some(None) => RuleOverride::Cleared,
-        None => RuleOverride::Own,
-    }
-}
-
 fn render(errors: &[LocatedError]) -> String {
     errors
         .iter()
@@ -219,10 +91,17 @@ impl LiveChain {
         options: LiveOptions,
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
+        let registered = providers.providers().to_vec();
+        let effective = {
+            let consumer = options.consumer.as_deref().or(file.consumer.as_ref());
+            let none = BTreeMap::new();
+            let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
+            overrides::apply(&registered, &entries, &override_context(&file, consumer))
+        };
         let state = load::build_state(
             &file,
             &registry,
-            Arc::new(providers),
+            Arc::new(Snapshot::new(providers.generation(), effective)),
             options.consumer.clone(),
         )?;
         let clock = options
@@ -239,8 +118,11 @@ impl LiveChain {
             registry,
             options,
             inputs: Mutex::new(Inputs {
+                provider_app: providers_application(&registered),
+                registered,
                 file,
                 overrides: HashMap::new(),
+                configurators: BTreeMap::new(),
                 retired: None,
             }),
             stats: LiveStats::default(),
@@ -273,19 +155,82 @@ impl LiveChain {
         self.lock().file.service.clone()
     }
 
-    /// The rule keys the chain's entries subscribe to (entries without a rule of their own),
-    /// deduplicated, in entry order.
+    /// The reference: which providers the chain takes (the chain file's `service`, `group`
+    /// and `version`).
+    pub fn reference(&self) -> Option<ServiceKey> {
+        reference(&self.lock().file)
+    }
+
+    /// The consumer's application (the `application` of the consumer URL).
+    pub fn consumer_application(&self) -> Option<String> {
+        let inputs = self.lock();
+        self.consumer_url(&inputs.file)
+            .and_then(|c| c.param("application"))
+            .map(str::to_string)
+    }
+
+    fn consumer_url<'a>(&'a self, file: &'a ChainFile) -> Option<&'a Url> {
+        self.options.consumer.as_deref().or(file.consumer.as_ref())
+    }
+
+    fn key_context<'a>(&'a self, inputs: &'a Inputs, file: &'a ChainFile) -> KeyContext<'a> {
+        KeyContext {
+            consumer_app: self.consumer_url(file).and_then(|c| c.param("application")),
+            provider_app: inputs.provider_app.as_deref(),
+        }
+    }
+
+    /// The config-center nodes the chain follows whatever its providers: the rule keys its
+    /// entries subscribe to (entries without a rule of their own), then the override-rule
+    /// nodes (`<service key>.configurators`, `<consumer app>.configurators`, the legacy
+    /// `override://` directory of the interface); deduplicated, in that order. The nodes
+    /// named after the providers' application are [`LiveChain::provider_app_kinds`].
     pub fn subscriptions(&self) -> Vec<RuleKey> {
         let inputs = self.lock();
+        let cx = KeyContext {
+            provider_app: None,
+            ..self.key_context(&inputs, &inputs.file)
+        };
         let mut keys: Vec<RuleKey> = Vec::new();
-        for def in &inputs.file.entries {
-            if let Some(k) = subscription(&inputs.file, def)
-                && !keys.contains(&k)
-            {
+        let mut push = |k: RuleKey| {
+            if !keys.contains(&k) {
                 keys.push(k);
             }
+        };
+        for def in &inputs.file.entries {
+            if follows_provider_app(def) {
+                continue;
+            }
+            if let Some(k) = subscription(&inputs.file, def, cx) {
+                push(k);
+            }
+        }
+        if let Some(r) = reference(&inputs.file) {
+            push(RuleKey::new(r.rule_key(), RuleKey::CONFIGURATORS));
+            if let Some(app) = cx.consumer_app {
+                push(RuleKey::new(app, RuleKey::CONFIGURATORS));
+            }
+            push(RuleKey::new(r.interface.clone(), RuleKey::LEGACY_OVERRIDES));
         }
         keys
+    }
+
+    /// The kinds of node read under the providers' application: the types of the entries
+    /// that follow it (tag, mesh), and `configurators` when the chain sets
+    /// `apply_provider_overrides` (a provider's own application-scope override rules, such
+    /// as Dubbo's documented "disable a provider" rule).
+    pub fn provider_app_kinds(&self) -> Vec<String> {
+        let inputs = self.lock();
+        let mut kinds: Vec<String> = Vec::new();
+        for def in &inputs.file.entries {
+            if follows_provider_app(def) && !kinds.contains(&def.type_name) {
+                kinds.push(def.type_name.clone());
+            }
+        }
+        if inputs.file.apply_provider_overrides {
+            kinds.push(RuleKey::CONFIGURATORS.to_string());
+        }
+        kinds
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inputs> {
@@ -346,10 +291,40 @@ impl LiveChain {
                     tracing::info!(source = %source, "{message}");
                     reports.push(Report::Status { source, message });
                 }
-                Update::Providers { origin, text } => match parse_providers(&origin, &text) {
-                    Ok(providers) => staged.push(Staged::Providers { change, providers }),
-                    Err(reason) => reports.push(self.refuse(change, reason)),
-                },
+                Update::Providers { origin, text } => {
+                    let (providers, skipped) = parse_providers(&origin, text);
+                    let change = match skipped.len() {
+                        0 => change,
+                        n => format!(
+                            "providers from {origin} ({} URL(s), {n} skipped)",
+                            providers.len()
+                        ),
+                    };
+                    for s in skipped {
+                        self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(location = %s.location, "skipped provider: {}", s.reason);
+                        reports.push(Report::Skipped {
+                            location: s.location,
+                            reason: s.reason,
+                        });
+                    }
+                    staged.push(Staged::Providers { change, providers });
+                }
+                Update::Rule { key, event, origin } if key.is_override() => {
+                    let rule = match event {
+                        RuleEvent::Deleted => None,
+                        RuleEvent::Added(text) | RuleEvent::Modified(text) => {
+                            match OverrideRule::parse(&origin, &text) {
+                                Ok(rule) => Some(Arc::new(rule)),
+                                Err(errors) => {
+                                    reports.push(self.refuse(change, render(&errors)));
+                                    continue;
+                                }
+                            }
+                        }
+                    };
+                    staged.push(Staged::Overrides { change, key, rule });
+                }
                 Update::Rule { key, event, origin } => {
                     let doc = match event {
                         RuleEvent::Deleted => None,
@@ -393,9 +368,14 @@ impl LiveChain {
         let mut reports = Vec::new();
         let mut new_file: Option<ChainFile> = None;
         let mut overrides = inputs.overrides.clone();
+        let mut configurators = inputs.configurators.clone();
+        let mut registered: Option<Vec<Url>> = None;
+        let mut provider_app = inputs.provider_app.clone();
         let mut entries: Option<Vec<ChainEntry>> = None;
-        let mut snapshot: Option<Vec<Url>> = None;
         let mut changes = Vec::new();
+        // Changes that take effect only through the provider list (providers, override
+        // rules): applied when the providers the routers see change, else ignored.
+        let mut provider_changes: Vec<(String, &'static str)> = Vec::new();
         for item in staged {
             match item {
                 Staged::Chain { change, file } => {
@@ -405,8 +385,18 @@ impl LiveChain {
                     let old_entries = entries
                         .clone()
                         .unwrap_or_else(|| current.entries().to_vec());
-                    let same_context =
-                        old_file.service == file.service && old_file.base_dir == file.base_dir;
+                    let same_context = old_file.service == file.service
+                        && old_file.group == file.group
+                        && old_file.version == file.version
+                        && old_file.base_dir == file.base_dir
+                        && self.consumer_url(old_file).map(Url::raw)
+                            == self.consumer_url(&file).map(Url::raw);
+                    let cx = KeyContext {
+                        consumer_app: self
+                            .consumer_url(&file)
+                            .and_then(|c| c.param("application")),
+                        provider_app: provider_app.as_deref(),
+                    };
                     let mut compiled = Vec::with_capacity(file.entries.len());
                     let mut errors = Vec::new();
                     for (pos, def) in file.entries.iter().enumerate() {
@@ -424,7 +414,7 @@ impl LiveChain {
                         match file.compile_entry(
                             &self.registry,
                             def,
-                            rule_for(&file, &overrides, def),
+                            rule_for(&file, &overrides, def, cx),
                         ) {
                             Ok(e) => compiled.push(e),
                             Err(mut es) => errors.append(&mut es),
@@ -435,26 +425,45 @@ impl LiveChain {
                             Some(f) => f.service_config != file.service_config,
                             None => *self.service.config() != file.service_config,
                         };
+                        let overrides_changed = old_file.apply_provider_overrides
+                            != file.apply_provider_overrides
+                            || old_file
+                                .overrides
+                                .iter()
+                                .map(|o| (&o.path, &o.text))
+                                .ne(file.overrides.iter().map(|o| (&o.path, &o.text)));
                         entries = Some(compiled);
                         new_file = Some(*file);
-                        changes.push(if settings_changed {
+                        let change = if settings_changed {
                             format!("{change} (service settings changed)")
                         } else {
                             change
-                        });
+                        };
+                        if overrides_changed || !same_context {
+                            // The providers are recomputed below with the new overrides.
+                            registered.get_or_insert_with(|| inputs.registered.clone());
+                        }
+                        changes.push(change);
                     } else {
                         reports.push(self.refuse(change, render(&errors)));
                     }
                 }
                 Staged::Rule { change, key, doc } => {
                     let file = new_file.as_ref().unwrap_or(&inputs.file);
+                    let cx = KeyContext {
+                        consumer_app: self.consumer_url(file).and_then(|c| c.param("application")),
+                        provider_app: provider_app.as_deref(),
+                    };
                     let subscribed: Vec<(usize, &EntryDef)> = file
                         .entries
                         .iter()
                         .enumerate()
-                        .filter(|(_, d)| subscription(file, d).as_ref() == Some(&key))
+                        .filter(|(_, d)| subscription(file, d, cx).as_ref() == Some(&key))
                         .collect();
                     if subscribed.is_empty() {
+                        // Kept: an entry may follow this key later (a new providers'
+                        // application, a reloaded chain file).
+                        overrides.insert(key, doc);
                         reports.push(Report::Ignored {
                             change,
                             reason: "no chain entry subscribes to this rule".into(),
@@ -486,33 +495,110 @@ impl LiveChain {
                     overrides.insert(key, doc);
                     changes.push(change);
                 }
+                Staged::Overrides { change, key, rule } => {
+                    match rule {
+                        Some(r) => configurators.insert(key, r),
+                        None => configurators.remove(&key),
+                    };
+                    registered.get_or_insert_with(|| inputs.registered.clone());
+                    provider_changes.push((change, "the override rules change no provider"));
+                }
                 Staged::Providers { change, providers } => {
-                    let serving = snapshot.as_ref().map_or(current.snapshot().len(), Vec::len);
+                    let serving = registered
+                        .as_ref()
+                        .map_or(inputs.registered.len(), Vec::len);
                     if providers.is_empty() && serving > 0 && self.options.protect_empty {
                         self.stats.held_back.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(change = %change, "empty provider list held back");
-                        reports.push(Report::HeldBack { change, serving });
-                        continue;
-                    }
-                    let same = snapshot.is_none()
-                        && providers.len() == current.snapshot().len()
-                        && providers
-                            .iter()
-                            .zip(current.snapshot().providers())
-                            .all(|(a, b)| a.raw() == b.raw());
-                    if same {
-                        reports.push(Report::Ignored {
+                        reports.push(Report::HeldBack {
                             change,
-                            reason: "the provider list is unchanged".into(),
+                            serving: current.snapshot().len(),
                         });
                         continue;
                     }
-                    snapshot = Some(providers);
-                    changes.push(change);
+                    // Tag and mesh entries follow the providers' application.
+                    let app = providers_application(&providers);
+                    if app != provider_app {
+                        let file = new_file.as_ref().unwrap_or(&inputs.file);
+                        let cx = KeyContext {
+                            consumer_app: self
+                                .consumer_url(file)
+                                .and_then(|c| c.param("application")),
+                            provider_app: app.as_deref(),
+                        };
+                        let mut errors = Vec::new();
+                        let mut compiled = Vec::new();
+                        for (pos, def) in file.entries.iter().enumerate() {
+                            if !follows_provider_app(def) {
+                                continue;
+                            }
+                            match file.compile_entry(
+                                &self.registry,
+                                def,
+                                rule_for(file, &overrides, def, cx),
+                            ) {
+                                Ok(e) => compiled.push((pos, e)),
+                                Err(mut es) => errors.append(&mut es),
+                            }
+                        }
+                        if !errors.is_empty() {
+                            reports.push(self.refuse(change, render(&errors)));
+                            continue;
+                        }
+                        if !compiled.is_empty() {
+                            let es = entries.get_or_insert_with(|| current.entries().to_vec());
+                            for (pos, e) in compiled {
+                                if let Some(slot) = es.get_mut(pos) {
+                                    *slot = e;
+                                }
+                            }
+                            changes.push(format!(
+                                "providers' application {} (tag and mesh rules follow it)",
+                                app.as_deref().unwrap_or("(none)")
+                            ));
+                        }
+                        provider_app = app;
+                    }
+                    registered = Some(providers);
+                    provider_changes.push((change, "the provider list is unchanged"));
                 }
             }
         }
+        // The providers the routers see: the registered ones with the override rules.
+        let mut snapshot: Option<Vec<Url>> = None;
+        if let Some(list) = &registered {
+            let file = new_file.as_ref().unwrap_or(&inputs.file);
+            let ordered =
+                overrides::ordered(&configurators, file.overrides.iter().map(|o| &o.rule));
+            let effective = overrides::apply(
+                list,
+                &ordered,
+                &override_context(file, self.consumer_url(file)),
+            );
+            let same = effective.len() == current.snapshot().len()
+                && effective
+                    .iter()
+                    .zip(current.snapshot().providers())
+                    .all(|(a, b)| a.raw() == b.raw());
+            if same {
+                for (change, reason) in provider_changes {
+                    reports.push(Report::Ignored {
+                        change,
+                        reason: reason.into(),
+                    });
+                }
+            } else {
+                changes.extend(provider_changes.into_iter().map(|(c, _)| c));
+                snapshot = Some(effective);
+            }
+        }
         if changes.is_empty() {
+            // Nothing the routers see changed; what was read is kept for later.
+            inputs.overrides = overrides;
+            inputs.configurators = configurators;
+            if let Some(r) = registered {
+                inputs.registered = r;
+            }
             return reports;
         }
         let change = changes.join(" + ");
@@ -570,6 +656,11 @@ impl LiveChain {
                     inputs.file = file;
                 }
                 inputs.overrides = overrides;
+                inputs.configurators = configurators;
+                if let Some(r) = registered {
+                    inputs.registered = r;
+                }
+                inputs.provider_app = provider_app;
                 inputs.retired = Some(current);
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");
@@ -612,6 +703,11 @@ enum Staged {
         change: String,
         providers: Vec<Url>,
     },
+    Overrides {
+        change: String,
+        key: RuleKey,
+        rule: Option<Arc<OverrideRule>>,
+    },
 }
 
 fn flatten(update: Update, out: &mut Vec<Update>) {
@@ -625,30 +721,52 @@ fn flatten(update: Update, out: &mut Vec<Update>) {
     }
 }
 
-fn parse_providers(origin: &str, text: &ProviderText) -> Result<Vec<Url>, String> {
+/// Parses a provider list; an entry that does not parse is skipped alone and returned
+/// with its location (`file:line:column`, or the registry entry).
+pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipped>) {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
     match text {
-        ProviderText::Lines(text) => load::parse_providers(origin, text, 0)
-            .map(|s| s.providers().to_vec())
-            .map_err(|e| e.render()),
-        ProviderText::Urls(urls) => {
-            let mut out = Vec::with_capacity(urls.len());
-            let mut errors = Vec::new();
-            for u in urls {
-                match Url::parse(u) {
-                    Ok(url) => out.push(url),
-                    Err(e) => errors.push(format!(
-                        "{origin}: invalid provider URL {u:?} at column {}: {}",
-                        e.column, e.reason
-                    )),
+        ProviderText::Lines(text) => {
+            for (n, line) in text.lines().enumerate() {
+                let trimmed = line.trim();
+                if trimmed.is_empty() || trimmed.starts_with('#') {
+                    continue;
+                }
+                let indent = line.len() - line.trim_start().len();
+                match Url::parse(trimmed) {
+                    Ok(u) => out.push(u),
+                    Err(e) => skipped.push(Skipped {
+                        location: format!(
+                            "{origin}:{}:{}",
+                            n + 1,
+                            line[..indent].chars().count() + e.column
+                        ),
+                        reason: format!("invalid provider URL: {}", e.reason),
+                    }),
                 }
             }
-            if errors.is_empty() {
-                Ok(out)
-            } else {
-                Err(errors.join("\n"))
+        }
+        ProviderText::Urls(urls) => {
+            for u in urls {
+                match Url::parse(&u) {
+                    Ok(url) => out.push(url),
+                    Err(e) => skipped.push(Skipped {
+                        location: format!("{origin}: {u:?} column {}", e.column),
+                        reason: format!("invalid provider URL: {}", e.reason),
+                    }),
+                }
             }
         }
+        ProviderText::Parsed {
+            urls,
+            skipped: mut s,
+        } => {
+            out = urls;
+            skipped.append(&mut s);
+        }
     }
+    (out, skipped)
 }
 
 /// A source and the thread applying its updates; dropping it stops both.
@@ -739,9 +857,113 @@ routers:
             live().subscriptions(),
             [
                 RuleKey::new("com.foo.BarService::", "condition"),
-                RuleKey::new("web", "condition")
+                RuleKey::new("web", "condition"),
+                RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
+                RuleKey::new("com.foo.BarService", RuleKey::LEGACY_OVERRIDES),
             ]
         );
+    }
+
+    #[test]
+    fn rule_keys_follow_the_reference_the_consumer_and_the_providers_application() {
+        let chain = "service: com.acme.OrderService\ngroup: '*'\nversion: 2.1.0\n\
+                     consumer: consumer://10.9.9.9/com.acme.OrderService?application=web\n\
+                     routers:\n  - type: condition\n  - type: condition\n    scope: application\n  \
+                     - type: tag\n  - type: condition\n    key: custom\n";
+        let file = ChainFile::parse("t.yaml", chain, None).unwrap();
+        let live = LiveChain::new(
+            file,
+            routechain_routers::builtin_registry(),
+            LiveOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            live.subscriptions(),
+            [
+                RuleKey::new("com.acme.OrderService:2.1.0:", "condition"),
+                RuleKey::new("web", "condition"),
+                RuleKey::new("custom", "condition"),
+                RuleKey::new("com.acme.OrderService:2.1.0:", RuleKey::CONFIGURATORS),
+                RuleKey::new("web", RuleKey::CONFIGURATORS),
+                RuleKey::new("com.acme.OrderService", RuleKey::LEGACY_OVERRIDES),
+            ]
+        );
+        assert_eq!(live.provider_app_kinds(), ["tag"]);
+        // The tag rule is read under the providers' application once they arrive.
+        let tag = Update::Rule {
+            key: RuleKey::new("orders", "tag"),
+            event: RuleEvent::Added(
+                "tags:\n  - name: gray\n    addresses: ['10.0.0.2:20880']\n".into(),
+            ),
+            origin: "test".into(),
+        };
+        let list = Update::Providers {
+            origin: "test".into(),
+            text: ProviderText::Urls(
+                (1..=2)
+                    .map(|n| format!("dubbo://10.0.0.{n}:20880/com.acme.OrderService?application=orders&version=2.1.0&group=g{n}"))
+                    .collect(),
+            ),
+        };
+        let reports = live.apply(Update::Batch(vec![list, tag]));
+        assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
+        let state = live.chain().load();
+        let mut call = CallState::seeded(1);
+        state
+            .route(
+                &Request::new().with_attachment("dubbo.tag", "gray"),
+                &mut call,
+            )
+            .unwrap();
+        let got: Vec<&str> = call
+            .candidates
+            .iter()
+            .map(|i| state.snapshot().providers()[i].address())
+            .collect();
+        assert_eq!(got, ["10.0.0.2:20880"]);
+    }
+
+    #[test]
+    fn override_rules_change_weights_disable_providers_and_bad_ones_are_refused() {
+        let live = live();
+        live.apply(providers(&[(1, "zone=a"), (2, "zone=a")]));
+        let node = |text: &str| Update::Rule {
+            key: RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
+            event: RuleEvent::Modified(text.into()),
+            origin: "zookeeper:/dubbo/config/dubbo/com.foo.BarService::.configurators".into(),
+        };
+        let reports = live.apply(node(
+            "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \
+             providerAddresses: ['10.0.0.1:20880']\n    parameters: {weight: '7'}\n",
+        ));
+        assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
+        assert_eq!(
+            live.chain().load().snapshot().providers()[0].param("weight"),
+            Some("7")
+        );
+        let reports = live.apply(node(
+            "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \
+             providerAddresses: ['10.0.0.1:20880']\n    parameters: {disabled: 'true'}\n",
+        ));
+        assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
+        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
+        // A bad rule is refused, located; the previous rules stay.
+        let reports = live.apply(node(
+            "key: com.foo.BarService\nconfigs:\n  - side: consumer\n",
+        ));
+        assert!(
+            matches!(&reports[0], Report::Refused { reason, .. }
+                if reason.starts_with("zookeeper:/dubbo/config/dubbo/com.foo.BarService::.configurators:3:5")),
+            "{reports:?}"
+        );
+        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
+        // Deleted: cleared.
+        live.apply(Update::Rule {
+            key: RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
+            event: RuleEvent::Deleted,
+            origin: "test".into(),
+        });
+        assert_eq!(routed(&live), ["10.0.0.1:20880", "10.0.0.2:20880"]);
     }
 
     #[test]
@@ -830,17 +1052,26 @@ routers:
         ));
         assert_eq!(live.chain().state().generation(), generation);
         assert_eq!(live.stats().held_back(), 1);
-        // A provider URL that does not parse refuses the whole list.
+        // A provider URL that does not parse is skipped alone; the others apply.
         let reports = live.apply(providers(&[(2, "zone=a"), (3, "zone=a")]).clone());
         assert!(matches!(reports[0], Report::Applied { .. }));
         let bad = Update::Providers {
-            origin: "test".into(),
-            text: ProviderText::Urls(vec!["dubbo://10.0.0.9:x/a".into()]),
+            origin: "list".into(),
+            text: ProviderText::Lines(
+                "dubbo://10.0.0.2:20880/a?zone=a\n  dubbo://10.0.0.9:x/a\n".into(),
+            ),
         };
+        let reports = live.apply(bad);
         assert!(
-            matches!(&live.apply(bad)[0], Report::Refused { reason, .. } if reason.contains("10.0.0.9:x"))
+            matches!(&reports[0], Report::Skipped { location, .. } if location == "list:2:20"),
+            "{reports:?}"
         );
-        assert_eq!(routed(&live), ["10.0.0.2:20880", "10.0.0.3:20880"]);
+        assert_eq!(
+            reports[0].to_string(),
+            "skipped provider list:2:20: invalid provider URL: invalid port \"x\""
+        );
+        assert_eq!(live.stats().skipped(), 1);
+        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The file source: the chain file, the rule files it names and a providers file, watched
-//! with `notify`.
+//! The file source: the chain file, the rule and override-rule files it names and a
+//! providers file, watched with `notify`.
 //!
 //! The source watches the *directories* that hold the files, not the files: an editor that
 //! writes a temporary file and renames it over the original, and a Kubernetes ConfigMap
@@ -69,21 +69,30 @@ fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// The rule files the chain file names now, whether or not they exist or parse (a bad
-/// rule file must stay watched so that its fix is seen). `None` when the chain file itself
-/// cannot be read or parsed.
+/// The rule files and override-rule files (`overrides:`) the chain file names now,
+/// whether or not they exist or parse (a bad file must stay watched so that its fix is
+/// seen). `None` when the chain file itself cannot be read or parsed.
 fn rule_files(chain: &Path) -> Option<Vec<PathBuf>> {
     let text = std::fs::read_to_string(chain).ok()?;
     let doc = YamlDoc::parse(chain.display().to_string(), &text).ok()?;
     let base = dir_of(chain);
-    let routers = doc.value.get("routers")?.as_array()?;
-    Some(
-        routers
-            .iter()
-            .filter_map(|r| r.get("rule_file")?.as_str())
-            .map(|f| base.join(f))
-            .collect(),
-    )
+    let mut files: Vec<PathBuf> = doc
+        .value
+        .get("routers")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("rule_file")?.as_str())
+        .map(|f| base.join(f))
+        .collect();
+    match doc.value.get("overrides") {
+        Some(serde_json::Value::String(f)) => files.push(base.join(f)),
+        Some(serde_json::Value::Array(list)) => {
+            files.extend(list.iter().filter_map(|f| f.as_str()).map(|f| base.join(f)))
+        }
+        _ => {}
+    }
+    Some(files)
 }
 
 fn dir_of(path: &Path) -> PathBuf {

@@ -44,21 +44,31 @@ mod chain;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
 mod file;
+mod keys;
+mod overrides;
+mod report;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
-pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
-pub use dubbo::{ServiceKey, decode_component, encode_component, providers_path, rule_path};
+pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching, parse_providers};
+pub use dubbo::{
+    Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
+    parse_provider_node, providers_application, providers_path, rule_path,
+};
 #[cfg(feature = "file-watch")]
 pub use file::{FileConfig, FileSource};
+pub use keys::PROVIDER_APP_TYPES;
 #[cfg(feature = "zookeeper")]
 pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
 
 use std::fmt;
 
-/// What a rule node is for: the key (a service key `interface:version:group` or an
-/// application name) and the router type (`condition`, `tag`, `affinity`, `group`...).
-/// In ZooKeeper it is the node `/dubbo/config/dubbo/<key>.<router_type>-router`.
+/// What a config-center node is for: the key (a service key `interface:version:group` or
+/// an application name) and the kind: a router type (`condition`, `tag`, `affinity`,
+/// `group`...: the node `/dubbo/config/dubbo/<key>.<type>-router`), [`RuleKey::MESH`]
+/// (`<key>.MESHAPPRULE`), [`RuleKey::CONFIGURATORS`] (override rules,
+/// `<key>.configurators`) or [`RuleKey::LEGACY_OVERRIDES`] (the `override://` URLs under
+/// `/dubbo/<interface>/configurators/`, key = the interface).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RuleKey {
     /// The service key or application name.
@@ -68,6 +78,18 @@ pub struct RuleKey {
 }
 
 impl RuleKey {
+    /// The kind of Dubbo's mesh rules: node `<app>.MESHAPPRULE`.
+    pub const MESH: &'static str = "mesh";
+    /// The kind of override rules: node `<key>.configurators`.
+    pub const CONFIGURATORS: &'static str = "configurators";
+    /// The kind of legacy override URLs: the children of `/dubbo/<interface>/configurators`.
+    pub const LEGACY_OVERRIDES: &'static str = "override";
+
+    /// Whether this node holds override rules (configurators), not a router's rule.
+    pub fn is_override(&self) -> bool {
+        self.router_type == Self::CONFIGURATORS || self.router_type == Self::LEGACY_OVERRIDES
+    }
+
     /// A rule key.
     pub fn new(key: impl Into<String>, router_type: impl Into<String>) -> Self {
         RuleKey {
@@ -79,7 +101,12 @@ impl RuleKey {
 
 impl fmt::Display for RuleKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}-router", self.key, self.router_type)
+        match self.router_type.as_str() {
+            RuleKey::MESH => write!(f, "{}.MESHAPPRULE", self.key),
+            RuleKey::CONFIGURATORS => write!(f, "{}.configurators", self.key),
+            RuleKey::LEGACY_OVERRIDES => write!(f, "/dubbo/{}/configurators", self.key),
+            t => write!(f, "{}.{t}-router", self.key),
+        }
     }
 }
 
@@ -112,6 +139,23 @@ pub enum ProviderText {
     Lines(String),
     /// One URL per item (a registry's entries, already decoded).
     Urls(Vec<String>),
+    /// A registry's entries, already decoded, parsed and filtered by the reference, with
+    /// the entries that could not be parsed (each skipped alone).
+    Parsed {
+        /// The providers the reference takes.
+        urls: Vec<routechain_core::Url>,
+        /// The entries skipped.
+        skipped: Vec<Skipped>,
+    },
+}
+
+/// A provider entry that could not be read, skipped alone (the others apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Where: a znode path, or `file:line:column`.
+    pub location: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// One change pushed by a source.
@@ -157,6 +201,7 @@ impl Update {
                         .filter(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
                         .count(),
                     ProviderText::Urls(u) => u.len(),
+                    ProviderText::Parsed { urls, .. } => urls.len(),
                 };
                 format!("providers from {origin} ({n} URL(s))")
             }
@@ -221,6 +266,42 @@ impl SourceHandle {
             stop: Some(Box::new(stop)),
             thread: Some(thread),
         }
+    }
+}
+
+impl SourceHandle {
+    /// One handle for several running sources: dropping it stops them all.
+    pub fn group(handles: Vec<SourceHandle>) -> Self {
+        SourceHandle {
+            stop: Some(Box::new(move || drop(handles))),
+            thread: None,
+        }
+    }
+}
+
+/// Several sources feeding one chain, e.g. ZooKeeper for rules and providers and the file
+/// source for the chain file (`routechain watch --zookeeper`).
+pub struct Sources(pub Vec<Box<dyn Source>>);
+
+impl fmt::Debug for Sources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|s| s.name().to_string()))
+            .finish()
+    }
+}
+
+impl Source for Sources {
+    fn name(&self) -> &str {
+        "sources"
+    }
+
+    fn start(self: Box<Self>, tx: UpdateSender) -> Result<SourceHandle, SourceError> {
+        let mut handles = Vec::with_capacity(self.0.len());
+        for source in self.0 {
+            handles.push(source.start(tx.clone())?);
+        }
+        Ok(SourceHandle::group(handles))
     }
 }
 

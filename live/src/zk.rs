@@ -5,10 +5,17 @@
 //!   key `interface:version:group` (both colons always written) or an application name, and
 //!   type is `condition`, `tag`, `affinity` or one of routechain's own router types.
 //!   A node that appears, changes or disappears is an added, modified or deleted rule.
+//!   Tag and mesh rules (`<app>.tag-router`, `<app>.MESHAPPRULE`) are read under the
+//!   providers' application, learnt from the providers and followed when it changes.
+//! - Override rules: `<service key>.configurators`, `<consumer app>.configurators` (and
+//!   `<providers' app>.configurators` with `apply_provider_overrides`), and the legacy
+//!   `override://` children of `/dubbo/<interface>/configurators`, pushed as one list.
 //! - Providers (Dubbo's registry): the children of `/dubbo/<interface>/providers`, each the
-//!   URL-encoded provider URL. A child is decoded once and parsed; `empty://` markers and
-//!   providers with `enabled=false` are skipped, and the service key's version and group
-//!   select providers as Dubbo's consumers do.
+//!   URL-encoded provider URL. A child is decoded as Dubbo's consumer decodes it
+//!   ([`crate::parse_provider_node`]); a child that cannot be parsed is skipped alone;
+//!   `empty://` markers are ignored, and the reference's interface, group and version and
+//!   the `enabled`/`disabled` flags select providers as Dubbo's consumers do. Each read
+//!   reports `N registered, M match (group=…, version=…)`.
 //!
 //! The source keeps one persistent watch per node it follows, re-reads everything after a
 //! reconnection (events can be lost while disconnected) and opens a new session after the
@@ -23,11 +30,13 @@ use zookeeper_client::{
     Acls, AddWatchMode, Client, CreateMode, Error as ZkClientError, EventType, SessionState,
 };
 
-use crate::dubbo::{ServiceKey, decode_component, encode_component, providers_path, rule_path};
-use crate::{
-    LiveChain, ProviderText, RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update,
+use crate::dubbo::{
+    Exclusion, ServiceKey, decode_component, encode_component, parse_provider_node,
+    providers_application, providers_path, rule_path,
 };
-use routechain_core::Url;
+use crate::{
+    LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update,
+};
 
 /// Why a ZooKeeper operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -144,13 +153,49 @@ impl ZkAdmin {
         self.remove(&rule_path(key)).await
     }
 
-    /// Registers a provider of `interface`: creates the persistent child
-    /// `/dubbo/<interface>/providers/<URL-encoded url>`. (Dubbo providers register
-    /// ephemeral nodes that vanish with their session; a node written here stays until
-    /// [`ZkAdmin::unregister`], like Dubbo's `dynamic=false` registrations.)
+    /// Registers a provider of `interface` as Dubbo's providers do: creates the ephemeral
+    /// child `/dubbo/<interface>/providers/<URL-encoded url>`, which lives as long as this
+    /// admin's session (drop the admin, or [`ZkAdmin::close`], and it is gone).
     pub async fn register(&self, interface: &str, url: &str) -> Result<(), ZkError> {
         let path = format!("{}/{}", providers_path(interface), encode_component(url));
+        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        self.client
+            .mkdir(&providers_path(interface), &persistent)
+            .await
+            .map_err(op_error("mkdir", &path))?;
+        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        match self.client.create(&path, b"", &ephemeral).await {
+            Ok(_) => Ok(()),
+            Err(ZkClientError::NodeExists) => {
+                // Another session's node (a restarted provider): take it over.
+                self.remove(&path).await?;
+                self.client
+                    .create(&path, b"", &ephemeral)
+                    .await
+                    .map(|_| ())
+                    .map_err(op_error("create", &path))
+            }
+            Err(e) => Err(op_error("create", &path)(e)),
+        }
+    }
+
+    /// Registers a provider with a persistent node, which stays until
+    /// [`ZkAdmin::unregister`] (like Dubbo's `dynamic=false` registrations).
+    pub async fn register_persistent(&self, interface: &str, url: &str) -> Result<(), ZkError> {
+        let path = format!("{}/{}", providers_path(interface), encode_component(url));
         self.put(&path, b"").await
+    }
+
+    /// Closes the session now (its ephemeral nodes are removed by the server at once).
+    pub async fn close(self) {
+        // The session closes when the last client handle is dropped; wait (briefly) for
+        // the close to reach the server so that the ephemeral nodes are gone on return.
+        let mut states = self.client.state_watcher();
+        drop(self);
+        let _ = tokio::time::timeout(Duration::from_secs(3), async {
+            while !states.changed().await.is_terminated() {}
+        })
+        .await;
     }
 
     /// Removes a provider registered with `url`; false when there was none.
@@ -166,7 +211,10 @@ impl ZkAdmin {
             Ok(children) => {
                 let mut urls: Vec<String> = children
                     .iter()
-                    .map(|c| decode_component(c).unwrap_or_else(|_| c.clone()))
+                    .map(|c| match parse_provider_node(c) {
+                        Ok(u) => u.raw().to_string(),
+                        Err(_) => decode_component(c).unwrap_or_else(|_| c.clone()),
+                    })
                     .collect();
                 urls.sort();
                 Ok(urls)
@@ -184,7 +232,10 @@ pub struct ZkConfig {
     pub servers: String,
     /// The rule nodes to follow.
     pub rule_keys: Vec<RuleKey>,
-    /// The service whose providers to follow (`None`: providers come from elsewhere).
+    /// The kinds of node read under the providers' application once it is known (`tag`,
+    /// `mesh`, `configurators`): see [`LiveChain::provider_app_kinds`].
+    pub provider_app_kinds: Vec<String>,
+    /// The reference whose providers to follow (`None`: providers come from elsewhere).
     pub service: Option<ServiceKey>,
     /// The session timeout asked of the server.
     pub session_timeout: Duration,
@@ -193,13 +244,23 @@ pub struct ZkConfig {
 }
 
 impl ZkConfig {
+    /// Every path watched from the start: the rule and override nodes, the legacy override
+    /// directory and the providers directory (nodes under the providers' application are
+    /// added when it is known).
+    pub fn watched_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = self.rule_keys.iter().map(rule_path).collect();
+        paths.extend(self.service.as_ref().map(|s| providers_path(&s.interface)));
+        paths
+    }
+
     /// Follows what `live` needs: the rule keys its entries subscribe to, and the providers
     /// of its chain file's `service`.
     pub fn for_chain(live: &LiveChain, servers: impl Into<String>) -> Self {
         ZkConfig {
             servers: servers.into(),
             rule_keys: live.subscriptions(),
-            service: live.service_name().map(|s| ServiceKey::parse(&s)),
+            provider_app_kinds: live.provider_app_kinds(),
+            service: live.reference(),
             session_timeout: Duration::from_secs(10),
             retry_delay: Duration::from_millis(500),
         }
@@ -253,6 +314,11 @@ impl Source for ZkSource {
 struct View {
     rules: HashMap<RuleKey, Option<Vec<u8>>>,
     providers: Option<Vec<String>>,
+    /// The providers' application and the rule keys read under it.
+    provider_app: Option<String>,
+    app_keys: Vec<RuleKey>,
+    /// The provider nodes skipped so far (each reported once while it stays).
+    skipped: std::collections::HashSet<String>,
 }
 
 enum End {
@@ -264,6 +330,8 @@ struct Ctx<'a> {
     config: &'a ZkConfig,
     tx: &'a UnboundedSender<Update>,
     view: View,
+    /// Set when keys under a new providers' application need watches.
+    new_app_keys: bool,
 }
 
 impl Ctx<'_> {
@@ -288,10 +356,28 @@ impl Ctx<'_> {
         key: &RuleKey,
     ) -> Result<Option<Update>, ZkClientError> {
         let path = rule_path(key);
-        let now = match client.get_data(&path).await {
-            Ok((data, _)) => Some(data),
-            Err(ZkClientError::NoNode) => None,
-            Err(e) => return Err(e),
+        let now = if key.router_type == RuleKey::LEGACY_OVERRIDES {
+            // The `override://` children, decoded, as one JSON list (Dubbo's compatible
+            // form); no child is no rule.
+            match client.list_children(&path).await {
+                Ok(mut children) if !children.is_empty() => {
+                    children.sort();
+                    let urls: Vec<String> = children
+                        .iter()
+                        .map(|c| decode_component(c).unwrap_or_else(|_| c.clone()))
+                        .map(|u| format!("{u:?}"))
+                        .collect();
+                    Some(format!("[{}]", urls.join(", ")).into_bytes())
+                }
+                Ok(_) | Err(ZkClientError::NoNode) => None,
+                Err(e) => return Err(e),
+            }
+        } else {
+            match client.get_data(&path).await {
+                Ok((data, _)) => Some(data),
+                Err(ZkClientError::NoNode) => None,
+                Err(e) => return Err(e),
+            }
         };
         let before = self.view.rules.insert(key.clone(), now.clone()).flatten();
         let text = |d: Vec<u8>| String::from_utf8_lossy(&d).into_owned();
@@ -308,44 +394,117 @@ impl Ctx<'_> {
         }))
     }
 
-    /// Reads the providers and returns the update, if they changed.
-    async fn read_providers(&mut self, client: &Client) -> Result<Option<Update>, ZkClientError> {
+    /// Reads the providers and returns the updates: the providers, if they changed, then
+    /// the rules under the providers' application, if it changed.
+    async fn read_providers(&mut self, client: &Client) -> Result<Vec<Update>, ZkClientError> {
         let (Some(dir), Some(service)) = (self.providers_dir(), self.config.service.clone()) else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let children = match client.list_children(&dir).await {
             Ok(c) => c,
             Err(ZkClientError::NoNode) => Vec::new(),
             Err(e) => return Err(e),
         };
+        let mut children = children;
+        children.sort();
         let mut urls = Vec::with_capacity(children.len());
+        let mut skipped = Vec::new();
+        let mut registered = 0;
+        let mut excluded: std::collections::BTreeMap<Exclusion, usize> = Default::default();
         for child in &children {
-            // A child that does not decode is passed on as is: it will not parse as a URL
-            // either, and the update is refused with its text.
-            let url = decode_component(child).unwrap_or_else(|_| child.clone());
-            match Url::parse(&url) {
-                Ok(u) if u.protocol() == "empty" || !service.matches(&u) => continue,
-                _ => urls.push(url),
+            match parse_provider_node(child) {
+                Ok(u) if u.protocol() == "empty" => {}
+                Ok(u) => {
+                    registered += 1;
+                    match service.exclusion(&u) {
+                        None => urls.push(u),
+                        Some(why) => *excluded.entry(why).or_default() += 1,
+                    }
+                }
+                Err(reason) => {
+                    registered += 1;
+                    skipped.push(Skipped {
+                        location: format!("{dir}/{child}"),
+                        reason,
+                    })
+                }
             }
         }
-        urls.sort();
-        if self.view.providers.as_ref() == Some(&urls) {
-            return Ok(None);
+        let mut key: Vec<String> = urls.iter().map(|u| u.raw().to_string()).collect();
+        key.extend(skipped.iter().map(|s| s.location.clone()));
+        if self.view.providers.as_ref() == Some(&key) {
+            return Ok(Vec::new());
         }
-        self.view.providers = Some(urls.clone());
-        Ok(Some(Update::Providers {
+        self.view.providers = Some(key);
+        let mut message = format!(
+            "{dir}: {registered} registered, {} match ({})",
+            urls.len(),
+            service.describe_filter()
+        );
+        if !excluded.is_empty() {
+            let parts: Vec<String> = excluded
+                .iter()
+                .map(|(w, n)| format!("{n} by {w}"))
+                .collect();
+            message.push_str(&format!("; excluded {}", parts.join(", ")));
+        }
+        if !skipped.is_empty() {
+            message.push_str(&format!("; {} skipped", skipped.len()));
+        }
+        self.status(message);
+        let app = providers_application(&urls);
+        let now: std::collections::HashSet<String> =
+            skipped.iter().map(|s| s.location.clone()).collect();
+        self.view.skipped.retain(|l| now.contains(l));
+        let skipped: Vec<Skipped> = skipped
+            .into_iter()
+            .filter(|s| self.view.skipped.insert(s.location.clone()))
+            .collect();
+        let mut updates = vec![Update::Providers {
             origin: format!("zookeeper:{dir}"),
-            text: ProviderText::Urls(urls),
-        }))
+            text: ProviderText::Parsed { urls, skipped },
+        }];
+        if app != self.view.provider_app && !self.config.provider_app_kinds.is_empty() {
+            for old in std::mem::take(&mut self.view.app_keys) {
+                self.view.rules.remove(&old);
+            }
+            self.view.provider_app = app.clone();
+            if let Some(app) = app {
+                let keys: Vec<RuleKey> = self
+                    .config
+                    .provider_app_kinds
+                    .iter()
+                    .map(|k| RuleKey::new(app.clone(), k.clone()))
+                    .collect();
+                self.status(format!(
+                    "providers' application {app}: watching {}",
+                    keys.iter().map(rule_path).collect::<Vec<_>>().join(", ")
+                ));
+                for k in &keys {
+                    updates.extend(self.read_rule(client, k).await?);
+                }
+                self.view.app_keys = keys;
+                self.new_app_keys = true;
+            }
+        }
+        Ok(updates)
     }
 
     /// Re-reads every node and pushes what changed as one batch.
     async fn resync(&mut self, client: &Client) -> Result<(), ZkClientError> {
         let mut updates = Vec::new();
-        for key in self.config.rule_keys.clone() {
+        // Providers first: rules under the providers' application follow them.
+        updates.extend(self.read_providers(client).await?);
+        let keys: Vec<RuleKey> = self
+            .config
+            .rule_keys
+            .iter()
+            .chain(&self.view.app_keys)
+            .cloned()
+            .collect();
+        for key in keys {
             updates.extend(self.read_rule(client, &key).await?);
         }
-        updates.extend(self.read_providers(client).await?);
         match updates.len() {
             0 => {}
             1 => {
@@ -360,22 +519,29 @@ impl Ctx<'_> {
 
     /// Re-reads the node at `path` after a watch event.
     async fn changed(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
-        let update = if Some(path) == self.providers_dir().as_deref() {
+        let mut updates = if Some(path) == self.providers_dir().as_deref() {
             self.read_providers(client).await?
         } else {
             match self
                 .config
                 .rule_keys
                 .iter()
+                .chain(&self.view.app_keys)
                 .find(|k| rule_path(k) == path)
                 .cloned()
             {
-                Some(key) => self.read_rule(client, &key).await?,
-                None => None,
+                Some(key) => self.read_rule(client, &key).await?.into_iter().collect(),
+                None => Vec::new(),
             }
         };
-        if let Some(u) = update {
-            let _ = self.tx.send(u);
+        match updates.len() {
+            0 => {}
+            1 => {
+                let _ = self.tx.send(updates.remove(0));
+            }
+            _ => {
+                let _ = self.tx.send(Update::Batch(updates));
+            }
         }
         Ok(())
     }
@@ -390,6 +556,7 @@ async fn run(
         config: &config,
         tx: &tx,
         view: View::default(),
+        new_app_keys: false,
     };
     let mut outage: Option<String> = None;
     loop {
@@ -472,8 +639,6 @@ async fn session(
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> End {
     let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
-    let mut paths: Vec<String> = cx.config.rule_keys.iter().map(rule_path).collect();
-    paths.extend(cx.providers_dir());
     let mut states = client.state_watcher();
     let mut forwarders: Option<tokio::task::JoinSet<()>> = None;
     let mut need_resync = true;
@@ -486,6 +651,9 @@ async fn session(
             if let Some(mut old) = forwarders.take() {
                 old.shutdown().await;
             }
+            let mut paths = cx.config.watched_paths();
+            paths.extend(cx.view.app_keys.iter().map(rule_path));
+            cx.new_app_keys = false;
             match install_watches(client, &paths, &ev_tx).await {
                 Ok(f) => forwarders = Some(f),
                 Err(e) => {
@@ -494,6 +662,9 @@ async fn session(
             }
             if forwarders.is_some() {
                 match cx.resync(client).await {
+                    // Keys under a newly learnt providers' application: watch and re-read
+                    // them now.
+                    Ok(()) if cx.new_app_keys => continue,
                     Ok(()) => need_resync = false,
                     Err(ZkClientError::SessionExpired) => {
                         return End::Reconnect("session expired".into());
@@ -521,7 +692,7 @@ async fn session(
             },
             Some(path) = ev_rx.recv() => {
                 match cx.changed(client, &path).await {
-                    Ok(()) => {}
+                    Ok(()) => need_resync = cx.new_app_keys,
                     Err(ZkClientError::SessionExpired) => {
                         return End::Reconnect("session expired".into());
                     }

@@ -13,6 +13,7 @@
 //! | type | priority | why | without a rule |
 //! |---|---|---|---|
 //! | `mock` | [`mock::DEFAULT_PRIORITY`] (-100) | Dubbo's | takes none: routes by the `invocation.need.mock` attachment |
+//! | `mesh` | [`mesh::DEFAULT_PRIORITY`] (-50) | Dubbo's | every provider passes |
 //! | `tag` | [`tag::DEFAULT_PRIORITY`] (100) | Dubbo's | static-tag routing |
 //! | `affinity` | [`affinity::DEFAULT_PRIORITY`] (130), [`affinity::APPLICATION_SCOPE_PRIORITY`] (135) | Dubbo's | every provider passes |
 //! | `condition` | [`condition::DEFAULT_PRIORITY`] (140), [`condition::APPLICATION_SCOPE_PRIORITY`] (150) | Dubbo's | every provider passes |
@@ -52,12 +53,14 @@ pub mod condition;
 pub mod dubbo;
 pub mod group;
 pub mod idc_weight;
+pub mod mesh;
 pub mod mock;
 pub mod tag;
 
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
     registry.register_typed("mock", mock::MockRouter);
+    registry.register_typed("mesh", mesh::MeshRouter);
     registry.register_typed("tag", tag::TagRouter);
     registry.register_typed("condition", condition::ConditionRouter);
     registry.register_typed("affinity", affinity::AffinityRouter);

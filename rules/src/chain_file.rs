@@ -1,8 +1,12 @@
 //! The chain file: which routers, in which order, with which rules.
 //!
 //! ```yaml
-//! service: com.foo.BarService            # optional
+//! service: com.foo.BarService            # optional: the reference's interface
+//! group: "*"                             # optional: its group (`*` any, `a,b` either)
+//! version: 1.0.0                         # optional: its version (`*` any)
 //! consumer: consumer://10.0.0.1/com.foo.BarService?application=web   # optional
+//! overrides: [weights.configurators.yaml] # optional: override-rule files (file source)
+//! apply_provider_overrides: false        # optional: also apply `side: provider` items
 //! routers:
 //!   - type: condition                    # a type registered in the registry
 //!     priority: 140                      # optional; default per type
@@ -29,11 +33,32 @@ use crate::service_config::SERVICE_FIELDS;
 use crate::yaml::{LocatedError, Location, YamlDoc};
 
 /// Fields every chain entry may have, whatever its type.
-pub const COMMON_ENTRY_FIELDS: [&str; 5] = ["type", "priority", "rule", "rule_file", "application"];
+pub const COMMON_ENTRY_FIELDS: [&str; 7] = [
+    "type",
+    "priority",
+    "rule",
+    "rule_file",
+    "application",
+    "scope",
+    "key",
+];
+
+/// Router types whose rule is a stream of YAML documents (Dubbo's `<app>.MESHAPPRULE`): their
+/// `rule_file` is read whole (every `---` document, as a list), and their inline `rule` may
+/// be a list of documents or the text itself, not only a mapping.
+pub const MULTI_DOCUMENT_TYPES: [&str; 1] = ["mesh"];
 
 /// Top-level fields of a chain file (the service settings are in
 /// [`crate::service_config::SERVICE_FIELDS`]).
-pub const CHAIN_FIELDS: [&str; 3] = ["service", "consumer", "routers"];
+pub const CHAIN_FIELDS: [&str; 7] = [
+    "service",
+    "group",
+    "version",
+    "consumer",
+    "routers",
+    "overrides",
+    "apply_provider_overrides",
+];
 
 /// Where an entry's rule comes from.
 #[derive(Debug, Clone)]
@@ -62,6 +87,11 @@ pub struct EntryDef {
     pub priority: Option<i32>,
     /// `application`: the application whose config-center rule this entry follows.
     pub application: Option<String>,
+    /// `scope`: `service` or `application` (which config-center key the entry follows when
+    /// neither `application` nor `key` names it).
+    pub scope: Option<String>,
+    /// `key`: the config-center key this entry follows, as written (overrides the rest).
+    pub key: Option<String>,
     /// Where the rule comes from.
     pub rule: RuleSource,
 }
@@ -84,6 +114,17 @@ pub enum RuleOverride<'a> {
     Cleared,
 }
 
+/// An override-rule file named by `overrides:`.
+#[derive(Debug, Clone)]
+pub struct OverrideFile {
+    /// The resolved path.
+    pub path: PathBuf,
+    /// Its text (to tell a change).
+    pub text: String,
+    /// The parsed rule.
+    pub rule: crate::configurators::OverrideRule,
+}
+
 /// A parsed chain file.
 #[derive(Debug, Clone)]
 pub struct ChainFile {
@@ -91,8 +132,16 @@ pub struct ChainFile {
     pub doc: YamlDoc,
     /// The directory relative paths resolve against.
     pub base_dir: Option<PathBuf>,
-    /// `service`.
+    /// `service`: the reference's interface.
     pub service: Option<String>,
+    /// `group`: the reference's group (`*` any, `a,b` either).
+    pub group: Option<String>,
+    /// `version`: the reference's version (`*` any).
+    pub version: Option<String>,
+    /// `overrides`: override-rule files, read and parsed (the file source's configurators).
+    pub overrides: Vec<OverrideFile>,
+    /// `apply_provider_overrides`: also apply `side: provider` override items.
+    pub apply_provider_overrides: bool,
     /// `consumer`, parsed.
     pub consumer: Option<Url>,
     /// The entries, in file order.
@@ -174,6 +223,27 @@ impl ChainFile {
         let service = string_field(top.get("service"), &root.key("service"), &mut |e| {
             err(&mut errors, e)
         });
+        let group = string_field(top.get("group"), &root.key("group"), &mut |e| {
+            err(&mut errors, e)
+        });
+        let version = string_field(top.get("version"), &root.key("version"), &mut |e| {
+            err(&mut errors, e)
+        });
+        let apply_provider_overrides = match top.get("apply_provider_overrides") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                err(
+                    &mut errors,
+                    RuleError::new(
+                        root.key("apply_provider_overrides"),
+                        "`apply_provider_overrides` must be true or false",
+                    ),
+                );
+                false
+            }
+        };
+        let overrides = parse_overrides(&doc, base_dir.as_deref(), &mut errors);
         let consumer = string_field(top.get("consumer"), &root.key("consumer"), &mut |e| {
             err(&mut errors, e)
         })
@@ -223,6 +293,10 @@ impl ChainFile {
             doc,
             base_dir,
             service,
+            group,
+            version,
+            overrides,
+            apply_provider_overrides,
             consumer,
             entries,
             service_config,
@@ -311,6 +385,7 @@ impl ChainFile {
         };
         if let Some((doc, value, path)) = rule_doc
             && !value.is_object()
+            && !MULTI_DOCUMENT_TYPES.contains(&def.type_name.as_str())
         {
             errors.push(doc.locate_error(&RuleError::new(
                 path.clone(),
@@ -399,6 +474,17 @@ fn parse_entry(
         },
     };
     let application = string_field(map.get("application"), &path.key("application"), &mut err);
+    let key = string_field(map.get("key"), &path.key("key"), &mut err);
+    let scope = string_field(map.get("scope"), &path.key("scope"), &mut err);
+    if let Some(s) = &scope
+        && s != "service"
+        && s != "application"
+    {
+        err(RuleError::new(
+            path.key("scope"),
+            format!("unknown scope {s:?}: `service` or `application`"),
+        ));
+    }
     let rule_file = string_field(map.get("rule_file"), &path.key("rule_file"), &mut err);
     let has_inline = map.get("rule").is_some_and(|v| !v.is_null());
     let rule = match (has_inline, rule_file) {
@@ -417,8 +503,13 @@ fn parse_entry(
                 None => PathBuf::from(&file),
             };
             let origin = resolved.display().to_string();
+            let stream = MULTI_DOCUMENT_TYPES.contains(&type_name.as_str());
             match std::fs::read_to_string(&resolved) {
-                Ok(text) => match YamlDoc::parse(origin, &text) {
+                Ok(text) => match if stream {
+                    YamlDoc::parse_stream(origin, &text)
+                } else {
+                    YamlDoc::parse(origin, &text)
+                } {
                     Ok(d) => RuleSource::File {
                         path: resolved,
                         doc: Box::new(d),
@@ -445,8 +536,58 @@ fn parse_entry(
         type_name,
         priority,
         application,
+        scope,
+        key,
         rule,
     })
+}
+
+/// Reads the `overrides:` files (a string or a list of strings, relative to the chain file).
+fn parse_overrides(
+    doc: &YamlDoc,
+    base_dir: Option<&Path>,
+    errors: &mut Vec<LocatedError>,
+) -> Vec<OverrideFile> {
+    let path = FieldPath::root().key("overrides");
+    let names: Vec<(FieldPath, String)> = match doc.get(&path) {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::String(s)) => vec![(path.clone(), s.clone())],
+        Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (path.index(i), v.as_str().unwrap_or_default().to_string()))
+            .collect(),
+        Some(_) => {
+            errors.push(doc.locate_error(&RuleError::new(
+                path,
+                "`overrides` is a file name or a list of file names",
+            )));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for (field, name) in names {
+        let resolved = match base_dir {
+            Some(dir) => dir.join(&name),
+            None => PathBuf::from(&name),
+        };
+        let origin = resolved.display().to_string();
+        match std::fs::read_to_string(&resolved) {
+            Ok(text) => match crate::configurators::OverrideRule::parse(&origin, &text) {
+                Ok(rule) => out.push(OverrideFile {
+                    path: resolved,
+                    text,
+                    rule,
+                }),
+                Err(mut es) => errors.append(&mut es),
+            },
+            Err(e) => errors.push(doc.locate_error(&RuleError::new(
+                field,
+                format!("cannot read override file {origin}: {e}"),
+            ))),
+        }
+    }
+    out
 }
 
 fn string_field(

@@ -17,6 +17,7 @@
 //! `rules/examples/` holds a commented example of each.
 
 pub mod chain_file;
+pub mod configurators;
 pub mod load;
 pub mod request;
 pub mod service_config;

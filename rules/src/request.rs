@@ -21,6 +21,10 @@ pub struct RequestSpec {
     /// `arguments`: any JSON values.
     #[serde(default)]
     pub arguments: Vec<serde_json::Value>,
+    /// `parameter_types`: the declared parameter types, Java `Class.getName()` strings
+    /// (read by the mesh router's `argp`).
+    #[serde(default)]
+    pub parameter_types: Vec<String>,
     /// `attachments`: strings.
     #[serde(default)]
     pub attachments: std::collections::BTreeMap<String, String>,
@@ -40,6 +44,7 @@ impl RequestSpec {
                 .transpose()?,
             method: self.method,
             arguments: self.arguments,
+            parameter_types: self.parameter_types,
             attachments: self.attachments.into_iter().collect(),
             attributes: self.attributes.into_iter().collect(),
         })

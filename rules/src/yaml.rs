@@ -218,6 +218,67 @@ impl YamlDoc {
     }
 }
 
+/// A stream of YAML documents (`---` separated), as a config center stores Dubbo's mesh rules.
+impl YamlDoc {
+    /// Parses every document of `text` into one value: a sequence holding each document in
+    /// order (`Null` for an empty one), so a field of document `i` has the path `[i].field`
+    /// and every location points into the whole text. A text with no document (empty, or only
+    /// comments) is the empty sequence.
+    pub fn parse_stream(origin: impl Into<String>, text: &str) -> Result<Self, LocatedError> {
+        let origin = origin.into();
+        let source: Arc<str> = text.into();
+        let mut builder = Builder::default();
+        builder.stack.push(Frame::Seq {
+            path: FieldPath::root(),
+            items: Vec::new(),
+            anchor: 0,
+        });
+        let mut values_before = 0;
+        for event in Parser::new_from_str(text) {
+            let (event, span) = event.map_err(|e| {
+                let m = e.marker();
+                located(
+                    &origin,
+                    &source,
+                    m.line(),
+                    m.col() + 1,
+                    None,
+                    e.info().to_string(),
+                )
+            })?;
+            let items = |b: &Builder| match b.stack.first() {
+                Some(Frame::Seq { items, .. }) => items.len(),
+                _ => 0,
+            };
+            match event {
+                Event::DocumentStart(_) => values_before = items(&builder),
+                // An empty document is a null, as in a single-document parse.
+                Event::DocumentEnd
+                    if builder.stack.len() == 1 && items(&builder) == values_before =>
+                {
+                    builder
+                        .push_value(Value::Null, loc(&span))
+                        .map_err(|(l, m)| located(&origin, &source, l.line, l.column, None, m))?;
+                }
+                event => builder
+                    .event(event, span)
+                    .map_err(|(l, m)| located(&origin, &source, l.line, l.column, None, m))?,
+            }
+        }
+        let value = match builder.stack.pop() {
+            Some(Frame::Seq { items, .. }) => Value::Array(items),
+            _ => Value::Array(Vec::new()),
+        };
+        Ok(YamlDoc {
+            origin,
+            value,
+            source,
+            values: builder.values,
+            keys: builder.keys,
+        })
+    }
+}
+
 fn unknown_field_name(message: &str) -> Option<&str> {
     let start = message.find('`')? + 1;
     let end = start + message[start..].find('`')?;
@@ -551,6 +612,25 @@ mod tests {
         }
         let e = YamlDoc::parse("bomb.yaml", &text).unwrap_err();
         assert!(e.message.contains("aliases expand"), "{e}");
+    }
+
+    #[test]
+    fn streams_keep_every_document_located() {
+        let doc = YamlDoc::parse_stream("s", "a: 1\n---\nb: [x, y]\n---\n---\n- 3\n").unwrap();
+        assert_eq!(doc.value, json!([{"a": 1}, {"b": ["x", "y"]}, null, [3]]));
+        let p = FieldPath::root().index(1).key("b").index(1);
+        assert_eq!(doc.locate(&p), Location { line: 3, column: 8 });
+        assert_eq!(YamlDoc::parse_stream("s", "").unwrap().value, json!([]));
+        assert_eq!(
+            YamlDoc::parse_stream("s", "# c\n").unwrap().value,
+            json!([])
+        );
+        assert_eq!(
+            YamlDoc::parse_stream("s", "---\n---\n").unwrap().value,
+            json!([null, null])
+        );
+        let e = YamlDoc::parse_stream("s", "a: 1\n---\nb: [1\n").unwrap_err();
+        assert!(e.location.line >= 3, "{e}");
     }
 
     #[test]

@@ -276,6 +276,44 @@ fn entry(type_name: &str, priority: i32, rule: Option<&str>) -> String {
     text
 }
 
+/// The mesh rule of the benchmarks (application `index-provider`, as a list of its two
+/// documents): gray-tagged calls to the staging subset (falling back to 2.0.0), `update`
+/// 90/10 between 1.0.0 and 1.1.0, everything else 80/15/5 over the three versions.
+pub const MESH_RULE_YAML: &str = "- kind: DestinationRule
+  metadata: {name: index-provider}
+  spec:
+    subsets:
+      - {name: v1, labels: {version: '1.0.0'}}
+      - {name: v11, labels: {version: '1.1.0'}}
+      - {name: v2, labels: {version: '2.0.0'}}
+      - {name: staging, labels: {env: staging}}
+- kind: VirtualService
+  metadata: {name: index-provider}
+  spec:
+    dubbo:
+      - services: [{exact: com.example.search.IndexService}]
+        routedetail:
+          - name: gray
+            match: [{attachments: {dubboContext: {dubbo.tag: {exact: gray}}}}]
+            route: [{destination: {subset: staging, fallback: {destination: {subset: v2}}}}]
+          - name: updates
+            match: [{method: {name_match: {exact: update}}}]
+            route: [{weight: 90, destination: {subset: v1}}, {weight: 10, destination: {subset: v11}}]
+          - name: default
+            route:
+              - {weight: 80, destination: {subset: v1}}
+              - {weight: 15, destination: {subset: v11}}
+              - {weight: 5, destination: {subset: v2}}
+";
+
+/// The mesh router alone (the rule of [`MESH_RULE_YAML`]).
+pub fn mesh_chain_yaml() -> String {
+    format!(
+        "service: {SERVICE}\nrouters:\n{}",
+        entry("mesh", -50, Some(MESH_RULE_YAML))
+    )
+}
+
 /// The condition router alone (the rule of [`CONDITION_RULE_YAML`]).
 pub fn condition_chain_yaml() -> String {
     format!(

@@ -100,6 +100,17 @@ impl<E> InvokeError<E> {
     }
 }
 
+/// True inside a tokio runtime (whose timers `call` uses). Outside one, attempts are not
+/// timed (said once in the log) rather than panicking.
+fn timer_available() -> bool {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let inside = tokio::runtime::Handle::try_current().is_ok();
+    if !inside && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("Service::call outside a tokio runtime: attempts are not timed out");
+    }
+    inside
+}
+
 impl Service {
     /// Calls `attempt` on a provider chosen for `request`, with Dubbo's failover: on a
     /// retryable error or a timeout it tries another provider of the same routed set, up
@@ -107,7 +118,9 @@ impl Service {
     ///
     /// - Each attempt gets the configured timeout (the method's `timeout`, else the
     ///   service's; default 1 s, Dubbo's); a timed-out attempt is dropped and counts as a
-    ///   [`CallError::Timeout`]. Timeouts need a tokio runtime with the time driver.
+    ///   [`CallError::Timeout`]. Timeouts use tokio's timers: inside a tokio runtime it
+    ///   needs the time driver (`enable_time`, on in `#[tokio::main]`); outside any tokio
+    ///   runtime attempts are not timed.
     /// - The provider is counted in flight (`leastactive`, `p2c`) while its attempt runs,
     ///   by a guard: dropping the call's future mid-attempt leaves nothing counted.
     /// - Outcomes feed health (see [`CallError`]); a cancelled attempt reports nothing.
@@ -228,7 +241,9 @@ impl Service {
             let view = self.current();
             let method = request.method.as_deref();
             let timeout = if timed {
-                view.config.timeout_for(method)
+                view.config
+                    .timeout_for(method)
+                    .filter(|_| timer_available())
             } else {
                 None
             };

@@ -306,9 +306,16 @@ pub fn type_from_name(name: &str) -> Option<String> {
 
 /// The types a rule file can be checked as: the registry's, but not `plugin` (a plugin
 /// entry names its library in the chain file, so it has no rule file of its own).
+/// Dubbo's override rules (`<key>.configurators`) are checked too, by their own parser.
 fn rule_types(registry: &Registry) -> Vec<&str> {
-    registry.type_names().filter(|t| *t != "plugin").collect()
+    let mut types: Vec<&str> = registry.type_names().filter(|t| *t != "plugin").collect();
+    types.push(CONFIGURATORS);
+    types.sort_unstable();
+    types
 }
+
+/// The type of Dubbo's override rules (not a router: `routechain::rules::configurators`).
+const CONFIGURATORS: &str = "configurators";
 
 /// Validates and lints one rule document of type `rule_type` (as `check` and `zk put-rule`
 /// do).
@@ -343,6 +350,13 @@ pub fn check_rule(
         ));
         return report;
     };
+    if ty == CONFIGURATORS {
+        match routechain::rules::configurators::OverrideRule::parse(origin, text) {
+            Ok(_) => report.what = "override rule".into(),
+            Err(es) => report.problems = lint::invalid(es),
+        }
+        return report;
+    }
     let Some(factory) = registry.get(ty).filter(|_| ty != "plugin") else {
         let hint = lint::did_you_mean(ty, known.iter().copied())
             .map(|k| format!("did you mean `{k}`? "))
@@ -356,7 +370,14 @@ pub fn check_rule(
         ));
         return report;
     };
-    let doc = match YamlDoc::parse(origin, text) {
+    // A mesh rule is a stream of documents (Dubbo's `<app>.MESHAPPRULE`).
+    let stream = routechain::rules::chain_file::MULTI_DOCUMENT_TYPES.contains(&ty);
+    let parsed = if stream {
+        YamlDoc::parse_stream(origin, text)
+    } else {
+        YamlDoc::parse(origin, text)
+    };
+    let doc = match parsed {
         Ok(d) => d,
         Err(e) => {
             report.problems = lint::invalid([e]);
@@ -364,7 +385,7 @@ pub fn check_rule(
         }
     };
     let root = FieldPath::root();
-    if !doc.value.is_object() {
+    if !doc.value.is_object() && !stream {
         report.problems.push(Problem::at(
             Code::Invalid,
             &doc,
@@ -378,7 +399,13 @@ pub fn check_rule(
         ));
         return report;
     }
-    let entry = serde_json::json!({ "type": ty });
+    // Named as a rule file: a mesh text without any standard document is then an error
+    // (in a config center the same text would clear the rule).
+    let entry = if stream {
+        serde_json::json!({ "type": ty, "rule_file": origin })
+    } else {
+        serde_json::json!({ "type": ty })
+    };
     let entry_path = FieldPath::root();
     let spec = RouterSpec {
         type_name: ty,

@@ -24,9 +24,6 @@ pub struct DemoArgs {
     /// Concurrent callers.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
-    /// Seed of the callers' random sources.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
     /// The directory with demo.chain.yaml and its rule files (copied, never modified).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -47,7 +44,6 @@ pub fn run(args: &DemoArgs) -> ExitCode {
     let opts = Options {
         calls,
         concurrency: args.concurrency.clamp(1, 1024),
-        seed: args.seed,
         dir: args
             .dir
             .clone()

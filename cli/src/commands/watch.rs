@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use routechain::core::{CallState, Request, Snapshot};
@@ -9,7 +10,8 @@ use routechain::rules::ChainFile;
 
 use super::route::route_once;
 use routechain::live::{
-    FileConfig, FileSource, LiveChain, LiveOptions, Report, ServiceKey, Source, ZkConfig, ZkSource,
+    FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report, Source, Sources,
+    Watching, ZkConfig, ZkSource, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -25,8 +27,10 @@ pub struct WatchArgs {
     /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`.
     #[arg(long)]
     zookeeper: Option<String>,
-    /// The service (`interface[:version[:group]]`) whose providers and service-scope rules
-    /// to follow; default the chain file's `service`.
+    /// The reference whose providers and service-scope rules to follow:
+    /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
+    /// group or version, `a,b` either group); default the chain file's `service`, `group`
+    /// and `version`. A bare interface keeps the file's group and version.
     #[arg(long, requires = "zookeeper")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
@@ -62,12 +66,24 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .as_deref()
         .map(load::load_request)
         .transpose()?;
-    let providers = match &args.providers {
-        Some(p) => load::load_providers(p, 1)?,
-        None => Snapshot::new(1, Vec::new()),
+    // A providers file that cannot be read is an error; a bad line in it is skipped alone
+    // (and reported) like any later change of the file.
+    let providers_text = match &args.providers {
+        Some(p) => Some(std::fs::read_to_string(p).map_err(|e| {
+            LoadError::Invalid(vec![routechain::rules::chain_file::io_error(
+                &p.display().to_string(),
+                &e,
+            )])
+        })?),
+        None => None,
     };
     if let Some(service) = &args.service {
         chain.service = Some(service.clone());
+        if service.contains([':', '/']) {
+            // The form names the group and version: it overrides the file's.
+            chain.group = None;
+            chain.version = None;
+        }
     }
     if args.zookeeper.is_some() && chain.service.is_none() {
         return Err(invalid(
@@ -79,36 +95,31 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
         ..LiveOptions::default()
     };
+    // A bad line of the providers file is skipped alone (and reported), as in every later
+    // change of the file.
+    let providers = match (&args.providers, providers_text) {
+        (Some(path), Some(text)) => {
+            let origin = path.display().to_string();
+            let (urls, skipped) = parse_providers(&origin, ProviderText::Lines(text));
+            for s in skipped {
+                eprintln!(
+                    "routechain watch: {}",
+                    Report::Skipped {
+                        location: s.location,
+                        reason: s.reason
+                    }
+                );
+            }
+            Snapshot::new(1, urls)
+        }
+        _ => Snapshot::new(1, Vec::new()),
+    };
     let live = Arc::new(LiveChain::with_providers(
         chain,
         routechain::registry(),
         options,
         providers,
     )?);
-    let source: Box<dyn Source> = match &args.zookeeper {
-        Some(servers) => {
-            let config = ZkConfig::for_chain(&live, servers.clone());
-            eprintln!(
-                "routechain watch: following ZooKeeper {servers}: providers of {}, rules {}",
-                config
-                    .service
-                    .as_ref()
-                    .map(ServiceKey::rule_key)
-                    .unwrap_or_default(),
-                config
-                    .rule_keys
-                    .iter()
-                    .map(routechain::live::rule_path)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            Box::new(ZkSource::new(config))
-        }
-        None => Box::new(FileSource::new(FileConfig::new(
-            args.chain.clone(),
-            args.providers.clone(),
-        ))),
-    };
     let router = request.map(|r| {
         let call = match args.seed {
             Some(seed) => CallState::seeded(seed),
@@ -119,28 +130,113 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             call: Mutex::new(call),
         })
     });
+    // From files the state is loaded now; from ZooKeeper, once the source has delivered
+    // its first read (nothing is printed to stdout before that).
+    let loaded = Arc::new(AtomicBool::new(args.zookeeper.is_none()));
+    let (reload_tx, reload_rx) = std::sync::mpsc::channel::<()>();
     // Hold the printer while the source starts, so the start line comes first; the watches
     // are in place once `watch` returns, so no change made after the start line is missed.
     let start_lock = router
         .as_ref()
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
-    let printer = router.clone();
-    let live_for_reports = live.clone();
-    let _watching = live
-        .watch(source, move |report| {
-            eprintln!("routechain watch: {report}");
-            if let (Report::Applied { .. }, Some(r)) = (report, &printer) {
-                let mut call = r.call.lock().unwrap_or_else(|p| p.into_inner());
-                r.print(&live_for_reports, &mut call);
-            }
-        })
-        .map_err(|e| invalid(e.to_string()))?;
-    if let (Some(r), Some(mut call)) = (&router, start_lock) {
+    let (source, mut following) = sources(args, &live);
+    let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
+    if let (Some(r), Some(mut call)) = (&router, start_lock)
+        && args.zookeeper.is_none()
+    {
         r.print(&live, &mut call);
+    }
+    // A reloaded chain file may change what to follow in ZooKeeper (the reference, the
+    // consumer's application, the entries' keys): then the sources start afresh.
+    while reload_rx.recv().is_ok() {
+        let Some(servers) = &args.zookeeper else {
+            continue;
+        };
+        let now = ZkConfig::for_chain(&live, servers.clone());
+        if now.watched_paths() == following.watched_paths()
+            && now.provider_app_kinds == following.provider_app_kinds
+        {
+            continue;
+        }
+        eprintln!(
+            "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
+        );
+        drop(watching);
+        let (source, config) = sources(args, &live);
+        following = config;
+        watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
     loop {
         std::thread::park();
     }
+}
+
+/// The sources `watch` runs: the file source (chain file, rule files, providers file), and
+/// ZooKeeper for rules and providers with `--zookeeper` (its watched paths printed).
+fn sources(args: &WatchArgs, live: &LiveChain) -> (Box<dyn Source>, ZkConfig) {
+    let chain_source = Box::new(FileSource::new(FileConfig::new(
+        args.chain.clone(),
+        args.providers.clone(),
+    )));
+    let config = ZkConfig::for_chain(live, args.zookeeper.clone().unwrap_or_default());
+    let Some(servers) = &args.zookeeper else {
+        return (chain_source, config);
+    };
+    let reference = config.service.clone().unwrap_or_else(|| {
+        routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
+    });
+    eprintln!(
+        "routechain watch: following ZooKeeper {servers} for {} ({}); watching:",
+        reference.interface,
+        reference.describe_filter()
+    );
+    for path in config.watched_paths() {
+        eprintln!("  {path}");
+    }
+    if !config.provider_app_kinds.is_empty() {
+        eprintln!(
+            "  and, once the providers' application is known, its {} node(s)",
+            config.provider_app_kinds.join(", ")
+        );
+    }
+    eprintln!("  and the chain file {}", args.chain.display());
+    let zk = Box::new(ZkSource::new(config.clone()));
+    (Box::new(Sources(vec![zk, chain_source])), config)
+}
+
+/// Starts `source` on `live`: every report to stderr, the routed request to stdout after
+/// the first state and after every applied change, a signal on `reloads` per applied
+/// chain-file change.
+fn start(
+    live: &Arc<LiveChain>,
+    source: Box<dyn Source>,
+    router: &Option<Arc<RequestPrinter>>,
+    loaded: &Arc<AtomicBool>,
+    reloads: &std::sync::mpsc::Sender<()>,
+) -> Result<Watching, LoadError> {
+    let printer = router.clone();
+    let live_for_reports = live.clone();
+    let loaded = loaded.clone();
+    let reloads = reloads.clone();
+    live.watch(source, move |report| {
+        eprintln!("routechain watch: {report}");
+        let first = match report {
+            Report::Status { .. } | Report::Skipped { .. } => false,
+            _ => !loaded.swap(true, Ordering::SeqCst),
+        };
+        if let Report::Applied { change, .. } = report
+            && change.contains("chain file ")
+        {
+            let _ = reloads.send(());
+        }
+        if let Some(r) = &printer
+            && (first || matches!(report, Report::Applied { .. }))
+        {
+            let mut call = r.call.lock().unwrap_or_else(|p| p.into_inner());
+            r.print(&live_for_reports, &mut call);
+        }
+    })
+    .map_err(|e| invalid(e.to_string()))
 }
 
 struct RequestPrinter {

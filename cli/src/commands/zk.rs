@@ -6,6 +6,22 @@ use std::process::ExitCode;
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
 use routechain::live::{RuleKey, ZkAdmin, ZkError, rule_path};
 
+/// Waits for Ctrl-C (SIGINT) or SIGTERM.
+async fn wait_for_stop() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
 /// Arguments of `zk`.
 #[derive(Debug, clap::Args)]
 pub struct ZkArgs {
@@ -23,7 +39,9 @@ pub struct RuleNode {
     /// `com.foo.BarService::`) or an application name.
     #[arg(long)]
     key: String,
-    /// The router type: `condition`, `tag`, `affinity`, or a routechain type.
+    /// The node kind: a router type (`condition`, `tag`, `affinity`, or a routechain type:
+    /// node `<key>.<type>-router`), `mesh` (node `<key>.MESHAPPRULE`) or `configurators`
+    /// (override rules: node `<key>.configurators`).
     #[arg(long = "type")]
     router_type: String,
 }
@@ -41,9 +59,10 @@ pub struct ProviderNodes {
 
 #[derive(Debug, clap::Subcommand)]
 enum ZkCommand {
-    /// Write a rule node `/dubbo/config/dubbo/<key>.<type>-router` from a file (`-`: stdin).
+    /// Write a rule node `/dubbo/config/dubbo/<key>.<type>-router` (`.MESHAPPRULE` for
+    /// `--type mesh`, `.configurators` for `--type configurators`) from a file (`-`: stdin).
     #[command(
-        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml\n  routechain zk put-rule --dry-run --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml     # validate and print the diff only\n\nExit: 0 written (or, with --dry-run, valid), 2 invalid rule or unknown type (nothing written),\n4 ZooKeeper unreachable."
+        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml\n  routechain zk put-rule --dry-run --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml     # validate and print the diff only\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type configurators weights.configurators.yaml   # Dubbo override rules\n\nExit: 0 written (or, with --dry-run, valid), 2 invalid rule or unknown type (nothing written),\n4 ZooKeeper unreachable."
     )]
     PutRule {
         #[command(flatten)]
@@ -71,13 +90,17 @@ enum ZkCommand {
         #[command(flatten)]
         node: RuleNode,
     },
-    /// Register providers: `/dubbo/<interface>/providers/<URL-encoded URL>` (persistent).
+    /// Register providers: `/dubbo/<interface>/providers/<URL-encoded URL>`, ephemeral
+    /// like Dubbo's: held while the command runs, removed on Ctrl-C (or SIGTERM).
     #[command(
-        after_help = "Example:\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService \\\n    'dubbo://10.0.0.1:20880/com.foo.BarService?region=hangzhou'"
+        after_help = "Example:\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService \\\n    'dubbo://10.0.0.1:20880/com.foo.BarService?region=hangzhou'\n\nWith --persistent the nodes stay after the command exits (remove them with `zk unregister`)."
     )]
     Register {
         #[command(flatten)]
         nodes: ProviderNodes,
+        /// Write persistent nodes and exit (they stay until `zk unregister`).
+        #[arg(long)]
+        persistent: bool,
         /// Provider URLs.
         #[arg(required = true)]
         urls: Vec<String>,
@@ -130,11 +153,6 @@ fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<
     } else {
         file.display().to_string()
     };
-    if matches!(node.router_type.as_str(), "configurators" | "mesh") {
-        // Not router types: override and mesh documents are validated by their own parsers
-        // (where they exist), not through the router registry.
-        return Ok(());
-    }
     let registry = routechain::registry();
     let report = super::check::check_rule(&origin, text, Some(&node.router_type), None, &registry);
     for p in &report.problems {
@@ -266,7 +284,11 @@ async fn zk(command: &ZkCommand) -> ExitCode {
                 }
             })
         }
-        ZkCommand::Register { nodes, urls } => {
+        ZkCommand::Register {
+            nodes,
+            persistent,
+            urls,
+        } => {
             for url in urls {
                 if let Err(e) = routechain::core::Url::parse(url) {
                     eprintln!(
@@ -276,14 +298,28 @@ async fn zk(command: &ZkCommand) -> ExitCode {
                     return ExitCode::from(EXIT_INVALID);
                 }
             }
-            let mut result = Ok(());
             for url in urls {
-                result = admin.register(&nodes.service, url).await;
-                if result.is_err() {
-                    break;
+                let result = if *persistent {
+                    admin.register_persistent(&nodes.service, url).await
+                } else {
+                    admin.register(&nodes.service, url).await
+                };
+                if let Err(e) = result {
+                    return fail(e);
                 }
             }
-            result.map(|()| eprintln!("registered {} provider(s)", urls.len()))
+            if *persistent {
+                eprintln!("registered {} provider(s) (persistent)", urls.len());
+                return ExitCode::SUCCESS;
+            }
+            eprintln!(
+                "registered {} provider(s) (ephemeral); holding them until Ctrl-C",
+                urls.len()
+            );
+            wait_for_stop().await;
+            admin.close().await;
+            eprintln!("unregistered {} provider(s)", urls.len());
+            Ok(())
         }
         ZkCommand::Unregister { nodes, urls } => {
             let mut removed = 0;

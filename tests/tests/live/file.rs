@@ -129,15 +129,26 @@ fn edits_by_rename_apply_a_bad_edit_is_refused_and_a_good_one_applies_after_it()
         &live,
         &["10.0.0.1:20880", "10.0.0.3:20880", "10.0.0.4:20880"],
     );
-    // A bad provider line: refused, the old list serves.
+    // A bad provider line: skipped alone, located; the other lines apply.
+    let good = format!("{PROVIDERS}dubbo://10.0.0.4:20880/com.foo.BarService?region=hz\n");
     d.replace(
         "providers.txt",
-        "dubbo://10.0.0.9:x/com.foo.BarService?region=hz\n",
+        &format!("{good}dubbo://10.0.0.9:x/com.foo.BarService?region=hz\n"),
     );
-    let report = wait_report(&rx, "provider refusal", |r| {
-        matches!(r, Report::Refused { .. })
+    let report = wait_report(&rx, "provider skipped", |r| {
+        matches!(r, Report::Skipped { .. })
     });
-    assert!(report.to_string().contains("providers.txt:1:"), "{report}");
+    let line = good.lines().count() + 1;
+    assert!(
+        report
+            .to_string()
+            .contains(&format!("providers.txt:{line}:18: invalid provider URL")),
+        "{report}"
+    );
+    assert!(
+        report.to_string().starts_with("skipped provider "),
+        "{report}"
+    );
     wait_route(
         &live,
         &["10.0.0.1:20880", "10.0.0.3:20880", "10.0.0.4:20880"],
@@ -375,4 +386,72 @@ fn the_chain_files_service_settings_follow_its_edits_and_a_bad_one_is_refused_wh
     assert!(seen.len() > 1, "the hash spreads users: {seen:?}");
     // The default method still round-robins (its state starts afresh with the new settings).
     assert_eq!(picks(&live, &request, &mut call, 10), rr);
+}
+
+#[test]
+fn override_rule_files_named_in_the_chain_file_apply_and_follow_their_edits() {
+    let d = Dir::new("overrides");
+    d.replace(
+        "providers.txt",
+        "dubbo://10.0.5.1:20880/com.acme.OrderService?application=orders\n\
+         dubbo://10.0.5.2:20880/com.acme.OrderService?application=orders\n",
+    );
+    let weights = "configVersion: v2.7\nkey: com.acme.OrderService\nconfigs:\n- side: consumer\n  \
+                   providerAddresses: [\"10.0.5.1:20880\"]\n  parameters: {weight: \"300\"}\n";
+    d.replace("weights.yaml", weights);
+    let chain = d.replace(
+        "chain.yaml",
+        "service: com.acme.OrderService\noverrides: weights.yaml\nload_balance: roundrobin\n\
+         routers:\n  - type: condition\n",
+    );
+    let file = ChainFile::load(&chain).unwrap();
+    let providers = load::load_providers(&d.path("providers.txt"), 1).unwrap();
+    let live = Arc::new(
+        LiveChain::with_providers(
+            file,
+            routechain::registry(),
+            LiveOptions::default(),
+            providers,
+        )
+        .unwrap(),
+    );
+    let weight = |live: &LiveChain, addr: &str| -> Option<String> {
+        let state = live.chain().load();
+        state
+            .snapshot()
+            .providers()
+            .iter()
+            .find(|p| p.address() == addr)
+            .map(|p| p.param("weight").unwrap_or("100").to_string())
+    };
+    assert_eq!(weight(&live, "10.0.5.1:20880").as_deref(), Some("300"));
+    let (_watching, rx) = watch(
+        &live,
+        Box::new(FileSource::new(FileConfig::new(
+            chain.clone(),
+            Some(d.path("providers.txt")),
+        ))),
+    );
+    // The override file is watched: a provider disabled.
+    d.replace(
+        "weights.yaml",
+        &weights.replace("{weight: \"300\"}", "{disabled: \"true\"}"),
+    );
+    wait_route(&live, &["10.0.5.2:20880"]);
+    // A bad edit: the chain file's reload is refused, located; the rules in force stay.
+    d.replace(
+        "weights.yaml",
+        "key: com.acme.OrderService\nconfigs:\n- side: consumer\n",
+    );
+    let report = wait_report(&rx, "refused", |r| matches!(r, Report::Refused { .. }));
+    assert!(
+        report
+            .to_string()
+            .contains("weights.yaml:3:3: configs[0].parameters: an override item needs"),
+        "{report}"
+    );
+    wait_route(&live, &["10.0.5.2:20880"]);
+    d.replace("weights.yaml", weights);
+    wait_route(&live, &["10.0.5.1:20880", "10.0.5.2:20880"]);
+    assert_eq!(weight(&live, "10.0.5.1:20880").as_deref(), Some("300"));
 }

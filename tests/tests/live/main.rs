@@ -4,6 +4,8 @@
 use routechain_testkit as support;
 
 mod file;
+mod python;
+mod registries;
 mod zk;
 
 use std::sync::Arc;

@@ -15,13 +15,13 @@ const SERVICE: &str = "com.foo.BarService";
 
 /// Writes nodes at literal paths, with the bare ZooKeeper client (to show the layout is
 /// Dubbo's, independently of routechain's own helpers).
-struct Raw {
+pub(super) struct Raw {
     rt: tokio::runtime::Runtime,
     client: Client,
 }
 
 impl Raw {
-    fn connect(addr: &str) -> Self {
+    pub(super) fn connect(addr: &str) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -33,7 +33,7 @@ impl Raw {
         Raw { rt, client }
     }
 
-    fn put(&self, path: &str, data: &str) {
+    pub(super) fn put(&self, path: &str, data: &str) {
         let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
         self.rt.block_on(async {
             let (parent, _) = path.rsplit_once('/').unwrap();
@@ -51,7 +51,7 @@ impl Raw {
         });
     }
 
-    fn delete(&self, path: &str) {
+    pub(super) fn delete(&self, path: &str) {
         self.rt
             .block_on(self.client.delete(path, None))
             .unwrap_or_else(|e| panic!("delete {path}: {e}"));
@@ -165,6 +165,8 @@ fn dubbo_condition_and_tag_rules_and_providers_in_dubbos_layout_take_effect_and_
             RuleKey::new("com.foo.BarService::", "condition"),
             RuleKey::new("demo-app", "condition"),
             RuleKey::new("demo-provider", "tag"),
+            RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
+            RuleKey::new("com.foo.BarService", RuleKey::LEGACY_OVERRIDES),
         ]
     );
     let (_watching, rx) = watch(&live, source(&live, &zk));
@@ -281,16 +283,22 @@ fn a_bad_rule_or_provider_is_refused_and_the_previous_state_keeps_serving() {
     admin.put_rule(&key, "condition", "conditions: ['=> region = bj']\n");
     wait_route(&live, &["10.0.0.2:20880"]);
 
-    // A provider whose URL does not parse: the whole list is refused, the old one serves.
+    // A provider whose URL does not parse: skipped alone (the others keep serving).
     let applied = live.stats().applied();
     admin.register("dubbo://10.0.0.9:notaport/com.foo.BarService?region=bj&zone=a");
-    let report = wait_report(&rx, "provider refusal", |r| {
-        matches!(r, Report::Refused { .. })
+    let report = wait_report(&rx, "provider skipped", |r| {
+        matches!(r, Report::Skipped { .. })
     });
-    let Report::Refused { reason, .. } = report else {
+    let Report::Skipped { location, reason } = report else {
         unreachable!()
     };
-    assert!(reason.contains("notaport"), "{reason}");
+    assert!(
+        location
+            .starts_with("/dubbo/com.foo.BarService/providers/dubbo%3A%2F%2F10.0.0.9%3Anotaport"),
+        "{location}"
+    );
+    assert!(reason.contains("invalid port \"notaport\""), "{reason}");
+    assert_eq!(live.stats().skipped(), 1);
     assert_eq!(live.stats().applied(), applied);
     wait_route(&live, &["10.0.0.2:20880"]);
     admin.unregister("dubbo://10.0.0.9:notaport/com.foo.BarService?region=bj&zone=a");

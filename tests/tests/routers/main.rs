@@ -168,6 +168,11 @@ fn run_file(name: &str) {
 }
 
 #[test]
+fn mesh() {
+    run_file("mesh");
+}
+
+#[test]
 fn mock() {
     run_file("mock");
 }
@@ -205,6 +210,7 @@ fn every_case_file_is_run_and_every_built_in_router_has_one() {
         .collect();
     let tested: BTreeSet<String> = [
         "mock",
+        "mesh",
         "tag",
         "affinity",
         "condition",

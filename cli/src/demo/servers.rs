@@ -1,14 +1,16 @@
-//! The demo's providers: real tokio TCP servers on 127.0.0.1, each announcing its URL.
+//! The demo's providers: real tonic gRPC servers (HTTP/2 over TCP) on 127.0.0.1, each
+//! answering with its identity, and killed for real (listener and connections dropped).
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
 use routechain::core::Url;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::wire::{CallFrame, ReplyFrame, read_frame, write_frame};
+use super::rpc::{Identity, UserIndexServer};
 
 /// What a demo provider is: where it runs and what it serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,18 +119,19 @@ impl RunningProvider {
         if spec.canary {
             params.push(("canary", "true"));
         }
-        let url = Url::from_parts("dubbo", "127.0.0.1", port, service, params);
-        let identity = Arc::new(ReplyFrame {
+        // `tri`: Dubbo's Triple protocol, its gRPC-compatible one.
+        let url = Url::from_parts("tri", "127.0.0.1", port, service, params);
+        let server = UserIndexServer::new(Identity {
             id: 0,
             address: url.address().to_string(),
             region: spec.region.to_string(),
             idc: spec.idc.to_string(),
-            group: Some(spec.group.to_string()),
-            tag: spec.tag.map(str::to_string),
+            group: spec.group.to_string(),
+            tag: spec.tag.unwrap_or_default().to_string(),
             canary: spec.canary,
             method: String::new(),
         });
-        let task = tokio::spawn(accept_loop(listener, identity));
+        let task = tokio::spawn(accept_loop(listener, server));
         Ok(RunningProvider {
             spec,
             url,
@@ -160,30 +163,25 @@ impl Drop for RunningProvider {
     }
 }
 
-async fn accept_loop(listener: TcpListener, identity: Arc<ReplyFrame>) {
+async fn accept_loop(listener: TcpListener, server: UserIndexServer) {
     // Dropping the JoinSet (when this task is aborted) aborts every connection task.
     let mut connections = JoinSet::new();
     loop {
         match listener.accept().await {
             Ok((socket, _)) => {
                 let _ = socket.set_nodelay(true);
-                connections.spawn(serve(socket, identity.clone()));
+                let service = TowerToHyperService::new(server.clone());
+                connections.spawn(async move {
+                    let served = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(socket), service)
+                        .await;
+                    if let Err(e) = served {
+                        tracing::debug!("connection ended: {e}");
+                    }
+                });
             }
             Err(e) => tracing::debug!("accept failed: {e}"),
         }
         while connections.try_join_next().is_some() {}
-    }
-}
-
-async fn serve(mut socket: TcpStream, identity: Arc<ReplyFrame>) {
-    while let Ok(call) = read_frame::<_, CallFrame>(&mut socket).await {
-        let reply = ReplyFrame {
-            id: call.id,
-            method: call.method,
-            ..(*identity).clone()
-        };
-        if write_frame(&mut socket, &reply).await.is_err() {
-            break;
-        }
     }
 }

@@ -1,0 +1,191 @@
+//! `consistenthash` (Dubbo's `ConsistentHashLoadBalance`): a ketama ring on a key read from
+//! the request.
+//!
+//! The ring is built once per snapshot over **every** provider: for each, `nodes / 4` MD5
+//! digests of `address + i`, four points each. A pick hashes the request's key (MD5, first
+//! four bytes little-endian), binary-searches the ring and walks clockwise, skipping points
+//! whose provider is not a candidate. A provider's points depend only on its address, so
+//! the first candidate point reached is exactly the point Dubbo's ring, built over the
+//! routed set only, would return: results equal Dubbo's while nothing is rebuilt per call.
+
+use std::sync::Arc;
+
+use routechain_core::{Candidates, RandomSource, Request, Snapshot};
+
+use super::{Balancer, HashKeyPart, LoadBalanceKind, Shared};
+
+/// Consistent hashing for one balancer slot: the ring (shared between slots with the same
+/// number of virtual nodes) and the slot's key.
+#[derive(Debug)]
+pub struct ConsistentHash {
+    ring: Arc<Ring>,
+    key: Box<[HashKeyPart]>,
+}
+
+impl ConsistentHash {
+    /// Hashes `key` of each request onto `ring`.
+    pub fn new(ring: Arc<Ring>, key: &[HashKeyPart]) -> Self {
+        ConsistentHash {
+            ring,
+            key: key.into(),
+        }
+    }
+
+    /// The ring.
+    pub fn ring(&self) -> &Arc<Ring> {
+        &self.ring
+    }
+}
+
+impl Balancer for ConsistentHash {
+    fn kind(&self) -> LoadBalanceKind {
+        LoadBalanceKind::ConsistentHash
+    }
+
+    fn pick(
+        &self,
+        _shared: &Shared,
+        request: &Request,
+        candidates: &Candidates,
+        _rng: &mut dyn RandomSource,
+    ) -> Option<usize> {
+        if candidates.count() <= 1 {
+            return candidates.first();
+        }
+        self.ring
+            .lookup(Ring::key_hash(request, &self.key), candidates)
+            .or_else(|| candidates.first())
+    }
+}
+
+/// The ketama ring of one snapshot: every provider's virtual nodes, sorted by hash.
+#[derive(Debug, Clone)]
+pub struct Ring {
+    /// (hash, provider index), sorted by hash then index.
+    points: Box<[(u32, u32)]>,
+    nodes: u32,
+}
+
+/// MD5 of `bytes`' pieces, as Dubbo's `ConsistentHashSelector.md5`.
+pub(crate) fn md5_of(parts: &[&[u8]]) -> [u8; 16] {
+    let mut ctx = md5::Context::new();
+    for p in parts {
+        ctx.consume(p);
+    }
+    ctx.compute().0
+}
+
+/// Dubbo's `hash(digest, number)`: little-endian u32 from bytes `4n..4n+4`.
+pub(crate) fn digest_hash(digest: &[u8; 16], number: usize) -> u32 {
+    let b = &digest[number * 4..number * 4 + 4];
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl Ring {
+    /// Builds the ring over every provider of `snapshot`: for each provider, `nodes / 4`
+    /// MD5 digests of `address + i`, four points each (Dubbo's construction).
+    pub fn new(snapshot: &Snapshot, nodes: u32) -> Self {
+        let per = (nodes / 4) as usize;
+        let mut points = Vec::with_capacity(snapshot.len() * per * 4);
+        let mut buf = [0u8; 20];
+        for (index, provider) in snapshot.providers().iter().enumerate() {
+            let address = provider.address().as_bytes();
+            for r in 0..per {
+                let digest = md5_of(&[address, fmt_usize(&mut buf, r)]);
+                for h in 0..4 {
+                    points.push((digest_hash(&digest, h), index as u32));
+                }
+            }
+        }
+        points.sort_unstable();
+        Ring {
+            points: points.into_boxed_slice(),
+            nodes,
+        }
+    }
+
+    /// The virtual nodes per provider it was built with.
+    pub fn nodes(&self) -> u32 {
+        self.nodes
+    }
+
+    /// The number of points.
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// True when the ring has no point.
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// The candidate owning `hash`: the first point clockwise from `hash` (wrapping) whose
+    /// provider is a candidate. Among points of equal hash the last candidate in provider
+    /// order wins, as Dubbo's `TreeMap.put` keeps the last invoker put.
+    pub fn lookup(&self, hash: u32, candidates: &Candidates) -> Option<usize> {
+        let n = self.points.len();
+        if n == 0 {
+            return None;
+        }
+        let start = self.points.partition_point(|&(h, _)| h < hash);
+        let mut k = 0;
+        while k < n {
+            let (h, idx) = self.points[(start + k) % n];
+            if candidates.contains(idx as usize) {
+                let mut best = idx;
+                let mut j = k + 1;
+                while j < n {
+                    let (h2, idx2) = self.points[(start + j) % n];
+                    if h2 != h {
+                        break;
+                    }
+                    if candidates.contains(idx2 as usize) {
+                        best = idx2;
+                    }
+                    j += 1;
+                }
+                return Some(best as usize);
+            }
+            k += 1;
+        }
+        None
+    }
+
+    /// The hash of the request's key (Dubbo: `hash(md5(key), 0)`), computed without building
+    /// the key string.
+    pub fn key_hash(request: &Request, key: &[HashKeyPart]) -> u32 {
+        let mut ctx = md5::Context::new();
+        for part in key {
+            match part {
+                HashKeyPart::Argument(n) => {
+                    request.with_argument_str(*n, |s| ctx.consume(s.as_bytes()));
+                }
+                HashKeyPart::Attachment(k) => {
+                    if let Some(v) = request.attachments.get(k) {
+                        ctx.consume(v.as_bytes());
+                    }
+                }
+                HashKeyPart::Attribute(k) => {
+                    if let Some(v) = request.attributes.get(k) {
+                        ctx.consume(v.as_bytes());
+                    }
+                }
+            }
+        }
+        digest_hash(&ctx.compute().0, 0)
+    }
+}
+
+/// `n` in decimal, written at the end of `buf` (20 digits hold any `u64`).
+fn fmt_usize(buf: &mut [u8; 20], mut n: usize) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}

@@ -1,0 +1,314 @@
+//! Load balancers: pick one provider from the routed candidates, Dubbo's names and behaviour.
+//!
+//! | name | Dubbo class | what it does | file |
+//! |---|---|---|---|
+//! | `random` (default) | `RandomLoadBalance` | weighted random by the provider's `weight` param (default 100) | [`random`] |
+//! | `roundrobin` | `RoundRobinLoadBalance` | smooth weighted round robin | [`roundrobin`] |
+//! | `leastactive` | `LeastActiveLoadBalance` | fewest in-flight calls; ties weighted random | [`leastactive`] |
+//! | `consistenthash` | `ConsistentHashLoadBalance` | ketama ring (MD5, 160 virtual nodes), key from the request | [`consistenthash`] |
+//! | `p2c` | `P2CLoadBalance` | two distinct random candidates, the one with fewer in-flight calls | [`p2c`] |
+//!
+//! Each algorithm is a type implementing [`Balancer`], in its own file. Everything a
+//! balancer needs that depends only on the providers is prepared once per snapshot in a
+//! [`SnapshotBalance`]: what all balancers share ([`Shared`]: the weights, grouped into a
+//! few *weight classes*, each a bitset, and the in-flight counters, atomics) and one
+//! prepared balancer per configured slot ([`SlotBalancer`]: round-robin current weights,
+//! consistent-hash rings over **all** providers). A pick reads the candidate bitset
+//! directly; it never builds a list and never allocates. The slot's balancer is reached by
+//! a `match` over [`SlotBalancer`]: static dispatch, no virtual call per pick.
+//!
+//! Adding an algorithm: a file here with its type and `impl Balancer`, a [`LoadBalanceKind`]
+//! variant (its chain-file name), a [`SlotBalancer`] variant and its line in
+//! [`SlotBalancer::new`], and a row in `docs/load-balancing.md`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use routechain_core::{Candidates, RandomSource, Request, Snapshot};
+
+mod config;
+pub mod consistenthash;
+pub mod leastactive;
+pub mod p2c;
+pub mod random;
+pub mod roundrobin;
+mod weights;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{BalanceConfig, BalancerSpec, HashKeyPart};
+pub use consistenthash::{ConsistentHash, Ring};
+pub use leastactive::LeastActive;
+pub use p2c::P2c;
+pub use random::Random;
+pub use roundrobin::RoundRobin;
+pub use weights::{Weights, provider_weight};
+
+/// The weight of a provider without a (valid) `weight` param, as in Dubbo.
+pub const DEFAULT_WEIGHT: u32 = 100;
+/// Virtual nodes per provider on the consistent-hash ring (Dubbo's `hash.nodes` default).
+pub const DEFAULT_HASH_NODES: u32 = 160;
+/// With more distinct non-zero weights than this, `random` walks the candidates one by one.
+pub const MAX_WEIGHT_CLASSES: usize = 8;
+
+/// A load-balancing algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LoadBalanceKind {
+    /// Weighted random (Dubbo's default).
+    #[default]
+    Random,
+    /// Smooth weighted round robin.
+    RoundRobin,
+    /// Fewest in-flight calls, ties broken by weighted random.
+    LeastActive,
+    /// Ketama consistent hashing on a request key.
+    ConsistentHash,
+    /// Power of two choices over in-flight calls.
+    P2c,
+}
+
+impl LoadBalanceKind {
+    /// Every kind, in documentation order.
+    pub const ALL: [LoadBalanceKind; 5] = [
+        LoadBalanceKind::Random,
+        LoadBalanceKind::RoundRobin,
+        LoadBalanceKind::LeastActive,
+        LoadBalanceKind::ConsistentHash,
+        LoadBalanceKind::P2c,
+    ];
+
+    /// The name used in chain files (Dubbo's `loadbalance` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadBalanceKind::Random => "random",
+            LoadBalanceKind::RoundRobin => "roundrobin",
+            LoadBalanceKind::LeastActive => "leastactive",
+            LoadBalanceKind::ConsistentHash => "consistenthash",
+            LoadBalanceKind::P2c => "p2c",
+        }
+    }
+
+    /// The kind named `name` (exact, lower case, as Dubbo's extension names).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for LoadBalanceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What every balancer of one snapshot shares: the providers' weights and their in-flight
+/// call counters.
+#[derive(Debug)]
+pub struct Shared {
+    weights: Weights,
+    active: Box<[AtomicU32]>,
+}
+
+impl Shared {
+    /// The weights of `snapshot`'s providers, and a zero in-flight count for each.
+    pub fn new(snapshot: &Snapshot) -> Self {
+        Shared {
+            weights: Weights::new(snapshot),
+            active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
+    /// The weights.
+    #[inline]
+    pub fn weights(&self) -> &Weights {
+        &self.weights
+    }
+
+    /// In-flight calls on provider `i` (0 past the end).
+    #[inline]
+    pub fn active(&self, i: usize) -> u32 {
+        self.active.get(i).map_or(0, |a| a.load(Ordering::Relaxed))
+    }
+
+    /// Counts a call started on provider `i`.
+    pub fn begin(&self, i: usize) {
+        if let Some(a) = self.active.get(i) {
+            a.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a call on provider `i` ended (never below zero).
+    pub fn end(&self, i: usize) {
+        if let Some(a) = self.active.get(i) {
+            let _ = a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        }
+    }
+}
+
+/// A load-balancing algorithm, prepared over one snapshot for one balancer slot.
+///
+/// `pick` chooses one of `candidates` (a bitset over the snapshot) or returns `None` only
+/// when `candidates` is empty. It runs on every call: it reads the bitset and the prepared
+/// state (`self`, `shared`), draws from `rng`, and must not allocate or lock.
+pub trait Balancer: std::fmt::Debug + Send + Sync {
+    /// The algorithm (its chain-file name).
+    fn kind(&self) -> LoadBalanceKind;
+
+    /// Picks one candidate for `request`.
+    fn pick(
+        &self,
+        shared: &Shared,
+        request: &Request,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+    ) -> Option<usize>;
+}
+
+/// The prepared balancer of one slot: one variant per algorithm, dispatched by `match`
+/// (static, inlinable) rather than through a `dyn Balancer`.
+#[derive(Debug)]
+pub enum SlotBalancer {
+    /// `random`.
+    Random(Random),
+    /// `roundrobin`, with its current weights.
+    RoundRobin(RoundRobin),
+    /// `leastactive`.
+    LeastActive(LeastActive),
+    /// `consistenthash`, with its ring and key.
+    ConsistentHash(ConsistentHash),
+    /// `p2c`.
+    P2c(P2c),
+}
+
+impl SlotBalancer {
+    /// Prepares the balancer of `spec` over `snapshot`. `rings` holds the rings already
+    /// built over this snapshot: a ring with the same number of virtual nodes is shared.
+    pub fn new(spec: &BalancerSpec, snapshot: &Snapshot, rings: &mut Vec<Arc<Ring>>) -> Self {
+        match spec.kind {
+            LoadBalanceKind::Random => SlotBalancer::Random(Random),
+            LoadBalanceKind::RoundRobin => {
+                SlotBalancer::RoundRobin(RoundRobin::new(snapshot.len()))
+            }
+            LoadBalanceKind::LeastActive => SlotBalancer::LeastActive(LeastActive),
+            LoadBalanceKind::ConsistentHash => {
+                let ring = match rings.iter().find(|r| r.nodes() == spec.hash_nodes) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let r = Arc::new(Ring::new(snapshot, spec.hash_nodes));
+                        rings.push(r.clone());
+                        r
+                    }
+                };
+                SlotBalancer::ConsistentHash(ConsistentHash::new(ring, &spec.hash_key))
+            }
+            LoadBalanceKind::P2c => SlotBalancer::P2c(P2c),
+        }
+    }
+}
+
+impl Balancer for SlotBalancer {
+    fn kind(&self) -> LoadBalanceKind {
+        match self {
+            SlotBalancer::Random(b) => b.kind(),
+            SlotBalancer::RoundRobin(b) => b.kind(),
+            SlotBalancer::LeastActive(b) => b.kind(),
+            SlotBalancer::ConsistentHash(b) => b.kind(),
+            SlotBalancer::P2c(b) => b.kind(),
+        }
+    }
+
+    #[inline]
+    fn pick(
+        &self,
+        shared: &Shared,
+        request: &Request,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+    ) -> Option<usize> {
+        match self {
+            SlotBalancer::Random(b) => b.pick(shared, request, candidates, rng),
+            SlotBalancer::RoundRobin(b) => b.pick(shared, request, candidates, rng),
+            SlotBalancer::LeastActive(b) => b.pick(shared, request, candidates, rng),
+            SlotBalancer::ConsistentHash(b) => b.pick(shared, request, candidates, rng),
+            SlotBalancer::P2c(b) => b.pick(shared, request, candidates, rng),
+        }
+    }
+}
+
+/// Everything the balancers keep for one snapshot: the shared weights and in-flight
+/// counters, and one prepared balancer per configured slot.
+#[derive(Debug)]
+pub struct SnapshotBalance {
+    shared: Shared,
+    slots: Box<[SlotBalancer]>,
+}
+
+impl SnapshotBalance {
+    /// Prepares the balancers of `config` over `snapshot`. Rings with the same number of
+    /// virtual nodes are shared between slots.
+    pub fn new(snapshot: &Snapshot, config: &BalanceConfig) -> Self {
+        let mut rings = Vec::new();
+        let slots = (0..config.slots())
+            .map(|slot| SlotBalancer::new(config.spec(slot), snapshot, &mut rings))
+            .collect();
+        SnapshotBalance {
+            shared: Shared::new(snapshot),
+            slots,
+        }
+    }
+
+    /// The weights.
+    pub fn weights(&self) -> &Weights {
+        self.shared.weights()
+    }
+
+    /// What the slots share (weights, in-flight counters).
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The prepared balancer of `slot`.
+    pub fn slot(&self, slot: usize) -> Option<&SlotBalancer> {
+        self.slots.get(slot)
+    }
+
+    /// In-flight calls on provider `i`.
+    pub fn active(&self, i: usize) -> u32 {
+        self.shared.active(i)
+    }
+
+    /// Counts a call started on provider `i`.
+    pub fn begin(&self, i: usize) {
+        self.shared.begin(i)
+    }
+
+    /// Counts a call on provider `i` ended.
+    pub fn end(&self, i: usize) {
+        self.shared.end(i)
+    }
+
+    /// Picks one candidate with the balancer of `slot` (`spec` is `config.spec(slot)`, the
+    /// spec it was prepared with). `None` only when `candidates` is empty. A `spec` of
+    /// another algorithm than the slot's picks by its own algorithm without slot state
+    /// (`roundrobin` and `consistenthash`, which need it, fall back to weighted random).
+    #[inline]
+    pub fn pick(
+        &self,
+        slot: usize,
+        spec: &BalancerSpec,
+        request: &Request,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+    ) -> Option<usize> {
+        match self.slots.get(slot) {
+            Some(b) if b.kind() == spec.kind => b.pick(&self.shared, request, candidates, rng),
+            _ => match spec.kind {
+                LoadBalanceKind::LeastActive => {
+                    LeastActive.pick(&self.shared, request, candidates, rng)
+                }
+                LoadBalanceKind::P2c => P2c.pick(&self.shared, request, candidates, rng),
+                _ => Random.pick(&self.shared, request, candidates, rng),
+            },
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The mesh router (Dubbo 3's `standard-mesh-rule`): a `DestinationRule` cuts a provider
+//! application's providers into named subsets by labels, a `VirtualService` matches each
+//! call (service, method, arguments, attachments, consumer labels) and sends it to weighted
+//! subsets with fallbacks. Rules are stored per provider application, as the multi-document
+//! YAML text of `<app>.MESHAPPRULE`.
+//!
+//! - [`rule`]: which documents of a text are this router's and what they compile to;
+//! - [`read`]: Dubbo's value conversions, located, with warnings for what Dubbo ignores;
+//! - [`matchers`]: the compiled matchers;
+//! - [`prepared`]: subsets as provider sets per snapshot, and the per-call route.
+//!
+//! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use routechain_core::{
+    Candidates, Evaluation, FieldPath, PrepareContext, RouteContext, RouterSpec, RuleError,
+    TypedRouter, Url,
+};
+use routechain_rules::YamlDoc;
+use serde_json::Value;
+
+pub mod matchers;
+pub mod prepared;
+pub mod read;
+pub mod rule;
+
+pub use prepared::PreparedMesh;
+pub use rule::{AppRule, Checked, TextOutcome};
+
+/// Dubbo's order for the mesh router (`StandardMeshRuleRouterFactory`): after `mock` (−100),
+/// before `tag` (100).
+pub const DEFAULT_PRIORITY: i32 = -50;
+
+/// The config-center key suffix of an application's mesh rule: `<app>.MESHAPPRULE`, group
+/// `dubbo` (node `/dubbo/config/dubbo/<app>.MESHAPPRULE`).
+pub const RULE_KEY_SUFFIX: &str = ".MESHAPPRULE";
+
+/// Entry fields of a `mesh` entry besides the common ones.
+pub const ENTRY_FIELDS: [&str; 3] = ["app", "empty", "tracing_prefix"];
+
+/// The key of the per-application form of a rule value: `{applications: {app: rule, ...}}`.
+pub const APPLICATIONS_KEY: &str = "applications";
+
+/// A provider application name that means "no application" (`MeshRuleConstants.INVALID_APP_NAME`).
+pub const INVALID_APP_NAME: &str = "unknown";
+
+/// The chain entry's options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MeshOptions {
+    /// `app`: only providers of this application are governed (default: each provider's
+    /// own application).
+    pub app: Option<String>,
+    /// `empty: fail`: a call the rule covers but selects nothing for fails (default
+    /// `protect`: the input passes unchanged, as in Dubbo).
+    pub empty_fail: bool,
+    /// `tracing_prefix`: `tracingContext` key `k` reads attachment `<prefix>k`.
+    pub tracing_prefix: Option<String>,
+}
+
+/// Which rule each application has.
+#[derive(Debug, Clone, Default)]
+pub enum AppRules {
+    /// No rule: every call passes unchanged.
+    #[default]
+    None,
+    /// One rule for every application present (a static rule without `app`, or with `app`).
+    Every(Arc<AppRule>),
+    /// A rule per application (config-center nodes, or `rule: {applications: {...}}`).
+    PerApp(BTreeMap<String, Arc<AppRule>>),
+}
+
+/// A compiled `mesh` entry: its options and its rules.
+#[derive(Debug, Clone, Default)]
+pub struct MeshRule {
+    /// The entry's options.
+    pub options: MeshOptions,
+    /// The rules.
+    pub rules: AppRules,
+    /// The warnings reading the rule produced (accepted; `routechain check` prints them).
+    pub warnings: Vec<RuleError>,
+}
+
+/// A provider's application: its `remote.application` parameter when present and non-empty,
+/// else its `application`; none when empty or `unknown`.
+pub fn application_of(provider: &Url) -> Option<&str> {
+    let app = provider
+        .param("remote.application")
+        .filter(|a| !a.is_empty())
+        .or_else(|| provider.param("application"))?;
+    (!app.is_empty() && app != INVALID_APP_NAME).then_some(app)
+}
+
+/// The config-center key of `app`'s mesh rule: `<app>.MESHAPPRULE` (group `dubbo`).
+pub fn rule_key(app: &str) -> String {
+    format!("{app}{RULE_KEY_SUFFIX}")
+}
+
+/// The applications whose rule a live entry follows over `providers`: the entry's `app`
+/// alone (from the start, whether or not it has providers), else every application present.
+pub fn watched_applications<'p>(
+    providers: impl IntoIterator<Item = &'p Url>,
+    options: &MeshOptions,
+) -> BTreeSet<String> {
+    match &options.app {
+        Some(app) => BTreeSet::from([app.clone()]),
+        None => providers
+            .into_iter()
+            .filter_map(application_of)
+            .map(str::to_string)
+            .collect(),
+    }
+}
+
+/// The interface of a service key: `group/interface:version` and `interface:version:group`
+/// both reduce to `interface` (Dubbo matches `services` against the interface only).
+pub fn interface_of(service: &str) -> &str {
+    let s = service.split_once('/').map_or(service, |(_, rest)| rest);
+    s.split_once(':').map_or(s, |(i, _)| i)
+}
+
+/// Reads the entry's options (`app`, `empty`, `tracing_prefix`).
+pub fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>) -> MeshOptions {
+    let mut o = MeshOptions::default();
+    let Some(map) = entry.as_object() else {
+        return o;
+    };
+    let string = |k: &str, errors: &mut Vec<RuleError>| match map.get(k) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errors.push(RuleError::new(
+                path.key(k),
+                format!("`{k}` must be a string"),
+            ));
+            None
+        }
+    };
+    o.app = string("app", errors);
+    if o.app.as_deref() == Some("") {
+        errors.push(RuleError::new(path.key("app"), "`app` must not be empty"));
+    }
+    o.tracing_prefix = string("tracing_prefix", errors);
+    match string("empty", errors).as_deref() {
+        None | Some("protect") => {}
+        Some("fail") => o.empty_fail = true,
+        Some(other) => errors.push(RuleError::new(
+            path.key("empty"),
+            format!("`empty` is `protect` or `fail`, not {other:?}"),
+        )),
+    }
+    if map.get("application").is_some_and(|v| !v.is_null()) {
+        errors.push(RuleError::new(
+            path.key("application"),
+            "a mesh entry names its provider application with `app` (each provider's own application by default)",
+        ));
+    }
+    o
+}
+
+/// The documents of one rule value: a list of documents, one document (a mapping), or the
+/// multi-document text itself. An error locates a YAML problem inside a text.
+fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath)>, RuleError> {
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => Ok(items
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.clone(), path.index(i)))
+            .collect()),
+        Value::String(text) => {
+            let doc = YamlDoc::parse_stream("rule text", text).map_err(|e| {
+                RuleError::new(
+                    path.clone(),
+                    format!(
+                        "line {}, column {} of the rule text: {}",
+                        e.location.line, e.location.column, e.message
+                    ),
+                )
+            })?;
+            let Value::Array(items) = doc.value else {
+                return Ok(Vec::new());
+            };
+            Ok(items.into_iter().map(|d| (d, path.clone())).collect())
+        }
+        other => Ok(vec![(other.clone(), path.clone())]),
+    }
+}
+
+/// Reads one node text (already parsed as a YAML stream) into its outcome for an
+/// application: what a config-center update does (apply, clear, or refuse with errors).
+pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOutcome> {
+    let root = FieldPath::root();
+    match documents_of(&doc.value, &root) {
+        Ok(docs) => rule::read_documents(docs.iter().map(|(v, p)| (v, p.clone())), tracing_prefix),
+        Err(e) => Checked {
+            result: Err(vec![e]),
+            warnings: Vec::new(),
+        },
+    }
+}
+
+/// A static rule's documents → its application rule; clearing is an error for a rule
+/// written in a chain or rule file.
+fn read_static(
+    value: &Value,
+    path: &FieldPath,
+    options: &MeshOptions,
+    warnings: &mut Vec<RuleError>,
+) -> Result<Arc<AppRule>, Vec<RuleError>> {
+    let docs = documents_of(value, path).map_err(|e| vec![e])?;
+    let checked = rule::read_documents(
+        docs.iter().map(|(v, p)| (v, p.clone())),
+        options.tracing_prefix.as_deref(),
+    );
+    warnings.extend(checked.warnings);
+    match checked.result? {
+        TextOutcome::Apply(r) => Ok(Arc::new(r)),
+        TextOutcome::Clear => Err(vec![RuleError::new(
+            path.clone(),
+            "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')",
+        )]),
+    }
+}
+
+/// True when the rule came from a config center: the entry names no `rule` or `rule_file`
+/// of its own. Such a text may clear the rule (no standard document), as Dubbo's may.
+fn from_config_center(spec: &RouterSpec<'_>) -> bool {
+    spec.entry
+        .value
+        .as_object()
+        .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
+}
+
+/// Compiles a `mesh` entry: its options and rule, every error and warning located by field
+/// path. What `routechain check` shows for a mesh entry.
+pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let options = read_options(spec.entry.value, spec.entry.path, &mut errors);
+    let rules = match spec.rule {
+        None => AppRules::None,
+        Some(doc) => match doc.value {
+            Value::Object(map)
+                if map.contains_key(APPLICATIONS_KEY) && !map.contains_key("kind") =>
+            {
+                let ap = doc.path.key(APPLICATIONS_KEY);
+                let mut per_app = BTreeMap::new();
+                match &map[APPLICATIONS_KEY] {
+                    Value::Object(apps) => {
+                        for (app, value) in apps {
+                            match read_static(value, &ap.key(app.clone()), &options, &mut warnings)
+                            {
+                                Ok(r) => {
+                                    per_app.insert(app.clone(), r);
+                                }
+                                Err(mut es) => errors.append(&mut es),
+                            }
+                        }
+                    }
+                    _ => errors.push(RuleError::new(
+                        ap,
+                        "`applications` maps each provider application to its rule",
+                    )),
+                }
+                AppRules::PerApp(per_app)
+            }
+            // A config-center node (the entry names no rule of its own): its text may clear.
+            value if from_config_center(spec) => {
+                let checked = match documents_of(value, doc.path) {
+                    Ok(docs) => rule::read_documents(
+                        docs.iter().map(|(v, p)| (v, p.clone())),
+                        options.tracing_prefix.as_deref(),
+                    ),
+                    Err(e) => Checked {
+                        result: Err(vec![e]),
+                        warnings: Vec::new(),
+                    },
+                };
+                warnings.extend(checked.warnings);
+                match checked.result {
+                    Ok(TextOutcome::Apply(r)) => AppRules::Every(Arc::new(r)),
+                    Ok(TextOutcome::Clear) => AppRules::None,
+                    Err(mut es) => {
+                        errors.append(&mut es);
+                        AppRules::None
+                    }
+                }
+            }
+            value => match read_static(value, doc.path, &options, &mut warnings) {
+                Ok(r) => AppRules::Every(r),
+                Err(mut es) => {
+                    errors.append(&mut es);
+                    AppRules::None
+                }
+            },
+        },
+    };
+    let result = if errors.is_empty() {
+        Ok(MeshRule {
+            options,
+            rules,
+            warnings: warnings.clone(),
+        })
+    } else {
+        Err(errors)
+    };
+    Checked { result, warnings }
+}
+
+/// The `mesh` router type. Its rule comes in several forms (a multi-document text, a list
+/// of documents, one document, or `{applications: {app: rule}}`) and depends on the entry's
+/// own fields, so it is read from the whole entry ([`check`]) rather than deserialized. An
+/// entry without a rule has no rule for any application: every call passes unchanged.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MeshRouter;
+
+/// [`check`], with the warnings logged.
+fn compile_logged(spec: &RouterSpec<'_>) -> Result<MeshRule, Vec<RuleError>> {
+    let checked = check(spec);
+    for w in &checked.warnings {
+        tracing::warn!(field = %w.path, "mesh rule: {}", w.message);
+    }
+    checked.result
+}
+
+impl TypedRouter for MeshRouter {
+    type Raw = serde::de::IgnoredAny;
+    type Rule = MeshRule;
+    type Prepared = PreparedMesh;
+
+    fn default_priority(&self, _rule: Option<&MeshRule>) -> i32 {
+        DEFAULT_PRIORITY
+    }
+
+    fn extra_fields(&self) -> &'static [&'static str] {
+        &ENTRY_FIELDS
+    }
+
+    fn compile(
+        &self,
+        _raw: serde::de::IgnoredAny,
+        spec: &RouterSpec<'_>,
+    ) -> Result<MeshRule, Vec<RuleError>> {
+        compile_logged(spec)
+    }
+
+    fn without_rule(&self, spec: &RouterSpec<'_>) -> Result<Option<MeshRule>, Vec<RuleError>> {
+        compile_logged(spec).map(Some)
+    }
+
+    fn prepare(rule: &Arc<MeshRule>, cx: &PrepareContext<'_>) -> Result<PreparedMesh, String> {
+        Ok(PreparedMesh::build(rule, cx.snapshot, cx.service))
+    }
+
+    fn route(
+        prepared: &PreparedMesh,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        prepared.route(cx, candidates)
+    }
+}
+
+#[cfg(test)]
+mod tests;

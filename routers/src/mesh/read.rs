@@ -1,0 +1,655 @@
+//! Reading YAML values the way Dubbo's `PojoUtils.mapToPojo` converts them, but located and
+//! strict where Dubbo silently drops or throws later (spec §4.2–4.3).
+//!
+//! Hand-written instead of serde-derived on purpose: Dubbo converts leniently (a number in a
+//! string field becomes its Java `toString()`, an integer in a double field is dropped,
+//! unknown keys are ignored), and routechain must say so in a *warning* while still reading
+//! the value, report every problem of a text in one pass (serde stops at the first), and
+//! hint at the right spelling of a misspelled key. A [`Reader`] collects errors (the update
+//! is refused) and warnings (accepted) by field path.
+
+use regex::Regex;
+use routechain_core::{FieldPath, RuleError};
+use serde_json::{Map, Value};
+
+use super::matchers::{
+    ArgValue, AttachmentMatch, BoolMatch, DoubleMatch, DoubleRange, MatchRequest, MethodArg,
+    MethodMatch, StringMatch, TracingEntry,
+};
+
+/// Errors and warnings of one read, by field path.
+#[derive(Debug, Default)]
+pub struct Reader {
+    /// Problems that refuse the text.
+    pub errors: Vec<RuleError>,
+    /// Problems that are reported and accepted.
+    pub warnings: Vec<RuleError>,
+    /// The entry's `tracing_prefix`, which `tracingContext` keys are read under.
+    pub tracing_prefix: Option<String>,
+}
+
+/// Hints for keys Dubbo users commonly misspell.
+fn hint(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "service" => "did you mean `services`?",
+        "dubbocontext" | "DubboContext" => {
+            "Dubbo 3.3 reads `dubboContext` (the lower-case key of Dubbo 3.0 is ignored)"
+        }
+        "eagleeyecontext" | "eagleeyeContext" => {
+            "Dubbo 3.3 reads `tracingContext` (the key of Dubbo 3.0 is ignored)"
+        }
+        "routeDetail" | "route_detail" => "did you mean `routedetail`?",
+        "nameMatch" => "did you mean `name_match`?",
+        "strValue" | "numValue" | "boolValue" => {
+            "the keys are `str_value`, `num_value`, `bool_value`"
+        }
+        "sourcelabels" | "source_labels" => "did you mean `sourceLabels`?",
+        "fallback" => {
+            "`fallback` belongs inside `destination` (destination.fallback.destination); here it is ignored, as in Dubbo"
+        }
+        _ => return None,
+    })
+}
+
+impl Reader {
+    /// A reader for an entry with `tracing_prefix`.
+    pub fn new(tracing_prefix: Option<String>) -> Self {
+        Reader {
+            tracing_prefix,
+            ..Default::default()
+        }
+    }
+
+    /// Records an error.
+    pub fn error(&mut self, path: &FieldPath, message: impl Into<String>) {
+        self.errors.push(RuleError::new(path.clone(), message));
+    }
+
+    /// Records a warning.
+    pub fn warn(&mut self, path: &FieldPath, message: impl Into<String>) {
+        self.warnings.push(RuleError::new(path.clone(), message));
+    }
+
+    /// `value` as a mapping (`what` names it in the error), warning on every key not in
+    /// `known`.
+    pub fn object<'v>(
+        &mut self,
+        value: &'v Value,
+        path: &FieldPath,
+        what: &str,
+        known: &[&str],
+    ) -> Option<&'v Map<String, Value>> {
+        let Value::Object(map) = value else {
+            self.error(
+                path,
+                format!("{what} must be a mapping, not {}", kind_of(value)),
+            );
+            return None;
+        };
+        self.unknown_keys(map, path, what, known);
+        Some(map)
+    }
+
+    /// Warns on every key of `map` not in `known`.
+    pub fn unknown_keys(
+        &mut self,
+        map: &Map<String, Value>,
+        path: &FieldPath,
+        what: &str,
+        known: &[&str],
+    ) {
+        for key in map.keys() {
+            if !known.contains(&key.as_str()) {
+                let mut message = format!(
+                    "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}",
+                    known.join(", ")
+                );
+                if let Some(h) = hint(key) {
+                    message.push_str("; ");
+                    message.push_str(h);
+                }
+                self.warnings
+                    .push(RuleError::new(path.key(key.clone()), message));
+            }
+        }
+    }
+
+    /// A Java `String` field: a string; a number or boolean read as Java's `toString()` with
+    /// a warning; a list or mapping refused.
+    pub fn string(&mut self, value: &Value, path: &FieldPath) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            Value::Bool(_) | Value::Number(_) => {
+                let text = java_to_string(value);
+                self.warn(
+                    path,
+                    format!(
+                        "{value} is not a string; read as {text:?} (as Dubbo reads it): quote it to be sure"
+                    ),
+                );
+                Some(text)
+            }
+            _ => {
+                self.error(path, format!("must be a string, not {}", kind_of(value)));
+                None
+            }
+        }
+    }
+
+    /// A Java `int` field: an integer within Java's `int` range.
+    pub fn int(&mut self, value: &Value, path: &FieldPath) -> Option<i64> {
+        match value.as_i64() {
+            Some(i) if i32::try_from(i).is_ok() => Some(i),
+            Some(_) | None if value.is_i64() || value.is_u64() => {
+                self.error(
+                    path,
+                    format!("{value} is out of the Java int range (Dubbo refuses it too)"),
+                );
+                None
+            }
+            _ => {
+                self.error(
+                    path,
+                    format!(
+                        "must be an integer, not {} (Dubbo refuses it too)",
+                        kind_of(value)
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// A Java `Double` field: a float; an integer read as that number with a warning (Dubbo
+    /// ignores it); anything else refused.
+    pub fn double(&mut self, value: &Value, path: &FieldPath) -> Option<f64> {
+        match value {
+            Value::Number(n) if n.is_f64() => n.as_f64(),
+            Value::Number(n) => {
+                let x = n.as_f64()?;
+                self.warn(
+                    path,
+                    format!(
+                        "integer {n} in a number match: read as {x:?}, but Dubbo ignores an integer here; write {x:?} to get the same behaviour in Dubbo"
+                    ),
+                );
+                Some(x)
+            }
+            _ => {
+                self.error(path, format!("must be a number, not {}", kind_of(value)));
+                None
+            }
+        }
+    }
+
+    /// A Java `Boolean` field.
+    pub fn boolean(&mut self, value: &Value, path: &FieldPath) -> Option<bool> {
+        match value {
+            Value::Bool(b) => Some(*b),
+            _ => {
+                self.error(
+                    path,
+                    format!("must be true or false, not {}", kind_of(value)),
+                );
+                None
+            }
+        }
+    }
+
+    /// A `List<T>` field: a list without null elements.
+    pub fn list<'v>(&mut self, value: &'v Value, path: &FieldPath) -> Option<&'v [Value]> {
+        let Value::Array(items) = value else {
+            self.error(path, format!("must be a list, not {}", kind_of(value)));
+            return None;
+        };
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            if item.is_null() {
+                self.error(
+                    &path.index(i),
+                    "a list element is null (Dubbo refuses it too)",
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(items.as_slice())
+    }
+
+    /// A `Map<String, String>` field (`labels`, `sourceLabels`).
+    pub fn string_map(&mut self, value: &Value, path: &FieldPath) -> Option<Vec<(String, String)>> {
+        let Value::Object(map) = value else {
+            self.error(path, format!("must be a mapping, not {}", kind_of(value)));
+            return None;
+        };
+        let mut out = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            let p = path.key(k.clone());
+            if v.is_null() {
+                self.error(&p, "a value is null (Dubbo refuses it too)");
+                continue;
+            }
+            if let Some(s) = self.string(v, &p) {
+                out.push((k.clone(), s));
+            }
+        }
+        Some(out)
+    }
+
+    /// A `Map<String, StringMatch>` field (`dubboContext`, `tracingContext`, `headers`).
+    pub fn string_match_map(
+        &mut self,
+        value: &Value,
+        path: &FieldPath,
+    ) -> Option<Vec<(String, StringMatch)>> {
+        let Value::Object(map) = value else {
+            self.error(path, format!("must be a mapping, not {}", kind_of(value)));
+            return None;
+        };
+        let mut out = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            let p = path.key(k.clone());
+            if v.is_null() {
+                self.error(&p, "a value is null (Dubbo refuses it too)");
+                continue;
+            }
+            if let Some(m) = self.string_match(v, &p) {
+                out.push((k.clone(), m));
+            }
+        }
+        Some(out)
+    }
+
+    /// A list of `StringMatch` (`services`, `argp`, `oneof`).
+    pub fn string_match_list(
+        &mut self,
+        value: &Value,
+        path: &FieldPath,
+    ) -> Option<Vec<StringMatch>> {
+        let items = self.list(value, path)?;
+        Some(
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| self.string_match(v, &path.index(i)))
+                .collect(),
+        )
+    }
+
+    /// A `StringMatch`.
+    pub fn string_match(&mut self, value: &Value, path: &FieldPath) -> Option<StringMatch> {
+        const KNOWN: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
+        let map = self.object(value, path, "a string match", &KNOWN)?;
+        let mut m = StringMatch::default();
+        let field = |r: &mut Self, key: &str| {
+            map.get(key)
+                .filter(|v| !v.is_null())
+                .and_then(|v| r.string(v, &path.key(key)))
+        };
+        m.exact = field(self, "exact");
+        m.prefix = field(self, "prefix");
+        m.wildcard = field(self, "wildcard");
+        m.empty = field(self, "empty").is_some();
+        m.noempty = field(self, "noempty").is_some();
+        if let Some(text) = field(self, "regex") {
+            m.regex = self.regex(&text, &path.key("regex"));
+        }
+        if m.is_unset() && !map.contains_key("regex") {
+            self.warn(
+                path,
+                "a string match without exact, prefix, regex, wildcard, empty or noempty never holds",
+            );
+        }
+        Some(m)
+    }
+
+    /// Compiles `text` as a whole-string regex.
+    fn regex(&mut self, text: &str, path: &FieldPath) -> Option<Regex> {
+        match Regex::new(&format!("^(?:{text})$")) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                let reason = e.to_string();
+                let reason = reason
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .map(|l| l.trim().trim_start_matches("error: ").to_string())
+                    .unwrap_or(reason);
+                self.error(path, format!("invalid regex {text:?}: {reason}"));
+                None
+            }
+        }
+    }
+
+    /// A `DoubleMatch`.
+    pub fn double_match(&mut self, value: &Value, path: &FieldPath) -> Option<DoubleMatch> {
+        let map = self.object(value, path, "a number match", &["exact", "mod", "range"])?;
+        let mut m = DoubleMatch::default();
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+        if let Some(v) = get("exact") {
+            m.exact = self.double(v, &path.key("exact"));
+        }
+        if let Some(v) = get("mod") {
+            m.modulo = self.double(v, &path.key("mod"));
+        }
+        if let Some(v) = get("range") {
+            let rp = path.key("range");
+            if let Some(r) = self.object(v, &rp, "a range", &["start", "end"]) {
+                let mut range = DoubleRange::default();
+                if let Some(s) = r.get("start").filter(|v| !v.is_null()) {
+                    range.start = self.double(s, &rp.key("start"));
+                }
+                if let Some(e) = r.get("end").filter(|v| !v.is_null()) {
+                    range.end = self.double(e, &rp.key("end"));
+                }
+                if range.start.is_none() && range.end.is_none() {
+                    self.warn(&rp, "a range without start or end never holds");
+                }
+                m.range = Some(range);
+            }
+        }
+        if m.exact.is_none() && m.range.is_none() {
+            self.warn(
+                path,
+                if m.modulo.is_some() {
+                    "`mod` without `exact` never holds"
+                } else {
+                    "a number match without exact, range or mod never holds"
+                },
+            );
+        }
+        Some(m)
+    }
+
+    /// A `BoolMatch`.
+    pub fn bool_match(&mut self, value: &Value, path: &FieldPath) -> Option<BoolMatch> {
+        let map = self.object(value, path, "a boolean match", &["exact"])?;
+        let exact = match map.get("exact").filter(|v| !v.is_null()) {
+            Some(v) => self.boolean(v, &path.key("exact")),
+            None => {
+                self.warn(path, "a boolean match without `exact` never holds");
+                None
+            }
+        };
+        Some(BoolMatch { exact })
+    }
+
+    /// A `{oneof: [...]}` list match, reading each element with `element`.
+    pub fn oneof<T>(
+        &mut self,
+        value: &Value,
+        path: &FieldPath,
+        what: &str,
+        element: impl Fn(&mut Self, &Value, &FieldPath) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let map = self.object(value, path, what, &["oneof"])?;
+        let Some(list) = map.get("oneof").filter(|v| !v.is_null()) else {
+            self.error(
+                path,
+                format!("{what} needs `oneof: [...]` (Dubbo fails every call that reaches it)"),
+            );
+            return None;
+        };
+        let op = path.key("oneof");
+        let items = self.list(list, &op)?;
+        Some(
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| element(self, v, &op.index(i)))
+                .collect(),
+        )
+    }
+
+    /// A `DubboMethodArg`.
+    pub fn method_arg(&mut self, value: &Value, path: &FieldPath) -> Option<MethodArg> {
+        const KNOWN: [&str; 5] = ["index", "type", "str_value", "num_value", "bool_value"];
+        let map = self.object(value, path, "an argument match", &KNOWN)?;
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+        let index = match get("index") {
+            Some(v) => match self.int(v, &path.key("index")) {
+                Some(i) if i >= 0 => i as usize,
+                Some(i) => {
+                    self.error(
+                        &path.key("index"),
+                        format!("index {i} is negative (Dubbo fails every call that reaches it)"),
+                    );
+                    0
+                }
+                None => 0,
+            },
+            None => 0,
+        };
+        if let Some(t) = get("type") {
+            self.string(t, &path.key("type"));
+            self.warn(&path.key("type"), "`type` is not evaluated (as in Dubbo)");
+        }
+        let present: Vec<&str> = ["str_value", "num_value", "bool_value"]
+            .into_iter()
+            .filter(|k| get(k).is_some())
+            .collect();
+        if present.len() > 1 {
+            self.warn(
+                path,
+                format!(
+                    "{} are all set: only the first, `{}`, is evaluated (as in Dubbo)",
+                    present.join(", "),
+                    present[0]
+                ),
+            );
+        }
+        let value = match present.first().copied() {
+            Some("str_value") => ArgValue::Str(self.oneof(
+                get("str_value")?,
+                &path.key("str_value"),
+                "`str_value`",
+                |r, v, p| r.string_match(v, p),
+            )?),
+            Some("num_value") => ArgValue::Num(self.oneof(
+                get("num_value")?,
+                &path.key("num_value"),
+                "`num_value`",
+                |r, v, p| r.double_match(v, p),
+            )?),
+            Some(_) => {
+                ArgValue::Bool(self.bool_match(get("bool_value")?, &path.key("bool_value"))?)
+            }
+            None => {
+                self.warn(
+                    path,
+                    "an argument match without str_value, num_value or bool_value never holds",
+                );
+                ArgValue::Nothing
+            }
+        };
+        // Validate the ignored ones too: a broken rule is broken wherever it is.
+        for k in present.iter().skip(1) {
+            let p = path.key(*k);
+            if let Some(v) = get(k) {
+                let mut shadow = Reader::new(None);
+                match *k {
+                    "num_value" => {
+                        shadow.oneof(v, &p, "`num_value`", |r, v, p| r.double_match(v, p));
+                    }
+                    _ => {
+                        shadow.bool_match(v, &p);
+                    }
+                }
+                self.errors.append(&mut shadow.errors);
+            }
+        }
+        Some(MethodArg { index, value })
+    }
+
+    /// A `DubboMethodMatch`.
+    pub fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
+        const KNOWN: [&str; 5] = ["name_match", "argc", "argp", "args", "headers"];
+        let map = self.object(value, path, "a method match", &KNOWN)?;
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+        let mut m = MethodMatch::default();
+        if let Some(v) = get("name_match") {
+            m.name_match = self.string_match(v, &path.key("name_match"));
+        }
+        if let Some(v) = get("argc") {
+            m.argc = self.int(v, &path.key("argc"));
+            if m.argc.is_some_and(|a| a < 0) {
+                self.warn(&path.key("argc"), "a negative `argc` never holds");
+            }
+        }
+        if let Some(v) = get("argp") {
+            m.argp = self
+                .string_match_list(v, &path.key("argp"))
+                .unwrap_or_default();
+        }
+        if let Some(v) = get("args") {
+            let ap = path.key("args");
+            if let Some(items) = self.list(v, &ap) {
+                m.args = items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, a)| self.method_arg(a, &ap.index(i)))
+                    .collect();
+            }
+        }
+        if let Some(v) = get("headers") {
+            self.string_match_map(v, &path.key("headers"));
+            self.warn(
+                &path.key("headers"),
+                "`headers` is not evaluated (as in Dubbo): it holds for every call",
+            );
+        }
+        Some(m)
+    }
+
+    /// A `DubboAttachmentMatch`.
+    pub fn attachment_match(&mut self, value: &Value, path: &FieldPath) -> Option<AttachmentMatch> {
+        let map = self.object(
+            value,
+            path,
+            "an attachment match",
+            &["dubboContext", "tracingContext"],
+        )?;
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+        let mut m = AttachmentMatch::default();
+        if let Some(v) = get("dubboContext") {
+            m.dubbo_context = self
+                .string_match_map(v, &path.key("dubboContext"))
+                .unwrap_or_default();
+        }
+        if let Some(v) = get("tracingContext") {
+            let tp = path.key("tracingContext");
+            let entries = self.string_match_map(v, &tp).unwrap_or_default();
+            if !entries.is_empty() && self.tracing_prefix.is_none() {
+                self.warn(
+                    &tp,
+                    "tracingContext never holds without the entry's `tracing_prefix` (as Dubbo without a tracing provider)",
+                );
+            }
+            m.tracing_context = entries
+                .into_iter()
+                .map(|(key, matcher)| TracingEntry {
+                    attachment: self.tracing_prefix.as_ref().map(|p| format!("{p}{key}")),
+                    key,
+                    matcher,
+                })
+                .collect();
+        }
+        Some(m)
+    }
+
+    /// A `DubboMatchRequest`.
+    pub fn match_request(&mut self, value: &Value, path: &FieldPath) -> Option<MatchRequest> {
+        const KNOWN: [&str; 5] = ["name", "method", "sourceLabels", "attachments", "headers"];
+        let map = self.object(value, path, "a match", &KNOWN)?;
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+        let mut m = MatchRequest::default();
+        if let Some(v) = get("name") {
+            self.string(v, &path.key("name"));
+        }
+        if let Some(v) = get("method") {
+            m.method = self.method_match(v, &path.key("method"));
+        }
+        if let Some(v) = get("sourceLabels") {
+            m.source_labels = self.string_map(v, &path.key("sourceLabels"));
+        }
+        if let Some(v) = get("attachments") {
+            m.attachments = self.attachment_match(v, &path.key("attachments"));
+        }
+        if let Some(v) = get("headers") {
+            self.string_match_map(v, &path.key("headers"));
+            self.warn(
+                &path.key("headers"),
+                "`headers` is not evaluated (as in Dubbo): it holds for every call",
+            );
+        }
+        Some(m)
+    }
+}
+
+/// What a value is, in words.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// A scalar as Java's `toString()` writes it: integers in decimal, floats as
+/// `Double.toString`, booleans `true`/`false`.
+pub fn java_to_string(value: &Value) -> String {
+    match value {
+        Value::Number(n) if n.is_f64() => java_double_to_string(n.as_f64().unwrap_or(0.0)),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Java's `Double.toString`: shortest round-trip digits; plain with at least one decimal for
+/// `1e-3 <= |x| < 1e7`, else `d.dddE±n` (no `+`).
+pub fn java_double_to_string(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let a = x.abs();
+    if a == 0.0 || (1e-3..1e7).contains(&a) {
+        let s = format!("{x}");
+        return if s.contains('.') { s } else { format!("{s}.0") };
+    }
+    let s = format!("{x:e}");
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let mantissa = if mantissa.contains('.') {
+        mantissa.to_string()
+    } else {
+        format!("{mantissa}.0")
+    };
+    format!("{mantissa}E{exp}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_print_as_java() {
+        for (x, s) in [
+            (1.1, "1.1"),
+            (10.0, "10.0"),
+            (1e10, "1.0E10"),
+            (1.5e-5, "1.5E-5"),
+            (-2.5e7, "-2.5E7"),
+            (0.001, "0.001"),
+            (0.0, "0.0"),
+        ] {
+            assert_eq!(java_double_to_string(x), s);
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Test support: real tonic gRPC providers on 127.0.0.1 that answer with their identity,
+//! and can be killed (listener and every connection dropped at once).
+#![allow(dead_code)]
+
+// tonic::Status is large, as tonic-build generated code returns it.
+#[allow(dead_code, clippy::result_large_err)]
+pub mod greeter;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use greeter::greeter_server::{Greeter, GreeterServer};
+use greeter::{HelloReply, HelloRequest};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The service the providers serve (the gRPC service name is the Dubbo interface).
+pub const SERVICE: &str = "helloworld.Greeter";
+
+struct Identity {
+    name: String,
+    status: Option<tonic::Code>,
+    served: Arc<AtomicU64>,
+}
+
+impl Greeter for Identity {
+    fn say_hello(
+        &self,
+        request: tonic::Request<HelloRequest>,
+    ) -> Result<tonic::Response<HelloReply>, tonic::Status> {
+        self.served.fetch_add(1, Ordering::Relaxed);
+        if let Some(code) = self.status {
+            return Err(tonic::Status::new(code, format!("{} refuses", self.name)));
+        }
+        let tag = request
+            .metadata()
+            .get("dubbo-tag")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        Ok(tonic::Response::new(HelloReply {
+            message: format!("{} (tag seen: {tag:?})", self.name),
+        }))
+    }
+}
+
+/// A running provider.
+pub struct Provider {
+    /// Its name, the first word of every reply.
+    pub name: String,
+    /// Its URL, as registered: `tri://127.0.0.1:PORT/helloworld.Greeter?name=..&PARAMS`.
+    pub url: String,
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+    served: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl Provider {
+    /// Starts a provider answering with its name.
+    pub async fn start(name: &str, params: &str) -> Provider {
+        Self::start_with(name, params, None).await
+    }
+
+    /// Starts a provider answering every call with `status` (when given).
+    pub async fn start_with(name: &str, params: &str, status: Option<tonic::Code>) -> Provider {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1");
+        let address = listener.local_addr().unwrap().to_string();
+        let served = Arc::new(AtomicU64::new(0));
+        let server = GreeterServer::new(Identity {
+            name: name.to_string(),
+            status,
+            served: served.clone(),
+        });
+        let task = tokio::spawn(async move {
+            // Dropping the JoinSet (when this task is aborted) drops every connection.
+            let mut connections = JoinSet::new();
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = socket.set_nodelay(true);
+                let service = TowerToHyperService::new(server.clone());
+                connections.spawn(async move {
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(socket), service)
+                        .await;
+                });
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        let sep = if params.is_empty() { "" } else { "&" };
+        Provider {
+            name: name.to_string(),
+            url: format!("tri://{address}/{SERVICE}?name={name}{sep}{params}"),
+            address,
+            served,
+            task,
+        }
+    }
+
+    /// Calls it answered.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Kills it: the listener and every open connection close at once.
+    pub fn kill(&self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The provider name a reply starts with.
+pub fn who(reply: &tonic::Response<HelloReply>) -> String {
+    reply
+        .get_ref()
+        .message
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
