@@ -374,5 +374,50 @@ fn cpu_scaling(chain: &Chain, requests: &[Request]) {
     }
 }
 
-criterion_group!(benches, routing, per_call_consumer, updates, threads);
+/// The IDC-weight router with and without `spillover` + `panic_threshold` at 10,000
+/// providers, with no provider degraded and with every tenth provider live-degraded (the
+/// tallies are attached to the chain's degraded set, so the counts are loads, not scans).
+fn spillover(c: &mut Criterion) {
+    let requests = testkit::requests(REQUESTS, SEED);
+    let n = 10_000;
+    let snapshot = Arc::new(testkit::snapshot(n, SEED));
+    let options = "spillover: {overprovisioning: 1.4}\npanic_threshold: 50\n";
+    for (health, degraded_every) in [("healthy", 0usize), ("degraded", 10)] {
+        for (mode, extra) in [("off", ""), ("on", options)] {
+            let rule = format!("{}{extra}", testkit::IDC_RULE_YAML);
+            let yaml = format!(
+                "service: com.example.search.IndexService\nrouters:\n  - type: idc-weight\n    priority: 300\n    rule:\n{}",
+                rule.lines()
+                    .map(|l| format!("      {l}\n"))
+                    .collect::<String>()
+            );
+            let Some(state) = state_for("idc-spillover", &yaml, &snapshot) else {
+                continue;
+            };
+            if degraded_every > 0 {
+                for i in (0..n).step_by(degraded_every) {
+                    state.degraded().mark(i);
+                }
+            }
+            let chain = Chain::new(state);
+            bench_route(
+                c,
+                &format!("idc-spillover-{health}-{mode}"),
+                n,
+                &chain,
+                &requests,
+                None,
+            );
+        }
+    }
+}
+
+criterion_group!(
+    benches,
+    routing,
+    per_call_consumer,
+    updates,
+    threads,
+    spillover
+);
 criterion_main!(benches);

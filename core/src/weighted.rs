@@ -18,6 +18,7 @@
 
 use crate::request::Request;
 use crate::rng::RandomSource;
+use crate::rule::{FieldPath, RuleError};
 use crate::url::Url;
 
 /// Full availability: the unit of [`availability`] (one millionth per step).
@@ -103,6 +104,43 @@ impl StickyKey {
     pub fn parse(text: &str) -> Result<Self, String> {
         Ok(StickyKey {
             parts: Box::new([KeyPart::parse(text)?]),
+        })
+    }
+
+    /// A rule's `hash_key` value: one part as a string, or a non-empty list of them. Every
+    /// bad part is reported at its path below `path` (`hash_key[1]`).
+    pub fn from_value(value: &serde_json::Value, path: &FieldPath) -> Result<Self, Vec<RuleError>> {
+        use serde_json::Value;
+        let items: Vec<(FieldPath, &Value)> = match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| (path.index(i), item))
+                .collect(),
+            other => vec![(path.clone(), other)],
+        };
+        let mut errors = Vec::new();
+        let mut parts = Vec::new();
+        for (p, item) in items {
+            match item.as_str().map(KeyPart::parse) {
+                Some(Ok(part)) => parts.push(part),
+                Some(Err(message)) => errors.push(RuleError::new(p, message)),
+                None => errors.push(RuleError::new(
+                    p,
+                    format!(
+                        "a hash key is a string such as attributes[user] or consumer.host, found {item}"
+                    ),
+                )),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        StickyKey::new(parts).ok_or_else(|| {
+            vec![RuleError::new(
+                path.clone(),
+                "`hash_key` must name at least one part",
+            )]
         })
     }
 
@@ -274,9 +312,17 @@ pub fn availability(overprovisioning_milli: u32, healthy: u64, total: u64) -> u6
     if total == 0 {
         return 0;
     }
-    let v = u128::from(overprovisioning_milli) * u128::from(healthy) * u128::from(UNIT)
-        / (1000 * u128::from(total));
-    v.min(u128::from(UNIT)) as u64
+    let scaled = u128::from(overprovisioning_milli) * u128::from(healthy);
+    let whole = 1000 * u128::from(total);
+    // Fully available (the common case) without a division.
+    if scaled >= whole {
+        return UNIT;
+    }
+    // Below 1, so `scaled × UNIT` < `whole × UNIT` fits a u64 whenever `whole` does ×10⁶.
+    match u64::try_from(scaled * u128::from(UNIT)) {
+        Ok(numerator) if u64::try_from(whole).is_ok() => numerator / whole as u64,
+        _ => (scaled * u128::from(UNIT) / whole) as u64,
+    }
 }
 
 /// A weight scaled by an [`availability`]: `weight × availability` (units: weight
@@ -520,5 +566,31 @@ mod tests {
         assert!(both.hash(&r, &consumer).is_some());
         assert_ne!(both.hash(&r, &consumer), Some(stable_hash(b"xy")));
         assert_eq!(both.to_string(), "attachments[t], arguments[0]");
+        let path = FieldPath::root().key("hash_key");
+        let from = |v: serde_json::Value| {
+            StickyKey::from_value(&v, &path).map_err(|es| {
+                es.iter()
+                    .map(|e| format!("{}: {}", e.path, e.message))
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(from(serde_json::json!("attributes[user]")), Ok(key));
+        assert_eq!(
+            from(serde_json::json!(["attachments[t]", "arguments[0]"])),
+            Ok(both)
+        );
+        assert_eq!(
+            from(serde_json::json!(["attributes[u]", 3, "x"])),
+            Err(vec![
+                "hash_key[1]: a hash key is a string such as attributes[user] or consumer.host, found 3".to_string(),
+                "hash_key[2]: invalid hash key \"x\": expected attributes[KEY], attachments[KEY], arguments[N] or consumer.host".to_string(),
+            ])
+        );
+        assert_eq!(
+            from(serde_json::json!([])),
+            Err(vec![
+                "hash_key: `hash_key` must name at least one part".to_string()
+            ])
+        );
     }
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use routechain::balance::{SelectError, Service};
-use routechain::core::{CallState, Chain, NoProvider, Request, Snapshot};
+use routechain::core::{CallState, Chain, NoProvider, Request, Snapshot, Trace};
 use routechain::rules::ChainFile;
 use routechain::rules::load::{self, LoadError};
 use serde::Serialize;
@@ -47,12 +47,17 @@ pub struct SimulateArgs {
     /// Run this chain too, on the same seeded draws, and show the change per row.
     #[arg(long, value_name = "OTHER.chain.yaml")]
     against: Option<PathBuf>,
+    /// Also show the explain trace of the first call: what each router did and why (the
+    /// IDC-weight router's effective weights, spillover and panic, say).
+    #[arg(long)]
+    explain: bool,
 }
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// `{"calls": N, "empty": k, "counts": [...], "groups"?: [...], "error"?: {...}}`;
+    /// `{"calls": N, "empty": k, "counts": [...], "groups"?: [...], "error"?: {...},
+    /// "trace"?: [...]}`;
     /// with `--against`, `{"base": <report>, "against": <report>}`.
     Json,
     /// A table with shares and a bar chart.
@@ -83,6 +88,9 @@ struct Report {
     groups: Option<Vec<Group>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<RouteError>,
+    /// The first call's routing, with `--explain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<Trace>,
     #[serde(skip)]
     balancer: String,
 }
@@ -141,6 +149,16 @@ fn report(
         request.consumer.clone(),
     )?;
     let service = Service::new(Arc::new(Chain::new(state)), chain.service_config.clone());
+    // The first call's routing, traced on its own call state with the same seed, so it
+    // draws what the first counted call draws.
+    let trace = args.explain.then(|| {
+        let mut trace = Trace::default();
+        let _ =
+            service
+                .state()
+                .route_traced(request, &mut CallState::seeded(args.seed), &mut trace);
+        trace
+    });
     let t = tally(&service, request, args.calls, args.seed);
     let counts: Vec<Count> = t
         .counts
@@ -181,6 +199,7 @@ fn report(
         counts,
         groups,
         error,
+        trace,
         balancer: chain.service_config.balance.default.kind.to_string(),
     })
 }
@@ -368,6 +387,12 @@ fn table(base: &Report, against: Option<&Report>, args: &SimulateArgs) -> String
             .collect();
         s.push('\n');
         s.push_str(&rows_table(param, &rows, other.as_ref(), base.calls, false));
+    }
+    if let Some(trace) = &base.trace {
+        s.push_str("\nfirst call:\n");
+        for step in &trace.steps {
+            s.push_str(&format!("  {}: {}\n", step.router, step.reason));
+        }
     }
     s
 }

@@ -12,8 +12,9 @@
 //!   nothing from the request are decided at prepare time (unless `runtime: true`), and the
 //!   route is then reported [`Evaluation::Cached`].
 //! - [`route`]: per call, the when-part's string compares, bitset intersections, and for v3.1
-//!   one draw `rng().below(sum of weights)` over the non-empty destinations, with the explain
-//!   texts. Nothing allocates (the per-call form for another consumer works in the call's
+//!   one draw `rng().below(sum of weights)` over the non-empty destinations (with the
+//!   rule's `hash_key`, routechain's own field: the request's stable hash scaled onto the
+//!   sum instead, so a user keeps its destination), with the explain texts. Nothing allocates (the per-call form for another consumer works in the call's
 //!   scratch bitset).
 //! - [`ConditionRouter`] is the type `condition` (default priority 140 for `scope: service`,
 //!   150 for `scope: application`).
@@ -86,5 +87,7 @@ impl TypedRouter for ConditionRouter {
     }
 }
 
+#[cfg(test)]
+mod sticky_tests;
 #[cfg(test)]
 mod tests;

@@ -93,7 +93,11 @@ impl PreparedCondition {
                     }
                 }
                 PreparedAction::Destinations(dests) => {
-                    route_destinations(i, dests, rule.force, cx, candidates);
+                    let sticky = match &rule.hash_key {
+                        Some(key) => key.hash(cx.request(), cx.consumer()),
+                        None => None,
+                    };
+                    route_destinations(i, dests, rule.force, sticky, cx, candidates);
                 }
             }
         }
@@ -107,6 +111,7 @@ fn route_destinations(
     i: usize,
     dests: &[(SetExpr, u32)],
     force: bool,
+    sticky: Option<u64>,
     cx: &mut RouteContext<'_>,
     candidates: &mut Candidates,
 ) {
@@ -141,7 +146,12 @@ fn route_destinations(
     let pick = if live == 1 {
         last
     } else {
-        let mut r = cx.rng().below(sum);
+        // Sticky (`hash_key`): the hash scaled onto the live weights, so a user keeps its
+        // destination and a weight change moves only the users at the margin.
+        let mut r = match sticky {
+            Some(h) => routechain_core::weighted::scale(h, sum),
+            None => cx.rng().below(sum),
+        };
         let mut pick = last;
         for (j, (set, weight)) in dests.iter().enumerate() {
             let weight = u64::from(*weight);
@@ -165,7 +175,8 @@ fn route_destinations(
         if cx.explaining() {
             let n = candidates.count();
             cx.explain(format_args!(
-                "condition #{i}: when matched, destination #{pick} (weight {weight} of {sum}), {n} providers"
+                "condition #{i}: when matched, destination #{pick} (weight {weight} of {sum}{}), {n} providers",
+                if sticky.is_some() { ", sticky" } else { "" }
             ));
         }
     }

@@ -18,7 +18,7 @@
 //! when they are sound, parses every condition text ([`super::parser`]) into compiled
 //! [`Term`]s, each error located at its field path and character offset.
 
-use routechain_core::{FieldPath, RuleError};
+use routechain_core::{FieldPath, RuleError, StickyKey};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -62,6 +62,10 @@ pub struct RawConditionRule {
     /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
     #[serde(default)]
     pub conditions: Option<Value>,
+    /// `hash_key` (routechain's, v3.1 only): weighted destinations are drawn by a stable
+    /// hash of these request values instead of a random number, so a user keeps its side.
+    #[serde(default)]
+    pub hash_key: Option<Value>,
 }
 
 /// The rule's `configVersion`.
@@ -218,6 +222,8 @@ pub struct ConditionRule {
     pub priority: Option<i64>,
     /// The conditions, applied one after another.
     pub conditions: Vec<Condition>,
+    /// `hash_key`: v3.1 destinations are drawn sticky on these request values.
+    pub hash_key: Option<StickyKey>,
 }
 
 impl ConditionRule {
@@ -235,13 +241,16 @@ impl ConditionRule {
             force: v.force,
             runtime: v.runtime,
             priority: v.priority,
+            hash_key: v.hash_key,
         })
     }
 
     /// True when every when-part is decided without the request and `runtime` is off: the
     /// route is then answered from prepared state for the prepared consumer.
     pub fn cacheable(&self) -> bool {
-        !self.runtime && !self.conditions.iter().any(Condition::reads_request)
+        !self.runtime
+            && self.hash_key.is_none()
+            && !self.conditions.iter().any(Condition::reads_request)
     }
 }
 
@@ -323,6 +332,7 @@ struct Validated {
     runtime: bool,
     priority: Option<i64>,
     conditions: ConditionTexts,
+    hash_key: Option<StickyKey>,
 }
 
 impl RawConditionRule {
@@ -393,6 +403,23 @@ impl RawConditionRule {
                 }
             },
         };
+        let hash_key = match &self.hash_key {
+            None | Some(Value::Null) => None,
+            Some(_) if version == ConfigVersion::V30 => {
+                errors.push(RuleError::new(
+                    root.key("hash_key"),
+                    "`hash_key` applies to v3.1 weighted destinations (configVersion: v3.1)",
+                ));
+                None
+            }
+            Some(v) => match StickyKey::from_value(v, &root.key("hash_key")) {
+                Ok(key) => Some(key),
+                Err(mut es) => {
+                    errors.append(&mut es);
+                    None
+                }
+            },
+        };
         let cpath = root.key("conditions");
         let conditions = match &self.conditions {
             None | Some(Value::Null) => {
@@ -443,6 +470,7 @@ impl RawConditionRule {
                 runtime,
                 priority,
                 conditions,
+                hash_key,
             }),
             _ => Err(errors),
         }

@@ -125,20 +125,25 @@ impl Health {
         });
     }
 
-    /// The tallies when `live` is the attached set.
+    /// The counts as one call sees them: the tallies are looked up once per call (they are
+    /// used when `live` is the attached set).
     #[inline]
-    fn tallies(&self, live: &DegradedSet) -> Option<&Attached> {
-        self.attached
-            .get()
-            .filter(|a| std::ptr::eq(a.set.as_ptr(), live))
+    pub fn view<'a>(&'a self, live: &'a DegradedSet) -> HealthView<'a> {
+        HealthView {
+            health: self,
+            live,
+            tallies: self
+                .attached
+                .get()
+                .filter(|a| std::ptr::eq(a.set.as_ptr(), live)),
+        }
     }
 
     /// IDC `k`'s counts for a call whose live set is `live`; `set` is the IDC's providers
     /// (for the fallback scan) and `param` the param-degraded set.
     #[inline]
     pub fn idc(&self, k: usize, live: &DegradedSet, set: &ProviderSet, param: &BitSet) -> Counts {
-        let tally = self.tallies(live).map(|a| &*a.idcs);
-        counts(&self.idcs, k, live, tally, set, param)
+        self.view(live).idc(k, set, param)
     }
 
     /// Region `r`'s counts (see [`Health::idc`]).
@@ -150,8 +155,32 @@ impl Health {
         set: &ProviderSet,
         param: &BitSet,
     ) -> Counts {
-        let tally = self.tallies(live).map(|a| &*a.regions);
-        counts(&self.regions, r, live, tally, set, param)
+        self.view(live).region(r, set, param)
+    }
+}
+
+/// [`Health`] for one call's live degraded set.
+#[derive(Clone, Copy)]
+pub(crate) struct HealthView<'a> {
+    health: &'a Health,
+    live: &'a DegradedSet,
+    tallies: Option<&'a Attached>,
+}
+
+impl HealthView<'_> {
+    /// IDC `k`'s counts; `set` is the IDC's providers (for the fallback scan) and `param`
+    /// the param-degraded set.
+    #[inline]
+    pub fn idc(&self, k: usize, set: &ProviderSet, param: &BitSet) -> Counts {
+        let tally = self.tallies.map(|a| &*a.idcs);
+        counts(&self.health.idcs, k, self.live, tally, set, param)
+    }
+
+    /// Region `r`'s counts (see [`HealthView::idc`]).
+    #[inline]
+    pub fn region(&self, r: usize, set: &ProviderSet, param: &BitSet) -> Counts {
+        let tally = self.tallies.map(|a| &*a.regions);
+        counts(&self.health.regions, r, self.live, tally, set, param)
     }
 }
 

@@ -32,8 +32,8 @@
 
 pub mod cidrs;
 mod explain;
-#[allow(dead_code)] // wired into route() by the spillover integration
 mod health;
+pub(crate) mod options;
 pub mod prepared;
 mod route;
 pub mod rule;
@@ -41,7 +41,8 @@ pub mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, TypedRouter,
+    Candidates, DegradedSet, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError,
+    TypedRouter,
 };
 
 pub use self::prepared::PreparedIdcWeight;
@@ -81,6 +82,13 @@ impl TypedRouter for IdcWeightRouter {
         Ok(PreparedIdcWeight::build(rule, cx))
     }
 
+    fn attach(prepared: &PreparedIdcWeight, degraded: &Arc<DegradedSet>) {
+        let options = &prepared.rule.options;
+        if options.overprovisioning.is_some() || options.panic_threshold > 0 {
+            prepared.health.attach(degraded);
+        }
+    }
+
     fn route(
         prepared: &PreparedIdcWeight,
         cx: &mut RouteContext<'_>,
@@ -90,5 +98,7 @@ impl TypedRouter for IdcWeightRouter {
     }
 }
 
+#[cfg(test)]
+mod health_tests;
 #[cfg(test)]
 mod tests;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use routechain_core::{BitSet, NamedSets, NamedSetsBuilder, PrepareContext, Url, stable_hash};
 
+use super::health::Health;
 use super::rule::IdcWeightRule;
 
 /// A URL's value for `key`, trimmed; `None` when absent or blank.
@@ -25,7 +26,7 @@ pub(super) struct Local {
 }
 
 /// The IDC-weight router prepared for one snapshot.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PreparedIdcWeight {
     /// The rule.
     pub(super) rule: Arc<IdcWeightRule>,
@@ -39,13 +40,21 @@ pub struct PreparedIdcWeight {
     pub(super) idcs: NamedSets,
     /// The decision for the consumer the chain was prepared for.
     pub(super) local: Local,
+    /// Provider counts per IDC and region, with live health.
+    pub(super) health: Health,
 }
 
 /// How step 3 chose the target.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Strategy {
-    /// The region's route table; the draw and the IDC it picked.
+    /// The region's route table; the draw in `0..100` and the IDC it picked.
     Table { draw: u32, idc: usize },
+    /// The region's route table with `spillover`: the point drawn along the effective
+    /// weights (weight millionths), their total and the IDC picked.
+    Spill { point: u64, total: u64, idc: usize },
+    /// The region's route table with `spillover`, but no IDC of it has a healthy provider:
+    /// the whole region.
+    SpillNone,
     /// `selected[local]`.
     Selected { local: usize, target: usize },
     /// The local IDC.
@@ -65,11 +74,12 @@ impl Strategy {
     pub(super) fn target(self) -> Option<Option<usize>> {
         match self {
             Strategy::Table { idc, .. }
+            | Strategy::Spill { idc, .. }
             | Strategy::Selected { target: idc, .. }
             | Strategy::Local(idc)
             | Strategy::Hash(idc) => Some(Some(idc)),
             Strategy::LocalMissing => Some(None),
-            Strategy::LocalWhole | Strategy::CrossWhole => None,
+            Strategy::LocalWhole | Strategy::CrossWhole | Strategy::SpillNone => None,
         }
     }
 }
@@ -82,31 +92,44 @@ impl PreparedIdcWeight {
         let mut regions = NamedSetsBuilder::new(rule.regions.iter().map(|r| &*r.name), n);
         let mut idcs = NamedSetsBuilder::new(rule.idcs.iter().map(|d| &*d.name), n);
         let mut degraded = BitSet::empty(n);
+        // Each provider's IDC and region index, for the health counts.
+        let mut idc_of = Vec::with_capacity(n);
+        let mut region_of = Vec::with_capacity(n);
         for (i, p) in cx.snapshot.providers().iter().enumerate() {
             if p.get(&rule.degraded_param)
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
             {
                 degraded.insert(i);
             }
-            let idc = param(p, &rule.idc_param).map(|v| idcs.add(v, i));
-            match param(p, &rule.region_param) {
-                Some(v) => {
-                    regions.add(v, i);
-                }
+            // The IDC param, else the IDC whose subnet holds the provider's address.
+            let idc = match param(p, &rule.idc_param) {
+                Some(v) => Some(idcs.add(v, i)),
+                None => rule
+                    .options
+                    .idc_cidrs
+                    .lookup(p.host())
+                    .inspect(|&k| idcs.add_to(k, i)),
+            };
+            idc_of.push(idc);
+            region_of.push(match param(p, &rule.region_param) {
+                Some(v) => Some(regions.add(v, i)),
                 // No region param: the region the rule lists the provider's IDC under.
-                None => {
-                    if let Some(k) = idc.filter(|&k| k < rule.idcs.len()) {
-                        regions.add_to(rule.idcs[k].region, i);
-                    }
-                }
-            }
+                None => idc.filter(|&k| k < rule.idcs.len()).map(|k| {
+                    let r = rule.idcs[k].region;
+                    regions.add_to(r, i);
+                    r
+                }),
+            });
         }
+        let (regions, idcs) = (regions.finish(), idcs.finish());
+        let health = Health::new(idcs.len(), &idc_of, regions.len(), &region_of, &degraded);
         let mut prepared = PreparedIdcWeight {
             rule: rule.clone(),
             any_degraded: !degraded.is_empty(),
             degraded,
-            regions: regions.finish(),
-            idcs: idcs.finish(),
+            regions,
+            idcs,
+            health,
             local: Local {
                 region: None,
                 target: Strategy::LocalWhole,
@@ -132,7 +155,14 @@ impl PreparedIdcWeight {
         let idc = rule
             .local_idc
             .as_deref()
-            .or_else(|| param(consumer, &rule.idc_param));
+            .or_else(|| param(consumer, &rule.idc_param))
+            .or_else(|| {
+                // The IDC whose subnet holds the consumer's address.
+                rule.options
+                    .idc_cidrs
+                    .lookup(consumer.host())
+                    .map(|k| &*rule.idcs[k].name)
+            });
         let region = rule
             .local_region
             .as_deref()

@@ -1,10 +1,34 @@
 //! The IDC-weight router per call: steps 1 to 5 of the module documentation, each a
 //! function over the prepared sets, with no allocation and at most one random draw.
 
+use routechain_core::weighted::{self, Draw, UNIT};
 use routechain_core::{BitSet, Candidates, Evaluation, RouteContext};
 
+use super::health::{Counts, effective_weight, rehash};
 use super::prepared::{Local, PreparedIdcWeight, Strategy};
 use super::rule::{IdcWeightRule, ROUTE_TABLE_TOTAL};
+
+/// What the health options (`hash_key`, `spillover`, `panic_threshold`) decided in one
+/// call, for the explain trace.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Decision {
+    /// The call's sticky hash, when `hash_key` found a value in the request.
+    pub sticky: Option<u64>,
+    /// Spillover between the local region and the cross regions: the point drawn in
+    /// `0..UNIT` and the chosen level, when the chosen level's load is below 100%.
+    pub spill: Option<(u64, usize)>,
+    /// A set the call found in panic.
+    pub panic: Option<Panic>,
+}
+
+/// The set a call found in panic and its counts.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Panic {
+    /// The chosen region: health is ignored in it.
+    Region(Counts),
+    /// The target IDC: its providers are kept, healthy or not.
+    Idc(usize, Counts),
+}
 
 /// Word `w` of `set` (0 past its end).
 #[inline]
@@ -45,17 +69,69 @@ impl PreparedIdcWeight {
             &local_call
         };
 
-        let Some((region, is_local)) =
-            self.choose_region(rule, local, healthy, candidates, cx.scratch())
-        else {
+        let options = &rule.options;
+        let mut decision = Decision {
+            sticky: match &options.hash_key {
+                Some(key) => key.hash(cx.request(), cx.consumer()),
+                None => None,
+            },
+            ..Decision::default()
+        };
+        let chosen = match options.overprovisioning {
+            Some(opf) => {
+                self.choose_level(rule, opf, local, healthy, candidates, cx, &mut decision)
+            }
+            None => self
+                .choose_region(rule, local, healthy, candidates, cx.scratch())
+                .map(|(r, is_local)| (r, is_local, None)),
+        };
+        let Some((region, is_local, region_counts)) = chosen else {
             let outcome = self.fall_back_without_region(rule, healthy, candidates, cx.scratch());
             if explaining {
-                self.explain(rule, cx, candidates, input, None, None, outcome);
+                self.explain(rule, cx, candidates, input, None, None, outcome, &decision);
             }
             return Evaluation::Runtime;
         };
-        let strategy = target_strategy(rule, region, is_local, local, cx);
-        let outcome = self.keep_target(rule, region, strategy, healthy, candidates, cx.scratch());
+
+        // Panic: the chosen region first (health ignored in it), else the target IDC.
+        let live = cx.degraded();
+        let threshold = options.panic_threshold;
+        let mut region_mode = healthy;
+        if threshold > 0 {
+            let c = region_counts.unwrap_or_else(|| {
+                self.health
+                    .region(region, live, self.regions.set(region), &self.degraded)
+            });
+            if weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
+                region_mode = Healthy::Input;
+                decision.panic = Some(Panic::Region(c));
+            }
+        }
+        let (strategy, target_counts) =
+            self.target_strategy(rule, region, is_local, local, cx, &decision);
+        let mut target_mode = region_mode;
+        if threshold > 0
+            && decision.panic.is_none()
+            && let Some(Some(k)) = strategy.target()
+        {
+            let c = target_counts
+                .unwrap_or_else(|| self.health.idc(k, live, self.idcs.set(k), &self.degraded));
+            // A target with no healthy provider is not in panic: no survivor would be
+            // overloaded, and the region's healthy providers take its calls.
+            if c.healthy > 0 && weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
+                target_mode = Healthy::Input;
+                decision.panic = Some(Panic::Idc(k, c));
+            }
+        }
+        let outcome = self.keep_target(
+            rule,
+            region,
+            strategy,
+            target_mode,
+            region_mode,
+            candidates,
+            cx.scratch(),
+        );
         if explaining {
             self.explain(
                 rule,
@@ -65,9 +141,117 @@ impl PreparedIdcWeight {
                 Some((region, is_local)),
                 Some(strategy),
                 outcome,
+                &decision,
             );
         }
         Evaluation::Runtime
+    }
+
+    /// The region of level `i` of the spillover levels: level 0 is the local region, level
+    /// `i ≥ 1` is `cross_region[i - 1]` (`None` when unknown or when it is the local one).
+    #[inline]
+    pub(super) fn level_region(rule: &IdcWeightRule, local: &Local, i: usize) -> Option<usize> {
+        if i == 0 {
+            local.region
+        } else {
+            let r = rule.cross_region[i - 1];
+            (Some(r) != local.region).then_some(r)
+        }
+    }
+
+    /// A region's availability for the spillover levels: 0 without a healthy candidate,
+    /// else `min(1, overprovisioning × healthy / total)` over the snapshot (millionths).
+    #[inline]
+    pub(super) fn region_availability(
+        &self,
+        opf: u32,
+        r: usize,
+        live: &routechain_core::DegradedSet,
+    ) -> u64 {
+        let c = self
+            .health
+            .region(r, live, self.regions.set(r), &self.degraded);
+        weighted::availability(opf, c.healthy.into(), c.total.into())
+    }
+
+    /// Step 2 with `spillover`: the local region and the cross regions are priority levels
+    /// (Envoy's): each level's availability is `min(1, overprovisioning × healthy share)`
+    /// (0 without a healthy candidate), the loads follow [`weighted::priority_loads`], and
+    /// one point in `0..UNIT` (random, or the sticky hash) picks the level. When the local
+    /// region is fully available it takes every call: one count, no draw. Otherwise
+    /// O(levels) count loads plus the first-hit scans that check each level has a healthy
+    /// candidate. Returns the region, whether it is the local one, and its counts when read.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn choose_level(
+        &self,
+        rule: &IdcWeightRule,
+        opf: u32,
+        local: &Local,
+        healthy: Healthy,
+        candidates: &Candidates,
+        cx: &mut RouteContext<'_>,
+        decision: &mut Decision,
+    ) -> Option<(usize, bool, Option<Counts>)> {
+        let live = cx.degraded();
+        let view = self.health.view(live);
+        let counts = |r: usize| view.region(r, self.regions.set(r), &self.degraded);
+        let has = |r: usize, scratch: &BitSet| {
+            let set = self.regions.set(r);
+            self.any_healthy(healthy, candidates, scratch, |w| set.word(w))
+        };
+        // The local region fully available: it keeps every call.
+        if let Some(r) = local.region
+            && has(r, cx.scratch())
+        {
+            let c = counts(r);
+            if weighted::availability(opf, c.healthy.into(), c.total.into()) >= UNIT {
+                return Some((r, true, Some(c)));
+            }
+        }
+        let point = match decision.sticky {
+            Some(h) => weighted::scale(h, UNIT),
+            None => cx.rng().below(UNIT),
+        };
+        let scratch: &BitSet = cx.scratch();
+        let levels = 1 + rule.cross_region.len();
+        // The first levels' availabilities, each computed once (a level scanned once).
+        const CACHED: usize = 8;
+        let mut cached = [0u64; CACHED];
+        let availability = |i: usize| {
+            Self::level_region(rule, local, i)
+                .filter(|&r| has(r, scratch))
+                .map_or(0, |r| {
+                    let c = counts(r);
+                    weighted::availability(opf, c.healthy.into(), c.total.into()).max(1)
+                })
+        };
+        for (i, a) in cached.iter_mut().enumerate().take(levels) {
+            *a = availability(i);
+        }
+        let available = |i: usize| {
+            if i < CACHED {
+                cached[i]
+            } else {
+                availability(i)
+            }
+        };
+        if (0..levels).all(|i| available(i) == 0) {
+            return None;
+        }
+        let mut cumulative = 0u64;
+        let mut chosen: Option<(usize, u64)> = None;
+        weighted::priority_loads(levels, available, |i, load| {
+            cumulative += load;
+            if chosen.is_none() && point < cumulative {
+                chosen = Some((i, load));
+            }
+        });
+        let (level, load) = chosen?;
+        if load < UNIT {
+            decision.spill = Some((point, level));
+        }
+        Self::level_region(rule, local, level).map(|r| (r, level == 0, None))
     }
 
     /// Step 1: healthy = input minus degraded (param or live). The live set is read once
@@ -156,29 +340,31 @@ impl PreparedIdcWeight {
     /// Steps 4 and 5: keep the healthy candidates of the target IDC (or of the whole
     /// region); when the target has none, `force` empties, otherwise the region's.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn keep_target(
         &self,
         rule: &IdcWeightRule,
         region: usize,
         strategy: Strategy,
-        healthy: Healthy,
+        target_mode: Healthy,
+        region_mode: Healthy,
         candidates: &mut Candidates,
         scratch: &BitSet,
     ) -> Outcome {
         let region_set = self.regions.set(region);
         let Some(target) = strategy.target() else {
-            self.keep_healthy(healthy, candidates, scratch, |w| region_set.word(w));
+            self.keep_healthy(region_mode, candidates, scratch, |w| region_set.word(w));
             return Outcome::Target;
         };
         let target_set = target.map(|k| self.idcs.set(k));
         let hit = target_set.is_some_and(|t| {
-            self.any_healthy(healthy, candidates, scratch, |w| {
+            self.any_healthy(target_mode, candidates, scratch, |w| {
                 region_set.word(w) & t.word(w)
             })
         });
         match target_set {
             Some(t) if hit => {
-                self.keep_healthy(healthy, candidates, scratch, |w| {
+                self.keep_healthy(target_mode, candidates, scratch, |w| {
                     region_set.word(w) & t.word(w)
                 });
                 Outcome::Target
@@ -188,43 +374,104 @@ impl PreparedIdcWeight {
                 Outcome::ForcedEmpty
             }
             _ => {
-                self.keep_healthy(healthy, candidates, scratch, |w| region_set.word(w));
+                self.keep_healthy(region_mode, candidates, scratch, |w| region_set.word(w));
                 Outcome::FallbackRegion
             }
         }
     }
 }
 
-/// Step 3: how the target IDC of the chosen region is decided: its route table (one draw),
-/// else in the local region the caller's side of the decision, else the whole region.
-#[inline]
-fn target_strategy(
-    rule: &IdcWeightRule,
-    region: usize,
-    is_local: bool,
-    local: &Local,
-    cx: &mut RouteContext<'_>,
-) -> Strategy {
-    let table = rule
-        .regions
-        .get(region)
-        .and_then(|r| r.route_table.as_ref());
-    if let Some(table) = table {
-        let draw = cx.rng().below(u64::from(ROUTE_TABLE_TOTAL)) as u32;
-        Strategy::Table {
-            draw,
-            idc: table.pick(draw),
+impl PreparedIdcWeight {
+    /// Step 3: how the target IDC of the chosen region is decided: its route table (one
+    /// draw, sticky with `hash_key`; by effective weight with `spillover`, unless the region
+    /// is in panic), else in the local region the caller's side of the decision, else the
+    /// whole region.
+    #[inline]
+    fn target_strategy(
+        &self,
+        rule: &IdcWeightRule,
+        region: usize,
+        is_local: bool,
+        local: &Local,
+        cx: &mut RouteContext<'_>,
+        decision: &Decision,
+    ) -> (Strategy, Option<Counts>) {
+        let table = rule
+            .regions
+            .get(region)
+            .and_then(|r| r.route_table.as_ref());
+        let Some(table) = table else {
+            let strategy = if is_local {
+                local.target
+            } else {
+                Strategy::CrossWhole
+            };
+            return (strategy, None);
+        };
+        let Some(opf) = rule.options.overprovisioning else {
+            let draw = match decision.sticky {
+                Some(h) => weighted::scale(h, u64::from(ROUTE_TABLE_TOTAL)) as u32,
+                None => cx.rng().below(u64::from(ROUTE_TABLE_TOTAL)) as u32,
+            };
+            let strategy = Strategy::Table {
+                draw,
+                idc: table.pick(draw),
+            };
+            return (strategy, None);
+        };
+        let view = self.health.view(cx.degraded());
+        let region_panic = matches!(decision.panic, Some(Panic::Region(_)));
+        // Each IDC's counts and effective weight, read once (the first eight kept on the
+        // stack; a longer table reads the others again for the pick).
+        const CACHED: usize = 8;
+        let mut cached = [(
+            Counts {
+                healthy: 0,
+                total: 0,
+            },
+            0u64,
+        ); CACHED];
+        let entry = |i: usize| {
+            let (k, w) = table.entry(i);
+            let c = view.idc(k, self.idcs.set(k), &self.degraded);
+            let eff = if region_panic {
+                u64::from(w) * UNIT
+            } else {
+                effective_weight(w, c, opf)
+            };
+            (c, eff)
+        };
+        for (i, e) in cached.iter_mut().enumerate().take(table.len()) {
+            *e = entry(i);
         }
-    } else if is_local {
-        local.target
-    } else {
-        Strategy::CrossWhole
+        let get = |i: usize| if i < CACHED { cached[i] } else { entry(i) };
+        // The IDC draw after a level draw uses a second hash, independent of the first.
+        let draw = decision
+            .sticky
+            .map_or(Draw::Random, |h| Draw::Sticky(rehash(h)));
+        match weighted::pick(table.len(), |i| get(i).1, draw, cx.rng()) {
+            Some(p) => (
+                Strategy::Spill {
+                    point: p.point,
+                    total: p.total,
+                    idc: table.entry(p.index).0,
+                },
+                Some(get(p.index).0),
+            ),
+            None => (Strategy::SpillNone, None),
+        }
+    }
+
+    /// IDC `k`'s counts for a call whose live degraded set is `live`.
+    #[inline]
+    pub(super) fn idc_counts(&self, k: usize, live: &routechain_core::DegradedSet) -> Counts {
+        self.health.idc(k, live, self.idcs.set(k), &self.degraded)
     }
 }
 
 /// Where a call's healthy set (input minus degraded providers) lives.
 #[derive(Debug, Clone, Copy)]
-enum Healthy {
+pub(super) enum Healthy {
     /// No provider is degraded: the healthy set is the input.
     Input,
     /// Only the param-degraded set (fixed per snapshot) is non-empty: input minus it.

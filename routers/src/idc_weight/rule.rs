@@ -15,6 +15,10 @@
 //! cross_region: [shanghai]     # optional: further regions, in preference order
 //! degraded_param: degraded     # providers whose param is "true" are dropped first
 //! force: false                 # the chosen IDC has no provider → empty (true) or fallback
+//! spillover: {overprovisioning: 1.4}   # optional: weights follow health (see `options`)
+//! panic_threshold: 50          # optional: below 50% healthy, a set ignores health
+//! hash_key: "attributes[user]" # optional: sticky draws
+//! idc_cidrs: {mt: ["10.20.0.0/16"]}    # optional: IDC from the IP when the param is absent
 //! ```
 //!
 //! Region and IDC names compare case-insensitively (ASCII); the compiled [`IdcWeightRule`]
@@ -27,6 +31,9 @@ use std::ops::Range;
 use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::options::RawOptions;
+pub use super::options::{HealthOptions, RawSpillover};
 
 /// The sum every route table's weights must have.
 pub const ROUTE_TABLE_TOTAL: u32 = 100;
@@ -62,6 +69,19 @@ pub struct RawIdcWeightRule {
     /// fall back (the region, then every non-degraded provider, then the whole input).
     #[serde(default)]
     pub force: bool,
+    /// Health-aware spillover (`{overprovisioning: 1.4}`); absent: an IDC keeps its whole
+    /// weight however many of its providers are degraded.
+    #[serde(default)]
+    pub spillover: Option<RawSpillover>,
+    /// Percent of healthy providers below which a set ignores health (absent or 0: never).
+    #[serde(default)]
+    pub panic_threshold: Option<Value>,
+    /// Sticky draws on request values (`attributes[user]`, ..., or a list).
+    #[serde(default)]
+    pub hash_key: Option<Value>,
+    /// IDC → subnets, for providers and consumers without the IDC param.
+    #[serde(default)]
+    pub idc_cidrs: Option<BTreeMap<String, Vec<String>>>,
 }
 
 /// The `local` field as written.
@@ -110,6 +130,8 @@ pub struct IdcWeightRule {
     pub cross_region: Vec<usize>,
     /// Empty result when the chosen IDC has no provider.
     pub force: bool,
+    /// `spillover`, `panic_threshold`, `hash_key` and `idc_cidrs`.
+    pub options: HealthOptions,
 }
 
 /// A known region.
@@ -156,6 +178,26 @@ impl RouteTable {
         (sum == ROUTE_TABLE_TOTAL).then(|| RouteTable {
             entries: entries.into_boxed_slice(),
         })
+    }
+
+    /// The number of IDCs with a non-zero weight.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no IDC has a weight (never for a validated table).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entry `i`: (IDC index, weight), in the region's order.
+    #[inline]
+    pub fn entry(&self, i: usize) -> (usize, u32) {
+        let previous = if i == 0 { 0 } else { self.entries[i - 1].1 };
+        let (idc, cumulative) = self.entries[i];
+        (idc, cumulative - previous)
     }
 
     /// The IDC index a draw in `0..100` selects (a short scan of the cumulative weights).
@@ -222,6 +264,19 @@ impl RawIdcWeightRule {
         let tables = self.check_route_tables(base, &known, &mut err);
         let selected = self.check_selected(base, &known, &mut err);
         let cross_region = self.check_cross_region(base, &known, &mut err);
+        let all_idcs = known
+            .idcs
+            .iter()
+            .map(|d| &*d.name)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let options = RawOptions {
+            spillover: self.spillover.as_ref(),
+            panic_threshold: self.panic_threshold.as_ref(),
+            hash_key: self.hash_key.as_ref(),
+            idc_cidrs: self.idc_cidrs.as_ref(),
+        }
+        .check(base, |n| known.idc_of(n), &all_idcs, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -239,6 +294,7 @@ impl RawIdcWeightRule {
             selected,
             cross_region,
             force: self.force,
+            options,
         })
     }
 
