@@ -48,3 +48,9 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../docs/load-balancing.md")]
 #[cfg(doctest)]
 pub struct LoadBalancingDoctests;
+
+/// docs/metrics.md's Rust example (registering into a caller's registry), compiled and run
+/// as a doc test.
+#[doc = include_str!("../docs/metrics.md")]
+#[cfg(all(doctest, feature = "metrics"))]
+pub struct MetricsDoctests;
