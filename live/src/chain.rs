@@ -276,10 +276,12 @@ impl LiveChain {
     /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
     /// benchmark hook for "prepare and swap N providers".
     pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
-        self.apply_parsed(vec![Staged::Providers {
-            change: format!("providers from {origin} ({} URL(s))", providers.len()),
-            providers,
-        }])
+        self.observed("api", || {
+            self.apply_parsed(vec![Staged::Providers {
+                change: format!("providers from {origin} ({} URL(s))", providers.len()),
+                providers,
+            }])
+        })
     }
 
     /// Applies one update (see [`LiveChain::apply`], which wraps this with the update

@@ -528,7 +528,7 @@ routers:
             get(&format!(
                 "routechain_router_fallback_total{{{key},router=\"condition(service)\"}}"
             )),
-            0.0
+            1.0
         );
         assert_eq!(
             get(&format!(

@@ -203,6 +203,16 @@ impl LiveChain {
         if let Update::Status { .. } = update {
             return self.apply_update(update);
         }
+        self.observed(source, || self.apply_update(update))
+    }
+
+    /// Runs `apply` (one update's application) inside the `routechain_update` span, counts
+    /// its reports under `source` and times it (see [`LiveChain::apply_from`]).
+    pub(crate) fn observed(
+        &self,
+        source: &str,
+        apply: impl FnOnce() -> Vec<Report>,
+    ) -> Vec<Report> {
         let span = tracing::info_span!(
             "routechain_update",
             source,
@@ -212,7 +222,7 @@ impl LiveChain {
         );
         let _entered = span.enter();
         let started = Instant::now();
-        let reports = self.apply_update(update);
+        let reports = apply();
         let seconds = started.elapsed().as_secs_f64();
         self.stats().observed.record(source, &reports, seconds);
         let mut results: Vec<&str> = Vec::new();
