@@ -776,7 +776,9 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
         assert!(metrics.contains(&line), "{line} in {metrics:#?}");
     }
     assert!(
-        metrics.iter().any(|m| m.starts_with("routechain_breaker_trips_total ")),
+        metrics
+            .iter()
+            .any(|m| m.starts_with("routechain_breaker_trips_total ")),
         "{metrics:#?}"
     );
     // The shipped example files are untouched (the demo works on a copy).
