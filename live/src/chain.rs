@@ -104,11 +104,13 @@ impl LiveChain {
             Arc::new(Snapshot::new(providers.generation(), effective)),
             options.consumer.clone(),
         )?
-        .with_metrics(
-            options
-                .metrics
-                .then(|| Arc::new(routechain_core::ChainMetrics::new())),
-        );
+        .with_metrics(options.metrics.then(|| {
+            Arc::new(if options.provider_picks {
+                routechain_core::ChainMetrics::with_provider_picks()
+            } else {
+                routechain_core::ChainMetrics::new()
+            })
+        }));
         let clock = options
             .clock
             .clone()

@@ -46,6 +46,10 @@ pub struct WatchArgs {
     /// e.g. `127.0.0.1:9464`.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// With --metrics, also count calls per provider address
+    /// (`routechain_provider_picks_total`; one series per provider: high-cardinality).
+    #[arg(long, requires = "metrics")]
+    provider_picks: bool,
 }
 
 /// Runs `watch` until killed; invalid starting files exit 2.
@@ -96,6 +100,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     }
     let options = LiveOptions {
         protect_empty: !args.allow_empty,
+        provider_picks: args.provider_picks,
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
         ..LiveOptions::default()
     };
