@@ -210,6 +210,22 @@ fn read_static(
     options: &MeshOptions,
     warnings: &mut Vec<RuleError>,
 ) -> Result<Arc<AppRule>, Vec<RuleError>> {
+    read_app(value, path, options, warnings, false)?
+        .ok_or_else(|| vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)])
+}
+
+/// Why a rule written in a chain or rule file without a standard document is refused.
+const NO_STANDARD_DOCUMENT: &str = "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')";
+
+/// One application's documents → its rule; `None` when the text has no standard document
+/// and `clearable` (a config-center text), else an error.
+fn read_app(
+    value: &Value,
+    path: &FieldPath,
+    options: &MeshOptions,
+    warnings: &mut Vec<RuleError>,
+    clearable: bool,
+) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
     let docs = documents_of(value, path).map_err(|e| vec![e])?;
     let checked = rule::read_documents(
         docs.iter().map(|(v, p)| (v, p.clone())),
@@ -217,11 +233,9 @@ fn read_static(
     );
     warnings.extend(checked.warnings);
     match checked.result? {
-        TextOutcome::Apply(r) => Ok(Arc::new(r)),
-        TextOutcome::Clear => Err(vec![RuleError::new(
-            path.clone(),
-            "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')",
-        )]),
+        TextOutcome::Apply(r) => Ok(Some(Arc::new(r))),
+        TextOutcome::Clear if clearable => Ok(None),
+        TextOutcome::Clear => Err(vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)]),
     }
 }
 
@@ -248,14 +262,23 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
             {
                 let ap = doc.path.key(APPLICATIONS_KEY);
                 let mut per_app = BTreeMap::new();
+                // The config-center nodes of several applications (a live chain composes
+                // them): a text without any standard document clears that application's.
+                let clearable = from_config_center(spec);
                 match &map[APPLICATIONS_KEY] {
                     Value::Object(apps) => {
                         for (app, value) in apps {
-                            match read_static(value, &ap.key(app.clone()), &options, &mut warnings)
-                            {
-                                Ok(r) => {
+                            match read_app(
+                                value,
+                                &ap.key(app.clone()),
+                                &options,
+                                &mut warnings,
+                                clearable,
+                            ) {
+                                Ok(Some(r)) => {
                                     per_app.insert(app.clone(), r);
                                 }
+                                Ok(None) => {}
                                 Err(mut es) => errors.append(&mut es),
                             }
                         }
