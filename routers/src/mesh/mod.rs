@@ -99,7 +99,8 @@ pub fn rule_key(app: &str) -> String {
 
 /// The applications whose rule Dubbo follows over `providers`: the entry's `app` alone (from
 /// the start, whether or not it has providers), else every application present. (The live
-/// crate follows one node per entry: `app`'s, else the providers' application's.)
+/// crate follows the same: `app`'s node, else each application's from its first provider to
+/// its last.)
 pub fn watched_applications<'p>(
     providers: impl IntoIterator<Item = &'p Url>,
     options: &MeshOptions,
