@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, Evaluation, FieldPath, PrepareContext, RouteContext, RouterSpec, RuleError,
-    TypedRouter, Url,
+    StickyKey, TypedRouter, Url,
 };
 use routechain_rules::YamlDoc;
 use serde_json::Value;
@@ -38,7 +38,7 @@ pub const DEFAULT_PRIORITY: i32 = -50;
 pub const RULE_KEY_SUFFIX: &str = ".MESHAPPRULE";
 
 /// Entry fields of a `mesh` entry besides the common ones.
-pub const ENTRY_FIELDS: [&str; 3] = ["app", "empty", "tracing_prefix"];
+pub const ENTRY_FIELDS: [&str; 4] = ["app", "empty", "tracing_prefix", "hash_key"];
 
 /// The key of the per-application form of a rule value: `{applications: {app: rule, ...}}`.
 pub const APPLICATIONS_KEY: &str = "applications";
@@ -57,6 +57,10 @@ pub struct MeshOptions {
     pub empty_fail: bool,
     /// `tracing_prefix`: `tracingContext` key `k` reads attachment `<prefix>k`.
     pub tracing_prefix: Option<String>,
+    /// `hash_key` (routechain's; Dubbo's rule format has no such field): weighted
+    /// destinations are drawn by a stable hash of these request values instead of a random
+    /// number, so one user always lands in the same subset.
+    pub hash_key: Option<StickyKey>,
 }
 
 /// Which rule each application has.
@@ -144,6 +148,12 @@ pub fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>
         errors.push(RuleError::new(path.key("app"), "`app` must not be empty"));
     }
     o.tracing_prefix = string("tracing_prefix", errors);
+    if let Some(v) = map.get("hash_key").filter(|v| !v.is_null()) {
+        match StickyKey::from_value(v, &path.key("hash_key")) {
+            Ok(k) => o.hash_key = Some(k),
+            Err(mut es) => errors.append(&mut es),
+        }
+    }
     match string("empty", errors).as_deref() {
         None | Some("protect") => {}
         Some("fail") => o.empty_fail = true,
@@ -388,5 +398,7 @@ impl TypedRouter for MeshRouter {
     }
 }
 
+#[cfg(test)]
+mod sticky_tests;
 #[cfg(test)]
 mod tests;
