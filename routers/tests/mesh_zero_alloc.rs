@@ -132,7 +132,9 @@ fn requests() -> Vec<Request> {
             .with_attachment("lane", "gray")
             .with_attachment("tenant", "t"),
         Request::new().with_method("list"),
-        Request::new().with_method("list").with_attachment("uid", "u-17"),
+        Request::new()
+            .with_method("list")
+            .with_attachment("uid", "u-17"),
         Request::new()
             .with_service("com.foo.Other")
             .with_method("getX"),
