@@ -310,6 +310,37 @@ fn unknown_fields_in_tag_and_affinity_rules_are_warnings_not_errors() {
 }
 
 #[test]
+fn unknown_fields_in_override_rules_are_warnings() {
+    let s = Scratch::new("check-configurators-fields");
+    let rule = s.write(
+        "com.foo.BarService.configurators",
+        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabeld: true\nconfigs:\n  - side: consumer\n    adresses: [\"10.0.0.1\"]\n    parameters: {timeout: 1000}\n",
+    );
+    let out = routechain(&["check", rule.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    for want in [
+        ":4:1: warning[RC107]: enabeld: unknown field `enabeld` in an override rule: Dubbo ignores it, and so does routechain; did you mean `enabled`?",
+        ":7:5: warning[RC107]: configs[0].adresses: unknown field `adresses` in an override rule",
+        "did you mean `addresses`?",
+        "com.foo.BarService.configurators: ok (override rule), 2 warnings",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let off = s.write(
+        "off.configurators",
+        "configVersion: v3.0\nscope: service\nkey: k\nenabled: false\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n",
+    );
+    let out = routechain(&["check", "--deny-warnings", off.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    assert!(
+        stdout(&out).contains("warning[RC108]: enabled: `enabled: false`: this override rule is switched off and changes nothing"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
 fn mesh_warnings_are_printed_for_rule_files_and_chain_entries() {
     let s = Scratch::new("check-mesh-warnings");
     let rule = "kind: DestinationRule\nmetadata: { name: shop }\nspec:\n  subsets: [{ name: v1, labels: { ver: v1 }, lables: {} }]\n---\nkind: VirtualService\nmetadata: { name: shop }\nspec:\n  dubbo:\n    - routedetail:\n        - match: [{ headers: { a: { exact: b } } }]\n          route: [{ destination: { subset: v1, subsett: v2 } }]\n";

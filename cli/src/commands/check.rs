@@ -377,7 +377,18 @@ pub fn check_rule(
     };
     if ty == CONFIGURATORS {
         match routechain::rules::configurators::OverrideRule::parse(origin, text) {
-            Ok(_) => report.what = "override rule".into(),
+            Ok(_) => {
+                report.what = "override rule".into();
+                // Unknown fields (Dubbo ignores them) and `enabled: false`.
+                if let Ok(doc) = YamlDoc::parse(origin, text) {
+                    let root = FieldPath::root();
+                    report.problems = lint::lint_rule(RuleRef {
+                        type_name: CONFIGURATORS,
+                        doc: &doc,
+                        path: &root,
+                    });
+                }
+            }
             Err(es) => report.problems = lint::invalid(es),
         }
         return report;
