@@ -140,7 +140,13 @@ fn breaker_trips_are_counted_by_the_service() {
 
 #[test]
 fn counting_allocates_nothing() {
-    let metrics = Arc::new(ChainMetrics::new());
+    counting_allocates_nothing_with(ChainMetrics::new());
+    // Picks per provider too (the option).
+    counting_allocates_nothing_with(ChainMetrics::with_provider_picks());
+}
+
+fn counting_allocates_nothing_with(metrics: ChainMetrics) {
+    let metrics = Arc::new(metrics);
     let service = Service::new(chain(300, Some(metrics.clone())), ServiceConfig::default());
     let requests = [
         Request::new(),
@@ -166,6 +172,10 @@ fn counting_allocates_nothing() {
     assert_eq!(metrics.calls(), 1001);
     assert_eq!(metrics.failovers(), 750);
     assert_eq!(router(&metrics.routers(), "pick").no_provider, 250);
+    if metrics.counts_provider_picks() {
+        let picks: u64 = metrics.provider_picks().iter().map(|(_, n)| n).sum();
+        assert_eq!(picks, 1 + 750 * 2, "every successful select picked one");
+    }
     // A thread that counts for the first time (its shard is assigned then) allocates
     // nothing either.
     let info = std::thread::scope(|s| {

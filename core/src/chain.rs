@@ -12,7 +12,7 @@ use arc_swap::{ArcSwap, Guard};
 
 use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
-use crate::metrics::{ChainMetrics, RouterCounters};
+use crate::metrics::{ChainMetrics, PickCounter, RouterCounters};
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
 use crate::router::{PrepareContext, PrepareError, PreparedRouter, RouteContext, Router};
@@ -176,6 +176,8 @@ pub struct ChainState {
     entries: Arc<[ChainEntry]>,
     steps: Box<[Step]>,
     metrics: Option<Arc<ChainMetrics>>,
+    /// Per provider index, its pick counter (when the metrics count picks per provider).
+    picks: Option<Box<[Arc<PickCounter>]>>,
 }
 
 impl std::fmt::Debug for ChainState {
@@ -247,6 +249,7 @@ impl ChainState {
                     .map(|m| m.router(entry.router.name(), &entry.kind)),
             });
         }
+        let picks = pick_counters(metrics.as_deref(), &snapshot);
         Ok(ChainState {
             generation,
             service,
@@ -254,6 +257,7 @@ impl ChainState {
             consumer,
             degraded,
             entries,
+            picks,
             steps: steps.into_boxed_slice(),
             metrics,
         })
@@ -269,8 +273,18 @@ impl ChainState {
                 .as_ref()
                 .map(|m| m.router(entry.router.name(), &entry.kind));
         }
+        self.picks = pick_counters(metrics.as_deref(), &self.snapshot);
         self.metrics = metrics;
         self
+    }
+
+    /// Counts a pick of provider `i` when the metrics count picks per provider (a balancing
+    /// layer calls it for the provider it selected).
+    #[inline]
+    pub fn count_pick(&self, i: usize) {
+        if let Some(c) = self.picks.as_deref().and_then(|p| p.get(i)) {
+            c.count();
+        }
     }
 
     /// The call-path counters this state counts into, if any.
@@ -463,6 +477,14 @@ impl ChainState {
         }
         Ok(())
     }
+}
+
+/// The pick counters of `snapshot`'s providers, by index, when `metrics` count picks.
+fn pick_counters(
+    metrics: Option<&ChainMetrics>,
+    snapshot: &Snapshot,
+) -> Option<Box<[Arc<PickCounter>]>> {
+    metrics?.pick_counters(snapshot.providers().iter().map(|p| p.address()))
 }
 
 /// The live chain: the current [`ChainState`] behind an [`ArcSwap`].

@@ -69,7 +69,7 @@ pub use bitset::{BitSet, Candidates};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};
-pub use metrics::{ChainMetrics, RouterCounters, RouterStats};
+pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
 pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};

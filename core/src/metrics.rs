@@ -150,9 +150,47 @@ pub struct RouterStats {
     pub failures: u64,
 }
 
+/// How many calls picked one provider (by address), when per-provider picks are counted
+/// ([`ChainMetrics::with_provider_picks`]).
+///
+/// One slot per shard, **not** padded (a padded slot per shard per provider would take
+/// kilobytes per provider): two threads picking the same provider at once write neighbouring
+/// words of one cache line. That is why per-provider counting is an option, off by default.
+pub struct PickCounter {
+    address: Arc<str>,
+    shards: Box<[AtomicU64]>,
+}
+
+impl std::fmt::Debug for PickCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PickCounter")
+            .field("address", &self.address)
+            .field("picks", &self.sum())
+            .finish()
+    }
+}
+
+impl PickCounter {
+    /// Records a pick.
+    #[inline]
+    pub fn count(&self) {
+        let shard = shard_of_thread() & (self.shards.len() - 1);
+        self.shards[shard].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sum(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
 /// The call-path counters of one chain: see the module documentation.
 pub struct ChainMetrics {
     calls: Sharded<3>,
+    /// Per-provider pick counters by address (`None`: not counted, the default).
+    picks: Option<Mutex<Vec<Arc<PickCounter>>>>,
     /// Every router that was part of a state carrying these metrics, by name, in the order
     /// first seen. Locked only when a state is assembled and when the counters are read.
     routers: Mutex<Vec<Arc<RouterCounters>>>,
@@ -179,8 +217,59 @@ impl ChainMetrics {
     pub fn new() -> Self {
         ChainMetrics {
             calls: Sharded::new(),
+            picks: None,
             routers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Counters at zero that also count picks per provider address (high-cardinality: one
+    /// series per address ever seen; see [`PickCounter`] for the cost).
+    pub fn with_provider_picks() -> Self {
+        ChainMetrics {
+            picks: Some(Mutex::new(Vec::new())),
+            ..Self::new()
+        }
+    }
+
+    /// True when picks are counted per provider.
+    pub fn counts_provider_picks(&self) -> bool {
+        self.picks.is_some()
+    }
+
+    /// The pick counter of every provider of `addresses` (in order), created at zero on
+    /// first use; `None` when picks are not counted per provider. Off the call path: a
+    /// chain state resolves them once per snapshot (O(providers × log addresses)).
+    pub fn pick_counters<'a>(
+        &self,
+        addresses: impl Iterator<Item = &'a str>,
+    ) -> Option<Box<[Arc<PickCounter>]>> {
+        let picks = self.picks.as_ref()?;
+        let mut known = picks.lock().unwrap_or_else(|p| p.into_inner());
+        let shards = shard_count();
+        Some(
+            addresses
+                .map(|a| match known.binary_search_by(|c| (*c.address).cmp(a)) {
+                    Ok(i) => known[i].clone(),
+                    Err(i) => {
+                        let c = Arc::new(PickCounter {
+                            address: Arc::from(a),
+                            shards: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+                        });
+                        known.insert(i, c.clone());
+                        c
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Picks per provider address, sorted by address (empty when not counted).
+    pub fn provider_picks(&self) -> Vec<(Arc<str>, u64)> {
+        let Some(picks) = &self.picks else {
+            return Vec::new();
+        };
+        let known = picks.lock().unwrap_or_else(|p| p.into_inner());
+        known.iter().map(|c| (c.address.clone(), c.sum())).collect()
     }
 
     /// The counters of the router named `name` (created at zero on first use). Off the call
@@ -279,6 +368,33 @@ mod tests {
                 routers[0].failures
             ),
             (80_000, 8, 8)
+        );
+    }
+
+    #[test]
+    fn picks_are_counted_per_address_only_when_asked() {
+        assert!(
+            ChainMetrics::new()
+                .pick_counters(["a:1"].into_iter())
+                .is_none()
+        );
+        let m = ChainMetrics::with_provider_picks();
+        let first = m.pick_counters(["b:1", "a:1"].into_iter()).unwrap();
+        first[0].count();
+        first[1].count();
+        first[1].count();
+        // A later snapshot: the same address, the same counter.
+        let second = m.pick_counters(["a:1", "c:1"].into_iter()).unwrap();
+        second[0].count();
+        assert!(Arc::ptr_eq(&first[1], &second[0]));
+        let picks: Vec<(String, u64)> = m
+            .provider_picks()
+            .into_iter()
+            .map(|(a, n)| (a.to_string(), n))
+            .collect();
+        assert_eq!(
+            picks,
+            [("a:1".into(), 3), ("b:1".into(), 1), ("c:1".into(), 0)]
         );
     }
 

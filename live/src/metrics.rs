@@ -87,6 +87,8 @@ struct Read {
     breaker_trips: u64,
     empty_list: u64,
     routers: Vec<routechain_core::RouterStats>,
+    /// Picks per provider address, when counted.
+    picks: Option<Vec<(Arc<str>, u64)>>,
     updates: Option<(Vec<SourceCount>, ApplyHistogram)>,
 }
 
@@ -172,6 +174,9 @@ fn read_service(chain: String, service: &Service) -> Read {
         empty_list: metrics.map_or(0, |m| m.empty_list()),
         breaker_trips: service.stats().breaker_trips,
         routers: metrics.map(|m| m.routers()).unwrap_or_default(),
+        picks: metrics
+            .filter(|m| m.counts_provider_picks())
+            .map(|m| m.provider_picks()),
         updates: None,
     }
 }
@@ -366,6 +371,23 @@ impl Collector for ChainCollector {
                 }
             }
         }
+        if chains.iter().any(|c| c.picks.is_some()) {
+            let mut e = encoder.encode_descriptor(
+                "routechain_provider_picks",
+                "Calls that selected each provider, by address (only when per-provider picks are counted: high-cardinality).",
+                None,
+                MetricType::Counter,
+            )?;
+            for c in &chains {
+                for (address, n) in c.picks.iter().flatten() {
+                    counter(
+                        &mut e,
+                        &[("chain", c.chain.as_str()), ("provider", &**address)],
+                        *n,
+                    )?;
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -543,6 +565,63 @@ routers:
         // A dropped chain is no longer reported.
         drop(live);
         assert!(!scrape(&registry).contains("routechain_generation{"));
+    }
+
+    #[test]
+    fn provider_picks_are_reported_only_when_counted() {
+        let file = routechain_rules::ChainFile::parse("t.yaml", "routers: []\n", None).unwrap();
+        let providers = routechain_core::Snapshot::parse_lines(
+            1,
+            "dubbo://10.0.0.1:20880/a\ndubbo://10.0.0.2:20880/a\n",
+        )
+        .unwrap();
+        let options = LiveOptions {
+            provider_picks: true,
+            ..LiveOptions::default()
+        };
+        let picking = Arc::new(
+            LiveChain::with_providers(
+                file.clone(),
+                routechain_routers::builtin_registry(),
+                options,
+                providers,
+            )
+            .unwrap(),
+        );
+        let mut call = CallState::seeded(1);
+        for _ in 0..10 {
+            picking
+                .service()
+                .select(&Request::new(), &[], &mut call)
+                .unwrap();
+        }
+        let plain = live();
+        let mut registry = Registry::default();
+        let collector = ChainCollector::new();
+        collector.add_as("picking", &picking);
+        collector.add_as("plain", &plain);
+        collector.register(&mut registry);
+        let text = scrape(&registry);
+        let total: f64 = ["10.0.0.1:20880", "10.0.0.2:20880"]
+            .iter()
+            .map(|a| {
+                sample(
+                    &text,
+                    &format!(
+                        "routechain_provider_picks_total{{chain=\"picking\",provider=\"{a}\"}}"
+                    ),
+                )
+                .unwrap()
+            })
+            .sum();
+        assert_eq!(total, 10.0, "{text}");
+        assert!(!text.contains("routechain_provider_picks_total{chain=\"plain\""));
+        // Off by default: no family at all.
+        let mut registry = Registry::default();
+        let collector = ChainCollector::new();
+        collector.add(&plain);
+        collector.register(&mut registry);
+        assert!(!scrape(&registry).contains("routechain_provider_picks"));
     }
 
     #[test]

@@ -25,6 +25,10 @@ pub struct LiveOptions {
     /// state carries no [`routechain_core::ChainMetrics`] and nothing is counted per call
     /// (update counts are kept either way).
     pub metrics: bool,
+    /// With `metrics`, also count picks per provider address
+    /// (`routechain_provider_picks_total`): one series per provider address ever seen, so
+    /// off by default.
+    pub provider_picks: bool,
 }
 
 impl Default for LiveOptions {
@@ -34,6 +38,7 @@ impl Default for LiveOptions {
             consumer: None,
             clock: None,
             metrics: true,
+            provider_picks: false,
         }
     }
 }

@@ -522,10 +522,11 @@ impl Service {
             .ok_or(SelectError::Exhausted {
                 tried: exclude.len(),
             })?;
-        if !exclude.is_empty()
-            && let Some(m) = view.state.metrics()
-        {
-            m.count_failover();
+        if let Some(m) = view.state.metrics() {
+            if !exclude.is_empty() {
+                m.count_failover();
+            }
+            view.state.count_pick(index);
         }
         Ok(Selected { view, index })
     }

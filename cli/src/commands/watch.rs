@@ -46,6 +46,10 @@ pub struct WatchArgs {
     /// e.g. `127.0.0.1:9464`.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// With --metrics, also count calls per provider address
+    /// (`routechain_provider_picks_total`; one series per provider: high-cardinality).
+    #[arg(long, requires = "metrics")]
+    provider_picks: bool,
 }
 
 /// Runs `watch` until killed; invalid starting files exit 2.
@@ -96,6 +100,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     }
     let options = LiveOptions {
         protect_empty: !args.allow_empty,
+        provider_picks: args.provider_picks,
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
         ..LiveOptions::default()
     };
@@ -169,6 +174,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         let now = ZkConfig::for_chain(&live, servers.clone());
         if now.watched_paths() == following.watched_paths()
             && now.provider_app_kinds == following.provider_app_kinds
+            && now.each_app_kinds == following.each_app_kinds
         {
             continue;
         }
@@ -211,6 +217,12 @@ fn sources(args: &WatchArgs, live: &LiveChain) -> (Box<dyn Source>, ZkConfig) {
         eprintln!(
             "  and, once the providers' application is known, its {} node(s)",
             config.provider_app_kinds.join(", ")
+        );
+    }
+    if !config.each_app_kinds.is_empty() {
+        eprintln!(
+            "  and the {} node(s) of every provider application present, from its first provider to its last",
+            config.each_app_kinds.join(", ")
         );
     }
     eprintln!("  and the chain file {}", args.chain.display());

@@ -73,6 +73,15 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
     out
 }
 
+/// `a` or `an` before a rule type's name.
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// False as Dubbo reads a flag: `false`, or the string in any case.
 fn is_false(v: &Value) -> bool {
     match v {
@@ -106,7 +115,8 @@ fn walk<'v>(
                         &path.key(key.clone()),
                         None,
                         format!(
-                            "unknown field `{key}` in a {} rule: Dubbo ignores it, and so does routechain{hint}",
+                            "unknown field `{key}` in {} {} rule: Dubbo ignores it, and so does routechain{hint}",
+                            article(rule.type_name),
                             rule.type_name
                         ),
                     ));
