@@ -136,8 +136,11 @@ const CHUNK: usize = 64;
 /// a new snapshot costs one empty pointer per 64 providers, not a slot per provider.
 struct Slots<C> {
     snapshot: Arc<Snapshot>,
-    chunks: Box<[OnceLock<Box<[OnceLock<C>]>>]>,
+    chunks: Box<[OnceLock<Chunk<C>>]>,
 }
+
+/// [`CHUNK`] slots, each filled on its provider's first pick.
+type Chunk<C> = Box<[OnceLock<C>]>;
 
 impl<C> Slots<C> {
     fn new(snapshot: &Arc<Snapshot>) -> Self {
