@@ -13,7 +13,7 @@
 
 use saphyr_parser::ScalarStyle;
 
-use crate::located::Location;
+use crate::located::{Location, break_len, lines};
 
 /// The location of value character `offset` of the scalar starting at `start` in `source`,
 /// byte `from`. Past the value's end: the last location read.
@@ -39,15 +39,22 @@ pub fn locate_in_scalar(
             let folded = style == ScalarStyle::Folded;
             if text.starts_with(['|', '>']) {
                 // From the indicator: the content starts on the next line.
-                let body = text.find('\n').map_or("", |i| &text[i + 1..]);
+                let body = text
+                    .find(['\n', '\r'])
+                    .map_or("", |i| &text[i + break_len(text, i)..]);
                 block(body, start.line + 1, folded, &mut out);
             } else {
                 // From the first content line (the parser reports that start): the empty
                 // lines between the header and it are part of the value.
-                let mut body_start = source[..from].rfind('\n').map_or(0, |i| i + 1);
+                let mut body_start = line_start_before(source, from);
                 let mut first_line = start.line;
                 while body_start > 0 {
-                    let prev_start = source[..body_start - 1].rfind('\n').map_or(0, |i| i + 1);
+                    // The start of the line before: back over its break, then to its start.
+                    let mut prev_end = body_start - 1;
+                    if source[..prev_end].ends_with('\r') && source[prev_end..].starts_with('\n') {
+                        prev_end -= 1;
+                    }
+                    let prev_start = line_start_before(source, prev_end);
                     if !source[prev_start..body_start].trim().is_empty() {
                         break;
                     }
@@ -59,6 +66,11 @@ pub fn locate_in_scalar(
         }
     }
     out.found.unwrap_or(out.last)
+}
+
+/// The start of the line holding byte `at` of `source` (lines end as YAML ends them).
+fn line_start_before(source: &str, at: usize) -> usize {
+    source[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1)
 }
 
 /// Counts emitted value characters until the one wanted.
@@ -230,9 +242,7 @@ fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter) {
 /// that are not more indented.
 fn block(body: &str, first_line: usize, folded: bool, out: &mut Emitter) {
     // (line, its text without the break).
-    let lines: Vec<(usize, &str)> = body
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+    let lines: Vec<(usize, &str)> = lines(body)
         .enumerate()
         .map(|(i, l)| (first_line + i, l))
         .collect();
@@ -310,7 +320,7 @@ mod tests {
         };
         let offset = value.chars().position(|c| c == 'X').expect("X in value");
         let at = doc.locate_offset(&path, offset);
-        let line = yaml.lines().nth(at.line - 1).unwrap();
+        let line = crate::located::lines(yaml).nth(at.line - 1).unwrap();
         assert_eq!(
             line.chars().nth(at.column - 1),
             Some('X'),
@@ -336,6 +346,12 @@ mod tests {
             "v: \"a\\\"X\"\n",
             "v: 'héllo wörld X'\n",
             "v: \"a\r\n  X\"\r\n",
+            "v: \"a\r  X\"\r",
+            "v: 'a\r\r  b X'\r",
+            "v: plain\r  X\r",
+            "w: 1\rv: |\r\r  after\r  empty X\r",
+            "w: 1\r\nv: >\r\n\r\n  after\r\n\r\n  empty X\r\n",
+            "v: >\r  a\r  b X\r",
         ] {
             assert_x_located(yaml);
         }

@@ -17,6 +17,7 @@ use routechain_core::{FieldPath, PathSegment, RuleError};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
 
+use crate::located::line_starts;
 pub use crate::located::{LocatedError, Location, SourceExcerpt};
 use crate::scalar::locate_in_scalar;
 
@@ -268,17 +269,8 @@ impl YamlDoc {
         if start > self.source.len() || (start == self.source.len() && n > 1) {
             return None;
         }
-        let rest = &self.source[start..];
-        let line = rest.find('\n').map_or(rest, |end| &rest[..end]);
-        Some(line.strip_suffix('\r').unwrap_or(line))
+        Some(crate::located::line_at(&self.source, start))
     }
-}
-
-/// The byte offset of the start of every line of `text`.
-fn line_starts(text: &str) -> Vec<usize> {
-    std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .collect()
 }
 
 /// A stream of YAML documents (`---` separated), as a config center stores Dubbo's mesh rules.
