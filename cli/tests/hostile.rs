@@ -492,19 +492,42 @@ fn request_json_errors_name_the_field_path_once_located() {
     assert!(!err.contains("at line"), "{err}");
 }
 
-/// A warning printed to a pipe carries no colour codes.
+/// The tag-rule warning (`match` ignored before configVersion v3.0) is located at the
+/// `match` key, in a chain file and in a rule file, printed once, and a pipe gets no colour
+/// codes.
 #[test]
-fn piped_warnings_have_no_colour_codes() {
+fn piped_warnings_are_located_and_have_no_colour_codes() {
     let s = Scratch::new("colour");
+    let rule = "configVersion: v2.7\ntags:\n  - name: gray\n    match: [{key: env, value: {exact: gray}}]\n";
+    let inline: String = rule.lines().map(|l| format!("      {l}\n")).collect();
     s.write(
         "warn.chain.yaml",
-        "routers:\n  - type: tag\n    rule:\n      configVersion: v2.7\n      tags:\n        - name: gray\n          match: [{key: env, value: {exact: gray}}]\n",
+        format!("routers:\n  - type: tag\n    rule:\n{inline}"),
     );
-    let out = routechain_in(&s.0, &["check", "warn.chain.yaml"]);
-    let err = stderr(&out);
-    assert!(
-        err.contains("match"),
-        "expected the tag-rule warning: {err}"
-    );
-    assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+    s.write("gray.tag-router", rule);
+    for (file, at, field) in [
+        (
+            "warn.chain.yaml",
+            "warn.chain.yaml:7:11: ",
+            "routers[0].rule.tags[0].match",
+        ),
+        ("gray.tag-router", "gray.tag-router:4:5: ", "tags[0].match"),
+    ] {
+        let out = routechain_in(&s.0, &["check", file]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            has_problem(
+                &err,
+                at,
+                &format!("warning[RC107]: {field}: unknown field `match` for configVersion v2.7")
+            ),
+            "expected the located tag-rule warning at {at}: {err}"
+        );
+        // Every line mentioning the warning is the located one: no unlocated log line.
+        for line in err.lines().filter(|l| l.contains("configVersion")) {
+            assert!(line.starts_with(at), "an unlocated warning: {line}\n{err}");
+        }
+        assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+    }
 }

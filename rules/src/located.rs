@@ -172,12 +172,27 @@ impl fmt::Display for LocatedError {
     }
 }
 
-/// `text` cut to [`MAX_MESSAGE_CHARS`] characters (with `…` when cut).
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters (with `…` when cut), on one line: a
+/// control character (a line break or an escape code inside a quoted token of the input)
+/// is written escaped (`\n`, `\u{1b}`), so a problem is one line and cannot drive a terminal.
 fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        None => text.into(),
-        Some((end, _)) => format!("{}…", &text[..end]).into(),
+    let short = text.char_indices().nth(MAX_MESSAGE_CHARS).is_none();
+    if short && !text.chars().any(char::is_control) {
+        return text.into();
     }
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == MAX_MESSAGE_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
 }
 
 impl LocatedError {
@@ -214,9 +229,20 @@ impl LocatedError {
             let tail = if excerpt.cut_after { "…" } else { "" };
             let caret =
                 self.location.column.saturating_sub(excerpt.first_column) + usize::from(cut_before);
+            // One character per column, none that moves the cursor or drives a terminal: a
+            // tab shows as a space (so the caret stays under its column), any other control
+            // character as `�`.
+            let text: String = excerpt
+                .text
+                .chars()
+                .map(|c| match c {
+                    '\t' => ' ',
+                    c if c.is_control() => '\u{fffd}',
+                    c => c,
+                })
+                .collect();
             out.push_str(&format!(
-                "\n {gutter} | {lead}{}{tail}\n {} | {}^",
-                excerpt.text,
+                "\n {gutter} | {lead}{text}{tail}\n {} | {}^",
                 " ".repeat(gutter.len()),
                 " ".repeat(caret)
             ));
@@ -333,6 +359,18 @@ mod tests {
         e.message = "m".repeat(100_000);
         e.field = Some(FieldPath::root().key("k".repeat(100_000)));
         assert!(e.to_string().len() < 2 * MAX_MESSAGE_CHARS + 40);
+    }
+
+    #[test]
+    fn a_problem_is_one_line_whatever_its_message_quotes() {
+        let mut e = error("x", 1);
+        e.message = "unknown field `a\n\n\rb\u{1b}[31m`".into();
+        e.field = Some(FieldPath::root().key("k\nl"));
+        assert_eq!(
+            e.to_string(),
+            "f.yaml:1:1: k\\nl: unknown field `a\\n\\n\\rb\\u{1b}[31m`"
+        );
+        assert_eq!(e.render().lines().count(), 3);
     }
 
     #[test]
