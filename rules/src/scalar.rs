@@ -24,12 +24,32 @@ pub fn locate_in_scalar(
     style: ScalarStyle,
     offset: usize,
 ) -> Location {
+    read_scalar(source, from, start, style, offset, None)
+}
+
+/// The location of every value character of the scalar (see [`locate_in_scalar`]), for a
+/// scalar in which many offsets are located: one pass instead of one per offset.
+pub fn map_scalar(source: &str, from: usize, start: Location, style: ScalarStyle) -> Vec<Location> {
+    let mut all = Vec::new();
+    read_scalar(source, from, start, style, usize::MAX, Some(&mut all));
+    all
+}
+
+fn read_scalar(
+    source: &str,
+    from: usize,
+    start: Location,
+    style: ScalarStyle,
+    offset: usize,
+    all: Option<&mut Vec<Location>>,
+) -> Location {
     let text = &source[from..];
     let mut out = Emitter {
         target: offset,
         count: 0,
         last: start,
         found: None,
+        all,
     };
     match style {
         ScalarStyle::Plain => flow(text, start, None, &mut out),
@@ -73,18 +93,22 @@ fn line_start_before(source: &str, at: usize) -> usize {
     source[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1)
 }
 
-/// Counts emitted value characters until the one wanted.
-struct Emitter {
+/// Counts emitted value characters until the one wanted (or keeps them all).
+struct Emitter<'v> {
     target: usize,
     count: usize,
     last: Location,
     found: Option<Location>,
+    all: Option<&'v mut Vec<Location>>,
 }
 
-impl Emitter {
+impl Emitter<'_> {
     /// One value character came from `at`; true when it is the one wanted (stop reading).
     fn emit(&mut self, at: Location) -> bool {
         self.last = at;
+        if let Some(all) = self.all.as_deref_mut() {
+            all.push(at);
+        }
         if self.count == self.target {
             self.found = Some(at);
             return true;
@@ -158,14 +182,14 @@ impl<'a> Cursor<'a> {
 
 /// Plain, single-quoted (`quote == '\''`) and double-quoted (`quote == '"'`) scalars: line
 /// folding, `''`, and backslash escapes.
-fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter) {
+fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter<'_>) {
     let mut cur = Cursor::new(text, start);
     if quote.is_some() {
         cur.bump();
     }
     // Blanks are part of the value only when something other than a line break follows.
     let mut blanks: Vec<Location> = Vec::new();
-    let flush = |blanks: &mut Vec<Location>, out: &mut Emitter| {
+    let flush = |blanks: &mut Vec<Location>, out: &mut Emitter<'_>| {
         let stop = blanks.iter().any(|at| out.emit(*at));
         blanks.clear();
         stop
@@ -240,7 +264,7 @@ fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter) {
 /// Literal (`|`) and folded (`>`) block scalars from the first line after the header (`body`,
 /// line `first_line`): the content indentation, and (folded) line folding between lines
 /// that are not more indented.
-fn block(body: &str, first_line: usize, folded: bool, out: &mut Emitter) {
+fn block(body: &str, first_line: usize, folded: bool, out: &mut Emitter<'_>) {
     // (line, its text without the break).
     let lines: Vec<(usize, &str)> = lines(body)
         .enumerate()
