@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Runs every test of routechain on a fresh machine: installs what the tests need (ZooKeeper,
-# from Debian's packages, when it is missing; the Python Dubbo venv), then runs the whole
+# Runs every test of routechain on a fresh machine: installs what the tests need (ZooKeeper
+# and Prometheus, from Debian's packages, when they are missing; the Python Dubbo venv), then runs the whole
 # workspace's tests.
 # Tests that need ZooKeeper start their own server on a free loopback port.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash .ci/zookeeper.sh
+
+# Prometheus (Debian's package: prometheus and promtool) for the metrics tests
+# (cli/tests/metrics.rs start their own server on a free loopback port). A failure stops
+# here with the script's message: those tests are never skipped.
+bash .ci/prometheus.sh
 
 # The official Python Dubbo implementation (apache-dubbo[zookeeper]==3.0.0b1) in a venv at
 # target/python-dubbo, for the test with real Python providers (tests/tests/live/python.rs).

@@ -8,12 +8,17 @@
 //! plugin loader ([`plugins`]), and assembles the default [`registry`].
 //!
 //! Features (all on by default): `zookeeper` and `file-watch` (the live sources),
-//! `plugins` (the `plugin` router type). With default features off the crate brings no
+//! `plugins` (the `plugin` router type), `metrics` (Prometheus metrics through
+//! `prometheus-client`: `live::metrics`, docs/metrics.md). With default features off the crate brings no
 //! async runtime beyond tokio's channels, no ZooKeeper client, no file watcher and no
 //! dynamic loading. The command line and the demo live in the `routechain-cli` crate.
 //!
 //! See the README's "The library" section for a complete example (compiled as a doc test).
 
+/// `prometheus-client`, re-exported (feature `metrics`) so a service registers
+/// [`live::metrics::ChainCollector`] with the same version of the crate.
+#[cfg(feature = "metrics")]
+pub use prometheus_client;
 pub use routechain_balance as balance;
 pub use routechain_core as core;
 pub use routechain_live as live;
@@ -43,3 +48,9 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../docs/load-balancing.md")]
 #[cfg(doctest)]
 pub struct LoadBalancingDoctests;
+
+/// docs/metrics.md's Rust example (registering into a caller's registry), compiled and run
+/// as a doc test.
+#[doc = include_str!("../docs/metrics.md")]
+#[cfg(all(doctest, feature = "metrics"))]
+pub struct MetricsDoctests;

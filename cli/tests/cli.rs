@@ -761,6 +761,26 @@ fn demo_quick_runs_real_calls_and_every_check_passes() {
     // One latency sample per answered call (through the tower layer).
     let answered: u64 = phases.iter().map(|p| p["ok"].as_u64().unwrap()).sum();
     assert_eq!(v["calls"]["samples"].as_u64().unwrap(), answered);
+    // The metrics summary: the chain's Prometheus series, as served (docs/metrics.md).
+    let metrics: Vec<&str> = v["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    for line in [
+        "routechain_calls_total 1600",
+        "routechain_updates_total{source=\"file\",result=\"applied\"} 1",
+        "routechain_updates_total{source=\"api\",result=\"applied\"} 1",
+    ] {
+        assert!(metrics.contains(&line), "{line} in {metrics:#?}");
+    }
+    assert!(
+        metrics
+            .iter()
+            .any(|m| m.starts_with("routechain_breaker_trips_total ")),
+        "{metrics:#?}"
+    );
     // The shipped example files are untouched (the demo works on a copy).
     let rule =
         std::fs::read_to_string(workspace().join("rules/examples/demo/idc-weight.rule.yaml"))

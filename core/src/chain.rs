@@ -12,6 +12,7 @@ use arc_swap::{ArcSwap, Guard};
 
 use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
+use crate::metrics::{ChainMetrics, PickCounter, RouterCounters};
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
 use crate::router::{PrepareContext, PrepareError, PreparedRouter, RouteContext, Router};
@@ -57,6 +58,39 @@ struct Step {
     name: Arc<str>,
     priority: i32,
     prepared: Arc<dyn PreparedRouter>,
+    /// This router's counters, when the state carries metrics.
+    counters: Option<Arc<RouterCounters>>,
+}
+
+impl Step {
+    /// Counts what the router reported on this call ([`RouteContext::note_fallback`],
+    /// [`RouteContext::note_failure`]).
+    #[cold]
+    fn count_outcome(&self, outcome: u8) {
+        if let Some(c) = &self.counters {
+            if outcome & RouteContext::FALLBACK != 0 {
+                c.count_fallback();
+            }
+            if outcome & RouteContext::FAILURE != 0 {
+                c.count_failure();
+            }
+        }
+    }
+
+    /// Counts and logs a call this router emptied (not on the success path).
+    #[cold]
+    fn emptied(&self, state: &ChainState) {
+        if let Some(c) = &self.counters {
+            c.count_no_provider();
+        }
+        tracing::debug!(
+            service = state.service.as_deref().unwrap_or(""),
+            generation = state.generation,
+            router = &*self.name,
+            priority = self.priority,
+            "no provider: the router emptied the candidate set"
+        );
+    }
 }
 
 /// The call ended with no provider left.
@@ -141,6 +175,9 @@ pub struct ChainState {
     degraded: Arc<DegradedSet>,
     entries: Arc<[ChainEntry]>,
     steps: Box<[Step]>,
+    metrics: Option<Arc<ChainMetrics>>,
+    /// Per provider index, its pick counter (when the metrics count picks per provider).
+    picks: Option<Box<[Arc<PickCounter>]>>,
 }
 
 impl std::fmt::Debug for ChainState {
@@ -164,9 +201,13 @@ impl ChainState {
     ) -> Result<Self, PrepareError> {
         let entries = entries.into();
         let degraded = Arc::new(DegradedSet::new(snapshot.len()));
-        Self::assemble(1, service, snapshot, consumer, degraded, entries, None)
+        Self::assemble(
+            1, service, snapshot, consumer, degraded, entries, None, None,
+        )
     }
 
+    // Private: every field of the state it assembles, passed by the `with_*` builders.
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         generation: u64,
         service: Option<Arc<str>>,
@@ -175,6 +216,7 @@ impl ChainState {
         degraded: Arc<DegradedSet>,
         entries: Arc<[ChainEntry]>,
         reuse: Option<&ChainState>,
+        metrics: Option<Arc<ChainMetrics>>,
     ) -> Result<Self, PrepareError> {
         let mut order: Vec<usize> = (0..entries.len()).collect();
         order.sort_by_key(|&i| entries[i].priority); // stable: ties keep file order
@@ -202,8 +244,12 @@ impl ChainState {
                 name: Arc::from(entry.router.name()),
                 priority: entry.priority,
                 prepared,
+                counters: metrics
+                    .as_ref()
+                    .map(|m| m.router(entry.router.name(), &entry.kind)),
             });
         }
+        let picks = pick_counters(metrics.as_deref(), &snapshot);
         Ok(ChainState {
             generation,
             service,
@@ -211,8 +257,39 @@ impl ChainState {
             consumer,
             degraded,
             entries,
+            picks,
             steps: steps.into_boxed_slice(),
+            metrics,
         })
+    }
+
+    /// This state counting its routing decisions into `metrics` (`None`: not counting):
+    /// each router's counters are resolved now, by name. Every state a [`Chain`] update
+    /// builds from a state with metrics carries them on.
+    pub fn with_metrics(mut self, metrics: Option<Arc<ChainMetrics>>) -> Self {
+        for step in self.steps.iter_mut() {
+            let entry = &self.entries[step.entry];
+            step.counters = metrics
+                .as_ref()
+                .map(|m| m.router(entry.router.name(), &entry.kind));
+        }
+        self.picks = pick_counters(metrics.as_deref(), &self.snapshot);
+        self.metrics = metrics;
+        self
+    }
+
+    /// Counts a pick of provider `i` when the metrics count picks per provider (a balancing
+    /// layer calls it for the provider it selected).
+    #[inline]
+    pub fn count_pick(&self, i: usize) {
+        if let Some(c) = self.picks.as_deref().and_then(|p| p.get(i)) {
+            c.count();
+        }
+    }
+
+    /// The call-path counters this state counts into, if any.
+    pub fn metrics(&self) -> Option<&Arc<ChainMetrics>> {
+        self.metrics.as_ref()
     }
 
     /// A new state for another provider snapshot: every router re-prepares.
@@ -238,6 +315,7 @@ impl ChainState {
             self.degraded.clone(),
             entries.into(),
             Some(self),
+            self.metrics.clone(),
         )
     }
 
@@ -256,6 +334,7 @@ impl ChainState {
             degraded,
             entries.into(),
             None,
+            self.metrics.clone(),
         )
     }
 
@@ -269,6 +348,7 @@ impl ChainState {
             self.degraded.clone(),
             self.entries.clone(),
             None,
+            self.metrics.clone(),
         )
     }
 
@@ -337,6 +417,14 @@ impl ChainState {
             call.scratch.reset_full(n);
         }
         if n == 0 {
+            if let Some(m) = &self.metrics {
+                m.count_empty_list();
+            }
+            tracing::debug!(
+                service = self.service.as_deref().unwrap_or(""),
+                generation = self.generation,
+                "no provider: the provider list is empty"
+            );
             return Err(NoProvider::EmptySnapshot);
         }
         let (consumer, consumer_is_prepared) = match &request.consumer {
@@ -362,8 +450,12 @@ impl ChainState {
                 rng: &mut call.rng,
                 scratch: &mut call.scratch,
                 reason: reason.as_mut(),
+                outcome: 0,
             };
             let evaluation = step.prepared.route(&mut cx, &mut call.candidates);
+            if cx.outcome != 0 {
+                step.count_outcome(cx.outcome);
+            }
             if let Some(trace) = trace.as_deref_mut() {
                 trace.steps.push(TraceStep {
                     router: step.name.to_string(),
@@ -375,6 +467,7 @@ impl ChainState {
                 });
             }
             if call.candidates.is_empty() {
+                step.emptied(self);
                 return Err(NoProvider::EmptiedBy {
                     router: step.name.clone(),
                     position,
@@ -384,6 +477,14 @@ impl ChainState {
         }
         Ok(())
     }
+}
+
+/// The pick counters of `snapshot`'s providers, by index, when `metrics` count picks.
+fn pick_counters(
+    metrics: Option<&ChainMetrics>,
+    snapshot: &Snapshot,
+) -> Option<Box<[Arc<PickCounter>]>> {
+    metrics?.pick_counters(snapshot.providers().iter().map(|p| p.address()))
 }
 
 /// The live chain: the current [`ChainState`] behind an [`ArcSwap`].
@@ -430,6 +531,9 @@ impl Chain {
         let current = self.state.load_full();
         let mut next = f(&current)?;
         next.generation = current.generation + 1;
+        if next.metrics.is_none() && current.metrics.is_some() {
+            next = next.with_metrics(current.metrics.clone());
+        }
         let next = Arc::new(next);
         self.state.store(next.clone());
         tracing::debug!(generation = next.generation, "chain state swapped");

@@ -60,6 +60,14 @@ impl DegradedSet {
     pub fn any(&self) -> bool {
         self.members.load(Ordering::Relaxed) != 0
     }
+    /// The number of degraded providers (a popcount of the set: O(providers / 64), for
+    /// gauges and reports, not for the call path).
+    pub fn count(&self) -> usize {
+        self.words
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones() as usize)
+            .sum()
+    }
     /// True when provider `i` is degraded.
     pub fn contains(&self, i: usize) -> bool {
         i < self.len && self.word(i / 64) & (1 << (i % 64)) != 0

@@ -19,6 +19,8 @@
 //! - [`weighted`]: sticky and random weighted picks, spillover and panic arithmetic, shared
 //!   by the routers that split traffic by weight.
 //! - [`RuleDoc`] / [`RuleError`]: rule documents and errors located by field path.
+//! - [`ChainMetrics`]: sharded call-path counters (calls, failovers, and per router the
+//!   calls it emptied, fell back on, or failed), summed when an exporter reads them.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -52,6 +54,7 @@ pub mod bitset;
 pub mod chain;
 pub mod degraded;
 pub mod index;
+pub mod metrics;
 pub mod registry;
 pub mod request;
 pub mod rng;
@@ -66,6 +69,7 @@ pub use bitset::{BitSet, Candidates};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};
+pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
 pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};

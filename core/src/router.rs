@@ -368,9 +368,42 @@ pub struct RouteContext<'a> {
     pub(crate) rng: &'a mut dyn RandomSource,
     pub(crate) scratch: &'a mut BitSet,
     pub(crate) reason: Option<&'a mut String>,
+    /// What the router reported about this call ([`RouteContext::note_fallback`],
+    /// [`RouteContext::note_failure`]): bits read by the chain's counters.
+    pub(crate) outcome: u8,
 }
 
 impl<'a> RouteContext<'a> {
+    pub(crate) const FALLBACK: u8 = 1;
+    pub(crate) const FAILURE: u8 = 2;
+
+    /// Records that the router could not apply its rule as written on this call and took
+    /// its fallback or force path (a tag with no provider fell back, or was forced empty; a
+    /// condition whose then-part matched nothing was ignored or forced empty...). Counted
+    /// per router by the chain's metrics (`routechain_router_fallback_total`); one bit,
+    /// nothing else on the call path.
+    #[inline]
+    pub fn note_fallback(&mut self) {
+        self.outcome |= Self::FALLBACK;
+    }
+
+    /// Records that the router failed on this call and was isolated (its input kept): the
+    /// plugin router's errors and caught panics. Counted per router by the chain's metrics
+    /// (`routechain_plugin_failures_total`).
+    #[inline]
+    pub fn note_failure(&mut self) {
+        self.outcome |= Self::FAILURE;
+    }
+
+    /// What [`RouteContext::note_fallback`] and [`RouteContext::note_failure`] recorded
+    /// on this context: (fallback, failure).
+    pub fn noted(&self) -> (bool, bool) {
+        (
+            self.outcome & Self::FALLBACK != 0,
+            self.outcome & Self::FAILURE != 0,
+        )
+    }
+
     /// A builder for a context outside a chain: for router unit tests and for hosts that
     /// drive a prepared router themselves. See [`RouteContextBuilder`].
     pub fn builder(request: &'a Request, snapshot: &'a Snapshot) -> RouteContextBuilder<'a> {
@@ -506,6 +539,7 @@ impl<'a> RouteContextBuilder<'a> {
             },
             scratch: &mut self.scratch,
             reason: self.explain.then_some(&mut self.reason),
+            outcome: 0,
         }
     }
     /// The reason the last context recorded (empty unless [`RouteContextBuilder::explain`]).

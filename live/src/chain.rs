@@ -103,7 +103,14 @@ impl LiveChain {
             &registry,
             Arc::new(Snapshot::new(providers.generation(), effective)),
             options.consumer.clone(),
-        )?;
+        )?
+        .with_metrics(options.metrics.then(|| {
+            Arc::new(if options.provider_picks {
+                routechain_core::ChainMetrics::with_provider_picks()
+            } else {
+                routechain_core::ChainMetrics::new()
+            })
+        }));
         let clock = options
             .clock
             .clone()
@@ -245,6 +252,7 @@ impl LiveChain {
         mut on_report: impl FnMut(&Report) + Send + 'static,
     ) -> Result<Watching, SourceError> {
         let name = source.name().to_string();
+        let name_for_updates = name.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let handle = source.start(tx)?;
         let me = self.clone();
@@ -252,7 +260,7 @@ impl LiveChain {
             .name(format!("routechain-live-{name}"))
             .spawn(move || {
                 while let Some(update) = rx.blocking_recv() {
-                    for report in me.apply(update) {
+                    for report in me.apply_from(&name_for_updates, update) {
                         on_report(&report);
                     }
                 }
@@ -270,16 +278,17 @@ impl LiveChain {
     /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
     /// benchmark hook for "prepare and swap N providers".
     pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
-        self.apply_parsed(vec![Staged::Providers {
-            change: format!("providers from {origin} ({} URL(s))", providers.len()),
-            providers,
-        }])
+        self.observed("api", || {
+            self.apply_parsed(vec![Staged::Providers {
+                change: format!("providers from {origin} ({} URL(s))", providers.len()),
+                providers,
+            }])
+        })
     }
 
-    /// Applies one update: parses and validates it, builds the new state off the call path
-    /// and swaps it in. A batch makes one swap; its bad parts are refused one by one and the
-    /// good parts applied. Returns what happened to each part.
-    pub fn apply(&self, update: Update) -> Vec<Report> {
+    /// Applies one update (see [`LiveChain::apply`], which wraps this with the update
+    /// counts by source, the apply-time histogram and the tracing span).
+    pub(crate) fn apply_update(&self, update: Update) -> Vec<Report> {
         let mut items = Vec::new();
         flatten(update, &mut items);
         let mut staged = Vec::new();

@@ -52,6 +52,9 @@ pub mod dubbo;
 #[cfg(feature = "file-watch")]
 mod file;
 mod keys;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+mod observe;
 mod overrides;
 mod report;
 #[cfg(feature = "zookeeper")]
@@ -65,6 +68,7 @@ pub use dubbo::{
 #[cfg(feature = "file-watch")]
 pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
+pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 #[cfg(feature = "zookeeper")]
 pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
 

@@ -20,6 +20,15 @@ pub struct LiveOptions {
     /// The clock of the [`Service`]'s health tracker; default the system clock (tests
     /// inject a [`routechain_core::ManualClock`]).
     pub clock: Option<Arc<dyn Clock>>,
+    /// Count calls and routing decisions on the call path (sharded counters, see
+    /// [`routechain_core::metrics`]) for an exporter to read. Default on; off, the chain
+    /// state carries no [`routechain_core::ChainMetrics`] and nothing is counted per call
+    /// (update counts are kept either way).
+    pub metrics: bool,
+    /// With `metrics`, also count picks per provider address
+    /// (`routechain_provider_picks_total`): one series per provider address ever seen, so
+    /// off by default.
+    pub provider_picks: bool,
 }
 
 impl Default for LiveOptions {
@@ -28,17 +37,22 @@ impl Default for LiveOptions {
             protect_empty: true,
             consumer: None,
             clock: None,
+            metrics: true,
+            provider_picks: false,
         }
     }
 }
 
-/// Counters of what happened to updates, readable at any time without a lock.
+/// Counters of what happened to updates, readable at any time without a lock (the totals;
+/// [`LiveStats::by_source`] and [`LiveStats::apply_seconds`] take a short lock, off the
+/// call path).
 #[derive(Debug, Default)]
 pub struct LiveStats {
     pub(crate) applied: AtomicU64,
     pub(crate) refused: AtomicU64,
     pub(crate) held_back: AtomicU64,
     pub(crate) skipped: AtomicU64,
+    pub(crate) observed: crate::observe::Observed,
 }
 
 impl LiveStats {
@@ -58,6 +72,16 @@ impl LiveStats {
     /// not be parsed; the rest of their list was applied.
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
+    }
+    /// The same outcomes by source (`file`, `zookeeper`, `api` for updates applied directly
+    /// with [`crate::LiveChain::apply`]) and result, sorted.
+    pub fn by_source(&self) -> Vec<crate::observe::SourceCount> {
+        self.observed.by_source()
+    }
+    /// How long applied updates took to apply (parse, compile, prepare, swap), as
+    /// histogram buckets.
+    pub fn apply_seconds(&self) -> crate::observe::ApplyHistogram {
+        self.observed.apply_seconds()
     }
 }
 

@@ -381,7 +381,10 @@ impl Service {
         self.current().state.clone()
     }
 
-    /// Counters since start.
+    /// Counters since start. The call-path counters (calls, failovers, routing decisions
+    /// per router) are the chain state's [`routechain_core::ChainMetrics`], when it carries
+    /// them ([`ChainState::metrics`]): [`Service::select`] counts a call on a first attempt
+    /// (`exclude` empty) and a failover on a retry that selected a provider.
     pub fn stats(&self) -> ServiceStats {
         let c = &self.counters;
         ServiceStats {
@@ -446,6 +449,11 @@ impl Service {
         call: &mut CallState<R>,
     ) -> Result<Selected, SelectError> {
         let view = self.current();
+        if exclude.is_empty()
+            && let Some(m) = view.state.metrics()
+        {
+            m.count_call();
+        }
         let now = self.clock.now();
         if view.health.expire(now) > 0 {
             self.health_epoch.fetch_add(1, Ordering::Relaxed);
@@ -514,6 +522,12 @@ impl Service {
             .ok_or(SelectError::Exhausted {
                 tried: exclude.len(),
             })?;
+        if let Some(m) = view.state.metrics() {
+            if !exclude.is_empty() {
+                m.count_failover();
+            }
+            view.state.count_pick(index);
+        }
         Ok(Selected { view, index })
     }
 

@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 mod check;
 mod demo;
 mod golden;
+mod metrics_server;
 mod route;
 mod simulate;
 mod watch;
@@ -92,7 +93,7 @@ enum Command {
     /// Keep a chain live from files or ZooKeeper; print every applied or refused change
     /// (stderr) and, with --request, the routed result after each applied one (stdout).
     #[command(
-        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
+        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
     )]
     Watch(watch::WatchArgs),
     /// Read and write rules and providers in ZooKeeper, in Dubbo's layout.

@@ -42,6 +42,14 @@ pub struct WatchArgs {
     /// Apply a provider list that becomes empty (default: hold it back).
     #[arg(long)]
     allow_empty: bool,
+    /// Serve the chain's Prometheus metrics at `http://ADDR/metrics` (docs/metrics.md),
+    /// e.g. `127.0.0.1:9464`.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
+    /// With --metrics, also count calls per provider address
+    /// (`routechain_provider_picks_total`; one series per provider: high-cardinality).
+    #[arg(long, requires = "metrics")]
+    provider_picks: bool,
 }
 
 /// Runs `watch` until killed; invalid starting files exit 2.
@@ -92,6 +100,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     }
     let options = LiveOptions {
         protect_empty: !args.allow_empty,
+        provider_picks: args.provider_picks,
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
         ..LiveOptions::default()
     };
@@ -141,6 +150,16 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
     let (source, mut following) = sources(args, &live);
     let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
+    // Served once the watches are in place: a change made after the line below is seen.
+    if let Some(addr) = args.metrics {
+        let collector = routechain::live::metrics::ChainCollector::new();
+        collector.add(&live);
+        let mut registry = routechain::prometheus_client::registry::Registry::default();
+        collector.register(&mut registry);
+        let bound = super::metrics_server::serve(addr, Arc::new(registry))
+            .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
+        eprintln!("routechain watch: serving metrics on http://{bound}/metrics");
+    }
     if let (Some(r), Some(mut call)) = (&router, start_lock)
         && args.zookeeper.is_none()
     {

@@ -296,6 +296,7 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         users: all.user_sides.len() as u64,
         canary_users: all.user_sides.values().filter(|s| **s == 2).count() as u64,
         mixed_users: all.user_sides.values().filter(|s| **s == 3).count() as u64,
+        metrics: metrics_summary(&live),
         checks: Vec::new(),
         pass: false,
         phases,
@@ -303,4 +304,40 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
     report.checks = checks::checks(&report, &all, killed_degraded, health, opts);
     report.pass = report.checks.iter().all(|c| c.pass);
     Ok(report)
+}
+
+/// The demo chain's Prometheus metrics (docs/metrics.md), as `routechain watch --metrics`
+/// serves them, summed up: every non-zero series but the apply-time histogram's buckets,
+/// without the `chain` label (the demo has one chain).
+fn metrics_summary(live: &Arc<LiveChain>) -> Vec<String> {
+    let collector = routechain::live::metrics::ChainCollector::new();
+    collector.add(live);
+    let mut registry = routechain::prometheus_client::registry::Registry::default();
+    collector.register(&mut registry);
+    let mut text = String::new();
+    if routechain::prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
+        .is_err()
+    {
+        return Vec::new();
+    }
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.contains("_bucket{"))
+        .filter(|l| l.rsplit(' ').next().is_some_and(|v| v != "0"))
+        .map(|l| {
+            // `{chain="...",` → `{`, `{chain="..."}` → nothing.
+            match (l.find("{chain=\""), l.find('}')) {
+                (Some(start), Some(end)) => {
+                    let labels = &l[start + 1..end];
+                    let rest: Vec<&str> = labels.split("\",").skip(1).collect();
+                    let inner = rest.join("\",");
+                    if inner.is_empty() {
+                        format!("{}{}", &l[..start], &l[end + 1..])
+                    } else {
+                        format!("{}{{{inner}}}{}", &l[..start], &l[end + 1..])
+                    }
+                }
+                _ => l.to_string(),
+            }
+        })
+        .collect()
 }

@@ -177,6 +177,9 @@ pub struct Report {
     pub canary_users: u64,
     /// Users answered by both canary and stable providers.
     pub mixed_users: u64,
+    /// The chain's Prometheus metrics at the end, non-zero series only (one per line, as
+    /// served, without the `chain` label).
+    pub metrics: Vec<String>,
     /// The checks.
     pub checks: Vec<Check>,
     /// True when every check passed.
@@ -266,6 +269,12 @@ impl Report {
             None => s.push_str(
                 "Plugin router: not in the chain (build it with `cargo build --release -p router-canary` to include it)\n",
             ),
+        }
+        if !self.metrics.is_empty() {
+            s.push_str("\nMetrics (as `routechain watch --metrics` serves them, docs/metrics.md; non-zero series)\n");
+            for line in &self.metrics {
+                s.push_str(&format!("  {line}\n"));
+            }
         }
         s.push_str("\nChecks\n");
         for c in &self.checks {

@@ -520,6 +520,7 @@ impl PreparedRouter for LoadedPrepared {
             }
         } else {
             candidates.copy_from(cx.scratch());
+            cx.note_failure();
             let stats = &self.router.stats;
             let n = stats.record_failure();
             // SAFETY: the plugin wrote the first `err.len` bytes (clamped to the buffer), as

@@ -140,6 +140,7 @@ impl PreparedAffinity {
                 rule.key, rule.ratio
             ));
         } else {
+            cx.note_fallback();
             cx.explain(format_args!(
                 "{matched} of {total} candidates share the consumer's {:?}: below {}%, candidates unchanged",
                 rule.key, rule.ratio

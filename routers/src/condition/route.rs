@@ -83,10 +83,12 @@ impl PreparedCondition {
                         }
                     } else if rule.force {
                         candidates.clear();
+                        cx.note_fallback();
                         cx.explain(format_args!(
                             "condition #{i}: then-part matched nothing and force=true: no provider"
                         ));
                     } else {
+                        cx.note_fallback();
                         cx.explain(format_args!(
                             "condition #{i} ignored: then-part matched nothing and force=false"
                         ));
@@ -133,10 +135,12 @@ fn route_destinations(
     if live == 0 {
         if force {
             candidates.clear();
+            cx.note_fallback();
             cx.explain(format_args!(
                 "condition #{i}: every destination is empty and force=true: no provider"
             ));
         } else {
+            cx.note_fallback();
             cx.explain(format_args!(
                 "condition #{i} ignored: every destination is empty and force=false"
             ));

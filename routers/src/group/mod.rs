@@ -194,11 +194,13 @@ impl PreparedGroup {
             }
         } else if rule.force {
             candidates.clear();
+            cx.note_fallback();
             cx.explain(format_args!(
                 "group {value:?} ({}) has no provider among the candidates; force=true: none left",
                 source.describe()
             ));
         } else {
+            cx.note_fallback();
             cx.explain(format_args!(
                 "group {value:?} ({}) has no provider among the candidates; force=false: candidates unchanged",
                 source.describe()

@@ -87,6 +87,7 @@ impl PreparedIdcWeight {
         };
         let Some((region, is_local, region_counts)) = chosen else {
             let outcome = self.fall_back_without_region(rule, healthy, candidates, cx.scratch());
+            cx.note_fallback();
             if explaining {
                 self.explain(rule, cx, candidates, input, None, None, outcome, &decision);
             }
@@ -132,6 +133,9 @@ impl PreparedIdcWeight {
             candidates,
             cx.scratch(),
         );
+        if !matches!(outcome, Outcome::Target) {
+            cx.note_fallback();
+        }
         if explaining {
             self.explain(
                 rule,

@@ -170,6 +170,11 @@ impl PreparedMesh {
                     .and_then(|d| dubbo_route.details[d].route.as_ref())
                 {
                     pick(app, route, candidates, cx, &mut decision);
+                    if let (Some((used, depth)), Some(drawn)) = (decision.used, decision.drawn)
+                        && (depth > 0 || used != drawn)
+                    {
+                        cx.note_fallback();
+                    }
                 }
             }
             if cx.explaining() {
@@ -194,11 +199,17 @@ impl PreparedMesh {
         match first {
             None if self.empty_fail && covered => {
                 candidates.clear();
+                cx.note_fallback();
                 cx.explain(format_args!("nothing selected, empty=fail: no provider"));
             }
-            None => cx.explain(format_args!(
-                "nothing selected: empty protection, input unchanged"
-            )),
+            None => {
+                if covered {
+                    cx.note_fallback();
+                }
+                cx.explain(format_args!(
+                    "nothing selected: empty protection, input unchanged"
+                ))
+            }
             Some(set) if !union => set.and_into(candidates),
             Some(_) => candidates.and_assign(cx.scratch()),
         }

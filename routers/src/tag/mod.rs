@@ -425,16 +425,19 @@ impl PreparedTag {
                         ));
                     } else if d.force {
                         candidates.clear();
+                        cx.note_fallback();
                         cx.explain(format_args!(
                             "tag {tag:?}: forced: empty (rule force=true and the dynamic addresses of tag {level:?} match no candidate)"
                         ));
                     } else if forced {
                         candidates.clear();
+                        cx.note_fallback();
                         cx.explain(format_args!(
                             "tag {tag:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {level:?} match no candidate)"
                         ));
                     } else {
                         d.failover.and_into(candidates);
+                        cx.note_fallback();
                         cx.explain(format_args!(
                             "tag {tag:?}: dynamic addresses of tag {level:?} match no candidate; FAILOVER to untagged (in no dynamic tag, no static tag)"
                         ));
@@ -452,6 +455,7 @@ impl PreparedTag {
             }
             _ if forced => {
                 candidates.clear();
+                cx.note_fallback();
                 cx.explain(format_args!(
                     "tag {tag:?}: forced: empty (dubbo.force.tag=true and no candidate has the static tag)"
                 ));
@@ -459,10 +463,12 @@ impl PreparedTag {
             _ => {
                 fallback.and_into(candidates);
                 if self.dynamic.is_some() {
+                    cx.note_fallback();
                     cx.explain(format_args!(
                         "tag {tag:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
                     ));
                 } else {
+                    cx.note_fallback();
                     cx.explain(format_args!(
                         "tag {tag:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
                     ));

@@ -1,0 +1,423 @@
+//! Call-path counters of one chain: routing decisions per router, calls and failovers.
+//!
+//! A [`ChainMetrics`] is attached to a [`crate::ChainState`] (and carried by every state a
+//! [`crate::Chain`] update builds from it); the chain counts, per router, the calls it
+//! emptied (`no_provider`), the calls on which it took its fallback or force path
+//! ([`crate::RouteContext::note_fallback`]) and the calls on which it failed and was
+//! isolated ([`crate::RouteContext::note_failure`], the plugin router); a balancing layer
+//! (`routechain-balance`'s `Service`) counts calls and failovers. An exporter (the
+//! `metrics` feature of `routechain-live`, Prometheus through `prometheus-client`) sums them
+//! when it is scraped.
+//!
+//! **Cost on the call path.** Every counter is sharded: one cache-line padded slot per
+//! shard, a thread always writes the shard it was given on its first count (a round-robin
+//! number kept in a `const` thread-local, no allocation), so two threads never contend for
+//! one cache line as long as there are no more threads than shards (the shard count is the
+//! machine's parallelism rounded up to a power of two, at least 4, at most 64). A count is
+//! one relaxed `fetch_add` on an uncontended line; reading sums the shards (scrape time).
+//! The per-router counters are resolved when a chain state is assembled (off the call
+//! path), so a call never looks a router up by name, takes a lock or allocates.
+//!
+//! Counters are monotonic for the life of the [`ChainMetrics`]: a router replaced by a rule
+//! change keeps counting under its name, so a rate over them stays meaningful across
+//! updates.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_utils::CachePadded;
+
+/// The shard of the current thread, assigned round-robin on its first count.
+#[inline]
+fn shard_of_thread() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    SHARD.with(|s| {
+        let v = s.get();
+        if v != usize::MAX {
+            return v;
+        }
+        let v = NEXT.fetch_add(1, Ordering::Relaxed);
+        s.set(v);
+        v
+    })
+}
+
+fn shard_count() -> usize {
+    std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .next_power_of_two()
+        .clamp(4, 64)
+}
+
+/// `K` counters, sharded: one padded array of `K` atomics per shard.
+struct Sharded<const K: usize> {
+    shards: Box<[CachePadded<[AtomicU64; K]>]>,
+}
+
+impl<const K: usize> Sharded<K> {
+    fn new() -> Self {
+        Sharded {
+            shards: (0..shard_count())
+                .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn add(&self, k: usize) {
+        // The shard count is a power of two.
+        let shard = &self.shards[shard_of_thread() & (self.shards.len() - 1)];
+        shard[k].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sum(&self, k: usize) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s[k].load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+impl<const K: usize> std::fmt::Debug for Sharded<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries((0..K).map(|k| self.sum(k))).finish()
+    }
+}
+
+const CALLS: usize = 0;
+const FAILOVERS: usize = 1;
+const EMPTY_LIST: usize = 2;
+
+const NO_PROVIDER: usize = 0;
+const FALLBACK: usize = 1;
+const FAILURE: usize = 2;
+
+/// The label the counters of calls that found an empty provider list (no router ran) are
+/// reported under, in place of a router name.
+pub const EMPTY_LIST_ROUTER: &str = "(empty provider list)";
+
+/// The counters of one router of a chain, by its name: see the module documentation.
+pub struct RouterCounters {
+    name: Arc<str>,
+    kind: Arc<str>,
+    counts: Sharded<3>,
+}
+
+impl std::fmt::Debug for RouterCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterCounters")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("counts", &self.counts)
+            .finish()
+    }
+}
+
+impl RouterCounters {
+    /// Records a call this router emptied.
+    #[inline]
+    pub fn count_no_provider(&self) {
+        self.counts.add(NO_PROVIDER);
+    }
+    /// Records a call on which this router took its fallback or force path.
+    #[inline]
+    pub fn count_fallback(&self) {
+        self.counts.add(FALLBACK);
+    }
+    /// Records a call on which this router failed and was isolated.
+    #[inline]
+    pub fn count_failure(&self) {
+        self.counts.add(FAILURE);
+    }
+}
+
+/// What one router's counters hold, summed over the shards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterStats {
+    /// The router's name (`condition(service)`, `tag`...).
+    pub router: Arc<str>,
+    /// The router type of the chain entry (`condition`, `plugin`...).
+    pub kind: Arc<str>,
+    /// Calls it emptied.
+    pub no_provider: u64,
+    /// Calls on which it took its fallback or force path.
+    pub fallback: u64,
+    /// Calls on which it failed and was isolated (plugin routers).
+    pub failures: u64,
+}
+
+/// How many calls picked one provider (by address), when per-provider picks are counted
+/// ([`ChainMetrics::with_provider_picks`]).
+///
+/// One slot per shard, **not** padded (a padded slot per shard per provider would take
+/// kilobytes per provider): two threads picking the same provider at once write neighbouring
+/// words of one cache line. That is why per-provider counting is an option, off by default.
+pub struct PickCounter {
+    address: Arc<str>,
+    shards: Box<[AtomicU64]>,
+}
+
+impl std::fmt::Debug for PickCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PickCounter")
+            .field("address", &self.address)
+            .field("picks", &self.sum())
+            .finish()
+    }
+}
+
+impl PickCounter {
+    /// Records a pick.
+    #[inline]
+    pub fn count(&self) {
+        let shard = shard_of_thread() & (self.shards.len() - 1);
+        self.shards[shard].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sum(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+/// The call-path counters of one chain: see the module documentation.
+pub struct ChainMetrics {
+    calls: Sharded<3>,
+    /// Per-provider pick counters by address (`None`: not counted, the default).
+    picks: Option<Mutex<Vec<Arc<PickCounter>>>>,
+    /// Every router that was part of a state carrying these metrics, by name, in the order
+    /// first seen. Locked only when a state is assembled and when the counters are read.
+    routers: Mutex<Vec<Arc<RouterCounters>>>,
+}
+
+impl std::fmt::Debug for ChainMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainMetrics")
+            .field("calls", &self.calls())
+            .field("failovers", &self.failovers())
+            .field("routers", &self.routers())
+            .finish()
+    }
+}
+
+impl Default for ChainMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChainMetrics {
+    /// Counters at zero.
+    pub fn new() -> Self {
+        ChainMetrics {
+            calls: Sharded::new(),
+            picks: None,
+            routers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Counters at zero that also count picks per provider address (high-cardinality: one
+    /// series per address ever seen; see [`PickCounter`] for the cost).
+    pub fn with_provider_picks() -> Self {
+        ChainMetrics {
+            picks: Some(Mutex::new(Vec::new())),
+            ..Self::new()
+        }
+    }
+
+    /// True when picks are counted per provider.
+    pub fn counts_provider_picks(&self) -> bool {
+        self.picks.is_some()
+    }
+
+    /// The pick counter of every provider of `addresses` (in order), created at zero on
+    /// first use; `None` when picks are not counted per provider. Off the call path: a
+    /// chain state resolves them once per snapshot (O(providers × log addresses)).
+    pub fn pick_counters<'a>(
+        &self,
+        addresses: impl Iterator<Item = &'a str>,
+    ) -> Option<Box<[Arc<PickCounter>]>> {
+        let picks = self.picks.as_ref()?;
+        let mut known = picks.lock().unwrap_or_else(|p| p.into_inner());
+        let shards = shard_count();
+        Some(
+            addresses
+                .map(|a| match known.binary_search_by(|c| (*c.address).cmp(a)) {
+                    Ok(i) => known[i].clone(),
+                    Err(i) => {
+                        let c = Arc::new(PickCounter {
+                            address: Arc::from(a),
+                            shards: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+                        });
+                        known.insert(i, c.clone());
+                        c
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Picks per provider address, sorted by address (empty when not counted).
+    pub fn provider_picks(&self) -> Vec<(Arc<str>, u64)> {
+        let Some(picks) = &self.picks else {
+            return Vec::new();
+        };
+        let known = picks.lock().unwrap_or_else(|p| p.into_inner());
+        known.iter().map(|c| (c.address.clone(), c.sum())).collect()
+    }
+
+    /// The counters of the router named `name` (created at zero on first use). Off the call
+    /// path: a chain state resolves its routers' counters once, when it is assembled.
+    pub fn router(&self, name: &str, kind: &str) -> Arc<RouterCounters> {
+        let mut routers = self.routers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = routers.iter().find(|r| &*r.name == name) {
+            return r.clone();
+        }
+        let r = Arc::new(RouterCounters {
+            name: Arc::from(name),
+            kind: Arc::from(kind),
+            counts: Sharded::new(),
+        });
+        routers.push(r.clone());
+        r
+    }
+
+    /// Records a call (its first attempt).
+    #[inline]
+    pub fn count_call(&self) {
+        self.calls.add(CALLS);
+    }
+    /// Records a failover: a retry of a call selected another provider.
+    #[inline]
+    pub fn count_failover(&self) {
+        self.calls.add(FAILOVERS);
+    }
+    /// Records a call that found an empty provider list.
+    #[inline]
+    pub fn count_empty_list(&self) {
+        self.calls.add(EMPTY_LIST);
+    }
+
+    /// Calls counted so far.
+    pub fn calls(&self) -> u64 {
+        self.calls.sum(CALLS)
+    }
+    /// Failovers counted so far.
+    pub fn failovers(&self) -> u64 {
+        self.calls.sum(FAILOVERS)
+    }
+    /// Calls that found an empty provider list.
+    pub fn empty_list(&self) -> u64 {
+        self.calls.sum(EMPTY_LIST)
+    }
+
+    /// Every router's counters, in the order the routers were first seen.
+    pub fn routers(&self) -> Vec<RouterStats> {
+        let routers = self.routers.lock().unwrap_or_else(|p| p.into_inner());
+        routers
+            .iter()
+            .map(|r| RouterStats {
+                router: r.name.clone(),
+                kind: r.kind.clone(),
+                no_provider: r.counts.sum(NO_PROVIDER),
+                fallback: r.counts.sum(FALLBACK),
+                failures: r.counts.sum(FAILURE),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_many_threads_sum_exactly() {
+        let m = Arc::new(ChainMetrics::new());
+        let r = m.router("tag", "tag");
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                let (m, r) = (&m, &r);
+                s.spawn(move || {
+                    for _ in 0..10_000 {
+                        m.count_call();
+                        r.count_fallback();
+                    }
+                    m.count_failover();
+                    r.count_no_provider();
+                    r.count_failure();
+                    m.count_empty_list();
+                });
+            }
+        });
+        assert_eq!(m.calls(), 80_000);
+        assert_eq!(m.failovers(), 8);
+        assert_eq!(m.empty_list(), 8);
+        let routers = m.routers();
+        assert_eq!(routers.len(), 1);
+        assert_eq!(
+            (
+                routers[0].fallback,
+                routers[0].no_provider,
+                routers[0].failures
+            ),
+            (80_000, 8, 8)
+        );
+    }
+
+    #[test]
+    fn picks_are_counted_per_address_only_when_asked() {
+        assert!(
+            ChainMetrics::new()
+                .pick_counters(["a:1"].into_iter())
+                .is_none()
+        );
+        let m = ChainMetrics::with_provider_picks();
+        let first = m.pick_counters(["b:1", "a:1"].into_iter()).unwrap();
+        first[0].count();
+        first[1].count();
+        first[1].count();
+        // A later snapshot: the same address, the same counter.
+        let second = m.pick_counters(["a:1", "c:1"].into_iter()).unwrap();
+        second[0].count();
+        assert!(Arc::ptr_eq(&first[1], &second[0]));
+        let picks: Vec<(String, u64)> = m
+            .provider_picks()
+            .into_iter()
+            .map(|(a, n)| (a.to_string(), n))
+            .collect();
+        assert_eq!(
+            picks,
+            [("a:1".into(), 3), ("b:1".into(), 1), ("c:1".into(), 0)]
+        );
+    }
+
+    #[test]
+    fn a_router_name_is_one_counter_set_whoever_asks() {
+        let m = ChainMetrics::new();
+        let a = m.router("condition(service)", "condition");
+        let b = m.router("condition(service)", "condition");
+        assert!(Arc::ptr_eq(&a, &b));
+        m.router("tag", "tag");
+        let names: Vec<_> = m.routers().into_iter().map(|r| r.router).collect();
+        assert_eq!(names, [Arc::from("condition(service)"), Arc::from("tag")]);
+    }
+
+    #[test]
+    fn two_threads_write_two_cache_lines() {
+        let shards = std::thread::scope(|s| {
+            let a = s.spawn(shard_of_thread).join().unwrap();
+            let b = s.spawn(shard_of_thread).join().unwrap();
+            (a, b)
+        });
+        assert_ne!(shards.0, shards.1);
+        assert!(shard_count() >= 4 && shard_count().is_power_of_two());
+        assert!(std::mem::align_of::<CachePadded<[AtomicU64; 3]>>() >= 64);
+    }
+}
