@@ -225,6 +225,190 @@ fn json_has_the_documented_shape() {
 }
 
 #[test]
+fn json_is_capped_at_100_problems_per_file_with_the_rest_counted() {
+    let s = Scratch::new("check-json-cap");
+    let mut text = String::from("conditions:\n");
+    for i in 0..130 {
+        text.push_str(&format!("  - method = m{i} and b = c => region = hz\n"));
+    }
+    let many = s.write("many.condition-router", &text);
+    let few = s.write(
+        "few.condition-router",
+        "conditions:\n  - a = b and c = d => e = f\n",
+    );
+    let out = routechain(&[
+        "check",
+        "--format",
+        "json",
+        many.to_str().unwrap(),
+        few.to_str().unwrap(),
+    ]);
+    // Warnings only: exit 0; every warning still counts for --deny-warnings.
+    assert_exit(&out, 0);
+    let v = json(&out);
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files[0]["problems"].as_array().unwrap().len(), 100);
+    assert_eq!(files[0]["more"], 30);
+    assert_eq!(files[1]["problems"].as_array().unwrap().len(), 1);
+    assert!(
+        files[1].get("more").is_none(),
+        "no `more` when nothing is left out"
+    );
+    // The text format has the same bound.
+    let out = routechain(&["check", many.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert_eq!(text.matches("warning[RC101]").count(), 100, "{text}");
+    assert!(text.contains("… and 30 more problem(s) in "), "{text}");
+    assert!(
+        text.ends_with("check: 1 file checked, 0 errors, 130 warnings\n"),
+        "{text}"
+    );
+    assert_exit(
+        &routechain(&[
+            "check",
+            "--format",
+            "json",
+            "--deny-warnings",
+            many.to_str().unwrap(),
+        ]),
+        1,
+    );
+}
+
+#[test]
+fn unknown_fields_in_tag_and_affinity_rules_are_warnings_not_errors() {
+    let s = Scratch::new("check-tag-affinity-fields");
+    let tag = s.write(
+        "app.tag-router",
+        "configVersion: v3.0\nforse: true\ntags:\n  - name: gray\n    adresses: [\"10.0.0.1:20880\"]\n    match:\n      - key: env\n        vlaue: {exact: gray}\n",
+    );
+    let affinity = s.write(
+        "app.affinity-router",
+        "configVersion: v3.1\naffinityAware:\n  key: region\n  ratoi: 20\n",
+    );
+    let out = routechain(&["check", tag.to_str().unwrap(), affinity.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    for want in [
+        ":2:1: warning[RC107]: forse: unknown field `forse` in a tag rule",
+        "did you mean `force`?",
+        ":5:5: warning[RC107]: tags[0].adresses: unknown field `adresses` in a tag rule",
+        "did you mean `addresses`?",
+        ":8:9: warning[RC107]: tags[0].match[0].vlaue: unknown field `vlaue`",
+        "did you mean `value`?",
+        ":4:3: warning[RC107]: affinityAware.ratoi: unknown field `ratoi` in an affinity rule",
+        "did you mean `ratio`?",
+        "app.tag-router: ok (tag rule), 3 warnings",
+        "app.affinity-router: ok (affinity rule), 1 warning",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    assert_exit(
+        &routechain(&["check", "--deny-warnings", tag.to_str().unwrap()]),
+        1,
+    );
+}
+
+#[test]
+fn unknown_fields_in_override_rules_are_warnings() {
+    let s = Scratch::new("check-configurators-fields");
+    let rule = s.write(
+        "com.foo.BarService.configurators",
+        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabeld: true\nconfigs:\n  - side: consumer\n    adresses: [\"10.0.0.1\"]\n    parameters: {timeout: 1000}\n",
+    );
+    let out = routechain(&["check", rule.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    for want in [
+        ":4:1: warning[RC107]: enabeld: unknown field `enabeld` in an override rule: Dubbo ignores it, and so does routechain; did you mean `enabled`?",
+        ":7:5: warning[RC107]: configs[0].adresses: unknown field `adresses` in an override rule",
+        "did you mean `addresses`?",
+        "com.foo.BarService.configurators: ok (override rule), 2 warnings",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let off = s.write(
+        "off.configurators",
+        "configVersion: v3.0\nscope: service\nkey: k\nenabled: false\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n",
+    );
+    let out = routechain(&["check", "--deny-warnings", off.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    assert!(
+        stdout(&out).contains("warning[RC108]: enabled: `enabled: false`: this override rule is switched off and changes nothing"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn mesh_warnings_are_printed_for_rule_files_and_chain_entries() {
+    let s = Scratch::new("check-mesh-warnings");
+    let rule = "kind: DestinationRule\nmetadata: { name: shop }\nspec:\n  subsets: [{ name: v1, labels: { ver: v1 }, lables: {} }]\n---\nkind: VirtualService\nmetadata: { name: shop }\nspec:\n  dubbo:\n    - routedetail:\n        - match: [{ headers: { a: { exact: b } } }]\n          route: [{ destination: { subset: v1, subsett: v2 } }]\n";
+    let file = s.write("shop.MESHAPPRULE", rule);
+    let out = routechain(&["check", "--format", "json", file.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let v = json(&out);
+    let got: Vec<(String, String)> = v["files"][0]["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["code"].as_str().unwrap().to_string(),
+                p["path"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "RC107".to_string(),
+                "[0].spec.subsets[0].lables".to_string()
+            ),
+            (
+                "RC109".to_string(),
+                "[1].spec.dubbo[0].routedetail[0].match[0].headers".to_string()
+            ),
+            (
+                "RC107".to_string(),
+                "[1].spec.dubbo[0].routedetail[0].route[0].destination.subsett".to_string()
+            ),
+        ],
+        "{v}"
+    );
+    let messages = v["files"][0]["problems"].to_string();
+    assert!(messages.contains("did you mean `labels`?"), "{messages}");
+    assert!(messages.contains("did you mean `subset`?"), "{messages}");
+    // The same rule inline in a chain entry, located in the chain file; --deny-warnings fails.
+    let chain = s.write(
+        "c.chain.yaml",
+        "routers:\n  - type: mesh\n    rule_file: shop.MESHAPPRULE\n  - type: mesh\n    app: other\n    rule:\n      - kind: DestinationRule\n        metadata: { name: o }\n        spec: { subsets: [{ name: v1, labels: { ver: v1 } }], hots: x }\n      - kind: VirtualService\n        metadata: { name: o }\n        spec: { dubbo: [{ routedetail: [{ route: [{ destination: { subset: v1 } }] }] }] }\n",
+    );
+    let out = routechain(&["check", chain.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "c.chain.yaml:9:63: warning[RC107]: routers[1].rule[0].spec.hots: unknown field `hots`"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("shop.MESHAPPRULE:11:30: warning[RC109]:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("c.chain.yaml: ok (2 routers), 4 warnings"),
+        "{text}"
+    );
+    assert_exit(
+        &routechain(&["check", "--deny-warnings", chain.to_str().unwrap()]),
+        1,
+    );
+}
+
+#[test]
 fn deny_warnings_exits_1_and_errors_win() {
     let s = Scratch::new("check-deny");
     let warn = s.write("w.condition-router", "conditions:\n  - region = hz\n");
@@ -422,7 +606,7 @@ fn docs_check_md_samples_are_what_the_commands_print() {
         .filter_map(|l| l.strip_prefix("| RC"))
         .map(|l| &l[..3])
         .collect();
-    assert_eq!(table_codes.len(), 17, "one row per code");
+    assert_eq!(table_codes.len(), 18, "one row per code");
     for c in table_codes {
         assert!(shown.contains(&format!("[RC{c}]")), "RC{c} has no example");
     }

@@ -12,6 +12,7 @@
 //! Dubbo's `URLStrParser.parseDecodedStr`: what a Dubbo consumer does with a registry node
 //! name after decoding it once.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// The keys derived from the URL's structure rather than its query parameters.
@@ -55,10 +56,60 @@ impl Assembler {
         self.text.push_str(s);
         Span(start, self.text.len() as u32)
     }
+
+    /// `host:port` (IPv6 hosts in brackets), or the host alone when there is no port,
+    /// written straight into the buffer.
+    fn push_address(&mut self, host: &str, port: u16, port_text: &str) -> Span {
+        let start = self.text.len() as u32;
+        let ipv6 = host.contains(':');
+        if ipv6 {
+            self.text.push('[');
+        }
+        self.text.push_str(host);
+        if ipv6 {
+            self.text.push(']');
+        }
+        if port > 0 {
+            self.text.push(':');
+            self.text.push_str(port_text);
+        }
+        Span(start, self.text.len() as u32)
+    }
+}
+
+/// The decimal text of a port, without allocating.
+struct PortText {
+    buf: [u8; 5],
+    len: usize,
+}
+
+impl PortText {
+    fn new(port: u16) -> Self {
+        let mut buf = [0u8; 5];
+        let mut len = 0;
+        if port > 0 {
+            let mut digits = [0u8; 5];
+            let mut p = port;
+            while p > 0 {
+                digits[len] = b'0' + (p % 10) as u8;
+                p /= 10;
+                len += 1;
+            }
+            for i in 0..len {
+                buf[i] = digits[len - 1 - i];
+            }
+        }
+        PortText { buf, len }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII digits were written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
-fn assemble(
+fn assemble<S: AsRef<str>>(
     raw: Option<&str>,
     protocol: &str,
     username: Option<&str>,
@@ -66,14 +117,22 @@ fn assemble(
     host: &str,
     port: u16,
     path: &str,
-    params: Vec<(String, String)>,
+    mut params: Vec<(S, S)>,
 ) -> Url {
-    let params = normalize_params(params);
+    normalize_params(&mut params);
+    let port_text = PortText::new(port);
+    let port_text = port_text.as_str();
     let capacity = protocol.len()
+        + username.map_or(0, str::len)
+        + password.map_or(0, str::len)
         + host.len() * 2
+        + port_text.len() * 2
+        + 3
         + path.len()
-        + 16
-        + params.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+        + params
+            .iter()
+            .map(|(k, v)| k.as_ref().len() + v.as_ref().len())
+            .sum::<usize>();
     let mut a = Assembler {
         text: String::with_capacity(capacity),
     };
@@ -81,14 +140,13 @@ fn assemble(
     let username = username.map(|u| a.push(u));
     let password = password.map(|p| a.push(p));
     let host_span = a.push(host);
-    let port_text = a.push(&if port > 0 {
-        port.to_string()
-    } else {
-        String::new()
-    });
-    let address = a.push(&make_address(host, port));
+    let port_span = a.push(port_text);
+    let address = a.push_address(host, port, port_text);
     let path_span = a.push(path);
-    let params: Box<[(Span, Span)]> = params.iter().map(|(k, v)| (a.push(k), a.push(v))).collect();
+    let params: Box<[(Span, Span)]> = params
+        .iter()
+        .map(|(k, v)| (a.push(k.as_ref()), a.push(v.as_ref())))
+        .collect();
     let mut url = Url {
         raw: raw.unwrap_or("").into(),
         text: a.text.into_boxed_str(),
@@ -96,7 +154,7 @@ fn assemble(
         username,
         password,
         host: host_span,
-        port_text,
+        port_text: port_span,
         address,
         path: path_span,
         params,
@@ -123,7 +181,7 @@ pub struct UrlError {
 impl Url {
     /// An empty URL: no protocol, no host, no parameters. Used as the consumer when none is set.
     pub fn empty() -> Self {
-        assemble(Some(""), "", None, None, "", 0, "", Vec::new())
+        assemble::<&str>(Some(""), "", None, None, "", 0, "", Vec::new())
     }
 
     /// Parses a Dubbo-style URL. Never panics; a malformed URL is an error naming the
@@ -157,10 +215,7 @@ impl Url {
         path: &str,
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Self {
-        let params = params
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let params: Vec<(&str, &str)> = params.into_iter().collect();
         assemble(
             None,
             protocol,
@@ -241,30 +296,45 @@ impl Url {
     }
 }
 
-fn make_address(host: &str, port: u16) -> String {
-    let host = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    };
-    if port > 0 {
-        format!("{host}:{port}")
-    } else {
-        host
-    }
-}
-
-fn normalize_params(mut params: Vec<(String, String)>) -> Vec<(String, String)> {
+/// Sorts the parameters by key and keeps the last occurrence of each key (as Dubbo does).
+fn normalize_params<S: AsRef<str>>(params: &mut Vec<(S, S)>) {
     // Stable sort keeps occurrence order within a key; keep the last one.
-    params.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out: Vec<(String, String)> = Vec::with_capacity(params.len());
-    for (k, v) in params {
-        match out.last_mut() {
-            Some(last) if last.0 == k => last.1 = v,
-            _ => out.push((k, v)),
+    params.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
+    let mut kept = 0;
+    for read in 0..params.len() {
+        if kept > 0 && params[kept - 1].0.as_ref() == params[read].0.as_ref() {
+            params.swap(kept - 1, read);
+        } else {
+            params.swap(kept, read);
+            kept += 1;
         }
     }
-    out
+    params.truncate(kept);
+}
+
+/// The query bytes the parameter scanner stops at: `&`, `=` and `%`.
+static QUERY_SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    table[b'&' as usize] = true;
+    table[b'=' as usize] = true;
+    table[b'%' as usize] = true;
+    table
+};
+
+/// [`normalize_params`] for spans into `text`.
+fn normalize_spans(params: &mut Vec<(Span, Span)>, text: &str) {
+    let key = |span: &Span| &text[span.0 as usize..span.1 as usize];
+    params.sort_by(|a, b| key(&a.0).cmp(key(&b.0)));
+    let mut kept = 0;
+    for read in 0..params.len() {
+        if kept > 0 && key(&params[kept - 1].0) == key(&params[read].0) {
+            params[kept - 1] = params[read];
+        } else {
+            params[kept] = params[read];
+            kept += 1;
+        }
+    }
+    params.truncate(kept);
 }
 
 impl fmt::Display for Url {
@@ -326,8 +396,16 @@ impl Parser<'_> {
         if s.trim().is_empty() {
             return Err(self.err(0, "empty URL"));
         }
-        if let Some(pos) = s.find(|c: char| c.is_whitespace() || c.is_control()) {
-            return Err(self.err(pos, "whitespace or control character in URL"));
+        // Printable ASCII (the usual case) holds no whitespace or control character; only
+        // other text needs the per-character check.
+        // (An OR over every byte, without an early exit, so the compiler vectorizes it.)
+        let outside = s.bytes().fold(0u8, |acc, b| {
+            acc | u8::from(b.wrapping_sub(0x21) > 0x7e - 0x21)
+        });
+        if outside != 0 {
+            if let Some(pos) = s.find(|c: char| c.is_whitespace() || c.is_control()) {
+                return Err(self.err(pos, "whitespace or control character in URL"));
+            }
         }
         // Query.
         let (before_query, query, query_start) = match s.find('?') {
@@ -339,8 +417,9 @@ impl Parser<'_> {
             Some(0) => return Err(self.err(0, "empty protocol before \"://\"")),
             Some(p) => {
                 let proto = &before_query[..p];
-                if let Some(bad) =
-                    proto.find(|c: char| !(c.is_ascii_alphanumeric() || "+-._".contains(c)))
+                if let Some(bad) = proto
+                    .bytes()
+                    .position(|c| !(c.is_ascii_alphanumeric() || b"+-._".contains(&c)))
                 {
                     return Err(self.err(bad, "invalid character in protocol"));
                 }
@@ -380,36 +459,105 @@ impl Parser<'_> {
             return Err(self.err(0, "no protocol and no host"));
         }
         let path = self.decode(path, path_start)?;
-        let mut params = Vec::new();
+        // One buffer for every part: the structural parts, then each parameter key and
+        // value in the order written; the parameter table is sorted afterwards (by key,
+        // last occurrence winning) without moving any text.
+        let port_text = PortText::new(port);
+        let port_text = port_text.as_str();
+        let mut a = Assembler {
+            text: String::with_capacity(s.len() + host.len() + 2 * port_text.len() + 3),
+        };
+        let protocol_span = a.push(protocol);
+        let username = username.map(|u| a.push(&u));
+        let password = password.map(|p| a.push(&p));
+        let host_span = a.push(&host);
+        let port_span = a.push(port_text);
+        let address = a.push_address(&host, port, port_text);
+        let path_span = a.push(&path);
+        let mut params: Vec<(Span, Span)> = Vec::new();
         if let Some(query) = query {
-            let mut offset = query_start;
-            for part in query.split('&') {
-                if !part.is_empty() {
-                    let (k, v, v_off) = match part.find('=') {
-                        Some(e) => (&part[..e], &part[e + 1..], offset + e + 1),
-                        None => (part, part, offset),
-                    };
-                    if k.is_empty() {
-                        return Err(self.err(offset, "parameter with an empty key"));
-                    }
-                    params.push((self.decode(k, offset)?, self.decode(v, v_off)?));
+            // One pass over the query's bytes: `&` ends a parameter, its first `=` splits
+            // key from value, and a `%` marks the part that needs decoding.
+            let bytes = query.as_bytes();
+            params.reserve_exact(16);
+            let mut part_start = 0;
+            let mut eq: Option<usize> = None;
+            let mut key_percent = false;
+            let mut value_percent = false;
+            let mut i = 0;
+            loop {
+                // Runs of ordinary bytes are skipped with one table lookup each.
+                while i < bytes.len() && !QUERY_SPECIAL[bytes[i] as usize] {
+                    i += 1;
                 }
-                offset += part.len() + 1;
+                match bytes.get(i) {
+                    None | Some(b'&') => {
+                        if i > part_start {
+                            let offset = query_start + part_start;
+                            let (k, v, v_off, v_percent) = match eq {
+                                Some(e) => (
+                                    &query[part_start..e],
+                                    &query[e + 1..i],
+                                    query_start + e + 1,
+                                    value_percent,
+                                ),
+                                None => {
+                                    let part = &query[part_start..i];
+                                    (part, part, offset, key_percent)
+                                }
+                            };
+                            if k.is_empty() {
+                                return Err(self.err(offset, "parameter with an empty key"));
+                            }
+                            let k = if key_percent {
+                                a.push(&self.decode(k, offset)?)
+                            } else {
+                                a.push(k)
+                            };
+                            let v = if v_percent {
+                                a.push(&self.decode(v, v_off)?)
+                            } else {
+                                a.push(v)
+                            };
+                            params.push((k, v));
+                        }
+                        if i == bytes.len() {
+                            break;
+                        }
+                        part_start = i + 1;
+                        eq = None;
+                        key_percent = false;
+                        value_percent = false;
+                    }
+                    Some(b'=') if eq.is_none() => eq = Some(i),
+                    Some(b'%') if eq.is_none() => key_percent = true,
+                    Some(b'%') => value_percent = true,
+                    Some(_) => {}
+                }
+                i += 1;
             }
         }
-        Ok(assemble(
-            Some(s),
-            protocol,
-            username.as_deref(),
-            password.as_deref(),
-            &host,
+        let text = a.text;
+        let key = |span: &Span| &text[span.0 as usize..span.1 as usize];
+        if !params.windows(2).all(|w| key(&w[0].0) < key(&w[1].0)) {
+            normalize_spans(&mut params, &text);
+        }
+        Ok(Url {
+            raw: s.into(),
+            text: text.into_boxed_str(),
+            protocol: protocol_span,
+            username,
+            password,
+            host: host_span,
+            port_text: port_span,
+            address,
+            path: path_span,
+            params: params.into_boxed_slice(),
             port,
-            &path,
-            params,
-        ))
+        })
     }
 
-    fn host_port(&self, hp: &str, start: usize) -> Result<(String, u16), UrlError> {
+    fn host_port<'a>(&self, hp: &'a str, start: usize) -> Result<(Cow<'a, str>, u16), UrlError> {
         let (host, port_text, port_start) = if let Some(stripped) = hp.strip_prefix('[') {
             let close = stripped
                 .find(']')
@@ -417,8 +565,8 @@ impl Parser<'_> {
             let host = &stripped[..close];
             if host.is_empty()
                 || !host
-                    .chars()
-                    .all(|c| c.is_ascii_hexdigit() || ":.%".contains(c))
+                    .bytes()
+                    .all(|c| c.is_ascii_hexdigit() || b":.%".contains(&c))
             {
                 return Err(self.err(start + 1, "invalid IPv6 host"));
             }
@@ -428,7 +576,7 @@ impl Parser<'_> {
                 None if after.is_empty() => None,
                 None => return Err(self.err(start + close + 2, "unexpected text after ']'")),
             };
-            (host.to_string(), port, start + close + 3)
+            (Cow::Borrowed(host), port, start + close + 3)
         } else {
             match hp.rfind(':') {
                 Some(c) if hp[..c].contains(':') => {
@@ -452,15 +600,15 @@ impl Parser<'_> {
         Ok((host, port))
     }
 
-    fn decode(&self, text: &str, start: usize) -> Result<String, UrlError> {
-        if !self.decode || !text.contains('%') {
-            return Ok(text.to_string());
+    /// Percent-decodes `text` when this parser decodes and `text` holds a `%`; else borrows it.
+    fn decode<'a>(&self, text: &'a str, start: usize) -> Result<Cow<'a, str>, UrlError> {
+        if !self.decode || !text.as_bytes().contains(&b'%') {
+            return Ok(Cow::Borrowed(text));
         }
         // `percent_decode_str` keeps a `%` that does not start a valid escape as it is
         // (Java's `URLDecoder` would throw): a bare `%` in a value is data, as in Dubbo.
         percent_encoding::percent_decode_str(text)
             .decode_utf8()
-            .map(|d| d.into_owned())
             .map_err(|_| self.err(start, "percent-encoding is not UTF-8"))
     }
 }
@@ -550,7 +698,54 @@ mod tests {
         assert_eq!(Url::parse(u.raw()).unwrap().param("b"), Some("2"));
     }
 
+    #[test]
+    fn last_of_many_duplicates_wins_in_any_order() {
+        let u = Url::parse("dubbo://h:1/x?b=1&a=1&b=2&a=%32&c&b=3").unwrap();
+        let params: Vec<_> = u.params().collect();
+        assert_eq!(params, vec![("a", "2"), ("b", "3"), ("c", "c")]);
+        // Already sorted input takes the no-sort path; equal neighbours still collapse.
+        let u = Url::parse("dubbo://h:1/x?a=1&a=2&b=1").unwrap();
+        assert_eq!(u.params().collect::<Vec<_>>(), vec![("a", "2"), ("b", "1")]);
+        assert_eq!(u.to_string(), "dubbo://h:1/x?a=1&a=2&b=1");
+        assert_eq!(u.get("port"), Some("1"));
+        assert_eq!(u.address(), "h:1");
+    }
+
+    /// The query as Dubbo reads it, written the obvious way: split on `&`, the first `=`
+    /// splits key from value (a bare key is its own value), decode, last key wins.
+    fn reference_params(query: &str) -> Option<Vec<(String, String)>> {
+        let mut map = std::collections::BTreeMap::new();
+        for part in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').unwrap_or((part, part));
+            if k.is_empty() {
+                return None;
+            }
+            let decode = |t: &str| {
+                percent_encoding::percent_decode_str(t)
+                    .decode_utf8()
+                    .ok()
+                    .map(|d| d.into_owned())
+            };
+            map.insert(decode(k)?, decode(v)?);
+        }
+        Some(map.into_iter().collect())
+    }
+
     proptest::proptest! {
+        #[test]
+        fn query_parameters_match_the_reference(query in "[a-c=&%2-4]{0,24}") {
+            let url = Url::parse(&format!("dubbo://10.0.0.1:20880/svc?{query}"));
+            match (url, reference_params(&query)) {
+                (Ok(url), Some(expected)) => {
+                    let got: Vec<(String, String)> =
+                        url.params().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                    proptest::prop_assert_eq!(got, expected);
+                }
+                (Err(_), None) => {}
+                (url, expected) => proptest::prop_assert!(false, "{url:?} vs {expected:?}"),
+            }
+        }
+
         #[test]
         fn parse_never_panics(s in "\\PC*") {
             let _ = Url::parse(&s);

@@ -1,6 +1,6 @@
 //! [`LiveChain`]: a [`Chain`] that applies [`Update`]s atomically and refuses bad ones.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,8 @@ use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSour
 
 use crate::dubbo::{ServiceKey, providers_application};
 use crate::keys::{
-    KeyContext, follows_provider_app, override_context, reference, rule_for, subscription,
+    KeyContext, follows_each_provider_app, follows_key, follows_provider_app, override_context,
+    provider_applications, reference, rule_for, subscription,
 };
 use crate::overrides;
 pub use crate::report::{LiveOptions, LiveStats, Report};
@@ -29,8 +30,11 @@ struct Inputs {
     configurators: BTreeMap<RuleKey, Arc<OverrideRule>>,
     /// The provider list as registered, before override rules.
     registered: Vec<Url>,
-    /// The providers' application (tag and mesh rules are read under it).
+    /// The providers' application (tag rules are read under it).
     provider_app: Option<String>,
+    /// Every provider application present (a mesh entry without `app` reads each one's
+    /// `<app>.MESHAPPRULE`).
+    provider_apps: BTreeSet<String>,
     /// The state replaced by the last swap, kept until the next one so that the applier,
     /// not a call that still held it, usually frees it (a 10,000-provider state is not free
     /// to drop).
@@ -126,6 +130,7 @@ impl LiveChain {
             options,
             inputs: Mutex::new(Inputs {
                 provider_app: providers_application(&registered),
+                provider_apps: provider_applications(&registered),
                 registered,
                 file,
                 overrides: HashMap::new(),
@@ -184,6 +189,7 @@ impl LiveChain {
         KeyContext {
             consumer_app: self.consumer_url(file).and_then(|c| c.param("application")),
             provider_app: inputs.provider_app.as_deref(),
+            provider_apps: Some(&inputs.provider_apps),
         }
     }
 
@@ -196,6 +202,7 @@ impl LiveChain {
         let inputs = self.lock();
         let cx = KeyContext {
             provider_app: None,
+            provider_apps: None,
             ..self.key_context(&inputs, &inputs.file)
         };
         let mut keys: Vec<RuleKey> = Vec::new();
@@ -230,7 +237,10 @@ impl LiveChain {
         let inputs = self.lock();
         let mut kinds: Vec<String> = Vec::new();
         for def in &inputs.file.entries {
-            if follows_provider_app(def) && !kinds.contains(&def.type_name) {
+            if follows_provider_app(def)
+                && !follows_each_provider_app(def)
+                && !kinds.contains(&def.type_name)
+            {
                 kinds.push(def.type_name.clone());
             }
         }
@@ -238,6 +248,25 @@ impl LiveChain {
             kinds.push(RuleKey::CONFIGURATORS.to_string());
         }
         kinds
+    }
+
+    /// The kinds of node read under *every* provider application present, each followed
+    /// from when the application's first provider appears until its last one leaves:
+    /// `mesh` when a mesh entry names no `app` (Dubbo's `<app>.MESHAPPRULE` per provider
+    /// application).
+    pub fn each_provider_app_kinds(&self) -> Vec<String> {
+        let inputs = self.lock();
+        if inputs.file.entries.iter().any(follows_each_provider_app) {
+            vec![RuleKey::MESH.to_string()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The provider applications present (whose `<app>.MESHAPPRULE` a mesh entry without
+    /// `app` follows).
+    pub fn provider_applications(&self) -> Vec<String> {
+        self.lock().provider_apps.iter().cloned().collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inputs> {
@@ -386,6 +415,7 @@ impl LiveChain {
         let mut configurators = inputs.configurators.clone();
         let mut registered: Option<Vec<Url>> = None;
         let mut provider_app = inputs.provider_app.clone();
+        let mut provider_apps = inputs.provider_apps.clone();
         let mut entries: Option<Vec<ChainEntry>> = None;
         let mut changes = Vec::new();
         // Changes that take effect only through the provider list (providers, override
@@ -411,6 +441,7 @@ impl LiveChain {
                             .consumer_url(&file)
                             .and_then(|c| c.param("application")),
                         provider_app: provider_app.as_deref(),
+                        provider_apps: Some(&provider_apps),
                     };
                     let mut compiled = Vec::with_capacity(file.entries.len());
                     let mut errors = Vec::new();
@@ -429,7 +460,7 @@ impl LiveChain {
                         match file.compile_entry(
                             &self.registry,
                             def,
-                            rule_for(&file, &overrides, def, cx),
+                            rule_for(&file, &overrides, def, cx).get(),
                         ) {
                             Ok(e) => compiled.push(e),
                             Err(mut es) => errors.append(&mut es),
@@ -468,12 +499,13 @@ impl LiveChain {
                     let cx = KeyContext {
                         consumer_app: self.consumer_url(file).and_then(|c| c.param("application")),
                         provider_app: provider_app.as_deref(),
+                        provider_apps: Some(&provider_apps),
                     };
                     let subscribed: Vec<(usize, &EntryDef)> = file
                         .entries
                         .iter()
                         .enumerate()
-                        .filter(|(_, d)| subscription(file, d, cx).as_ref() == Some(&key))
+                        .filter(|(_, d)| follows_key(file, d, &key, cx))
                         .collect();
                     if subscribed.is_empty() {
                         // Kept: an entry may follow this key later (a new providers'
@@ -485,19 +517,42 @@ impl LiveChain {
                         });
                         continue;
                     }
-                    let rule = match &doc {
-                        Some(d) => RuleOverride::Doc(d),
-                        None => RuleOverride::Cleared,
+                    // Tentatively in place (an entry following each provider application
+                    // composes its rule from all of them); taken back if refused.
+                    let previous = overrides.insert(key.clone(), doc);
+                    let rule = match overrides.get(&key) {
+                        Some(Some(d)) => RuleOverride::Doc(d),
+                        _ => RuleOverride::Cleared,
                     };
                     let mut compiled = Vec::new();
                     let mut errors = Vec::new();
                     for (pos, def) in &subscribed {
+                        let each = follows_each_provider_app(def);
+                        // The node's text alone first, so that its errors are located in it.
                         match file.compile_entry(&self.registry, def, rule) {
-                            Ok(e) => compiled.push((*pos, e)),
-                            Err(mut es) => errors.append(&mut es),
+                            Ok(e) if !each => compiled.push((*pos, e)),
+                            Ok(_) => {}
+                            Err(mut es) => {
+                                errors.append(&mut es);
+                                continue;
+                            }
+                        }
+                        if each {
+                            match file.compile_entry(
+                                &self.registry,
+                                def,
+                                rule_for(file, &overrides, def, cx).get(),
+                            ) {
+                                Ok(e) => compiled.push((*pos, e)),
+                                Err(mut es) => errors.append(&mut es),
+                            }
                         }
                     }
                     if !errors.is_empty() {
+                        match previous {
+                            Some(p) => overrides.insert(key, p),
+                            None => overrides.remove(&key),
+                        };
                         reports.push(self.refuse(change, render(&errors)));
                         continue;
                     }
@@ -507,7 +562,6 @@ impl LiveChain {
                             *slot = e;
                         }
                     }
-                    overrides.insert(key, doc);
                     changes.push(change);
                 }
                 Staged::Overrides { change, key, rule } => {
@@ -531,26 +585,55 @@ impl LiveChain {
                         });
                         continue;
                     }
-                    // Tag and mesh entries follow the providers' application.
+                    // Tag entries follow the providers' application; a mesh entry without
+                    // `app` follows every provider application present.
                     let app = providers_application(&providers);
-                    if app != provider_app {
+                    let apps = provider_applications(&providers);
+                    let app_changed = app != provider_app;
+                    let apps_changed = apps != provider_apps;
+                    if app_changed || apps_changed {
                         let file = new_file.as_ref().unwrap_or(&inputs.file);
+                        // An application whose last provider left is unsubscribed: its
+                        // rule is forgotten (read afresh if it comes back), unless an entry
+                        // names it.
+                        let cx_old = KeyContext {
+                            consumer_app: None,
+                            provider_app: None,
+                            provider_apps: None,
+                        };
+                        for gone in provider_apps.difference(&apps) {
+                            let key = RuleKey::new(gone.clone(), RuleKey::MESH);
+                            if !file
+                                .entries
+                                .iter()
+                                .any(|d| subscription(file, d, cx_old).as_ref() == Some(&key))
+                            {
+                                overrides.remove(&key);
+                            }
+                        }
                         let cx = KeyContext {
                             consumer_app: self
                                 .consumer_url(file)
                                 .and_then(|c| c.param("application")),
                             provider_app: app.as_deref(),
+                            provider_apps: Some(&apps),
                         };
                         let mut errors = Vec::new();
                         let mut compiled = Vec::new();
                         for (pos, def) in file.entries.iter().enumerate() {
-                            if !follows_provider_app(def) {
+                            let each = follows_each_provider_app(def);
+                            let follows = if each {
+                                apps_changed
+                            } else {
+                                app_changed && follows_provider_app(def)
+                            };
+                            if !follows {
                                 continue;
                             }
                             match file.compile_entry(
                                 &self.registry,
                                 def,
-                                rule_for(file, &overrides, def, cx),
+                                rule_for(file, &overrides, def, cx).get(),
                             ) {
                                 Ok(e) => compiled.push((pos, e)),
                                 Err(mut es) => errors.append(&mut es),
@@ -567,12 +650,20 @@ impl LiveChain {
                                     *slot = e;
                                 }
                             }
-                            changes.push(format!(
-                                "providers' application {} (tag and mesh rules follow it)",
-                                app.as_deref().unwrap_or("(none)")
-                            ));
+                            changes.push(if app_changed {
+                                format!(
+                                    "providers' application {} (tag and mesh rules follow it)",
+                                    app.as_deref().unwrap_or("(none)")
+                                )
+                            } else {
+                                format!(
+                                    "provider applications {} (mesh rules follow each)",
+                                    apps.iter().cloned().collect::<Vec<_>>().join(", ")
+                                )
+                            });
                         }
                         provider_app = app;
+                        provider_apps = apps;
                     }
                     registered = Some(providers);
                     provider_changes.push((change, "the provider list is unchanged"));
@@ -676,6 +767,7 @@ impl LiveChain {
                     inputs.registered = r;
                 }
                 inputs.provider_app = provider_app;
+                inputs.provider_apps = provider_apps;
                 inputs.retired = Some(current);
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");

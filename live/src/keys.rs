@@ -1,7 +1,10 @@
 //! Which config-center keys a chain entry follows: the reference's service key, the
-//! consumer's or the providers' application, or a key written on the entry.
+//! consumer's or the providers' application, or a key written on the entry. A `mesh` entry
+//! without `app` follows the `<app>.MESHAPPRULE` node of every provider application present
+//! (as Dubbo's `MeshRuleManager` does): its rule is the set of those nodes' rules, each
+//! governing its own application's providers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use routechain_core::Url;
 use routechain_rules::{ChainFile, EntryDef, RuleOverride, RuleSource, YamlDoc};
@@ -15,8 +18,10 @@ use crate::overrides::OverrideContext;
 pub(crate) struct KeyContext<'a> {
     /// The consumer's application (application-scope condition rules).
     pub consumer_app: Option<&'a str>,
-    /// The providers' application (tag and mesh rules).
+    /// The providers' application (tag rules).
     pub provider_app: Option<&'a str>,
+    /// Every provider application present (mesh rules without `app`).
+    pub provider_apps: Option<&'a BTreeSet<String>>,
 }
 
 /// Router types whose application-scope rules are the providers' application's (Dubbo's
@@ -43,7 +48,88 @@ pub(crate) fn follows_provider_app(def: &EntryDef) -> bool {
         && PROVIDER_APP_TYPES.contains(&def.type_name.as_str())
 }
 
-/// The reference (which providers the chain takes) from the chain file.
+/// Whether the entry follows the mesh rule of every provider application present (a `mesh`
+/// entry without a rule of its own, `app` or `key`).
+pub(crate) fn follows_each_provider_app(def: &EntryDef) -> bool {
+    def.type_name == RuleKey::MESH && follows_provider_app(def)
+}
+
+/// The provider applications whose mesh rules an entry following each one reads: every
+/// application present among `providers` (`remote.application`, else `application`).
+/// (The mesh router's `application_of`, restated here: the live crate does not depend on
+/// the routers.)
+pub(crate) fn provider_applications(providers: &[Url]) -> BTreeSet<String> {
+    providers
+        .iter()
+        .filter_map(|p| {
+            p.param("remote.application")
+                .filter(|a| !a.is_empty())
+                .or_else(|| p.param("application"))
+        })
+        .filter(|a| !a.is_empty() && *a != "unknown")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `def` follows the rule node `key`.
+pub(crate) fn follows_key(
+    file: &ChainFile,
+    def: &EntryDef,
+    key: &RuleKey,
+    cx: KeyContext<'_>,
+) -> bool {
+    if follows_each_provider_app(def) {
+        return key.router_type == RuleKey::MESH
+            && cx.provider_apps.is_some_and(|apps| apps.contains(&key.key));
+    }
+    subscription(file, def, cx).as_ref() == Some(key)
+}
+
+/// The rule an entry compiles with: the chain file's, a config-center document, or (for an
+/// entry following each provider application's mesh rule) the rules of the applications
+/// present, composed as `{applications: {app: documents}}`.
+pub(crate) enum EntryRule<'a> {
+    /// As the chain file or one config-center node gives it.
+    Override(RuleOverride<'a>),
+    /// The composed per-application mesh rules.
+    Composed(YamlDoc),
+}
+
+impl EntryRule<'_> {
+    /// The rule to compile the entry with.
+    pub(crate) fn get(&self) -> RuleOverride<'_> {
+        match self {
+            EntryRule::Override(o) => *o,
+            EntryRule::Composed(doc) => RuleOverride::Doc(doc),
+        }
+    }
+}
+
+/// The per-application mesh rules of the applications present, composed; cleared when no
+/// application present has one.
+fn composed_mesh_rule<'a>(
+    overrides: &'a HashMap<RuleKey, Option<YamlDoc>>,
+    apps: Option<&BTreeSet<String>>,
+) -> EntryRule<'a> {
+    let mut map = serde_json::Map::new();
+    for app in apps.into_iter().flatten() {
+        if let Some(Some(doc)) = overrides.get(&RuleKey::new(app.clone(), RuleKey::MESH)) {
+            map.insert(app.clone(), doc.value.clone());
+        }
+    }
+    if map.is_empty() {
+        return EntryRule::Override(RuleOverride::Cleared);
+    }
+    let origin = map
+        .keys()
+        .map(|a| format!("{a}.MESHAPPRULE"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // The mesh router's per-application form (`mesh::APPLICATIONS_KEY`).
+    let value = serde_json::json!({ "applications": map });
+    EntryRule::Composed(YamlDoc::from_value(origin, value))
+}
+
 pub(crate) fn reference(file: &ChainFile) -> Option<ServiceKey> {
     file.service
         .as_deref()
@@ -81,17 +167,23 @@ pub(crate) fn subscription(
     Some(RuleKey::new(key, def.type_name.clone()))
 }
 
+/// The rule `def` compiles with, given the config-center rules read so far.
 pub(crate) fn rule_for<'a>(
     file: &ChainFile,
     overrides: &'a HashMap<RuleKey, Option<YamlDoc>>,
     def: &EntryDef,
     cx: KeyContext<'_>,
-) -> RuleOverride<'a> {
-    match subscription(file, def, cx).and_then(|k| overrides.get(&k)) {
-        Some(Some(doc)) => RuleOverride::Doc(doc),
-        Some(None) => RuleOverride::Cleared,
-        None => RuleOverride::Own,
+) -> EntryRule<'a> {
+    if follows_each_provider_app(def) {
+        return composed_mesh_rule(overrides, cx.provider_apps);
     }
+    EntryRule::Override(
+        match subscription(file, def, cx).and_then(|k| overrides.get(&k)) {
+            Some(Some(doc)) => RuleOverride::Doc(doc),
+            Some(None) => RuleOverride::Cleared,
+            None => RuleOverride::Own,
+        },
+    )
 }
 
 pub(crate) fn override_context<'a>(

@@ -5,8 +5,10 @@
 //!   key `interface:version:group` (both colons always written) or an application name, and
 //!   type is `condition`, `tag`, `affinity` or one of routechain's own router types.
 //!   A node that appears, changes or disappears is an added, modified or deleted rule.
-//!   Tag and mesh rules (`<app>.tag-router`, `<app>.MESHAPPRULE`) are read under the
-//!   providers' application, learnt from the providers and followed when it changes.
+//!   Tag rules (`<app>.tag-router`) are read under the providers' application, learnt from
+//!   the providers and followed when it changes. Mesh rules (`<app>.MESHAPPRULE`) of a mesh
+//!   entry without `app` are read under *every* provider application present: a node is
+//!   watched from when its application's first provider appears until its last one leaves.
 //! - Override rules: `<service key>.configurators`, `<consumer app>.configurators` (and
 //!   `<providers' app>.configurators` with `apply_provider_overrides`), and the legacy
 //!   `override://` children of `/dubbo/<interface>/configurators`, pushed as one list.
@@ -235,6 +237,9 @@ pub struct ZkConfig {
     /// The kinds of node read under the providers' application once it is known (`tag`,
     /// `mesh`, `configurators`): see [`LiveChain::provider_app_kinds`].
     pub provider_app_kinds: Vec<String>,
+    /// The kinds of node read under every provider application present (`mesh`): see
+    /// [`LiveChain::each_provider_app_kinds`].
+    pub each_app_kinds: Vec<String>,
     /// The reference whose providers to follow (`None`: providers come from elsewhere).
     pub service: Option<ServiceKey>,
     /// The session timeout asked of the server.
@@ -260,6 +265,7 @@ impl ZkConfig {
             servers: servers.into(),
             rule_keys: live.subscriptions(),
             provider_app_kinds: live.provider_app_kinds(),
+            each_app_kinds: live.each_provider_app_kinds(),
             service: live.reference(),
             session_timeout: Duration::from_secs(10),
             retry_delay: Duration::from_millis(500),
@@ -317,6 +323,9 @@ struct View {
     /// The providers' application and the rule keys read under it.
     provider_app: Option<String>,
     app_keys: Vec<RuleKey>,
+    /// Every provider application present and the rule keys read under each.
+    each_apps: std::collections::BTreeSet<String>,
+    each_keys: Vec<RuleKey>,
     /// The provider nodes skipped so far (each reported once while it stays).
     skipped: std::collections::HashSet<String>,
 }
@@ -453,6 +462,7 @@ impl Ctx<'_> {
         }
         self.status(message);
         let app = providers_application(&urls);
+        let apps = crate::keys::provider_applications(&urls);
         let now: std::collections::HashSet<String> =
             skipped.iter().map(|s| s.location.clone()).collect();
         self.view.skipped.retain(|l| now.contains(l));
@@ -487,6 +497,58 @@ impl Ctx<'_> {
                 self.new_app_keys = true;
             }
         }
+        if apps != self.view.each_apps && !self.config.each_app_kinds.is_empty() {
+            updates.extend(self.follow_each_app(client, apps).await?);
+        }
+        Ok(updates)
+    }
+
+    /// Follows the nodes of every provider application in `apps`: the nodes of an
+    /// application that appeared are read and watched, those of one whose last provider
+    /// left are no longer watched (nor remembered: read afresh if it comes back).
+    async fn follow_each_app(
+        &mut self,
+        client: &Client,
+        apps: std::collections::BTreeSet<String>,
+    ) -> Result<Vec<Update>, ZkClientError> {
+        let keys_of = |app: &String| -> Vec<RuleKey> {
+            self.config
+                .each_app_kinds
+                .iter()
+                .map(|k| RuleKey::new(app.clone(), k.clone()))
+                .collect()
+        };
+        let mut updates = Vec::new();
+        let gone: Vec<String> = self.view.each_apps.difference(&apps).cloned().collect();
+        let came: Vec<String> = apps.difference(&self.view.each_apps).cloned().collect();
+        for app in &gone {
+            let keys = keys_of(app);
+            self.view.each_keys.retain(|k| !keys.contains(k));
+            for k in &keys {
+                // A node also followed for another reason stays read.
+                if !self.config.rule_keys.contains(k) && !self.view.app_keys.contains(k) {
+                    self.view.rules.remove(k);
+                }
+            }
+            self.status(format!(
+                "application {app} has no provider left: no longer watching {}",
+                keys.iter().map(rule_path).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for app in &came {
+            let keys = keys_of(app);
+            self.status(format!(
+                "application {app} has providers: watching {}",
+                keys.iter().map(rule_path).collect::<Vec<_>>().join(", ")
+            ));
+            for k in &keys {
+                updates.extend(self.read_rule(client, k).await?);
+            }
+            self.view.each_keys.extend(keys);
+        }
+        self.view.each_apps = apps;
+        // The watches are installed afresh (the new nodes added, the old ones dropped).
+        self.new_app_keys = true;
         Ok(updates)
     }
 
@@ -500,6 +562,7 @@ impl Ctx<'_> {
             .rule_keys
             .iter()
             .chain(&self.view.app_keys)
+            .chain(&self.view.each_keys)
             .cloned()
             .collect();
         for key in keys {
@@ -527,6 +590,7 @@ impl Ctx<'_> {
                 .rule_keys
                 .iter()
                 .chain(&self.view.app_keys)
+                .chain(&self.view.each_keys)
                 .find(|k| rule_path(k) == path)
                 .cloned()
             {
@@ -653,6 +717,9 @@ async fn session(
             }
             let mut paths = cx.config.watched_paths();
             paths.extend(cx.view.app_keys.iter().map(rule_path));
+            paths.extend(cx.view.each_keys.iter().map(rule_path));
+            paths.sort();
+            paths.dedup();
             cx.new_app_keys = false;
             match install_watches(client, &paths, &ev_tx).await {
                 Ok(f) => forwarders = Some(f),

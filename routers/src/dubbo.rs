@@ -3,9 +3,9 @@
 //!
 //! Every Dubbo rule carries the same header (`configVersion`, `scope`, `key`, `enabled`,
 //! `force`, `runtime`, `valid`, `dynamic`, `priority`, from Dubbo's `AbstractRouterRule`).
-//! Each schema still lists those fields in its own serde struct: the schemas refuse unknown
-//! fields, and serde cannot combine `deny_unknown_fields` with a flattened header (nor keep
-//! the field path of an error inside one).
+//! Each schema still lists those fields in its own serde struct: serde cannot keep the field
+//! path of an error inside a flattened header. Unknown fields are ignored, as Dubbo ignores
+//! them; `routechain check` warns about them (RC107).
 
 use std::fmt;
 

@@ -2,7 +2,7 @@
 //! (method name, argument count and types, string/number/boolean arguments, sourceLabels,
 //! dubboContext and tracingContext attachments, services against another interface), the
 //! weighted draw, fallbacks and later destinations, the union of several applications (the
-//! scratch set), empty protection and `empty: fail`.
+//! scratch set), empty protection and `empty: fail`, sticky draws with `hash_key`.
 
 use std::sync::Arc;
 
@@ -62,12 +62,20 @@ spec:
             - { weight: 0, destination: { subset: c } }
 "#;
 
-fn chain(empty: &str) -> Chain {
-    let dir = std::env::temp_dir().join(format!("mesh-zero-alloc-{}-{empty}", std::process::id()));
+fn chain(empty: &str, sticky: bool) -> Chain {
+    let dir = std::env::temp_dir().join(format!(
+        "mesh-zero-alloc-{}-{empty}-{sticky}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("app.MESHAPPRULE"), RULE).unwrap();
+    let hash_key = if sticky {
+        "    hash_key: [\"attachments[uid]\", \"consumer.host\"]\n"
+    } else {
+        ""
+    };
     let chain = format!(
-        "service: com.foo.Bar\nrouters:\n  - type: mesh\n    rule_file: app.MESHAPPRULE\n    tracing_prefix: \"trace.\"\n    empty: {empty}\n"
+        "service: com.foo.Bar\nrouters:\n  - type: mesh\n    rule_file: app.MESHAPPRULE\n    tracing_prefix: \"trace.\"\n    empty: {empty}\n{hash_key}"
     );
     std::fs::write(dir.join("c.chain.yaml"), chain).unwrap();
     let file = ChainFile::load(&dir.join("c.chain.yaml")).unwrap();
@@ -125,6 +133,9 @@ fn requests() -> Vec<Request> {
             .with_attachment("tenant", "t"),
         Request::new().with_method("list"),
         Request::new()
+            .with_method("list")
+            .with_attachment("uid", "u-17"),
+        Request::new()
             .with_service("com.foo.Other")
             .with_method("getX"),
         Request::new()
@@ -140,8 +151,9 @@ fn requests() -> Vec<Request> {
 
 #[test]
 fn mesh_routing_allocates_nothing() {
-    for empty in ["protect", "fail"] {
-        let chain = chain(empty);
+    // `hash_key` (sticky draws: the request's stable hash) allocates nothing either.
+    for (empty, sticky) in [("protect", false), ("fail", false), ("protect", true)] {
+        let chain = chain(empty, sticky);
         let requests = requests();
         let mut call = CallState::seeded(3);
         for r in &requests {

@@ -274,11 +274,6 @@ fn affinity_rule_errors_are_reported_together() {
             "affinityAware: {key: region}\n",
             &["(document)"],
         ),
-        (
-            "unknown field",
-            "configVersion: v3.1\naffinityAware: {key: region, ratoi: 3}\n",
-            &["affinityAware.ratoi"],
-        ),
     ];
     for (name, yaml, paths) in cases {
         let errors = chain_router("affinity", AffinityRouter, Some(yaml))
@@ -286,6 +281,20 @@ fn affinity_rule_errors_are_reported_together() {
             .expect(name);
         let got: Vec<String> = errors.iter().map(|e| e.path.to_string()).collect();
         assert_eq!(&got, paths, "{name}: {errors:?}");
+    }
+}
+
+#[test]
+fn affinity_unknown_fields_are_ignored_as_dubbo_ignores_them() {
+    // `routechain check` warns about them (RC107); the router accepts the rule.
+    for yaml in [
+        "configVersion: v3.1\naffinityAware: {key: region, ratoi: 3}\n",
+        "configVersion: v3.1\nforse: true\naffinityAware: {key: region, ratio: 20}\n",
+    ] {
+        assert!(
+            chain_router("affinity", AffinityRouter, Some(yaml)).is_ok(),
+            "{yaml}"
+        );
     }
 }
 

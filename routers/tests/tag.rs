@@ -505,6 +505,36 @@ tags:
 }
 
 #[test]
+fn unknown_fields_are_ignored_as_dubbo_ignores_them() {
+    // `routechain check` warns about each (RC107); the router reads the rest of the rule.
+    let rule = "
+configVersion: v3.0
+forse: true
+key: demo-provider
+tags:
+  - name: gray
+    adresses: [\"30.5.120.38:20880\"]
+    addresses: [\"30.5.120.37:20880\"]
+  - name: blue
+    match:
+      - key: env
+        vlaue: {exact: x}
+        value: {exact: blue}
+";
+    let r: TagRule = compile(TagRouter, rule).unwrap();
+    assert!(!r.force, "`forse` is not `force`");
+    assert_eq!(r.tags.len(), 2);
+    let providers = &[
+        "dubbo://30.5.120.37:20880/s",
+        "dubbo://30.5.120.38:20880/s?env=blue",
+    ];
+    assert_eq!(
+        resolved(providers, rule),
+        [("blue".to_string(), vec![1]), ("gray".to_string(), vec![0])]
+    );
+}
+
+#[test]
 fn dubbo_tag_router_rule_parse_v3() {
     // tagRouterRuleParseTestV3.
     let rule =

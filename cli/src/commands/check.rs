@@ -76,6 +76,13 @@ struct JsonProblem<'a> {
 struct JsonFile<'a> {
     file: &'a str,
     problems: Vec<JsonProblem<'a>>,
+    /// The problems of this file left out past the first 100 (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    more: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -208,14 +215,17 @@ pub fn text(reports: &[FileReport]) -> String {
 }
 
 /// The JSON report: one entry per file that was checked or holds a problem (a rule file a
-/// chain names has its own entry after the chain's).
+/// chain names has its own entry after the chain's). Bounded as the text is: at most 100
+/// problems per file, the rest counted in `"more"`.
 pub fn json(reports: &[FileReport]) -> String {
+    let shown = routechain::rules::located::MAX_PROBLEMS_PER_ORIGIN;
     let mut files: Vec<JsonFile<'_>> = Vec::new();
     for r in reports {
         let at = files.len();
         files.push(JsonFile {
             file: &r.file,
             problems: Vec::new(),
+            more: 0,
         });
         for p in &r.problems {
             let origin = if p.error.origin.is_empty() {
@@ -229,10 +239,15 @@ pub fn json(reports: &[FileReport]) -> String {
                     files.push(JsonFile {
                         file: origin,
                         problems: Vec::new(),
+                        more: 0,
                     });
                     files.len() - 1
                 }
             };
+            if files[entry].problems.len() >= shown {
+                files[entry].more += 1;
+                continue;
+            }
             files[entry].problems.push(JsonProblem {
                 severity: p.severity.as_str(),
                 code: p.code.as_str(),
@@ -362,7 +377,18 @@ pub fn check_rule(
     };
     if ty == CONFIGURATORS {
         match routechain::rules::configurators::OverrideRule::parse(origin, text) {
-            Ok(_) => report.what = "override rule".into(),
+            Ok(_) => {
+                report.what = "override rule".into();
+                // Unknown fields (Dubbo ignores them) and `enabled: false`.
+                if let Ok(doc) = YamlDoc::parse(origin, text) {
+                    let root = FieldPath::root();
+                    report.problems = lint::lint_rule(RuleRef {
+                        type_name: CONFIGURATORS,
+                        doc: &doc,
+                        path: &root,
+                    });
+                }
+            }
             Err(es) => report.problems = lint::invalid(es),
         }
         return report;
@@ -436,6 +462,9 @@ pub fn check_rule(
                 path: &root,
             };
             report.problems = lint::lint_rule(rule);
+            if ty == "mesh" {
+                report.problems.extend(lint::mesh::lint(rule, None));
+            }
             if let Some(snapshot) = providers {
                 report
                     .problems
@@ -485,6 +514,10 @@ fn check_chain(
                 };
                 if let Some(rule) = rule {
                     report.problems.extend(lint::lint_rule(rule));
+                    if def.type_name == "mesh" {
+                        let entry = chain.doc.get(&def.path());
+                        report.problems.extend(lint::mesh::lint(rule, entry));
+                    }
                     if let Some(snapshot) = providers {
                         report.problems.extend(lint::providers::lint(
                             rule,

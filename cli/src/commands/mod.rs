@@ -131,6 +131,10 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     init_logging_with_default(match cli.command {
         // The demo's report is the output; health events are in it.
         Command::Demo(_) => "error",
+        // The mesh reader's warnings are problems of their own there (RC107, RC109).
+        Command::Check(_) | Command::Zk(_) => {
+            "warn,routechain_live=error,routechain_routers::mesh=error"
+        }
         _ => DEFAULT_LOG_FILTER,
     });
     match cli.command {

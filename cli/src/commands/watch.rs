@@ -174,6 +174,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         let now = ZkConfig::for_chain(&live, servers.clone());
         if now.watched_paths() == following.watched_paths()
             && now.provider_app_kinds == following.provider_app_kinds
+            && now.each_app_kinds == following.each_app_kinds
         {
             continue;
         }
@@ -216,6 +217,12 @@ fn sources(args: &WatchArgs, live: &LiveChain) -> (Box<dyn Source>, ZkConfig) {
         eprintln!(
             "  and, once the providers' application is known, its {} node(s)",
             config.provider_app_kinds.join(", ")
+        );
+    }
+    if !config.each_app_kinds.is_empty() {
+        eprintln!(
+            "  and the {} node(s) of every provider application present, from its first provider to its last",
+            config.each_app_kinds.join(", ")
         );
     }
     eprintln!("  and the chain file {}", args.chain.display());

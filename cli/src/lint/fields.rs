@@ -1,4 +1,5 @@
-//! Field lints of Dubbo's rule documents (condition, tag, affinity): an unknown field, which
+//! Field lints of Dubbo's rule documents (condition, tag, affinity, override rules): an
+//! unknown field, which
 //! Dubbo ignores (`forse: true` silently does nothing), and a rule switched off with
 //! `enabled: false` or `valid: false`.
 //!
@@ -40,6 +41,19 @@ fn known(type_name: &str, path: &[&str]) -> Option<Vec<&'static str>> {
         ("tag", ["tags", "[]", "match", "[]"]) => Some(vec!["key", "value"]),
         ("affinity", []) => with_header(&["affinityAware"]),
         ("affinity", ["affinityAware"]) => Some(vec!["key", "ratio"]),
+        // Dubbo's `ConfiguratorConfig` and `ConfigItem`.
+        ("configurators", []) => Some(vec!["configVersion", "scope", "key", "enabled", "configs"]),
+        ("configurators", ["configs", "[]"]) => Some(vec![
+            "type",
+            "enabled",
+            "addresses",
+            "providerAddresses",
+            "services",
+            "applications",
+            "parameters",
+            "side",
+            "match",
+        ]),
         _ => None,
     }
 }
@@ -47,7 +61,10 @@ fn known(type_name: &str, path: &[&str]) -> Option<Vec<&'static str>> {
 /// Unknown fields (with a "did you mean") and a disabled rule.
 pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
     let mut out = Vec::new();
-    if !matches!(rule.type_name, "condition" | "tag" | "affinity") {
+    if !matches!(
+        rule.type_name,
+        "condition" | "tag" | "affinity" | "configurators"
+    ) {
         return out;
     }
     let Some(value) = rule.value() else {
@@ -58,17 +75,26 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
         ignored_tag_matches(rule, value, &mut out);
     }
     if let Some(map) = value.as_object() {
-        for flag in ["enabled", "valid"] {
+        let flags: &[&str] = if rule.type_name == "configurators" {
+            &["enabled"]
+        } else {
+            &["enabled", "valid"]
+        };
+        for &flag in flags {
             if map.get(flag).is_some_and(is_false) {
                 out.push(Problem::at(
                     Code::Disabled,
                     rule.doc,
                     &rule.path.key(flag),
                     None,
-                    format!(
-                        "`{flag}: false`: this {} rule is switched off and routes nothing",
-                        rule.type_name
-                    ),
+                    if rule.type_name == "configurators" {
+                        format!("`{flag}: false`: this override rule is switched off and changes nothing")
+                    } else {
+                        format!(
+                            "`{flag}: false`: this {} rule is switched off and routes nothing",
+                            rule.type_name
+                        )
+                    },
                 ));
             }
         }
@@ -110,6 +136,24 @@ fn ignored_tag_matches(rule: RuleRef<'_>, value: &Value, out: &mut Vec<Problem>)
     }
 }
 
+/// A rule type's name in a message (`override` for Dubbo's configurators).
+fn name(type_name: &str) -> &str {
+    if type_name == "configurators" {
+        "override"
+    } else {
+        type_name
+    }
+}
+
+/// `a` or `an` before a rule type's name.
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// False as Dubbo reads a flag: `false`, or the string in any case.
 fn is_false(v: &Value) -> bool {
     match v {
@@ -143,8 +187,9 @@ fn walk<'v>(
                         &path.key(key.clone()),
                         None,
                         format!(
-                            "unknown field `{key}` in a {} rule: Dubbo ignores it, and so does routechain{hint}",
-                            rule.type_name
+                            "unknown field `{key}` in {} {} rule: Dubbo ignores it, and so does routechain{hint}",
+                            article(name(rule.type_name)),
+                            name(rule.type_name)
                         ),
                     ));
                 }

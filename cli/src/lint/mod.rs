@@ -4,7 +4,8 @@
 //! The routers decide what is *valid* (a rule they refuse is an error of code
 //! [`Code::Invalid`]); this module adds what `routechain check` warns about:
 //! condition texts that do not mean what they seem to ([`condition`]), unknown or disabled
-//! fields in Dubbo's rule documents ([`fields`]), and, given a provider list, rules that name
+//! fields in Dubbo's rule documents ([`fields`]), what a mesh rule's reader warns about
+//! ([`mesh`]), and, given a provider list, rules that name
 //! IDCs, tags, groups or values no provider has ([`providers`]). It reads the raw rule
 //! documents and the routers' public compiled forms, so it never changes what a router does.
 //!
@@ -13,6 +14,7 @@
 
 pub mod condition;
 pub mod fields;
+pub mod mesh;
 pub mod providers;
 
 use routechain::core::{FieldPath, RuleError};
@@ -67,6 +69,8 @@ pub enum Code {
     UnknownField,
     /// RC108: `enabled: false` / `valid: false`.
     Disabled,
+    /// RC109: a part of a mesh rule that Dubbo accepts and ignores or that never holds.
+    MeshIgnored,
     /// RC201: an IDC that has providers but is missing from its region's route table.
     IdcNotInRouteTable,
     /// RC202: a route-table IDC with no provider.
@@ -83,7 +87,7 @@ pub enum Code {
 impl Code {
     /// Every code, in documentation order.
     #[cfg(test)]
-    pub const ALL: [Code; 17] = [
+    pub const ALL: [Code; 18] = [
         Code::Unreadable,
         Code::Invalid,
         Code::NoType,
@@ -96,6 +100,7 @@ impl Code {
         Code::NeverMatches,
         Code::UnknownField,
         Code::Disabled,
+        Code::MeshIgnored,
         Code::IdcNotInRouteTable,
         Code::RouteTableIdcWithoutProvider,
         Code::ValueWithoutProvider,
@@ -118,6 +123,7 @@ impl Code {
             Code::NeverMatches => "RC106",
             Code::UnknownField => "RC107",
             Code::Disabled => "RC108",
+            Code::MeshIgnored => "RC109",
             Code::IdcNotInRouteTable => "RC201",
             Code::RouteTableIdcWithoutProvider => "RC202",
             Code::ValueWithoutProvider => "RC203",

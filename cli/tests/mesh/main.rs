@@ -112,3 +112,88 @@ fn route_runs_the_shipped_example() {
     let reason = json["trace"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("detail \"gray-requests\""), "{reason}");
 }
+
+/// `(value, share)` of every group of `simulate --format json` output.
+fn groups(stdout: &[u8]) -> Vec<(String, f64)> {
+    let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+    v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["value"].as_str().unwrap().to_string(),
+                g["share"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `simulate` over the shipped example shows the weighted split per subset: the
+/// `vip-orders` detail sends 20% to `canary` (version v2) and 80% to `stable` (v1).
+#[test]
+fn simulate_shows_the_weighted_split_per_subset() {
+    let examples = routechain::rules::examples_dir().join("mesh");
+    let dir = scratch("simulate");
+    let request = dir.join("vip.json");
+    std::fs::write(
+        &request,
+        r#"{"method":"getOrder","arguments":["vip-7",1500],"parameter_types":["java.lang.String","long"]}"#,
+    )
+    .unwrap();
+    let simulate = |chain: &str, request: &std::path::Path| {
+        let out = routechain(
+            &[
+                "simulate",
+                "--chain",
+                chain,
+                "--providers",
+                "providers.txt",
+                "--request",
+                request.to_str().unwrap(),
+                "--calls",
+                "20000",
+                "--group-by",
+                "version",
+                "--format",
+                "json",
+            ],
+            &examples,
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        groups(&out.stdout)
+    };
+    let split = simulate("mesh.chain.yaml", &request);
+    assert_eq!(split.len(), 2, "{split:?}");
+    assert_eq!((split[0].0.as_str(), split[1].0.as_str()), ("v1", "v2"));
+    assert!((split[0].1 - 80.0).abs() <= 2.0, "{split:?}");
+    assert!((split[1].1 - 20.0).abs() <= 2.0, "{split:?}");
+
+    // With `hash_key` on the entry, one user's calls all land in one subset.
+    let sticky = dir.join("sticky.chain.yaml");
+    let text = std::fs::read_to_string(examples.join("mesh.chain.yaml"))
+        .unwrap()
+        .replace(
+            "rule_file: shop-detail.MESHAPPRULE",
+            &format!(
+                "rule_file: {}\n    hash_key: \"attachments[uid]\"",
+                examples.join("shop-detail.MESHAPPRULE").display()
+            ),
+        );
+    std::fs::write(&sticky, text).unwrap();
+    let user = dir.join("user.json");
+    std::fs::write(
+        &user,
+        r#"{"method":"getOrder","arguments":["vip-7",1500],"parameter_types":["java.lang.String","long"],"attachments":{"uid":"alice"}}"#,
+    )
+    .unwrap();
+    let one = simulate(sticky.to_str().unwrap(), &user);
+    assert_eq!(one.len(), 1, "one subset for one user: {one:?}");
+    assert_eq!(one[0].1, 100.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

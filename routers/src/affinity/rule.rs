@@ -21,9 +21,10 @@ use crate::dubbo::{DubboBool, is_enabled};
 /// The ratio used when `affinityAware.ratio` is absent (Dubbo's default: any match is enough).
 pub const DEFAULT_RATIO: f64 = 0.0;
 
-/// The affinity rule as written.
+/// The affinity rule as written. Unknown fields are ignored, as Dubbo ignores them
+/// (`routechain check` warns about them, with a "did you mean").
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct RawAffinityRule {
     /// `configVersion`: must start with `v3.1`.
     #[serde(default)]
@@ -57,9 +58,8 @@ pub struct RawAffinityRule {
     pub affinity_aware: Option<RawAffinityAware>,
 }
 
-/// `affinityAware` as written.
+/// `affinityAware` as written (unknown fields ignored, as in Dubbo).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawAffinityAware {
     /// The parameter to compare.
     #[serde(default)]

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, Evaluation, FieldPath, PrepareContext, RouteContext, RouterSpec, RuleError,
-    TypedRouter, Url,
+    StickyKey, TypedRouter, Url,
 };
 use routechain_rules::YamlDoc;
 use serde_json::Value;
@@ -38,7 +38,7 @@ pub const DEFAULT_PRIORITY: i32 = -50;
 pub const RULE_KEY_SUFFIX: &str = ".MESHAPPRULE";
 
 /// Entry fields of a `mesh` entry besides the common ones.
-pub const ENTRY_FIELDS: [&str; 3] = ["app", "empty", "tracing_prefix"];
+pub const ENTRY_FIELDS: [&str; 4] = ["app", "empty", "tracing_prefix", "hash_key"];
 
 /// The key of the per-application form of a rule value: `{applications: {app: rule, ...}}`.
 pub const APPLICATIONS_KEY: &str = "applications";
@@ -57,6 +57,10 @@ pub struct MeshOptions {
     pub empty_fail: bool,
     /// `tracing_prefix`: `tracingContext` key `k` reads attachment `<prefix>k`.
     pub tracing_prefix: Option<String>,
+    /// `hash_key` (routechain's; Dubbo's rule format has no such field): weighted
+    /// destinations are drawn by a stable hash of these request values instead of a random
+    /// number, so one user always lands in the same subset.
+    pub hash_key: Option<StickyKey>,
 }
 
 /// Which rule each application has.
@@ -99,7 +103,8 @@ pub fn rule_key(app: &str) -> String {
 
 /// The applications whose rule Dubbo follows over `providers`: the entry's `app` alone (from
 /// the start, whether or not it has providers), else every application present. (The live
-/// crate follows one node per entry: `app`'s, else the providers' application's.)
+/// crate follows the same: `app`'s node, else each application's from its first provider to
+/// its last.)
 pub fn watched_applications<'p>(
     providers: impl IntoIterator<Item = &'p Url>,
     options: &MeshOptions,
@@ -143,6 +148,12 @@ pub fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>
         errors.push(RuleError::new(path.key("app"), "`app` must not be empty"));
     }
     o.tracing_prefix = string("tracing_prefix", errors);
+    if let Some(v) = map.get("hash_key").filter(|v| !v.is_null()) {
+        match StickyKey::from_value(v, &path.key("hash_key")) {
+            Ok(k) => o.hash_key = Some(k),
+            Err(mut es) => errors.append(&mut es),
+        }
+    }
     match string("empty", errors).as_deref() {
         None | Some("protect") => {}
         Some("fail") => o.empty_fail = true,
@@ -210,6 +221,22 @@ fn read_static(
     options: &MeshOptions,
     warnings: &mut Vec<RuleError>,
 ) -> Result<Arc<AppRule>, Vec<RuleError>> {
+    read_app(value, path, options, warnings, false)?
+        .ok_or_else(|| vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)])
+}
+
+/// Why a rule written in a chain or rule file without a standard document is refused.
+const NO_STANDARD_DOCUMENT: &str = "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')";
+
+/// One application's documents → its rule; `None` when the text has no standard document
+/// and `clearable` (a config-center text), else an error.
+fn read_app(
+    value: &Value,
+    path: &FieldPath,
+    options: &MeshOptions,
+    warnings: &mut Vec<RuleError>,
+    clearable: bool,
+) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
     let docs = documents_of(value, path).map_err(|e| vec![e])?;
     let checked = rule::read_documents(
         docs.iter().map(|(v, p)| (v, p.clone())),
@@ -217,11 +244,9 @@ fn read_static(
     );
     warnings.extend(checked.warnings);
     match checked.result? {
-        TextOutcome::Apply(r) => Ok(Arc::new(r)),
-        TextOutcome::Clear => Err(vec![RuleError::new(
-            path.clone(),
-            "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')",
-        )]),
+        TextOutcome::Apply(r) => Ok(Some(Arc::new(r))),
+        TextOutcome::Clear if clearable => Ok(None),
+        TextOutcome::Clear => Err(vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)]),
     }
 }
 
@@ -248,14 +273,23 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
             {
                 let ap = doc.path.key(APPLICATIONS_KEY);
                 let mut per_app = BTreeMap::new();
+                // The config-center nodes of several applications (a live chain composes
+                // them): a text without any standard document clears that application's.
+                let clearable = from_config_center(spec);
                 match &map[APPLICATIONS_KEY] {
                     Value::Object(apps) => {
                         for (app, value) in apps {
-                            match read_static(value, &ap.key(app.clone()), &options, &mut warnings)
-                            {
-                                Ok(r) => {
+                            match read_app(
+                                value,
+                                &ap.key(app.clone()),
+                                &options,
+                                &mut warnings,
+                                clearable,
+                            ) {
+                                Ok(Some(r)) => {
                                     per_app.insert(app.clone(), r);
                                 }
+                                Ok(None) => {}
                                 Err(mut es) => errors.append(&mut es),
                             }
                         }
@@ -364,5 +398,7 @@ impl TypedRouter for MeshRouter {
     }
 }
 
+#[cfg(test)]
+mod sticky_tests;
 #[cfg(test)]
 mod tests;

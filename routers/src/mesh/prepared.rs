@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use routechain_core::{BitSet, Candidates, Evaluation, ProviderSet, RouteContext, Snapshot};
+use routechain_core::{
+    BitSet, Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, StickyKey,
+};
 
 use super::matchers::CallView;
 use super::rule::{AppRule, Destinations, DubboRoute, RouteDetail};
@@ -34,6 +36,8 @@ pub struct PreparedMesh {
     /// The chain's service, reduced to its interface.
     chain_service: Option<Box<str>>,
     empty_fail: bool,
+    /// The entry's `hash_key`: sticky weighted draws.
+    hash_key: Option<StickyKey>,
 }
 
 /// What one application's rule decided for a call.
@@ -51,6 +55,8 @@ pub struct AppDecision<'p> {
     pub used: Option<(usize, usize)>,
     /// The subset used (index into the rule's subsets).
     pub subset: Option<usize>,
+    /// The draw used the request's stable hash (`hash_key`) rather than a random number.
+    pub sticky: bool,
 }
 
 impl PreparedMesh {
@@ -103,6 +109,7 @@ impl PreparedMesh {
             apps: apps.into(),
             chain_service,
             empty_fail: rule.options.empty_fail,
+            hash_key: rule.options.hash_key.clone(),
         }
     }
 
@@ -141,6 +148,19 @@ impl PreparedMesh {
         let requested = request.service.as_deref().map(interface_of);
         let cached_route = requested.is_none() || requested == self.chain_service.as_deref();
         let service = requested.or(self.chain_service.as_deref());
+        // One stable hash per call, scaled onto each weighted draw's total.
+        let sticky = match &self.hash_key {
+            Some(key) => {
+                let h = key.hash(request, cx.consumer());
+                if h.is_none() && cx.explaining() {
+                    cx.explain(format_args!(
+                        "hash_key {key} has no value in the request: random draws"
+                    ));
+                }
+                h
+            }
+            None => None,
+        };
         let mut first: Option<&ProviderSet> = None;
         let mut union = false;
         let mut covered = false;
@@ -157,6 +177,7 @@ impl PreparedMesh {
                 drawn: None,
                 used: None,
                 subset: None,
+                sticky: false,
             };
             if let Some((v, r)) = route {
                 covered = true;
@@ -169,7 +190,7 @@ impl PreparedMesh {
                     .detail
                     .and_then(|d| dubbo_route.details[d].route.as_ref())
                 {
-                    pick(app, route, candidates, cx, &mut decision);
+                    pick(app, route, candidates, sticky, cx, &mut decision);
                     if let (Some((used, depth)), Some(drawn)) = (decision.used, decision.drawn)
                         && (depth > 0 || used != drawn)
                     {
@@ -235,10 +256,14 @@ fn find_route(rule: &AppRule, service: Option<&str>) -> Option<(usize, usize)> {
 
 /// Draws a destination and follows fallbacks and later destinations to the first subset
 /// with a candidate (spec §9.2, §10).
+/// With a `hash_key` value (`sticky`), the point is the hash scaled onto the total weight
+/// (`weighted::scale`): a user keeps its place along the weights, so raising a weight moves
+/// only the users at the margin.
 fn pick(
     app: &PreparedApp,
     route: &Destinations,
     candidates: &Candidates,
+    sticky: Option<u64>,
     cx: &mut RouteContext<'_>,
     decision: &mut AppDecision<'_>,
 ) {
@@ -249,7 +274,14 @@ fn pick(
     let drawn = if n == 1 {
         0
     } else {
-        let r = cx.rng().below(route.total());
+        let total = route.total();
+        let r = match sticky {
+            Some(h) => {
+                decision.sticky = true;
+                routechain_core::weighted::scale(h, total)
+            }
+            None => cx.rng().below(total),
+        };
         route.cumulative.partition_point(|&c| c <= r)
     };
     decision.drawn = Some(route.eligible[drawn]);
@@ -312,9 +344,10 @@ fn explain_app(
         format!("single destination {drawn_subset:?}")
     } else {
         format!(
-            "drew #{drawn} {drawn_subset:?} (weight {} of {})",
+            "drew #{drawn} {drawn_subset:?} (weight {} of {}{})",
             dest.list[drawn].weight,
-            dest.total()
+            dest.total(),
+            if d.sticky { ", sticky" } else { "" }
         )
     };
     match (d.used, d.subset) {

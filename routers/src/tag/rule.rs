@@ -16,7 +16,10 @@
 //! ```
 //!
 //! Every problem (no `tags`, a bad address pattern or CIDR, an unknown match kind, an
-//! invalid regex, a mistyped field) is reported at once, each with its field path.
+//! invalid regex, a mistyped field) is reported at once, each with its field path. Unknown
+//! fields of the rule, a tag or a match entry are ignored, as Dubbo ignores them
+//! (`routechain check` warns, RC107); an unknown match kind inside `value` stays an error,
+//! since a match with no kind Dubbo knows never matches.
 
 use std::collections::BTreeMap;
 
@@ -29,9 +32,10 @@ use crate::dubbo::is_enabled;
 
 use super::address::AddressPattern;
 
-/// The tag rule as written. Unknown fields are errors (they are typos: Dubbo reads no other).
+/// The tag rule as written. Unknown fields are ignored, as Dubbo ignores them (`routechain
+/// check` warns about them, with a "did you mean").
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct RawTagRule {
     /// `configVersion`: `v3.0` enables `match`; older versions only know `addresses`.
     #[serde(default)]
@@ -65,9 +69,8 @@ pub struct RawTagRule {
     pub tags: Option<Vec<RawTag>>,
 }
 
-/// One tag as written.
+/// One tag as written (unknown fields ignored, as in Dubbo).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawTag {
     /// `name`: the tag requests carry in `dubbo.tag`; `|` separates levels.
     #[serde(default)]
@@ -80,9 +83,9 @@ pub struct RawTag {
     pub matches: Option<Vec<RawParamMatch>>,
 }
 
-/// One `match` entry as written: `{key, value: {kind: text}}`.
+/// One `match` entry as written: `{key, value: {kind: text}}` (unknown fields ignored, as in
+/// Dubbo).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct RawParamMatch {
     /// The provider URL parameter.
     #[serde(default)]
