@@ -35,7 +35,12 @@ fn cpu_seconds() -> f64 {
     // The fields after the command name (which is in parentheses).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // utime and stime are fields 14 and 15 of the line: 12 and 13 after the name.
     (ticks(11) + ticks(12)) / 100.0
 }
@@ -70,7 +75,11 @@ fn main() {
             when.join(" & "),
             then.join(" & ")
         );
-        time(&format!("one-condition-terms/{terms} (10,000 providers)"), &chain, &p10k);
+        time(
+            &format!("one-condition-terms/{terms} (10,000 providers)"),
+            &chain,
+            &p10k,
+        );
     }
     let p100k = providers(100_000);
     let conditions: String = (0..10_000)
@@ -82,7 +91,8 @@ fn main() {
             )
         })
         .collect();
-    let chain = format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
+    let chain =
+        format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
     time("conditions-10k (100,000 providers)", &chain, &p100k);
     let conditions: String = (0..10_000)
         .map(|i| {
@@ -94,6 +104,7 @@ fn main() {
             )
         })
         .collect();
-    let chain = format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
+    let chain =
+        format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
     time("conditions-10k-globs (100,000 providers)", &chain, &p100k);
 }
