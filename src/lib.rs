@@ -49,6 +49,12 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 pub struct LoadBalancingDoctests;
 
+/// docs/live.md's Rust example (a chain kept live from ZooKeeper), compiled as a doc test
+/// (`no_run`: it names a ZooKeeper ensemble and a chain file of the reader's).
+#[doc = include_str!("../docs/live.md")]
+#[cfg(all(doctest, feature = "zookeeper"))]
+pub struct LiveDoctests;
+
 /// docs/metrics.md's Rust example (registering into a caller's registry), compiled and run
 /// as a doc test.
 #[doc = include_str!("../docs/metrics.md")]

@@ -112,7 +112,21 @@ impl BitSet {
 
     /// Number of members.
     pub fn count(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
+        crate::popcount::count(&self.words)
+    }
+
+    /// True when the set has no member or one (an early exit on the second member found).
+    pub fn at_most_one(&self) -> bool {
+        let mut seen = false;
+        for &w in &self.words {
+            if w != 0 {
+                if seen || w & (w - 1) != 0 {
+                    return false;
+                }
+                seen = true;
+            }
+        }
+        true
     }
 
     /// True when no provider is a member.
@@ -170,11 +184,7 @@ impl BitSet {
 
     /// The number of members of `self AND other`.
     pub fn count_and(&self, other: &BitSet) -> usize {
-        self.words
-            .iter()
-            .zip(&other.words)
-            .map(|(a, b)| (a & b).count_ones() as usize)
-            .sum()
+        crate::popcount::count_and(&self.words, &other.words)
     }
 
     /// True when every member of `self` is in `other`.
@@ -222,19 +232,8 @@ impl BitSet {
     }
 
     /// The `n`-th member (0-based) in increasing order, found by popcount over words.
-    pub fn nth(&self, mut n: usize) -> Option<usize> {
-        for (w, &word) in self.words.iter().enumerate() {
-            let ones = word.count_ones() as usize;
-            if n < ones {
-                let mut word = word;
-                for _ in 0..n {
-                    word &= word - 1;
-                }
-                return Some(w * WORD + word.trailing_zeros() as usize);
-            }
-            n -= ones;
-        }
-        None
+    pub fn nth(&self, n: usize) -> Option<usize> {
+        crate::popcount::nth(&self.words, n)
     }
 }
 
@@ -332,6 +331,7 @@ mod tests {
                 prop_assert_eq!(or.contains(i), a[i] || b[i]);
             }
             prop_assert_eq!(sa.count(), a.iter().filter(|x| **x).count());
+            prop_assert_eq!(sa.at_most_one(), sa.count() <= 1);
             prop_assert_eq!(sa.intersects(&sb), (0..len).any(|i| a[i] && b[i]));
             prop_assert_eq!(sa.count_and(&sb), (0..len).filter(|&i| a[i] && b[i]).count());
             prop_assert_eq!(sa.is_subset(&sb), (0..len).all(|i| !a[i] || b[i]));

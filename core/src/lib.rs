@@ -6,7 +6,8 @@
 //! - [`Snapshot`]: an immutable, indexed provider list with a generation.
 //! - [`Request`]: one call (consumer, method, arguments, attachments, attributes), passed
 //!   explicitly — never through thread-locals.
-//! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place.
+//! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place;
+//!   [`popcount`]: its member counts, with the CPU's `POPCNT` when it has one.
 //! - [`TypedRouter`]: the router contract authors implement (raw rule → compiled rule →
 //!   prepared state → per-call route); [`Router`] / [`PreparedRouter`]: its object-safe
 //!   twins the chain stores, derived by [`TypedFactory`].
@@ -55,6 +56,7 @@ pub mod chain;
 pub mod degraded;
 pub mod index;
 pub mod metrics;
+pub mod popcount;
 pub mod registry;
 pub mod request;
 pub mod rng;

@@ -34,6 +34,30 @@ impl Attributes {
             None => self.0.push((key, value)),
         }
     }
+    /// Replaces the entries with `entries` (a key given twice keeps the last value),
+    /// reusing this map's strings: once they have grown, no allocation. For callers that
+    /// keep one `Request` per task and refill it per call (the tower layer does).
+    pub fn assign<'a>(&mut self, entries: impl IntoIterator<Item = (&'a str, &'a str)>) {
+        let mut n = 0;
+        for (k, v) in entries {
+            if let Some(e) = self.0[..n].iter_mut().find(|(ek, _)| ek == k) {
+                e.1.clear();
+                e.1.push_str(v);
+                continue;
+            }
+            match self.0.get_mut(n) {
+                Some(e) => {
+                    e.0.clear();
+                    e.0.push_str(k);
+                    e.1.clear();
+                    e.1.push_str(v);
+                }
+                None => self.0.push((k.to_owned(), v.to_owned())),
+            }
+            n += 1;
+        }
+        self.0.truncate(n);
+    }
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let i = self.0.iter().position(|(k, _)| k == key)?;
@@ -211,5 +235,17 @@ mod tests {
         assert_eq!(a.len(), 2);
         assert_eq!(a.remove("g").as_deref(), Some("3"));
         assert_eq!(a.get("g"), None);
+    }
+
+    #[test]
+    fn assign_replaces_the_entries_and_keeps_the_last_value() {
+        let mut a: Attributes = [("x", "1"), ("y", "2"), ("z", "3")].into_iter().collect();
+        a.assign([("g", "a"), ("h", "b"), ("g", "c")]);
+        let want: Attributes = [("g", "c"), ("h", "b")].into_iter().collect();
+        assert_eq!(a, want);
+        a.assign([]);
+        assert!(a.is_empty());
+        a.assign([("k", "v")]);
+        assert_eq!(a.iter().collect::<Vec<_>>(), [("k", "v")]);
     }
 }

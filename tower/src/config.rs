@@ -131,24 +131,46 @@ impl RouteConfig {
     /// Builds the routechain request of an HTTP request head.
     pub fn build_request(&self, head: &http::request::Parts) -> Request {
         let mut request = Request::new();
-        let named = match &self.method_extractor {
-            Some(f) => f(&head.method, &head.uri, &head.headers),
-            None => grpc_method(head.uri.path()).map(|(s, m)| (m.to_string(), Some(s.to_string()))),
-        };
-        if let Some((method, service)) = named {
-            request.method = Some(method);
-            request.service = service;
-        }
-        for (header, key) in &self.attachment_headers {
-            if let Some(v) = head.headers.get(header).and_then(|v| v.to_str().ok()) {
-                request.attachments.insert(key.as_str(), v);
+        self.fill_request(head, &mut request);
+        request
+    }
+
+    /// Makes `request` the routechain request of an HTTP request head, reusing its strings
+    /// and buffers: the layer refills one pooled request per call, so once warm this
+    /// allocates nothing (unless a configured method extractor does).
+    pub fn fill_request(&self, head: &http::request::Parts, request: &mut Request) {
+        match &self.method_extractor {
+            Some(f) => {
+                (request.method, request.service) = match f(&head.method, &head.uri, &head.headers)
+                {
+                    Some((method, service)) => (Some(method), service),
+                    None => (None, None),
+                };
+            }
+            None => {
+                let (service, method) = grpc_method(head.uri.path()).unzip();
+                set(&mut request.method, method);
+                set(&mut request.service, service);
             }
         }
-        if let Some(a) = head.extensions.get::<RouteAttributes>() {
-            request.attributes = a.attributes.clone();
-            request.arguments = a.arguments.clone();
-        }
+        request.consumer = None;
+        request.parameter_types.clear();
         request
+            .attachments
+            .assign(self.attachment_headers.iter().filter_map(|(header, key)| {
+                let v = head.headers.get(header)?.to_str().ok()?;
+                Some((key.as_str(), v))
+            }));
+        match head.extensions.get::<RouteAttributes>() {
+            Some(a) => {
+                request.attributes.assign(a.attributes.iter());
+                request.arguments.clone_from(&a.arguments);
+            }
+            None => {
+                request.attributes.assign([]);
+                request.arguments.clear();
+            }
+        }
     }
 
     /// True when the request may be sent again after a retryable status.
@@ -158,6 +180,18 @@ impl RouteConfig {
                 .method
                 .as_deref()
                 .is_some_and(|m| self.idempotent_methods.iter().any(|i| i == m))
+    }
+}
+
+/// Sets `slot` to `value`, reusing the string already there.
+fn set(slot: &mut Option<String>, value: Option<&str>) {
+    match (slot.as_mut(), value) {
+        (Some(s), Some(v)) => {
+            s.clear();
+            s.push_str(v);
+        }
+        (None, Some(v)) => *slot = Some(v.to_owned()),
+        (_, None) => *slot = None,
     }
 }
 
@@ -198,7 +232,15 @@ mod tests {
                 .with_argument(serde_json::json!("u-1")),
         );
         let config = RouteConfig::default().idempotent_method("getUser");
+        // Refilling a used request gives the same request as building a new one.
+        let mut reused = Request::new()
+            .with_method("old")
+            .with_attachment("a", "1")
+            .with_attribute("b", "2")
+            .with_argument(serde_json::json!(9));
+        config.fill_request(&head, &mut reused);
         let r = config.build_request(&head);
+        assert_eq!(format!("{reused:?}"), format!("{r:?}"));
         assert_eq!(r.method.as_deref(), Some("getUser"));
         assert_eq!(r.service.as_deref(), Some("org.example.Users"));
         assert_eq!(r.attachments.get("dubbo.tag"), Some("gray"));

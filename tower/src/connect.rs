@@ -3,7 +3,7 @@
 //! keeps one channel per provider of the current snapshot.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -129,28 +129,57 @@ impl tower_service::Service<http::Request<RequestBody>> for HttpChannel {
     }
 }
 
-/// One channel slot per provider of one snapshot.
+/// Providers per lazily made chunk of slots.
+const CHUNK: usize = 64;
+
+/// One channel slot per provider of one snapshot, in chunks of [`CHUNK`] made on first use:
+/// a new snapshot costs one empty pointer per 64 providers, not a slot per provider.
 struct Slots<C> {
     snapshot: Arc<Snapshot>,
-    slots: Box<[OnceLock<C>]>,
+    chunks: Box<[OnceLock<Chunk<C>>]>,
+}
+
+/// [`CHUNK`] slots, each filled on its provider's first pick.
+type Chunk<C> = Box<[OnceLock<C>]>;
+
+impl<C> Slots<C> {
+    fn new(snapshot: &Arc<Snapshot>) -> Self {
+        Slots {
+            snapshot: snapshot.clone(),
+            chunks: (0..snapshot.len().div_ceil(CHUNK))
+                .map(|_| OnceLock::new())
+                .collect(),
+        }
+    }
+
+    fn slot(&self, index: usize) -> Option<&OnceLock<C>> {
+        let chunk = self
+            .chunks
+            .get(index / CHUNK)?
+            .get_or_init(|| (0..CHUNK).map(|_| OnceLock::new()).collect());
+        chunk.get(index % CHUNK)
+    }
 }
 
 /// The channels of the current snapshot's providers, made on first use. Looking one up is
-/// an atomic load and an index; when the snapshot changes the first caller that sees it
-/// rebuilds the slots once (made channels carried over by address).
+/// an atomic load and two indexes, without a lock. A snapshot change stores new, empty slots
+/// (O(providers / 64)); each provider's slot is then filled on its first pick from the
+/// channels already made, by address (a provider that stays keeps its channel), under a
+/// lock taken only on that first pick; a channel is made only for a new address.
 pub(crate) struct ChannelCache<M: MakeChannel> {
     make: M,
     slots: ArcSwap<Slots<M::Channel>>,
+    /// Every channel made, by provider address. Pruned to the current snapshot's addresses
+    /// when it has grown to twice the snapshot (amortized O(1) per channel made).
+    made: Mutex<HashMap<Box<str>, M::Channel>>,
 }
 
 impl<M: MakeChannel> ChannelCache<M> {
     pub(crate) fn new(make: M, snapshot: &Arc<Snapshot>) -> Self {
         ChannelCache {
             make,
-            slots: ArcSwap::from_pointee(Slots {
-                snapshot: snapshot.clone(),
-                slots: empty_slots(snapshot.len()),
-            }),
+            slots: ArcSwap::from_pointee(Slots::new(snapshot)),
+            made: Mutex::new(HashMap::new()),
         }
     }
 
@@ -162,53 +191,48 @@ impl<M: MakeChannel> ChannelCache<M> {
     ) -> Result<M::Channel, BoxError> {
         let mut cur = self.slots.load();
         if !Arc::ptr_eq(&cur.snapshot, snapshot) {
-            self.rebuild(snapshot);
+            self.slots.rcu(|cur| {
+                if Arc::ptr_eq(&cur.snapshot, snapshot)
+                    || cur.snapshot.generation() > snapshot.generation()
+                {
+                    Arc::clone(cur)
+                } else {
+                    Arc::new(Slots::new(snapshot))
+                }
+            });
             cur = self.slots.load();
         }
-        let provider = &snapshot.providers()[index];
-        if Arc::ptr_eq(&cur.snapshot, snapshot) {
-            let slot = &cur.slots[index];
-            if let Some(c) = slot.get() {
-                return Ok(c.clone());
-            }
-            let made = self.make.make_channel(provider)?;
-            return Ok(slot.get_or_init(|| made).clone());
+        let provider = snapshot
+            .providers()
+            .get(index)
+            .ok_or("no such provider in the snapshot")?;
+        let slot = Arc::ptr_eq(&cur.snapshot, snapshot)
+            .then(|| cur.slot(index))
+            .flatten();
+        if let Some(c) = slot.and_then(OnceLock::get) {
+            return Ok(c.clone());
         }
-        // Another caller stored a different snapshot meanwhile (an older call): make a
-        // channel without caching it.
-        self.make.make_channel(provider)
+        let channel = self.by_address(snapshot, provider)?;
+        Ok(match slot {
+            Some(slot) => slot.get_or_init(|| channel).clone(),
+            // Another caller stored a newer snapshot meanwhile (this is an older call).
+            None => channel,
+        })
     }
 
-    /// Replaces the slots with ones over `snapshot`, unless a newer snapshot is stored.
-    fn rebuild(&self, snapshot: &Arc<Snapshot>) {
-        self.slots.rcu(|cur| {
-            if Arc::ptr_eq(&cur.snapshot, snapshot)
-                || cur.snapshot.generation() > snapshot.generation()
-            {
-                return Arc::clone(cur);
-            }
-            let mut made: HashMap<&str, &M::Channel> = HashMap::new();
-            for (i, slot) in cur.slots.iter().enumerate() {
-                if let Some(c) = slot.get() {
-                    made.insert(cur.snapshot.providers()[i].address(), c);
-                }
-            }
-            let slots = empty_slots(snapshot.len());
-            if !made.is_empty() {
-                for (i, p) in snapshot.providers().iter().enumerate() {
-                    if let Some(c) = made.get(p.address()) {
-                        let _ = slots[i].set((*c).clone());
-                    }
-                }
-            }
-            Arc::new(Slots {
-                snapshot: snapshot.clone(),
-                slots,
-            })
-        });
+    /// The channel made for `provider`'s address, made now when there is none.
+    fn by_address(&self, snapshot: &Snapshot, provider: &Provider) -> Result<M::Channel, BoxError> {
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = made.get(provider.address()) {
+            return Ok(c.clone());
+        }
+        let channel = self.make.make_channel(provider)?;
+        if made.len() >= 2 * snapshot.len().max(32) {
+            let current: std::collections::HashSet<&str> =
+                snapshot.providers().iter().map(Provider::address).collect();
+            made.retain(|address, _| current.contains(&**address));
+        }
+        made.insert(provider.address().into(), channel.clone());
+        Ok(channel)
     }
-}
-
-fn empty_slots<C>(n: usize) -> Box<[OnceLock<C>]> {
-    (0..n).map(|_| OnceLock::new()).collect()
 }

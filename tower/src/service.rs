@@ -141,8 +141,41 @@ enum Failure<B> {
     Transport { address: String, error: BoxError },
     /// A retryable gRPC status in the response head (an idempotent request).
     Status(http::Response<B>),
-    /// A streamed body, already sent by an attempt that failed: it cannot be sent again.
+    /// No request to send (not reached: a streamed body gets exactly one attempt, and a
+    /// buffered one always has its head and body).
     NotResent,
+}
+
+/// What a retry sends again of the request head: method, URI, version and headers. The
+/// first attempt sends the caller's head itself (moved, not copied), extensions included;
+/// a retry sends this copy, without the caller's extensions (they are local values, such
+/// as [`RouteAttributes`](crate::RouteAttributes), never sent on the wire). Made only when a
+/// retry is possible (a buffered body and `retries` above 0).
+struct RetryHead {
+    method: http::Method,
+    uri: http::Uri,
+    version: http::Version,
+    headers: http::HeaderMap,
+}
+
+impl RetryHead {
+    fn of(head: &http::request::Parts) -> Self {
+        RetryHead {
+            method: head.method.clone(),
+            uri: head.uri.clone(),
+            version: head.version,
+            headers: head.headers.clone(),
+        }
+    }
+
+    fn parts(&self) -> http::request::Parts {
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.version_mut() = self.version;
+        *req.headers_mut() = self.headers.clone();
+        req.into_parts().0
+    }
 }
 
 async fn route<M, B>(
@@ -156,18 +189,35 @@ where
 {
     let (head, body) = req.into_parts();
     let config = &shared.config;
-    let request = config.build_request(&head);
-    let idempotent = config.is_idempotent(&head, &request);
+    let mut pooled = PooledRequest::take();
+    let request = pooled.get();
+    config.fill_request(&head, request);
+    let request = &*request;
+    let idempotent = config.is_idempotent(&head, request);
     let mut body = buffer(body, config.buffer_limit)
         .await
         .map_err(RouteError::Body)?;
-    let head = &head;
+    // A streamed body can be sent once: one attempt, so no second provider is selected,
+    // counted in flight or reported to health for a request that could not be sent.
+    let streamed = !body.is_full();
+    let retry_head = (!streamed
+        && shared
+            .service
+            .config()
+            .retries_for(request.method.as_deref())
+            > 0)
+    .then(|| RetryHead::of(&head));
+    let mut first = Some(head);
     let outcome = shared
         .service
-        .call(&request, |selected| {
-            let req = body
-                .attempt()
-                .map(|b| http::Request::from_parts(head.clone(), b));
+        .call_limited(request, if streamed { 1 } else { u32::MAX }, |selected| {
+            let req = body.attempt().and_then(|b| {
+                let head = match first.take() {
+                    Some(head) => head,
+                    None => retry_head.as_ref()?.parts(),
+                };
+                Some(http::Request::from_parts(head, b))
+            });
             async move {
                 let Some(req) = req else {
                     return Err(CallError::Final(Failure::NotResent));
@@ -193,6 +243,7 @@ where
             }
         })
         .await;
+    drop(pooled);
     match outcome {
         Ok(invoked) => {
             let mut response = invoked.value.map(ResponseBody::new);
@@ -220,6 +271,14 @@ where
             };
             match last {
                 Failure::Status(response) => Ok(response.map(ResponseBody::new)),
+                Failure::Transport { address, error } if streamed => Err(RouteError::Failed {
+                    attempts,
+                    last: format!(
+                        "{address}: {error} (the request body was a stream: sent once, not sent again)"
+                    )
+                    .into(),
+                    stopped,
+                }),
                 Failure::Transport { address, error } => Err(RouteError::Failed {
                     attempts,
                     last: format!("{address}: {error}").into(),
@@ -227,11 +286,54 @@ where
                 }),
                 Failure::NotResent => Err(RouteError::Failed {
                     attempts: attempts.saturating_sub(1),
-                    last: "the request body was a stream: sent once, not sent again after the attempt failed".into(),
+                    last: "the request could not be sent again".into(),
                     stopped,
                 }),
             }
         }
+    }
+}
+
+/// One routechain [`Request`](routechain_core::Request) per call, taken from a small
+/// per-thread cache and given back when the call ends (or its future is dropped), so the
+/// layer refills its strings instead of allocating new ones. Only buffers are cached:
+/// everything about a request is rewritten by [`RouteConfig::fill_request`] before use.
+struct PooledRequest(Option<routechain_core::Request>);
+
+/// Requests kept per thread.
+const KEEP_PER_THREAD: usize = 64;
+
+thread_local! {
+    static REQUESTS: std::cell::RefCell<Vec<routechain_core::Request>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl PooledRequest {
+    fn take() -> Self {
+        let cached = REQUESTS
+            .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()))
+            .ok()
+            .flatten();
+        PooledRequest(Some(cached.unwrap_or_default()))
+    }
+
+    fn get(&mut self) -> &mut routechain_core::Request {
+        self.0.get_or_insert_with(routechain_core::Request::default)
+    }
+}
+
+impl Drop for PooledRequest {
+    fn drop(&mut self) {
+        let Some(request) = self.0.take() else {
+            return;
+        };
+        let _ = REQUESTS.try_with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut()
+                && c.len() < KEEP_PER_THREAD
+            {
+                c.push(request);
+            }
+        });
     }
 }
 

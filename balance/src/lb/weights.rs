@@ -1,7 +1,7 @@
-//! Provider weights per snapshot, grouped into *weight classes* (one bitset per distinct
-//! weight) so the total weight of a candidate set is a few popcounts.
+//! Provider weights per snapshot, grouped into *weight classes* (one mask per distinct
+//! weight) so the total weight of a candidate set is a few popcounts per word.
 
-use routechain_core::{BitSet, Candidates, Snapshot};
+use routechain_core::{Candidates, Snapshot, popcount};
 
 use super::{DEFAULT_WEIGHT, MAX_WEIGHT_CLASSES};
 
@@ -19,9 +19,21 @@ pub fn provider_weight(provider: &routechain_core::Provider) -> u32 {
 #[derive(Debug, Clone)]
 pub struct Weights {
     weights: Box<[u32]>,
-    /// (weight, providers with that weight), non-zero weights only; `None` when there are
-    /// more than [`MAX_WEIGHT_CLASSES`] distinct weights.
-    pub(super) classes: Option<Box<[(u64, BitSet)]>>,
+    /// The providers grouped by their (non-zero) weight; `None` when there are more than
+    /// [`MAX_WEIGHT_CLASSES`] distinct weights.
+    pub(super) classes: Option<Classes>,
+}
+
+/// Weight classes laid out for the per-call counting kernels
+/// ([`popcount::weighted_blocks`]): the class masks of one word side by side, so a pass
+/// over the candidates reads one contiguous run of masks.
+#[derive(Debug, Clone)]
+pub(super) struct Classes {
+    /// The distinct non-zero weights, increasing.
+    pub(super) weights: Box<[u64]>,
+    /// `masks[w * k + j]`: word `w` of the providers whose weight is `weights[j]`
+    /// (`k = weights.len()`).
+    pub(super) masks: Box<[u64]>,
 }
 
 impl Weights {
@@ -32,15 +44,17 @@ impl Weights {
         distinct.sort_unstable();
         distinct.dedup();
         let classes = (distinct.len() <= MAX_WEIGHT_CLASSES).then(|| {
-            distinct
-                .iter()
-                .map(|&w| {
-                    (
-                        w as u64,
-                        BitSet::from_fn(weights.len(), |i| weights[i] == w),
-                    )
-                })
-                .collect()
+            let k = distinct.len();
+            let mut masks = vec![0u64; weights.len().div_ceil(64) * k];
+            for (i, &w) in weights.iter().enumerate() {
+                if let Ok(j) = distinct.binary_search(&w) {
+                    masks[(i / 64) * k + j] |= 1 << (i % 64);
+                }
+            }
+            Classes {
+                weights: distinct.iter().map(|&w| u64::from(w)).collect(),
+                masks: masks.into_boxed_slice(),
+            }
         });
         Weights { weights, classes }
     }
@@ -52,16 +66,17 @@ impl Weights {
 
     /// The number of weight classes, `None` when the weights are too varied for classes.
     pub fn class_count(&self) -> Option<usize> {
-        self.classes.as_ref().map(|c| c.len())
+        self.classes.as_ref().map(|c| c.weights.len())
     }
 
     /// The total weight of the candidates.
     pub fn total(&self, candidates: &Candidates) -> u64 {
         match &self.classes {
-            Some(classes) => classes
-                .iter()
-                .map(|(w, set)| w * candidates.count_and(set) as u64)
-                .sum(),
+            Some(c) => {
+                let words = candidates.words();
+                let mut sum = [0u64];
+                popcount::weighted_blocks(words, &c.masks, &c.weights, words.len().max(1), &mut sum)
+            }
             None => candidates.iter().map(|i| self.get(i) as u64).sum(),
         }
     }

@@ -100,6 +100,15 @@ impl<E> InvokeError<E> {
     }
 }
 
+/// What bounds one run of the failover loop besides the configuration.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Apply the configured timeout to each attempt.
+    timed: bool,
+    /// At most this many attempts (the configured retries + 1 when fewer).
+    max_attempts: u32,
+}
+
 /// True inside a tokio runtime (whose timers `call` uses). Outside one, attempts are not
 /// timed (said once in the log) rather than panicking.
 fn timer_available() -> bool {
@@ -161,6 +170,23 @@ impl Service {
         F: FnMut(Selected) -> Fut,
         Fut: Future<Output = Result<T, CallError<E>>>,
     {
+        self.call_limited(request, u32::MAX, attempt).await
+    }
+
+    /// [`Service::call`] with at most `max_attempts` attempts in all (the configured
+    /// `retries` still apply: the smaller limit wins). `1` makes exactly one attempt, for a
+    /// request that cannot be sent twice (a streamed body): its provider's outcome is
+    /// reported as usual, and no second provider is selected, counted or reported.
+    pub async fn call_limited<T, E, F, Fut>(
+        &self,
+        request: &Request,
+        max_attempts: u32,
+        attempt: F,
+    ) -> Result<Invoked<T>, InvokeError<E>>
+    where
+        F: FnMut(Selected) -> Fut,
+        Fut: Future<Output = Result<T, CallError<E>>>,
+    {
         let mut pooled = Pooled::take();
         let buffers = pooled.get();
         self.failover(
@@ -168,7 +194,10 @@ impl Service {
             &mut buffers.call,
             &mut buffers.tried,
             attempt,
-            true,
+            Limits {
+                timed: true,
+                max_attempts,
+            },
         )
         .await
     }
@@ -187,8 +216,17 @@ impl Service {
         Fut: Future<Output = Result<T, CallError<E>>>,
     {
         let mut pooled = Pooled::take();
-        self.failover(request, call, &mut pooled.get().tried, attempt, true)
-            .await
+        self.failover(
+            request,
+            call,
+            &mut pooled.get().tried,
+            attempt,
+            Limits {
+                timed: true,
+                max_attempts: u32::MAX,
+            },
+        )
+        .await
     }
 
     /// The synchronous form of [`Service::call`]: `attempt` runs on the calling thread,
@@ -207,7 +245,10 @@ impl Service {
             call,
             tried,
             |s| std::future::ready(attempt(&s)),
-            false,
+            Limits {
+                timed: false,
+                max_attempts: u32::MAX,
+            },
         ));
         // Every attempt future is ready and no timer is armed, so the loop never waits:
         // the first poll completes it.
@@ -220,15 +261,14 @@ impl Service {
         }
     }
 
-    /// The failover loop (see the module documentation); `timed` applies the configured
-    /// timeout to each attempt.
+    /// The failover loop (see the module documentation), within `limits`.
     async fn failover<T, E, R, F, Fut>(
         &self,
         request: &Request,
         call: &mut CallState<R>,
         tried: &mut Vec<Selected>,
         mut attempt: F,
-        timed: bool,
+        limits: Limits,
     ) -> Result<Invoked<T>, InvokeError<E>>
     where
         R: RandomSource,
@@ -240,14 +280,15 @@ impl Service {
             // The settings of the configuration the call starts under.
             let view = self.current();
             let method = request.method.as_deref();
-            let timeout = if timed {
+            let timeout = if limits.timed {
                 view.config
                     .timeout_for(method)
                     .filter(|_| timer_available())
             } else {
                 None
             };
-            (view.config.retries_for(method).saturating_add(1), timeout)
+            let max = view.config.retries_for(method).saturating_add(1);
+            (max.min(limits.max_attempts.max(1)), timeout)
         };
         let mut last = None;
         for n in 1..=max {

@@ -5,6 +5,7 @@
 // tonic::Status is large, as tonic-build generated code returns it.
 #[allow(dead_code, clippy::result_large_err)]
 pub mod greeter;
+pub mod instant;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,0 +1,76 @@
+//! Routes N calls through the full chain (tag → condition → group → IDC-weight) at a given
+//! provider count, optionally followed by the `random` balancer's pick or made through
+//! `Service::select`, for a load-independent cost comparison under callgrind (instructions
+//! per call = (Ir(N calls) − Ir(0 calls)) / N; see BENCHMARKS.md, "Scale: per call"):
+//!
+//! ```text
+//! cargo build --release -p routechain-benches --example call_path
+//! for n in 0 20000; do
+//!   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/examples/call_path pick 10000 $n 2>&1 | grep Collected
+//! done
+//! ```
+//!
+//! Arguments: `chain|pick|select`, the provider count, the number of calls.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use routechain::balance::{
+    BalanceConfig, BalancerSpec, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
+};
+use routechain::core::{CallState, Chain};
+use routechain_testkit as testkit;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: call_path chain|pick|select PROVIDERS CALLS";
+    let (Some(mode), Some(n), Some(calls)) = (
+        args.get(1).map(String::as_str),
+        args.get(2).and_then(|a| a.parse::<usize>().ok()),
+        args.get(3).and_then(|a| a.parse::<usize>().ok()),
+    ) else {
+        eprintln!("{usage}");
+        std::process::exit(2);
+    };
+    let snapshot = Arc::new(testkit::snapshot(n, 42));
+    let requests = testkit::requests(64, 42);
+    let state = match testkit::build_state(&testkit::full_chain_yaml(), snapshot.clone()) {
+        Ok(state) => state,
+        Err(e) => {
+            eprintln!("{}", e.render());
+            std::process::exit(2);
+        }
+    };
+    let chain = Arc::new(Chain::new(state));
+    let mut call = CallState::seeded(42);
+    let mut routed = 0usize;
+    match mode {
+        "chain" | "pick" => {
+            let balance = SnapshotBalance::new(&snapshot, &BalanceConfig::default());
+            let spec = BalancerSpec::new(LoadBalanceKind::Random);
+            for i in 0..calls {
+                let request = &requests[i % requests.len()];
+                let state = chain.load();
+                if state.route(request, &mut call).is_ok() {
+                    routed += 1;
+                    if mode == "pick" {
+                        black_box(balance.pick(0, &spec, request, &call.candidates, &mut call.rng));
+                    }
+                }
+            }
+        }
+        "select" => {
+            let service = Service::new(chain, ServiceConfig::default());
+            for i in 0..calls {
+                let request = &requests[i % requests.len()];
+                routed += usize::from(service.select(request, &[], &mut call).is_ok());
+            }
+        }
+        _ => {
+            eprintln!("{usage}");
+            std::process::exit(2);
+        }
+    }
+    println!("{routed} of {calls} calls routed");
+}
