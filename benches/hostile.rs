@@ -122,7 +122,68 @@ fn preparation(c: &mut Criterion) {
             })
         });
     }
+    // The same shapes on keys every provider has, with glob and range patterns: each
+    // pattern is decided over the key's distinct values (10,000 hosts), found through the
+    // values sorted (a glob's literal prefix or suffix, a range's bounds), not by testing
+    // every value against every pattern.
+    {
+        let terms = scaled(100_000);
+        let snapshot = providers(scaled(10_000));
+        let then: Vec<String> = (0..terms)
+            .map(|i| match i % 4 {
+                0 => format!("host != 10.0.{}.*", i % 256),
+                1 => format!("address != *.{}:20880", i % 256),
+                2 => format!("port != {}~{}", i, i + 10),
+                _ => format!("host != 10.*.{}", i % 256),
+            })
+            .collect();
+        let chain = format!(
+            "routers:\n  - type: condition\n    rule:\n      conditions:\n        - \"method = m => {}\"\n",
+            then.join(" & ")
+        );
+        let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
+        group.bench_function(BenchmarkId::new("one-condition-glob-terms", terms), |b| {
+            b.iter(|| {
+                routechain::rules::load::build_state(
+                    &file,
+                    &routechain::registry(),
+                    snapshot.clone(),
+                    None,
+                )
+                .unwrap()
+            })
+        });
+    }
     let snapshot = providers(scaled(100_000));
+    {
+        let conditions: String = (0..scaled(10_000))
+            .map(|i| {
+                format!(
+                    "        - \"method = m{i} => host = 10.{}.*,10.*.{} & address != *:{}\"\n",
+                    i % 256,
+                    i % 256,
+                    20_000 + i
+                )
+            })
+            .collect();
+        let chain =
+            format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
+        let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
+        group.bench_function(
+            BenchmarkId::new("conditions-10k-globs", scaled(100_000)),
+            |b| {
+                b.iter(|| {
+                    routechain::rules::load::build_state(
+                        &file,
+                        &routechain::registry(),
+                        snapshot.clone(),
+                        None,
+                    )
+                    .unwrap()
+                })
+            },
+        );
+    }
     let conditions: String = (0..scaled(10_000))
         .map(|i| {
             format!(

@@ -17,7 +17,7 @@ SECONDS_PER_TARGET="${1:-60}"
 TARGETS="${FUZZ_TARGETS:-chain condition provider_url request}"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
-  echo "== installing cargo-fuzz"
+  echo "== installing cargo-fuzz (once: cargo install keeps it in ~/.cargo/bin)"
   cargo install cargo-fuzz --locked
 fi
 
@@ -25,16 +25,27 @@ fi
 # of every target, instrumented for coverage, without a sanitizer (stable toolchain).
 (cd fuzz && cargo fuzz build --sanitizer none --release)
 
+mkdir -p target/fuzz-logs
 for t in $TARGETS; do
   echo "== fuzz $t for ${SECONDS_PER_TARGET}s"
   work="$PWD/target/fuzz-corpus/$t"
+  log="$PWD/target/fuzz-logs/$t.log"
   mkdir -p "$work"
   # -timeout: one input taking over 10 s is a hang (super-linear time), reported as a crash;
-  # -rss_limit_mb: one input taking over 2 GB is a memory blow-up. Output bounded to the
-  # last lines (libFuzzer prints a status line every few seconds).
-  (cd fuzz && cargo fuzz run --sanitizer none --release "$t" "$work" "corpus/$t" -- \
+  # -rss_limit_mb: one input taking over 2 GB is a memory blow-up. The whole output goes to
+  # target/fuzz-logs/<target>.log; shown: the final stats, or on a crash the panic and the
+  # reproducer.
+  if (cd fuzz && cargo fuzz run --sanitizer none --release "$t" "$work" "corpus/$t" -- \
       -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
-      -max_len=65536 -print_final_stats=1 2>&1 | tail -n 15)
+      -max_len=65536 -print_final_stats=1) >"$log" 2>&1; then
+    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' "$log" || true
+  else
+    echo "fuzz target $t failed; the input is in fuzz/artifacts/$t/ (full log: $log):" >&2
+    grep -E -A 12 "panicked at|ERROR: libFuzzer|SUMMARY|Test unit written|timeout after|out-of-memory" "$log" \
+      | grep -v '^INFO' | head -n 60 >&2
+    echo "reproduce: cd fuzz && cargo fuzz run --sanitizer none $t artifacts/$t/<file>" >&2
+    exit 1
+  fi
 done
 
 # The real binary: `check` exits 0 (valid) or 2 (problems) on any chain file, never

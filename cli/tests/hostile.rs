@@ -143,6 +143,72 @@ fn errors_inside_multi_line_and_escaped_strings_point_at_the_offending_token() {
     }
 }
 
+/// `text` with every line break (`\r\n`, lone `\r`) written `\n`: the lines YAML sees,
+/// at the same lines and columns.
+fn yaml_lines(text: &str) -> String {
+    text.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+/// Every `ORIGIN:LINE:COLUMN:` of `output` for `origin`.
+fn all_locations(output: &str, origin: &str) -> Vec<(usize, usize)> {
+    output
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.strip_prefix(&format!("{origin}:"))?.splitn(3, ':');
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Lone `\r` line breaks (old Mac line ends) and `\r\n` count as YAML counts them: a
+/// problem is located at its line and column in the file, never past its end (the fuzz
+/// finding: `33:15` in a file of 2 `\n`-lines).
+#[test]
+fn lone_cr_line_breaks_are_counted_as_yaml_counts_them() {
+    let s = Scratch::new("cr");
+    let body = format!("{CONDITION_CHAIN_HEAD}        - host = 1 & b == c => x = y\n");
+    for (name, text) in [
+        ("cr", body.replace('\n', "\r")),
+        ("crlf", body.replace('\n', "\r\n")),
+        ("mixed", body.replacen('\n', "\r", 2).replacen('\n', "\r\n", 1)),
+        (
+            "cr-literal",
+            format!("{CONDITION_CHAIN_HEAD}        - |\n          host = 1\n          & b == c => x = y\n")
+                .replace('\n', "\r"),
+        ),
+    ] {
+        let file = format!("{name}.chain.yaml");
+        s.write(&file, &text);
+        let out = routechain_in(&s.0, &["check", &file]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        let at = first_location(&err, &file);
+        let lines = yaml_lines(&text);
+        assert!(
+            char_at(&lines, at) == Some('=') && char_at(&lines, (at.0, at.1 + 1)) == Some('='),
+            "{name}: {at:?} is not on the `==`:\n{err}"
+        );
+        assert!(err.contains("& b == c"), "{name}: no excerpt of the line:\n{err}");
+    }
+    // The fuzz finding itself: a key, 31 lone `\r`, more text; every location inside it.
+    let text = "configVersiov!=g\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\r\rray\n     we$gHt: 101\n";
+    s.write("finding.chain.yaml", text);
+    let out = routechain_in(&s.0, &["check", "finding.chain.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<String> = yaml_lines(text).lines().map(str::to_string).collect();
+    let found = all_locations(&err, "finding.chain.yaml");
+    assert!(!found.is_empty(), "{err}");
+    for (line, column) in found {
+        let width = lines.get(line - 1).map_or(0, |l| l.chars().count());
+        assert!(
+            line <= lines.len() + 1 && column <= width + 1,
+            "{line}:{column} outside the file ({} lines):\n{err}",
+            lines.len()
+        );
+    }
+}
+
 #[test]
 fn invalid_utf8_is_located_at_the_bad_byte_in_chain_and_rule_files() {
     let s = Scratch::new("utf8");
@@ -426,19 +492,42 @@ fn request_json_errors_name_the_field_path_once_located() {
     assert!(!err.contains("at line"), "{err}");
 }
 
-/// A warning printed to a pipe carries no colour codes.
+/// The tag-rule warning (`match` ignored before configVersion v3.0) is located at the
+/// `match` key, in a chain file and in a rule file, printed once, and a pipe gets no colour
+/// codes.
 #[test]
-fn piped_warnings_have_no_colour_codes() {
+fn piped_warnings_are_located_and_have_no_colour_codes() {
     let s = Scratch::new("colour");
+    let rule = "configVersion: v2.7\ntags:\n  - name: gray\n    match: [{key: env, value: {exact: gray}}]\n";
+    let inline: String = rule.lines().map(|l| format!("      {l}\n")).collect();
     s.write(
         "warn.chain.yaml",
-        "routers:\n  - type: tag\n    rule:\n      configVersion: v2.7\n      tags:\n        - name: gray\n          match: [{key: env, value: {exact: gray}}]\n",
+        format!("routers:\n  - type: tag\n    rule:\n{inline}"),
     );
-    let out = routechain_in(&s.0, &["check", "warn.chain.yaml"]);
-    let err = stderr(&out);
-    assert!(
-        err.contains("match"),
-        "expected the tag-rule warning: {err}"
-    );
-    assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+    s.write("gray.tag-router", rule);
+    for (file, at, field) in [
+        (
+            "warn.chain.yaml",
+            "warn.chain.yaml:7:11: ",
+            "routers[0].rule.tags[0].match",
+        ),
+        ("gray.tag-router", "gray.tag-router:4:5: ", "tags[0].match"),
+    ] {
+        let out = routechain_in(&s.0, &["check", file]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            has_problem(
+                &err,
+                at,
+                &format!("warning[RC107]: {field}: unknown field `match` for configVersion v2.7")
+            ),
+            "expected the located tag-rule warning at {at}: {err}"
+        );
+        // Every line mentioning the warning is the located one: no unlocated log line.
+        for line in err.lines().filter(|l| l.contains("configVersion")) {
+            assert!(line.starts_with(at), "an unlocated warning: {line}\n{err}");
+        }
+        assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+    }
 }

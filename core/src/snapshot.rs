@@ -50,7 +50,8 @@ impl Snapshot {
             match Url::parse(trimmed) {
                 Ok(url) => providers.push(url),
                 Err(mut source) => {
-                    source.column += line.len() - line.trim_start().len();
+                    // The column counts characters: the indentation may be Unicode blanks.
+                    source.column += line[..line.len() - line.trim_start().len()].chars().count();
                     errors.push(ProviderLineError {
                         line: n + 1,
                         source,

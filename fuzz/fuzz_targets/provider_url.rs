@@ -9,7 +9,9 @@ fuzz_target!(|text: &str| {
         let _ = (url.host(), url.port(), url.address());
     }
     match parse_providers("providers.txt", text, 1) {
-        Ok(snapshot) => assert!(snapshot.len() <= text.lines().count()),
+        Ok(snapshot) => {
+            assert!(snapshot.len() <= routechain_rules::located::lines(text).count())
+        }
         Err(LoadError::Invalid(errors)) => routechain_fuzz::check_located(
             "providers.txt",
             routechain_rules::input::strip_bom(text),

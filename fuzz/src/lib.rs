@@ -1,13 +1,14 @@
 //! The invariants every fuzz target checks on what a parser reported.
 //!
 //! - every problem is located inside its file: its line exists (or is the one just past the
-//!   end, for an error at end of input) and its column is at most one past the line's end;
+//!   end, for an error at end of input) and its column is at most one past the line's end,
+//!   lines ending as YAML ends them (`\n`, `\r\n`, lone `\r`: `routechain_rules::located::lines`);
 //! - the rendered output is bounded: at most 100 problems per file, each with an excerpt
 //!   cut around its column, so the whole report is a bounded number of bytes whatever the
 //!   input;
 //! - (no panic: libFuzzer reports one as a crash).
 
-use routechain_rules::located::{LocatedError, MAX_PROBLEMS_PER_ORIGIN, render_all};
+use routechain_rules::located::{LocatedError, MAX_PROBLEMS_PER_ORIGIN, lines, render_all};
 
 /// The most bytes one rendered problem may take: the location, a message and a field path
 /// cut to 300 characters each, and a 120-character excerpt with its caret line (4 bytes a
@@ -17,7 +18,7 @@ pub const MAX_RENDERED_PROBLEM_BYTES: usize = 200 + 2 * 300 * 4 + 3 * 130 * 4;
 /// Checks that every error of `origin` is located inside `text` and that the rendered
 /// report is bounded.
 pub fn check_located(origin: &str, text: &str, errors: &[LocatedError]) {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines(text).collect();
     for e in errors.iter().filter(|e| e.origin == origin) {
         let (line, column) = (e.location.line, e.location.column);
         assert!(line >= 1 && column >= 1, "{e}: location below 1:1");

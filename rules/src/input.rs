@@ -16,7 +16,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::located::{LocatedError, Location, SourceExcerpt};
+use crate::located::{LocatedError, Location, SourceExcerpt, location_of_byte};
 
 /// The default size limit of an input file: 16 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 16 * 1024 * 1024;
@@ -141,11 +141,8 @@ pub fn decode(origin: &str, bytes: Vec<u8>) -> Result<String, LocatedError> {
         let valid = &bytes[..e.utf8_error().valid_up_to()];
         // The valid prefix is UTF-8 by definition.
         let valid = std::str::from_utf8(valid).unwrap_or_default();
-        let line_start = valid.rfind('\n').map_or(0, |i| i + 1);
-        let location = Location {
-            line: valid.matches('\n').count() + 1,
-            column: valid[line_start..].chars().count() + 1,
-        };
+        let location = location_of_byte(valid, valid.len());
+        let line_start = valid.rfind(['\n', '\r']).map_or(0, |i| i + 1);
         LocatedError {
             origin: origin.to_string(),
             location,
@@ -182,6 +179,10 @@ mod tests {
         assert_eq!(e.location, Location { line: 2, column: 6 });
         assert!(e.message.contains("0xff"), "{e}");
         assert!(e.render().contains("^"));
+        // Lone `\r` line breaks count as YAML counts them.
+        let e = decode("f", b"a: 1\rb: 2\r\nc: \"x\xffy\"\r".to_vec()).unwrap_err();
+        assert_eq!(e.location, Location { line: 3, column: 6 });
+        assert_eq!(e.source_line.unwrap().text, "c: \"x");
     }
 
     #[test]

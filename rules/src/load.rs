@@ -55,6 +55,21 @@ pub fn load_providers(path: &Path, generation: u64) -> Result<Snapshot, LoadErro
 /// is skipped.
 pub fn parse_providers(origin: &str, text: &str, generation: u64) -> Result<Snapshot, LoadError> {
     let text = crate::input::strip_bom(text);
+    // Lines end as in every other file (`\n`, `\r\n` or a lone `\r`): a lone `\r` becomes
+    // `\n`, which keeps every byte offset and column.
+    let text: std::borrow::Cow<'_, str> = if has_lone_cr(text) {
+        let mut bytes = text.as_bytes().to_vec();
+        for i in 0..bytes.len() {
+            if bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
+                bytes[i] = b'\n';
+            }
+        }
+        // ASCII replaced by ASCII: still UTF-8.
+        String::from_utf8(bytes).map_or(text.into(), Into::into)
+    } else {
+        text.into()
+    };
+    let text = &*text;
     Snapshot::parse_lines(generation, text).map_err(|errors| {
         LoadError::Invalid(
             errors
@@ -74,6 +89,11 @@ pub fn parse_providers(origin: &str, text: &str, generation: u64) -> Result<Snap
                 .collect(),
         )
     })
+}
+
+fn has_lone_cr(text: &str) -> bool {
+    text.match_indices('\r')
+        .any(|(i, _)| text.as_bytes().get(i + 1) != Some(&b'\n'))
 }
 
 /// Reads a request in the JSON format of the CLI (`-` reads standard input), at most
@@ -97,7 +117,7 @@ pub fn parse_request(origin: &str, text: &str) -> Result<Request, LoadError> {
         LoadError::Invalid(vec![LocatedError::in_source(
             origin,
             text,
-            Location { line, column },
+            json_location(text, line, column),
             field,
             message,
         )])
@@ -136,6 +156,19 @@ pub fn parse_request(origin: &str, text: &str) -> Result<Request, LoadError> {
             ),
         )
     })
+}
+
+/// The location of serde_json's position (`line` counts `\n` only, `column` counts bytes)
+/// in the lines and characters every location uses ([`crate::located::location_of_byte`]).
+fn json_location(text: &str, line: usize, column: usize) -> Location {
+    let line_start = match line {
+        0 | 1 => 0,
+        n => text
+            .match_indices('\n')
+            .nth(n - 2)
+            .map_or(text.len(), |(i, _)| i + 1),
+    };
+    crate::located::location_of_byte(text, line_start + column.saturating_sub(1))
 }
 
 /// Compiles the chain file's routers and prepares them over `snapshot`. The consumer is

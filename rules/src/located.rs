@@ -5,6 +5,12 @@
 //! problem on a 10 MB line costs a few hundred bytes, not the line. [`render_all`] prints at
 //! most [`MAX_PROBLEMS_PER_ORIGIN`] problems of each origin, then `… and N more`: output
 //! stays bounded whatever the input (a line with 10,000 mistakes prints 100 short reports).
+//!
+//! Lines are counted as YAML counts them, in every file routechain reads: a line ends at
+//! `\n`, at `\r\n` or at a lone `\r` (old Mac line ends). [`line_starts`], [`lines`] and
+//! [`location_of_byte`] are the one definition every location uses (the YAML parser's
+//! positions, excerpts, invalid UTF-8, request JSON), so a location always names a line of
+//! the file and a column at most one past that line's end.
 
 use std::fmt;
 
@@ -22,6 +28,80 @@ pub struct Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// The length of the line break starting at byte `i` of `text` (`\r\n`: 2, `\n` or a lone
+/// `\r`: 1), or 0 when none starts there.
+pub fn break_len(text: &str, i: usize) -> usize {
+    match text.as_bytes().get(i..) {
+        Some([b'\r', b'\n', ..]) => 2,
+        Some([b'\n' | b'\r', ..]) => 1,
+        _ => 0,
+    }
+}
+
+/// The byte offset of the start of every line of `text`: 0, then the byte after each line
+/// break (`\n`, `\r\n`, lone `\r`). A text ending with a break has an empty last line.
+pub fn line_starts(text: &str) -> Vec<usize> {
+    let bytes = text.as_bytes();
+    let mut starts = vec![0];
+    let mut i = 0;
+    while let Some(at) = bytes[i..].iter().position(|b| matches!(b, b'\n' | b'\r')) {
+        i += at;
+        i += break_len(text, i);
+        starts.push(i);
+    }
+    starts
+}
+
+/// The lines of `text` without their breaks, as [`str::lines`] gives them but ending also at
+/// a lone `\r`: no empty last line after a final break.
+pub fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let r = rest.take().filter(|r| !r.is_empty())?;
+        match r.find(['\n', '\r']) {
+            Some(end) => {
+                rest = Some(&r[end + break_len(r, end)..]);
+                Some(&r[..end])
+            }
+            None => Some(r),
+        }
+    })
+}
+
+/// The line of `text` starting at byte `start`, without its break.
+pub fn line_at(text: &str, start: usize) -> &str {
+    let rest = text.get(start..).unwrap_or("");
+    rest.find(['\n', '\r']).map_or(rest, |end| &rest[..end])
+}
+
+/// The 1-based line and column (characters) of byte `offset` of `text` (clamped to the
+/// text's end; inside a multi-byte character, that character).
+pub fn location_of_byte(text: &str, offset: usize) -> Location {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let (mut line, mut start, mut end, mut i) = (1, 0, offset, 0);
+    let bytes = before.as_bytes();
+    while let Some(at) = bytes[i..].iter().position(|b| matches!(b, b'\n' | b'\r')) {
+        i += at;
+        let len = break_len(text, i);
+        if i + len > offset {
+            // The offset is inside a `\r\n` break: the break's column.
+            end = i;
+            break;
+        }
+        i += len;
+        line += 1;
+        start = i;
+    }
+    Location {
+        line,
+        column: before[start..end].chars().count() + 1,
     }
 }
 
@@ -61,8 +141,7 @@ impl SourceExcerpt {
 
     /// The excerpt of line `line` (1-based) of `source` around `column` (`None` past the end).
     pub fn of_source(source: &str, line: usize, column: usize) -> Option<Box<Self>> {
-        source
-            .lines()
+        lines(source)
             .nth(line.checked_sub(1)?)
             .map(|l| Box::new(Self::around(l, column)))
     }
@@ -93,12 +172,27 @@ impl fmt::Display for LocatedError {
     }
 }
 
-/// `text` cut to [`MAX_MESSAGE_CHARS`] characters (with `…` when cut).
+/// `text` cut to [`MAX_MESSAGE_CHARS`] characters (with `…` when cut), on one line: a
+/// control character (a line break or an escape code inside a quoted token of the input)
+/// is written escaped (`\n`, `\u{1b}`), so a problem is one line and cannot drive a terminal.
 fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        None => text.into(),
-        Some((end, _)) => format!("{}…", &text[..end]).into(),
+    let short = text.char_indices().nth(MAX_MESSAGE_CHARS).is_none();
+    if short && !text.chars().any(char::is_control) {
+        return text.into();
     }
+    let mut out = String::new();
+    for (n, c) in text.chars().enumerate() {
+        if n == MAX_MESSAGE_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
 }
 
 impl LocatedError {
@@ -135,9 +229,20 @@ impl LocatedError {
             let tail = if excerpt.cut_after { "…" } else { "" };
             let caret =
                 self.location.column.saturating_sub(excerpt.first_column) + usize::from(cut_before);
+            // One character per column, none that moves the cursor or drives a terminal: a
+            // tab shows as a space (so the caret stays under its column), any other control
+            // character as `�`.
+            let text: String = excerpt
+                .text
+                .chars()
+                .map(|c| match c {
+                    '\t' => ' ',
+                    c if c.is_control() => '\u{fffd}',
+                    c => c,
+                })
+                .collect();
             out.push_str(&format!(
-                "\n {gutter} | {lead}{}{tail}\n {} | {}^",
-                excerpt.text,
+                "\n {gutter} | {lead}{text}{tail}\n {} | {}^",
                 " ".repeat(gutter.len()),
                 " ".repeat(caret)
             ));
@@ -189,6 +294,42 @@ fn bounded_per_origin(errors: &[LocatedError], show: impl Fn(&LocatedError) -> S
 mod tests {
     use super::*;
 
+    #[test]
+    fn lines_end_at_lf_crlf_and_a_lone_cr() {
+        let text = "a\nb\r\nc\rd\r\re";
+        assert_eq!(
+            lines(text).collect::<Vec<_>>(),
+            ["a", "b", "c", "d", "", "e"]
+        );
+        assert_eq!(line_starts(text), [0, 2, 5, 7, 9, 10]);
+        assert_eq!(lines("x\r").collect::<Vec<_>>(), ["x"]);
+        assert_eq!(line_starts("x\r"), [0, 2]);
+        assert_eq!(lines("").count(), 0);
+        assert_eq!(line_at(text, 7), "d");
+        let at = |line, column| Location { line, column };
+        assert_eq!(location_of_byte(text, 0), at(1, 1));
+        assert_eq!(location_of_byte(text, 3), at(2, 2)); // the \r of \r\n ends line 2
+        assert_eq!(location_of_byte(text, 4), at(2, 2)); // inside the \r\n break
+        assert_eq!(location_of_byte(text, 5), at(3, 1));
+        assert_eq!(location_of_byte(text, 7), at(4, 1));
+        assert_eq!(location_of_byte(text, 10), at(6, 1));
+        assert_eq!(location_of_byte("é\ré", 4), at(2, 1)); // inside the second é
+        assert_eq!(location_of_byte("é\ré", 5), at(2, 2));
+        assert_eq!(location_of_byte("é", 1), at(1, 1));
+    }
+
+    #[test]
+    fn excerpts_follow_lone_cr_lines() {
+        let e = LocatedError::in_source(
+            "f",
+            "a\rbb\rccc",
+            Location { line: 3, column: 2 },
+            None,
+            "m",
+        );
+        assert_eq!(e.source_line.unwrap().text, "ccc");
+    }
+
     fn error(line: &str, column: usize) -> LocatedError {
         LocatedError::in_source("f.yaml", line, Location { line: 1, column }, None, "bad")
     }
@@ -218,6 +359,18 @@ mod tests {
         e.message = "m".repeat(100_000);
         e.field = Some(FieldPath::root().key("k".repeat(100_000)));
         assert!(e.to_string().len() < 2 * MAX_MESSAGE_CHARS + 40);
+    }
+
+    #[test]
+    fn a_problem_is_one_line_whatever_its_message_quotes() {
+        let mut e = error("x", 1);
+        e.message = "unknown field `a\n\n\rb\u{1b}[31m`".into();
+        e.field = Some(FieldPath::root().key("k\nl"));
+        assert_eq!(
+            e.to_string(),
+            "f.yaml:1:1: k\\nl: unknown field `a\\n\\n\\rb\\u{1b}[31m`"
+        );
+        assert_eq!(e.render().lines().count(), 3);
     }
 
     #[test]

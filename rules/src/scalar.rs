@@ -13,7 +13,7 @@
 
 use saphyr_parser::ScalarStyle;
 
-use crate::located::Location;
+use crate::located::{Location, break_len, lines};
 
 /// The location of value character `offset` of the scalar starting at `start` in `source`,
 /// byte `from`. Past the value's end: the last location read.
@@ -24,12 +24,32 @@ pub fn locate_in_scalar(
     style: ScalarStyle,
     offset: usize,
 ) -> Location {
+    read_scalar(source, from, start, style, offset, None)
+}
+
+/// The location of every value character of the scalar (see [`locate_in_scalar`]), for a
+/// scalar in which many offsets are located: one pass instead of one per offset.
+pub fn map_scalar(source: &str, from: usize, start: Location, style: ScalarStyle) -> Vec<Location> {
+    let mut all = Vec::new();
+    read_scalar(source, from, start, style, usize::MAX, Some(&mut all));
+    all
+}
+
+fn read_scalar(
+    source: &str,
+    from: usize,
+    start: Location,
+    style: ScalarStyle,
+    offset: usize,
+    all: Option<&mut Vec<Location>>,
+) -> Location {
     let text = &source[from..];
     let mut out = Emitter {
         target: offset,
         count: 0,
         last: start,
         found: None,
+        all,
     };
     match style {
         ScalarStyle::Plain => flow(text, start, None, &mut out),
@@ -39,15 +59,22 @@ pub fn locate_in_scalar(
             let folded = style == ScalarStyle::Folded;
             if text.starts_with(['|', '>']) {
                 // From the indicator: the content starts on the next line.
-                let body = text.find('\n').map_or("", |i| &text[i + 1..]);
+                let body = text
+                    .find(['\n', '\r'])
+                    .map_or("", |i| &text[i + break_len(text, i)..]);
                 block(body, start.line + 1, folded, &mut out);
             } else {
                 // From the first content line (the parser reports that start): the empty
                 // lines between the header and it are part of the value.
-                let mut body_start = source[..from].rfind('\n').map_or(0, |i| i + 1);
+                let mut body_start = line_start_before(source, from);
                 let mut first_line = start.line;
                 while body_start > 0 {
-                    let prev_start = source[..body_start - 1].rfind('\n').map_or(0, |i| i + 1);
+                    // The start of the line before: back over its break, then to its start.
+                    let mut prev_end = body_start - 1;
+                    if source[..prev_end].ends_with('\r') && source[prev_end..].starts_with('\n') {
+                        prev_end -= 1;
+                    }
+                    let prev_start = line_start_before(source, prev_end);
                     if !source[prev_start..body_start].trim().is_empty() {
                         break;
                     }
@@ -61,18 +88,27 @@ pub fn locate_in_scalar(
     out.found.unwrap_or(out.last)
 }
 
-/// Counts emitted value characters until the one wanted.
-struct Emitter {
+/// The start of the line holding byte `at` of `source` (lines end as YAML ends them).
+fn line_start_before(source: &str, at: usize) -> usize {
+    source[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1)
+}
+
+/// Counts emitted value characters until the one wanted (or keeps them all).
+struct Emitter<'v> {
     target: usize,
     count: usize,
     last: Location,
     found: Option<Location>,
+    all: Option<&'v mut Vec<Location>>,
 }
 
-impl Emitter {
+impl Emitter<'_> {
     /// One value character came from `at`; true when it is the one wanted (stop reading).
     fn emit(&mut self, at: Location) -> bool {
         self.last = at;
+        if let Some(all) = self.all.as_deref_mut() {
+            all.push(at);
+        }
         if self.count == self.target {
             self.found = Some(at);
             return true;
@@ -146,14 +182,14 @@ impl<'a> Cursor<'a> {
 
 /// Plain, single-quoted (`quote == '\''`) and double-quoted (`quote == '"'`) scalars: line
 /// folding, `''`, and backslash escapes.
-fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter) {
+fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter<'_>) {
     let mut cur = Cursor::new(text, start);
     if quote.is_some() {
         cur.bump();
     }
     // Blanks are part of the value only when something other than a line break follows.
     let mut blanks: Vec<Location> = Vec::new();
-    let flush = |blanks: &mut Vec<Location>, out: &mut Emitter| {
+    let flush = |blanks: &mut Vec<Location>, out: &mut Emitter<'_>| {
         let stop = blanks.iter().any(|at| out.emit(*at));
         blanks.clear();
         stop
@@ -228,11 +264,9 @@ fn flow(text: &str, start: Location, quote: Option<char>, out: &mut Emitter) {
 /// Literal (`|`) and folded (`>`) block scalars from the first line after the header (`body`,
 /// line `first_line`): the content indentation, and (folded) line folding between lines
 /// that are not more indented.
-fn block(body: &str, first_line: usize, folded: bool, out: &mut Emitter) {
+fn block(body: &str, first_line: usize, folded: bool, out: &mut Emitter<'_>) {
     // (line, its text without the break).
-    let lines: Vec<(usize, &str)> = body
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+    let lines: Vec<(usize, &str)> = lines(body)
         .enumerate()
         .map(|(i, l)| (first_line + i, l))
         .collect();
@@ -310,7 +344,7 @@ mod tests {
         };
         let offset = value.chars().position(|c| c == 'X').expect("X in value");
         let at = doc.locate_offset(&path, offset);
-        let line = yaml.lines().nth(at.line - 1).unwrap();
+        let line = crate::located::lines(yaml).nth(at.line - 1).unwrap();
         assert_eq!(
             line.chars().nth(at.column - 1),
             Some('X'),
@@ -336,6 +370,12 @@ mod tests {
             "v: \"a\\\"X\"\n",
             "v: 'héllo wörld X'\n",
             "v: \"a\r\n  X\"\r\n",
+            "v: \"a\r  X\"\r",
+            "v: 'a\r\r  b X'\r",
+            "v: plain\r  X\r",
+            "w: 1\rv: |\r\r  after\r  empty X\r",
+            "w: 1\r\nv: >\r\n\r\n  after\r\n\r\n  empty X\r\n",
+            "v: >\r  a\r  b X\r",
         ] {
             assert_x_located(yaml);
         }

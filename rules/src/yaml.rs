@@ -11,14 +11,15 @@
 //! block-styled is a string.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use routechain_core::{FieldPath, PathSegment, RuleError};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
 
+use crate::located::line_starts;
 pub use crate::located::{LocatedError, Location, SourceExcerpt};
-use crate::scalar::locate_in_scalar;
+use crate::scalar::{locate_in_scalar, map_scalar};
 
 /// A parsed YAML document: the value, where every field is, and where it came from.
 #[derive(Debug, Clone)]
@@ -32,6 +33,20 @@ pub struct YamlDoc {
     line_starts: Arc<[usize]>,
     /// Where every value and key is, in the shape of the value.
     root: Option<Node>,
+    /// What locating many problems in one place reuses (shared by clones: same source).
+    cache: Arc<Mutex<LocateCache>>,
+}
+
+/// Kept between located problems, so 10,000 problems in one 168 KB scalar cost one pass
+/// over it rather than 10,000.
+#[derive(Debug, Default)]
+struct LocateCache {
+    /// The scalar (by its start) whose offsets were asked for last, and how many times.
+    last_scalar: Option<(Pos, u32)>,
+    /// Every value character's location in that scalar, built on its second use.
+    scalar_map: Option<(Pos, Vec<Location>)>,
+    /// The last line looked at, and whether it is ASCII (a column is then a byte offset).
+    ascii_line: Option<(usize, bool)>,
 }
 
 /// Where a value is (and its key, in a mapping), with its children: a tree in the shape of
@@ -54,7 +69,7 @@ enum Kids {
 }
 
 /// A compact 1-based line and column.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Pos {
     line: u32,
     column: u32,
@@ -137,6 +152,7 @@ impl YamlDoc {
             source: text.into(),
             line_starts: line_starts(text).into(),
             root,
+            cache: Arc::default(),
         })
     }
 
@@ -148,6 +164,7 @@ impl YamlDoc {
             source: "".into(),
             line_starts: vec![0].into(),
             root: None,
+            cache: Arc::default(),
         }
     }
 
@@ -187,12 +204,28 @@ impl YamlDoc {
         match self.node(path) {
             Some((node, true)) if matches!(self.get(path), Some(Value::String(_))) => {
                 let start = node.at.location();
-                match (node.style, self.byte_offset(start)) {
-                    (Some(style), Some(from)) => {
-                        locate_in_scalar(&self.source, from, start, style, offset)
-                    }
-                    _ => start,
+                let (Some(style), Some(from)) = (node.style, self.byte_offset(start)) else {
+                    return start;
+                };
+                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((at, map)) = &cache.scalar_map
+                    && *at == node.at
+                {
+                    return map.get(offset).or(map.last()).copied().unwrap_or(start);
                 }
+                let uses = match cache.last_scalar {
+                    Some((at, n)) if at == node.at => n + 1,
+                    _ => 1,
+                };
+                cache.last_scalar = Some((node.at, uses));
+                if uses < 2 {
+                    return locate_in_scalar(&self.source, from, start, style, offset);
+                }
+                // The second problem in this scalar: map it whole, once.
+                let map = map_scalar(&self.source, from, start, style);
+                let at = map.get(offset).or(map.last()).copied().unwrap_or(start);
+                cache.scalar_map = Some((node.at, map));
+                at
             }
             _ => self.locate(path),
         }
@@ -201,12 +234,48 @@ impl YamlDoc {
     /// The byte offset of a location in the source.
     fn byte_offset(&self, at: Location) -> Option<usize> {
         let line_start = *self.line_starts.get(at.line.checked_sub(1)?)?;
-        let line = &self.source[line_start..];
-        let within = line
+        let column = at.column.checked_sub(1)?;
+        let line = self.source_line_str(at.line)?;
+        if self.line_is_ascii(at.line, line) {
+            return Some(line_start + column.min(line.len()));
+        }
+        let rest = &self.source[line_start..];
+        let within = rest
             .char_indices()
-            .nth(at.column.checked_sub(1)?)
-            .map_or(line.len(), |(i, _)| i);
+            .nth(column)
+            .map_or(rest.len(), |(i, _)| i);
         Some(line_start + within)
+    }
+
+    /// Whether line `n` (`line`) is ASCII, remembered for the last line asked (problems come
+    /// many to a line).
+    fn line_is_ascii(&self, n: usize, line: &str) -> bool {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.ascii_line {
+            Some((m, ascii)) if m == n => ascii,
+            _ => {
+                let ascii = line.is_ascii();
+                cache.ascii_line = Some((n, ascii));
+                ascii
+            }
+        }
+    }
+
+    /// The excerpt of line `n` around `column`, in time independent of the column on an
+    /// ASCII line.
+    fn excerpt(&self, n: usize, column: usize) -> Option<Box<SourceExcerpt>> {
+        let line = self.source_line_str(n)?;
+        if self.line_is_ascii(n, line) {
+            let first = column.saturating_sub(crate::located::EXCERPT_RADIUS).max(1);
+            let from = (first - 1).min(line.len());
+            let to = (from + 2 * crate::located::EXCERPT_RADIUS).min(line.len());
+            return Some(Box::new(SourceExcerpt {
+                text: line[from..to].to_string(),
+                first_column: first,
+                cut_after: to < line.len(),
+            }));
+        }
+        Some(Box::new(SourceExcerpt::around(line, column)))
     }
 
     /// Locates a rule error: the field's value (its key for an unknown field), plus the
@@ -240,9 +309,7 @@ impl YamlDoc {
             },
             field: Some(error.path.clone()),
             message: error.message.clone(),
-            source_line: self
-                .source_line_str(loc.line)
-                .map(|l| Box::new(SourceExcerpt::around(l, loc.column))),
+            source_line: self.excerpt(loc.line, loc.column),
         }
     }
 
@@ -268,17 +335,22 @@ impl YamlDoc {
         if start > self.source.len() || (start == self.source.len() && n > 1) {
             return None;
         }
-        let rest = &self.source[start..];
-        let line = rest.find('\n').map_or(rest, |end| &rest[..end]);
-        Some(line.strip_suffix('\r').unwrap_or(line))
+        // The line ends where the next starts, less its break: no search along the line.
+        let end = match self.line_starts.get(n) {
+            Some(&next) => {
+                let mut end = next;
+                if self.source[..end].ends_with('\n') {
+                    end -= 1;
+                }
+                if self.source[..end].ends_with('\r') {
+                    end -= 1;
+                }
+                end
+            }
+            None => self.source.len(),
+        };
+        Some(&self.source[start..end.max(start)])
     }
-}
-
-/// The byte offset of the start of every line of `text`.
-fn line_starts(text: &str) -> Vec<usize> {
-    std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .collect()
 }
 
 /// A stream of YAML documents (`---` separated), as a config center stores Dubbo's mesh rules.
@@ -341,6 +413,7 @@ impl YamlDoc {
             source: text.into(),
             line_starts: line_starts(text).into(),
             root,
+            cache: Arc::default(),
         })
     }
 }
@@ -657,6 +730,26 @@ mod tests {
             }
         );
         assert!(e.render().contains("^"));
+    }
+
+    #[test]
+    fn many_offsets_in_one_scalar_map_it_once_with_the_same_answers() {
+        let text = "v: \"a\\tb \\x41 c\n  d é f\"\nw: 'x''y\r  z'\n";
+        let doc = YamlDoc::parse("t.yaml", text).unwrap();
+        for key in ["v", "w", "v"] {
+            let path = FieldPath::root().key(key);
+            let node = doc.node(&path).unwrap().0;
+            let start = node.at.location();
+            let from = doc.byte_offset(start).unwrap();
+            let style = node.style.unwrap();
+            for offset in 0..14 {
+                assert_eq!(
+                    doc.locate_offset(&path, offset),
+                    locate_in_scalar(&doc.source, from, start, style, offset),
+                    "{key} offset {offset}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
         return out;
     };
     walk(rule, value, rule.path, &mut Vec::new(), &mut out);
+    if rule.type_name == "tag" {
+        ignored_tag_matches(rule, value, &mut out);
+    }
     if let Some(map) = value.as_object() {
         let flags: &[&str] = if rule.type_name == "configurators" {
             &["enabled"]
@@ -97,6 +100,40 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// A tag's `match` under a `configVersion` that does not start with `v3.0`: Dubbo (and the
+/// tag router, `TagRule::uses_match`) ignores it. Located at the `match` key.
+fn ignored_tag_matches(rule: RuleRef<'_>, value: &Value, out: &mut Vec<Problem>) {
+    let version = value.get("configVersion");
+    if version
+        .and_then(Value::as_str)
+        .is_some_and(|v| v.starts_with("v3.0"))
+    {
+        return;
+    }
+    let version = version.map_or("none".to_string(), |v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let Some(tags) = value.get("tags").and_then(Value::as_array) else {
+        return;
+    };
+    for (i, tag) in tags.iter().enumerate() {
+        if tag.get("match").is_some_and(|m| !m.is_null()) {
+            out.push(Problem::at(
+                Code::UnknownField,
+                rule.doc,
+                &rule.path.key("tags").index(i).key("match"),
+                None,
+                format!(
+                    "unknown field `match` for configVersion {version}: Dubbo reads a tag's \
+                     `match` only when configVersion starts with v3.0, so it ignores it, and so \
+                     does routechain"
+                ),
+            ));
+        }
+    }
 }
 
 /// A rule type's name in a message (`override` for Dubbo's configurators).

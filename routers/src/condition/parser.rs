@@ -80,8 +80,11 @@ pub fn parse_text_condition(
 ) -> Result<TextCondition, Vec<RuleError>> {
     let mut chars: Vec<char> = text.chars().collect();
     let mut offsets: Vec<usize> = (0..chars.len()).collect();
-    remove_all(&mut chars, &mut offsets, "consumer.");
-    remove_all(&mut chars, &mut offsets, "provider.");
+    // Two more copies of the text only when there is something to remove.
+    if text.contains("consumer.") || text.contains("provider.") {
+        remove_all(&mut chars, &mut offsets, "consumer.");
+        remove_all(&mut chars, &mut offsets, "provider.");
+    }
     let loc = Located {
         path,
         index,
@@ -206,6 +209,8 @@ fn parse_terms(
     loc: &Located<'_>,
 ) -> Result<Vec<Term>, Vec<RuleError>> {
     let mut terms: Vec<Term> = Vec::new();
+    // Each key's term, so a side of 100,000 keys is read in linear time.
+    let mut by_name: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut errors = Vec::new();
     // The term being filled, and which of its sets the last value went to.
     let mut current: Option<usize> = None;
@@ -215,7 +220,7 @@ fn parse_terms(
         match sep.as_str() {
             "" | "&" => {
                 let key = make_key(&content, side);
-                let existing = terms.iter().position(|t| *t.name == *content);
+                let existing = by_name.get(content.as_str()).copied();
                 let i = match existing {
                     // `&` reopens a key named before; a key with no separator replaces it.
                     Some(i) if sep == "&" => i,
@@ -225,6 +230,7 @@ fn parse_terms(
                         i
                     }
                     None => {
+                        by_name.insert(content.to_string(), terms.len());
                         terms.push(Term {
                             name: content.as_str().into(),
                             key,

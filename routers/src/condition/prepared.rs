@@ -11,7 +11,7 @@ use routechain_core::{
     Url,
 };
 
-use super::matcher::{Key, Pattern, Term};
+use super::matcher::{Key, Pattern, Term, glob_match};
 use super::rule::{Action, ConditionRule};
 
 /// A condition's action over the snapshot.
@@ -77,13 +77,119 @@ impl PreparedCondition {
 /// a rule naming 100,000 keys costs its size plus the snapshot, not keys × providers.
 struct Indexes<'a> {
     snapshot: &'a Snapshot,
-    by_key: HashMap<Box<str>, Arc<ParamIndex>>,
+    by_key: HashMap<Box<str>, KeyIndex>,
     /// Every parameter key some provider has (built on first use).
     keys: Option<std::collections::HashSet<&'a str>>,
+    /// Bytes held by the decided-pattern caches of every key (bounded: [`CACHE_BYTES`]).
+    cached_bytes: usize,
 }
 
 /// The keys every URL answers without a parameter (see `Url::get`).
 const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
+
+/// The most bytes the decided glob and range patterns of one preparation keep for reuse.
+const CACHE_BYTES: usize = 64 << 20;
+
+/// One key's index and what every term on the key shares: the providers having the key,
+/// its distinct values sorted (built on the first glob or range), and the glob and range
+/// patterns decided already, so a rule repeating a pattern 10,000 times decides it once.
+struct KeyIndex {
+    ix: Arc<ParamIndex>,
+    present: BitSet,
+    sorted: Option<SortedValues>,
+    decided: HashMap<PatternKey, ProviderSet>,
+}
+
+/// A glob or range pattern, as a cache key.
+#[derive(PartialEq, Eq, Hash)]
+enum PatternKey {
+    Glob(Box<str>),
+    Range(Option<i64>, Option<i64>),
+}
+
+/// A key's distinct values sorted three ways, so a glob is decided over the values sharing
+/// its literal prefix (or suffix), and a range over the values within its bounds, rather
+/// than over every value: a rule of many patterns costs about its size times the values
+/// each pattern matches (plus a binary search), not patterns × values. A glob with `*` at
+/// both ends (`*a*`) has neither and is still decided over every value (once per distinct
+/// pattern).
+struct SortedValues {
+    /// The distinct values, sorted by bytes.
+    values: Vec<Box<str>>,
+    /// Each value's bytes reversed, with its position in `values`, sorted.
+    reversed: Vec<(Box<[u8]>, u32)>,
+    /// The values that are integers (as a range reads them), with their positions, sorted.
+    numbers: Vec<(i64, u32)>,
+}
+
+impl SortedValues {
+    fn new(ix: &ParamIndex) -> Self {
+        let mut values: Vec<Box<str>> = ix.values().map(|(v, _)| Box::from(v)).collect();
+        values.sort_unstable();
+        let mut reversed: Vec<(Box<[u8]>, u32)> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.bytes().rev().collect(), i as u32))
+            .collect();
+        reversed.sort_unstable();
+        let mut numbers: Vec<(i64, u32)> = values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((v.parse::<i64>().ok()?, i as u32)))
+            .collect();
+        numbers.sort_unstable();
+        SortedValues {
+            values,
+            reversed,
+            numbers,
+        }
+    }
+
+    /// The positions (in `values`) of the values that may match glob `g`: those starting
+    /// with its literal prefix or ending with its literal suffix, whichever are fewer.
+    fn glob_candidates(&self, g: &str) -> Vec<u32> {
+        let (Some(first), Some(last)) = (g.find('*'), g.rfind('*')) else {
+            return (0..self.values.len() as u32).collect();
+        };
+        let (prefix, suffix) = (&g.as_bytes()[..first], &g.as_bytes()[last + 1..]);
+        let by_prefix = prefix_range(&self.values, prefix, |v| v.as_bytes());
+        let suffix_rev: Vec<u8> = suffix.iter().rev().copied().collect();
+        let by_suffix = prefix_range(&self.reversed, &suffix_rev, |(r, _)| r);
+        if by_prefix.len() <= by_suffix.len() {
+            by_prefix.map(|i| i as u32).collect()
+        } else {
+            self.reversed[by_suffix].iter().map(|(_, i)| *i).collect()
+        }
+    }
+
+    /// The positions of the integer values within the bounds.
+    fn range_candidates(&self, low: Option<i64>, high: Option<i64>) -> Vec<u32> {
+        let from = self
+            .numbers
+            .partition_point(|(n, _)| low.is_some_and(|l| *n < l));
+        let to = self
+            .numbers
+            .partition_point(|(n, _)| high.is_none_or(|h| *n <= h));
+        self.numbers[from..to.max(from)]
+            .iter()
+            .map(|(_, i)| *i)
+            .collect()
+    }
+}
+
+/// The range of `sorted` (sorted by `bytes`) whose items start with `prefix`.
+fn prefix_range<T>(
+    sorted: &[T],
+    prefix: &[u8],
+    bytes: impl Fn(&T) -> &[u8],
+) -> std::ops::Range<usize> {
+    let from = sorted.partition_point(|t| bytes(t) < prefix);
+    let to = sorted.partition_point(|t| {
+        let b = bytes(t);
+        b < prefix || b.starts_with(prefix)
+    });
+    from..to.max(from)
+}
 
 impl<'a> Indexes<'a> {
     fn new(snapshot: &'a Snapshot) -> Self {
@@ -91,6 +197,7 @@ impl<'a> Indexes<'a> {
             snapshot,
             by_key: HashMap::new(),
             keys: None,
+            cached_bytes: 0,
         }
     }
 
@@ -111,13 +218,19 @@ impl<'a> Indexes<'a> {
             .contains(key)
     }
 
-    fn index(&mut self, key: &str) -> Arc<ParamIndex> {
-        if let Some(ix) = self.by_key.get(key) {
-            return ix.clone();
-        }
-        let ix = Arc::new(ParamIndex::build(self.snapshot, key));
-        self.by_key.insert(key.into(), ix.clone());
-        ix
+    fn index(&mut self, key: &str) -> &mut KeyIndex {
+        let snapshot = self.snapshot;
+        self.by_key.entry(key.into()).or_insert_with(|| {
+            let ix = Arc::new(ParamIndex::build(snapshot, key));
+            let mut present = BitSet::full(snapshot.len());
+            present.and_not_assign(&ix.missing().to_bitset());
+            KeyIndex {
+                ix,
+                present,
+                sorted: None,
+                decided: HashMap::new(),
+            }
+        })
     }
 
     /// The providers matching every term (all providers for no term), for `consumer`,
@@ -144,33 +257,47 @@ impl<'a> Indexes<'a> {
                 set.clear();
                 continue;
             }
-            let ix = self.index(name);
-            let mut present = BitSet::full(len);
-            present.and_not_assign(&ix.missing().to_bitset());
-            let pattern_set = |p: &Pattern| pattern_set(p, &ix, &present, consumer);
+            let mut cached_bytes = self.cached_bytes;
+            let k = self.index(name);
+            let mut pattern_set = |p: &Pattern| k.pattern_set(p, consumer, &mut cached_bytes);
             let mut t = if term.matches.is_empty() {
-                present.clone()
+                None
             } else {
-                or_all(len, term.matches.iter().map(pattern_set))
+                Some(or_all(len, term.matches.iter().map(&mut pattern_set)))
             };
-            t.and_not_assign(&or_all(len, term.mismatches.iter().map(pattern_set)));
-            t.and_assign(&present);
-            set.and_assign(&t);
+            let rejected = (!term.mismatches.is_empty())
+                .then(|| or_all(len, term.mismatches.iter().map(&mut pattern_set)));
+            let t = {
+                let t = t.get_or_insert_with(|| k.present.clone());
+                if let Some(r) = &rejected {
+                    t.and_not_assign(r);
+                }
+                t.and_assign(&k.present);
+                t
+            };
+            set.and_assign(t);
             if term.has_consumer_ref() {
-                let dyn_pat = |p: &Pattern| match p {
+                let mut dyn_pat = |p: &Pattern| match p {
                     Pattern::ConsumerRef(n) => DynPat::Ref(n.clone()),
-                    other => DynPat::Fixed(ProviderSet::from_bitset(pattern_set(other))),
+                    other => DynPat::Fixed(ProviderSet::from_bitset(k.pattern_set(
+                        other,
+                        consumer,
+                        &mut cached_bytes,
+                    ))),
                 };
+                let matches = term.matches.iter().map(&mut dyn_pat).collect();
+                let mismatches = term.mismatches.iter().map(&mut dyn_pat).collect();
                 dyn_terms.push(DynTerm {
                     term: term.clone(),
-                    matches: term.matches.iter().map(dyn_pat).collect(),
-                    mismatches: term.mismatches.iter().map(dyn_pat).collect(),
-                    present: ProviderSet::from_bitset(present.clone()),
-                    index: ix.clone(),
+                    matches,
+                    mismatches,
+                    present: ProviderSet::from_bitset(k.present.clone()),
+                    index: k.ix.clone(),
                 });
             } else {
-                fixed.and_assign(&t);
+                fixed.and_assign(t);
             }
+            self.cached_bytes = cached_bytes;
         }
         SetExpr {
             prepared: ProviderSet::from_bitset(set),
@@ -190,36 +317,61 @@ fn or_all(len: usize, sets: impl Iterator<Item = BitSet>) -> BitSet {
     acc
 }
 
-/// The providers whose value of the index's key matches `p` (for `consumer`'s `$name`).
-fn pattern_set(p: &Pattern, ix: &ParamIndex, present: &BitSet, consumer: &Url) -> BitSet {
-    let len = present.len();
-    let one = |v: &str| {
-        ix.get(v)
-            .map_or_else(|| BitSet::empty(len), ProviderSet::to_bitset)
-    };
-    match p {
-        Pattern::Any => present.clone(),
-        Pattern::Exact(e) => one(e),
-        Pattern::ConsumerRef(name) => match consumer.get(name) {
-            None => BitSet::empty(len),
-            Some("*") => present.clone(),
-            Some(v) if !v.contains('*') => one(v),
-            Some(_) => values_matching(ix, len, |v| p.matches(v, Some(consumer))),
-        },
-        Pattern::Glob(_) | Pattern::Range { .. } => {
-            values_matching(ix, len, |v| p.matches(v, Some(consumer)))
+impl KeyIndex {
+    /// The providers whose value of the key matches `p` (for `consumer`'s `$name`).
+    fn pattern_set(&mut self, p: &Pattern, consumer: &Url, cached_bytes: &mut usize) -> BitSet {
+        let len = self.present.len();
+        let one = |v: &str| {
+            self.ix
+                .get(v)
+                .map_or_else(|| BitSet::empty(len), ProviderSet::to_bitset)
+        };
+        match p {
+            Pattern::Any => self.present.clone(),
+            Pattern::Exact(e) => one(e),
+            Pattern::ConsumerRef(name) => match consumer.get(name) {
+                None => BitSet::empty(len),
+                Some("*") => self.present.clone(),
+                Some(v) if !v.contains('*') => one(v),
+                Some(v) => self.decide(PatternKey::Glob(v.into()), cached_bytes),
+            },
+            Pattern::Glob(g) => self.decide(PatternKey::Glob(g.clone()), cached_bytes),
+            Pattern::Range { low, high } => {
+                self.decide(PatternKey::Range(*low, *high), cached_bytes)
+            }
         }
     }
-}
 
-fn values_matching(ix: &ParamIndex, len: usize, pred: impl Fn(&str) -> bool) -> BitSet {
-    let mut acc = BitSet::empty(len);
-    for (v, s) in ix.values() {
-        if pred(v) {
-            s.or_into(&mut acc);
+    /// A glob or range pattern's providers: from the cache, or decided over the candidate
+    /// values (see [`SortedValues`]) and cached while the cache is within [`CACHE_BYTES`].
+    fn decide(&mut self, key: PatternKey, cached_bytes: &mut usize) -> BitSet {
+        if let Some(s) = self.decided.get(&key) {
+            return s.to_bitset();
         }
+        let sorted = self
+            .sorted
+            .get_or_insert_with(|| SortedValues::new(&self.ix));
+        let (candidates, glob) = match &key {
+            PatternKey::Glob(g) => (sorted.glob_candidates(g), Some(&**g)),
+            PatternKey::Range(low, high) => (sorted.range_candidates(*low, *high), None),
+        };
+        let mut acc = BitSet::empty(self.present.len());
+        for i in candidates {
+            let v = &*sorted.values[i as usize];
+            if glob.is_none_or(|g| glob_match(g, v))
+                && let Some(s) = self.ix.get(v)
+            {
+                s.or_into(&mut acc);
+            }
+        }
+        let set = ProviderSet::from_bitset(acc.clone());
+        let bytes = set.heap_bytes() + std::mem::size_of::<PatternKey>() + 64;
+        if *cached_bytes + bytes <= CACHE_BYTES {
+            *cached_bytes += bytes;
+            self.decided.insert(key, set);
+        }
+        acc
     }
-    acc
 }
 
 /// A then-part (or `to.match`) over the snapshot: the set for the prepared consumer, and the

@@ -1327,7 +1327,7 @@ fn provider_strategy() -> impl Strategy<Value = String> {
         proptest::sample::select(&["10.0.0.1", "10.0.0.2", "10.1.0.1"][..]),
         proptest::sample::select(&[0u16, 20880, 20881][..]),
         opt(&["a", "b", "ab", "ba", "", "1", "10", "a*b"]),
-        opt(&["a", "b", "hz", "1", "7", "100"]),
+        opt(&["a", "b", "hz", "1", "7", "100", "+5", "010", "-3"]),
     )
         .prop_map(|(host, port, env, zone)| {
             let mut params = Vec::new();
@@ -1394,7 +1394,7 @@ const THEN_KEYS: &[&str] = &[
 ];
 const THEN_VALUES: &[&str] = &[
     "a", "b", "a*", "*b", "*", "1~10", "~5", "7~", "$env", "$env", "$zone", "$zone", "$missing",
-    "10.0.*", "*:20880", "a*b*",
+    "10.0.*", "*:20880", "a*b*", "*a*", "1*0", "b*a", "a*b", "05~100",
 ];
 const WHEN_KEYS: &[&str] = &[
     "env",

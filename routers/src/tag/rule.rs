@@ -274,7 +274,9 @@ impl TagRule {
             tags,
         };
         if !rule.uses_match() && rule.tags.iter().any(|t| t.matches.is_some()) {
-            tracing::warn!(
+            // `routechain check` reports this located (file:line:column, RC107); a log line
+            // here could name no file, so it is only a debug trace.
+            tracing::debug!(
                 config_version = rule.config_version.as_deref().unwrap_or(""),
                 "tag rule: `match` is read only when configVersion starts with v3.0; ignored"
             );
