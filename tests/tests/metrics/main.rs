@@ -10,17 +10,47 @@ use routechain::rules::ChainFile;
 use routechain_testkit as testkit;
 
 const PROVIDERS: &str = "\
-dubbo://10.0.0.1:20880/com.foo.BarService?zone=a&group=blue&application=orders
-dubbo://10.0.0.2:20880/com.foo.BarService?zone=b&group=blue&application=orders
+dubbo://10.0.0.1:20880/com.foo.BarService?zone=a&group=blue&application=orders&region=beijing&idc=mt
+dubbo://10.0.0.2:20880/com.foo.BarService?zone=b&group=blue&application=orders&region=beijing&idc=zf
 ";
 
-/// Routes each request once through a one-router chain and returns, per request, whether
-/// the router counted a fallback.
-fn fallbacks(chain_yaml: &str, requests: &[Request]) -> Vec<bool> {
+/// The mesh rule of the mesh cases: subset `a` has a provider, subset `c` none. A call with
+/// `lane=gray` goes to `c` alone (nothing selected: empty protection); `lane=canary` to `c`
+/// with a fallback to `a`; any other call to `a`.
+const MESH_RULE: &str = "
+      kind: DestinationRule
+      metadata: { name: orders }
+      spec:
+        subsets:
+          - { name: a, labels: { zone: a } }
+          - { name: c, labels: { zone: c } }
+      ---
+      kind: VirtualService
+      metadata: { name: orders }
+      spec:
+        dubbo:
+          - routedetail:
+              - name: gray
+                match: [{ attachments: { dubboContext: { lane: { exact: gray } } } }]
+                route: [{ destination: { subset: c } }]
+              - name: canary
+                match: [{ attachments: { dubboContext: { lane: { exact: canary } } } }]
+                route: [{ destination: { subset: c, fallback: { destination: { subset: a } } } }]
+              - name: rest
+                route: [{ destination: { subset: a } }]
+";
+
+/// Routes each request once through the chain and returns, per request, how much the
+/// chain's fallback counters (summed over its routers) moved: 1 on a call that took a
+/// fallback or force path, 0 on one that did not.
+fn fallbacks(chain_yaml: &str, requests: &[Request]) -> Vec<u64> {
     let file = ChainFile::parse("t.chain.yaml", chain_yaml, None)
         .unwrap_or_else(|e| panic!("{chain_yaml}: {e:?}"));
     let snapshot = Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap());
-    let consumer = Arc::new(Url::parse("consumer://10.9.9.9/com.foo.BarService?zone=a").unwrap());
+    let consumer = Arc::new(
+        Url::parse("consumer://10.9.9.9/com.foo.BarService?zone=a&region=beijing&idc=mt")
+            .unwrap(),
+    );
     let metrics = Arc::new(ChainMetrics::new());
     let state = routechain::rules::load::build_state(
         &file,
@@ -37,9 +67,9 @@ fn fallbacks(chain_yaml: &str, requests: &[Request]) -> Vec<bool> {
         .map(|r| {
             let _ = state.route(r, &mut call);
             let now: u64 = metrics.routers().iter().map(|s| s.fallback).sum();
-            let took = now > before;
+            let moved = now - before;
             before = now;
-            took
+            moved
         })
         .collect()
 }
@@ -107,7 +137,81 @@ fn every_router_counts_its_fallback_and_force_paths() {
         ),
     ];
     for (what, yaml, requests, want) in cases {
-        assert_eq!(&fallbacks(yaml, requests), want, "{what}");
+        let want: Vec<u64> = want.iter().map(|&took| u64::from(took)).collect();
+        assert_eq!(fallbacks(yaml, requests), want, "{what}");
+    }
+}
+
+#[test]
+fn mesh_and_idc_weight_count_their_fallback_paths() {
+    let plain = Request::new();
+    let gray = plain.clone().with_attachment("lane", "gray");
+    let canary = plain.clone().with_attachment("lane", "canary");
+    let mesh = |extra: &str| {
+        format!(
+            "routers:\n  - type: mesh\n    app: orders\n{extra}    rule: |{}",
+            MESH_RULE.replace("\n      ", "\n        ")
+        )
+    };
+    // The condition router first narrows some calls (`method = get`) to the provider in
+    // zone b / IDC zf; it never takes its own fallback here (its then-part always matches).
+    let idc = |narrow: &str, rule: &str| {
+        format!(
+            "routers:\n  - type: condition\n    rule:\n      conditions: ['method = get => {narrow}']\n  - type: idc-weight\n    rule: {rule}\n"
+        )
+    };
+    let cases: Vec<(&str, String, Vec<Request>, Vec<u64>)> = vec![
+        (
+            "mesh: a subset without candidates, empty protection; a fallback destination used",
+            mesh(""),
+            vec![
+                gray.clone(),
+                plain.clone(),
+                canary.clone(),
+                plain.clone(),
+                gray.clone(),
+            ],
+            vec![1, 0, 1, 0, 1],
+        ),
+        (
+            "mesh, empty: fail: nothing selected, forced empty",
+            mesh("    empty: fail\n"),
+            vec![gray.clone(), plain.clone(), canary.clone()],
+            vec![1, 0, 1],
+        ),
+        (
+            "idc-weight: the local IDC has no candidate, the region is kept",
+            idc("idc = zf", "{idcs: {beijing: [mt, zf]}}"),
+            vec![
+                plain.clone().with_method("get"),
+                plain.clone(),
+                plain.clone().with_method("get"),
+                plain.clone().with_method("put"),
+            ],
+            vec![1, 0, 1, 0],
+        ),
+        (
+            "idc-weight, force=true: the local IDC has no candidate, none left",
+            idc("idc = zf", "{idcs: {beijing: [mt, zf]}, force: true}"),
+            vec![plain.clone(), plain.clone().with_method("get")],
+            vec![0, 1],
+        ),
+        (
+            "idc-weight: no region has a candidate, every candidate kept",
+            idc(
+                "zone = b",
+                "{region_param: zone, idcs: {a: [mt], b: [zf]}}",
+            ),
+            vec![
+                plain.clone().with_method("get"),
+                plain.clone(),
+                plain.clone().with_method("get"),
+            ],
+            vec![1, 0, 1],
+        ),
+    ];
+    for (what, yaml, requests, want) in &cases {
+        assert_eq!(&fallbacks(yaml, requests), want, "{what}\n{yaml}");
     }
 }
 
