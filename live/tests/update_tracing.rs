@@ -168,7 +168,10 @@ fn each_update_runs_in_a_span_with_its_source_generation_result_and_duration() {
 
     let spans = capture.update_spans();
     assert_eq!(spans.len(), 2, "{spans:?}");
-    for (span, source, result) in [(&spans[0], "file", "applied"), (&spans[1], "api", "refused")] {
+    for (span, source, result) in [
+        (&spans[0], "file", "applied"),
+        (&spans[1], "api", "refused"),
+    ] {
         let keys: Vec<&str> = span.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
@@ -188,7 +191,11 @@ fn each_update_runs_in_a_span_with_its_source_generation_result_and_duration() {
     assert_eq!(done.len(), 2, "{done:?}");
     for (event, result) in done.iter().zip(["applied", "refused"]) {
         assert_eq!(event.level, Level::DEBUG, "{event:?}");
-        assert_eq!(event.span.as_deref(), Some("routechain_update"), "{event:?}");
+        assert_eq!(
+            event.span.as_deref(),
+            Some("routechain_update"),
+            "{event:?}"
+        );
         assert_eq!(event.fields["result"], result, "{event:?}");
         assert_eq!(event.fields["generation"], after.to_string(), "{event:?}");
     }

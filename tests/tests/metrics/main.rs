@@ -48,8 +48,7 @@ fn fallbacks(chain_yaml: &str, requests: &[Request]) -> Vec<u64> {
         .unwrap_or_else(|e| panic!("{chain_yaml}: {e:?}"));
     let snapshot = Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap());
     let consumer = Arc::new(
-        Url::parse("consumer://10.9.9.9/com.foo.BarService?zone=a&region=beijing&idc=mt")
-            .unwrap(),
+        Url::parse("consumer://10.9.9.9/com.foo.BarService?zone=a&region=beijing&idc=mt").unwrap(),
     );
     let metrics = Arc::new(ChainMetrics::new());
     let state = routechain::rules::load::build_state(
@@ -198,10 +197,7 @@ fn mesh_and_idc_weight_count_their_fallback_paths() {
         ),
         (
             "idc-weight: no region has a candidate, every candidate kept",
-            idc(
-                "zone = b",
-                "{region_param: zone, idcs: {a: [mt], b: [zf]}}",
-            ),
+            idc("zone = b", "{region_param: zone, idcs: {a: [mt], b: [zf]}}"),
             vec![
                 plain.clone().with_method("get"),
                 plain.clone(),
