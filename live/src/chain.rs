@@ -835,7 +835,9 @@ pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipp
     let mut skipped = Vec::new();
     match text {
         ProviderText::Lines(text) => {
-            for (n, line) in text.lines().enumerate() {
+            // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
+            // numbers of skipped entries match what an editor and the rule files show.
+            for (n, line) in routechain_rules::located::lines(&text).enumerate() {
                 let trimmed = line.trim();
                 if trimmed.is_empty() || trimmed.starts_with('#') {
                     continue;
@@ -904,6 +906,24 @@ impl Drop for Watching {
 mod tests {
     use super::*;
     use routechain_core::{CallState, Request};
+
+    #[test]
+    fn provider_lines_end_at_lf_crlf_and_a_lone_cr() {
+        let text = "dubbo://10.0.0.1:20880/a.B\rdubbo://10.0.0.2:20880/a.B\r\n\
+                    # comment\ndubbo://10.0.0.3:20880/a.B?x=1 2\rdubbo://10.0.0.4:20880/a.B\n";
+        let (urls, skipped) = parse_providers("p.txt", ProviderText::Lines(text.into()));
+        let hosts: Vec<String> = urls.iter().map(|u| u.address().to_string()).collect();
+        assert_eq!(
+            hosts,
+            ["10.0.0.1:20880", "10.0.0.2:20880", "10.0.0.4:20880"],
+            "{skipped:?}"
+        );
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].location.starts_with("p.txt:4:"),
+            "the bad URL is on line 4: {skipped:?}"
+        );
+    }
 
     const CHAIN: &str = "
 service: com.foo.BarService

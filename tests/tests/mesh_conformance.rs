@@ -711,8 +711,9 @@ fn check_compiled(name: &str, want: &Value, rule: &mesh::AppRule) {
 }
 
 /// The subscription cases against `mesh::watched_applications` (the nodes Dubbo follows: one
-/// per application present, or the entry's `app`). The live crate follows one node per entry
-/// (the providers' application's or `app`'s): `tests/tests/live/mesh.rs` tests that.
+/// per application present, or the entry's `app`). The live crate follows the same nodes in
+/// the real ZooKeeper, each from its application's first provider to its last:
+/// `tests/tests/live/mesh.rs` tests that.
 #[test]
 fn subscription_cases() {
     let file = cases();
