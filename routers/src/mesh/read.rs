@@ -218,22 +218,7 @@ impl Reader {
 
     /// A `Map<String, String>` field (`labels`, `sourceLabels`).
     pub fn string_map(&mut self, value: &Value, path: &FieldPath) -> Option<Vec<(String, String)>> {
-        let Value::Object(map) = value else {
-            self.error(path, format!("must be a mapping, not {}", kind_of(value)));
-            return None;
-        };
-        let mut out = Vec::with_capacity(map.len());
-        for (k, v) in map {
-            let p = path.key(k.clone());
-            if v.is_null() {
-                self.error(&p, "a value is null (Dubbo refuses it too)");
-                continue;
-            }
-            if let Some(s) = self.string(v, &p) {
-                out.push((k.clone(), s));
-            }
-        }
-        Some(out)
+        self.map_of(value, path, Self::string)
     }
 
     /// A `Map<String, StringMatch>` field (`dubboContext`, `tracingContext`, `headers`).
@@ -242,6 +227,17 @@ impl Reader {
         value: &Value,
         path: &FieldPath,
     ) -> Option<Vec<(String, StringMatch)>> {
+        self.map_of(value, path, Self::string_match)
+    }
+
+    /// A mapping whose values `read` reads, in order; a null value is an error (Dubbo refuses
+    /// it too) and a value `read` refuses is left out, so every problem is reported.
+    fn map_of<T>(
+        &mut self,
+        value: &Value,
+        path: &FieldPath,
+        mut read: impl FnMut(&mut Self, &Value, &FieldPath) -> Option<T>,
+    ) -> Option<Vec<(String, T)>> {
         let Value::Object(map) = value else {
             self.error(path, format!("must be a mapping, not {}", kind_of(value)));
             return None;
@@ -253,8 +249,8 @@ impl Reader {
                 self.error(&p, "a value is null (Dubbo refuses it too)");
                 continue;
             }
-            if let Some(m) = self.string_match(v, &p) {
-                out.push((k.clone(), m));
+            if let Some(t) = read(self, v, &p) {
+                out.push((k.clone(), t));
             }
         }
         Some(out)
