@@ -19,6 +19,6 @@ pub mod service;
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
 pub use lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind, SnapshotBalance};
 pub use service::{
-    CallError, InFlight, InvokeError, Invoked, MethodCall, SelectError, Selected, Service,
-    ServiceConfig, ServiceStats, Target,
+    CallError, InFlight, InvokeError, Invoked, MethodCall, PerThread, Pooled, SelectError,
+    Selected, Service, ServiceConfig, ServiceStats, Target,
 };

@@ -189,8 +189,8 @@ where
 {
     let (head, body) = req.into_parts();
     let config = &shared.config;
-    let mut pooled = PooledRequest::take();
-    let request = pooled.get();
+    let mut pooled = routechain_balance::Pooled::<ReusedRequest>::take();
+    let request = &mut pooled.get().0;
     config.fill_request(&head, request);
     let request = &*request;
     let idempotent = config.is_idempotent(&head, request);
@@ -295,45 +295,21 @@ where
 }
 
 /// One routechain [`Request`](routechain_core::Request) per call, taken from a small
-/// per-thread cache and given back when the call ends (or its future is dropped), so the
-/// layer refills its strings instead of allocating new ones. Only buffers are cached:
-/// everything about a request is rewritten by [`RouteConfig::fill_request`] before use.
-struct PooledRequest(Option<routechain_core::Request>);
-
-/// Requests kept per thread.
-const KEEP_PER_THREAD: usize = 64;
+/// per-thread cache ([`routechain_balance::Pooled`]) and given back when the call ends (or
+/// its future is dropped), so the layer refills its strings instead of allocating new ones.
+/// Only buffers are cached: everything about a request is rewritten by
+/// [`RouteConfig::fill_request`] before use.
+#[derive(Debug, Default)]
+struct ReusedRequest(routechain_core::Request);
 
 thread_local! {
-    static REQUESTS: std::cell::RefCell<Vec<routechain_core::Request>> =
+    static REQUESTS: std::cell::RefCell<Vec<ReusedRequest>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-impl PooledRequest {
-    fn take() -> Self {
-        let cached = REQUESTS
-            .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()))
-            .ok()
-            .flatten();
-        PooledRequest(Some(cached.unwrap_or_default()))
-    }
-
-    fn get(&mut self) -> &mut routechain_core::Request {
-        self.0.get_or_insert_with(routechain_core::Request::default)
-    }
-}
-
-impl Drop for PooledRequest {
-    fn drop(&mut self) {
-        let Some(request) = self.0.take() else {
-            return;
-        };
-        let _ = REQUESTS.try_with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut()
-                && c.len() < KEEP_PER_THREAD
-            {
-                c.push(request);
-            }
-        });
+impl routechain_balance::PerThread for ReusedRequest {
+    fn cache() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>> {
+        &REQUESTS
     }
 }
 

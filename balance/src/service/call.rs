@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use routechain_core::{CallState, RandomSource, Request};
 
-use super::pool::Pooled;
+use super::pool::{Buffers, Pooled};
 use super::{SelectError, Selected, Service};
 
 /// How an attempt failed: the attempt closure's error, classified. The classification
@@ -187,7 +187,7 @@ impl Service {
         F: FnMut(Selected) -> Fut,
         Fut: Future<Output = Result<T, CallError<E>>>,
     {
-        let mut pooled = Pooled::take();
+        let mut pooled = Pooled::<Buffers>::take();
         let buffers = pooled.get();
         self.failover(
             request,
@@ -215,7 +215,7 @@ impl Service {
         F: FnMut(Selected) -> Fut,
         Fut: Future<Output = Result<T, CallError<E>>>,
     {
-        let mut pooled = Pooled::take();
+        let mut pooled = Pooled::<Buffers>::take();
         self.failover(
             request,
             call,
@@ -238,7 +238,7 @@ impl Service {
         call: &mut CallState<R>,
         mut attempt: impl FnMut(&Selected) -> Result<T, CallError<E>>,
     ) -> Result<Invoked<T>, InvokeError<E>> {
-        let mut pooled = Pooled::take();
+        let mut pooled = Pooled::<Buffers>::take();
         let tried = &mut pooled.get().tried;
         let mut fut = pin!(self.failover(
             request,

@@ -40,6 +40,7 @@ use routechain_core::{Provider, Snapshot};
 mod call;
 mod config;
 mod pool;
+pub use pool::{PerThread, Pooled};
 
 pub use call::{CallError, InvokeError, Invoked};
 pub use config::{DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig};

@@ -10,13 +10,61 @@
 //! shared pool behind a lock) so that taking and giving back is a `Vec` pop and push.
 
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 use routechain_core::CallState;
 
 use super::Selected;
 
-/// Buffers kept per thread; more concurrent calls on one thread allocate their own.
+/// Values kept per thread by a [`Pooled`]; more concurrent users on one thread allocate
+/// their own.
 const KEEP_PER_THREAD: usize = 64;
+
+/// A value worth reusing across calls, kept in its own per-thread cache by [`Pooled`].
+pub trait PerThread: Default + 'static {
+    /// This type's per-thread cache (a `thread_local!` of a `RefCell<Vec<Self>>`).
+    fn cache() -> &'static LocalKey<RefCell<Vec<Self>>>;
+    /// Makes the value ready for the next user before it goes back to the cache (drop what
+    /// must not outlive a call; keep the capacity).
+    fn recycle(&mut self) {}
+}
+
+/// A value taken from this thread's cache (or new), given back when dropped: taking and
+/// giving back is a `Vec` pop and push, with no lock.
+#[derive(Debug)]
+pub struct Pooled<T: PerThread>(Option<T>);
+
+impl<T: PerThread> Pooled<T> {
+    /// A value for one call.
+    pub fn take() -> Self {
+        let cached = T::cache()
+            .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()))
+            .ok()
+            .flatten();
+        Pooled(Some(cached.unwrap_or_default()))
+    }
+
+    /// The value.
+    pub fn get(&mut self) -> &mut T {
+        self.0.get_or_insert_with(T::default)
+    }
+}
+
+impl<T: PerThread> Drop for Pooled<T> {
+    fn drop(&mut self) {
+        let Some(mut value) = self.0.take() else {
+            return;
+        };
+        value.recycle();
+        let _ = T::cache().try_with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut()
+                && c.len() < KEEP_PER_THREAD
+            {
+                c.push(value);
+            }
+        });
+    }
+}
 
 /// The buffers of one call.
 #[derive(Debug, Default)]
@@ -28,43 +76,17 @@ pub(crate) struct Buffers {
 }
 
 thread_local! {
-    static CACHE: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
+    static BUFFERS: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Buffers taken from this thread's cache (or new), given back when dropped.
-#[derive(Debug)]
-pub(crate) struct Pooled(Option<Buffers>);
-
-impl Pooled {
-    /// Buffers for one call.
-    pub(crate) fn take() -> Self {
-        let cached = CACHE
-            .try_with(|c| c.try_borrow_mut().ok().and_then(|mut c| c.pop()))
-            .ok()
-            .flatten();
-        Pooled(Some(cached.unwrap_or_default()))
+impl PerThread for Buffers {
+    fn cache() -> &'static LocalKey<RefCell<Vec<Self>>> {
+        &BUFFERS
     }
 
-    /// The buffers.
-    pub(crate) fn get(&mut self) -> &mut Buffers {
-        self.0.get_or_insert_with(Buffers::default)
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        let Some(mut buffers) = self.0.take() else {
-            return;
-        };
-        // Release the tried providers' views now, and make sure no memo outlives the call.
-        buffers.tried.clear();
-        buffers.call.routed.state = (0, 0);
-        let _ = CACHE.try_with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut()
-                && c.len() < KEEP_PER_THREAD
-            {
-                c.push(buffers);
-            }
-        });
+    /// Release the tried providers' views now, and make sure no memo outlives the call.
+    fn recycle(&mut self) {
+        self.tried.clear();
+        self.call.routed.state = (0, 0);
     }
 }
