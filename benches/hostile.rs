@@ -21,24 +21,7 @@ fn scaled(n: usize) -> usize {
 }
 use routechain::core::{CallState, ChainState, Request, Snapshot};
 use routechain::rules::ChainFile;
-
-/// `n` providers `dubbo://10.a.b.c:20880/s?region=rI&env=eJ&dubbo.tag=tK`.
-fn providers(n: usize) -> Arc<Snapshot> {
-    let text: String = (0..n)
-        .map(|i| {
-            format!(
-                "dubbo://10.{}.{}.{}:20880/s?region=r{}&env=e{}&dubbo.tag=t{}\n",
-                (i >> 16) & 255,
-                (i >> 8) & 255,
-                i & 255,
-                i % 10,
-                i % 3,
-                i % 7
-            )
-        })
-        .collect();
-    Arc::new(Snapshot::parse_lines(1, &text).expect("generated providers parse"))
-}
+use routechain_testkit::hostile::{self, providers};
 
 fn state(chain: &str, snapshot: &Arc<Snapshot>) -> ChainState {
     let file = ChainFile::parse("bench.chain.yaml", chain, None).expect("the chain parses");
@@ -100,17 +83,9 @@ fn preparation(c: &mut Criterion) {
     group.sample_size(10);
     group.warm_up_time(Duration::from_millis(100));
     group.measurement_time(Duration::from_secs(5));
-    for terms in [scaled(10_000), scaled(100_000)] {
-        let snapshot = providers(scaled(10_000));
-        let when: Vec<String> = (0..terms).map(|i| format!("k{i} = v{i}")).collect();
-        let then: Vec<String> = (0..terms).map(|i| format!("p{i} = v{i}")).collect();
-        let chain = format!(
-            "routers:\n  - type: condition\n    rule:\n      conditions:\n        - \"{} => {}\"\n",
-            when.join(" & "),
-            then.join(" & ")
-        );
-        let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
-        group.bench_function(BenchmarkId::new("one-condition-terms", terms), |b| {
+    let mut bench = |id: BenchmarkId, chain: &str, snapshot: &Arc<Snapshot>| {
+        let file = ChainFile::parse("bench.chain.yaml", chain, None).unwrap();
+        group.bench_function(id, |b| {
             b.iter(|| {
                 routechain::rules::load::build_state(
                     &file,
@@ -121,92 +96,36 @@ fn preparation(c: &mut Criterion) {
                 .unwrap()
             })
         });
+    };
+    let p10k = providers(scaled(10_000));
+    for terms in [scaled(10_000), scaled(100_000)] {
+        bench(
+            BenchmarkId::new("one-condition-terms", terms),
+            &hostile::one_condition_terms(terms),
+            &p10k,
+        );
     }
     // The same shapes on keys every provider has, with glob and range patterns: each
     // pattern is decided over the key's distinct values (10,000 hosts), found through the
     // values sorted (a glob's literal prefix or suffix, a range's bounds), not by testing
     // every value against every pattern.
-    {
-        let terms = scaled(100_000);
-        let snapshot = providers(scaled(10_000));
-        let then: Vec<String> = (0..terms)
-            .map(|i| match i % 4 {
-                0 => format!("host != 10.0.{}.*", i % 256),
-                1 => format!("address != *.{}:20880", i % 256),
-                2 => format!("port != {}~{}", i, i + 10),
-                _ => format!("host != 10.*.{}", i % 256),
-            })
-            .collect();
-        let chain = format!(
-            "routers:\n  - type: condition\n    rule:\n      conditions:\n        - \"method = m => {}\"\n",
-            then.join(" & ")
-        );
-        let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
-        group.bench_function(BenchmarkId::new("one-condition-glob-terms", terms), |b| {
-            b.iter(|| {
-                routechain::rules::load::build_state(
-                    &file,
-                    &routechain::registry(),
-                    snapshot.clone(),
-                    None,
-                )
-                .unwrap()
-            })
-        });
-    }
-    let snapshot = providers(scaled(100_000));
-    {
-        let conditions: String = (0..scaled(10_000))
-            .map(|i| {
-                format!(
-                    "        - \"method = m{i} => host = 10.{}.*,10.*.{} & address != *:{}\"\n",
-                    i % 256,
-                    i % 256,
-                    20_000 + i
-                )
-            })
-            .collect();
-        let chain =
-            format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
-        let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
-        group.bench_function(
-            BenchmarkId::new("conditions-10k-globs", scaled(100_000)),
-            |b| {
-                b.iter(|| {
-                    routechain::rules::load::build_state(
-                        &file,
-                        &routechain::registry(),
-                        snapshot.clone(),
-                        None,
-                    )
-                    .unwrap()
-                })
-            },
-        );
-    }
-    let conditions: String = (0..scaled(10_000))
-        .map(|i| {
-            format!(
-                "        - \"method = m{i} => region = r{} & env != e{}\"\n",
-                i % 10,
-                i % 3
-            )
-        })
-        .collect();
-    let chain =
-        format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
-    let file = ChainFile::parse("bench.chain.yaml", &chain, None).unwrap();
-    group.bench_function(BenchmarkId::new("conditions-10k", scaled(100_000)), |b| {
-        b.iter(|| {
-            routechain::rules::load::build_state(
-                &file,
-                &routechain::registry(),
-                snapshot.clone(),
-                None,
-            )
-            .unwrap()
-        })
-    });
+    let terms = scaled(100_000);
+    bench(
+        BenchmarkId::new("one-condition-glob-terms", terms),
+        &hostile::one_condition_glob_terms(terms),
+        &p10k,
+    );
+    let p100k = providers(scaled(100_000));
+    bench(
+        BenchmarkId::new("conditions-10k-globs", scaled(100_000)),
+        &hostile::glob_conditions(scaled(10_000)),
+        &p100k,
+    );
+    bench(
+        BenchmarkId::new("conditions-10k", scaled(100_000)),
+        &hostile::conditions(scaled(10_000)),
+        &p100k,
+    );
     group.finish();
 }
 

@@ -10,24 +10,7 @@ use std::time::Instant;
 
 use routechain::core::Snapshot;
 use routechain::rules::ChainFile;
-
-/// `n` providers as in `benches/hostile.rs`.
-fn providers(n: usize) -> Arc<Snapshot> {
-    let text: String = (0..n)
-        .map(|i| {
-            format!(
-                "dubbo://10.{}.{}.{}:20880/s?region=r{}&env=e{}&dubbo.tag=t{}\n",
-                (i >> 16) & 255,
-                (i >> 8) & 255,
-                i & 255,
-                i % 10,
-                i % 3,
-                i % 7
-            )
-        })
-        .collect();
-    Arc::new(Snapshot::parse_lines(1, &text).expect("generated providers parse"))
-}
+use routechain_testkit::hostile::{self, providers};
 
 /// This process's CPU time so far, in seconds (clock ticks of 10 ms).
 fn cpu_seconds() -> f64 {
@@ -68,43 +51,21 @@ fn time(name: &str, chain: &str, snapshot: &Arc<Snapshot>) {
 fn main() {
     let p10k = providers(10_000);
     for terms in [10_000, 100_000] {
-        let when: Vec<String> = (0..terms).map(|i| format!("k{i} = v{i}")).collect();
-        let then: Vec<String> = (0..terms).map(|i| format!("p{i} = v{i}")).collect();
-        let chain = format!(
-            "routers:\n  - type: condition\n    rule:\n      conditions:\n        - \"{} => {}\"\n",
-            when.join(" & "),
-            then.join(" & ")
-        );
         time(
             &format!("one-condition-terms/{terms} (10,000 providers)"),
-            &chain,
+            &hostile::one_condition_terms(terms),
             &p10k,
         );
     }
     let p100k = providers(100_000);
-    let conditions: String = (0..10_000)
-        .map(|i| {
-            format!(
-                "        - \"method = m{i} => region = r{} & env != e{}\"\n",
-                i % 10,
-                i % 3
-            )
-        })
-        .collect();
-    let chain =
-        format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
-    time("conditions-10k (100,000 providers)", &chain, &p100k);
-    let conditions: String = (0..10_000)
-        .map(|i| {
-            format!(
-                "        - \"method = m{i} => host = 10.{}.*,10.*.{} & address != *:{}\"\n",
-                i % 256,
-                i % 256,
-                20_000 + i
-            )
-        })
-        .collect();
-    let chain =
-        format!("routers:\n  - type: condition\n    rule:\n      conditions:\n{conditions}");
-    time("conditions-10k-globs (100,000 providers)", &chain, &p100k);
+    time(
+        "conditions-10k (100,000 providers)",
+        &hostile::conditions(10_000),
+        &p100k,
+    );
+    time(
+        "conditions-10k-globs (100,000 providers)",
+        &hostile::glob_conditions(10_000),
+        &p100k,
+    );
 }

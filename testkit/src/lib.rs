@@ -20,6 +20,7 @@
 //! - [`naive`]: the same full chain written the obvious way (a `Vec` of provider structs with
 //!   `HashMap` params, filtered router by router) — the "what a user would write instead"
 //!   baseline.
+//! - [`hostile`]: the hostile-input shapes the preparation benchmarks time.
 //! - [`zookeeper`]: a real ZooKeeper server for tests; [`wait_for`] polls a condition.
 //!
 //! ```
@@ -35,6 +36,7 @@ use routechain::core::{ChainState, Request, Snapshot, Url};
 use routechain::rules::ChainFile;
 use routechain::rules::load::LoadError;
 
+pub mod hostile;
 pub mod zookeeper;
 
 /// Polls `f` every 20 ms until it returns `Some`, or panics after `timeout` with `what`.
