@@ -113,6 +113,17 @@ impl Node {
     }
 }
 
+/// Where a scanner error points, from the marker's character index through this crate's
+/// line definition ([`crate::located::location_of_byte`]): the scanner's own line and
+/// column can disagree with it (a column past the end of its line was found by fuzzing).
+fn marker_location(text: &str, marker: &saphyr_parser::Marker) -> Location {
+    let byte = text
+        .char_indices()
+        .nth(marker.index())
+        .map_or(text.len(), |(b, _)| b);
+    crate::located::location_of_byte(text, byte)
+}
+
 impl YamlDoc {
     /// Parses `text`; `origin` names it in errors. Only the first document of a stream is
     /// read; a second one is an error. A leading byte-order mark is skipped.
@@ -126,8 +137,8 @@ impl YamlDoc {
         let mut documents = 0;
         for event in Parser::new_from_str(text) {
             let (event, span) = event.map_err(|e| {
-                let m = e.marker();
-                at(m.line(), m.col() + 1, e.info().to_string())
+                let l = marker_location(text, e.marker());
+                at(l.line, l.column, e.info().to_string())
             })?;
             if let Event::DocumentStart(_) = event {
                 documents += 1;
@@ -375,8 +386,8 @@ impl YamlDoc {
         let mut values_before = 0;
         for event in Parser::new_from_str(text) {
             let (event, span) = event.map_err(|e| {
-                let m = e.marker();
-                at(m.line(), m.col() + 1, e.info().to_string())
+                let l = marker_location(text, e.marker());
+                at(l.line, l.column, e.info().to_string())
             })?;
             let items = |b: &Builder| match b.stack.first() {
                 Some(Frame::Seq { items, .. }) => items.len(),
@@ -799,5 +810,21 @@ mod tests {
         fn never_panics_on_yamlish(s in "([a-z]{1,3}: ?|- |\\[|\\]|\\{|\\}|&a |\\*a|'|\"|\n  |, ){0,40}") {
             let _ = YamlDoc::parse("p", &s);
         }
+    }
+
+    #[test]
+    fn scanner_errors_are_located_inside_their_line() {
+        // A fuzzing finding: the scanner's column for an unprintable character was past the
+        // end of its line (multi-byte characters before it).
+        let data = include_bytes!("../../fuzz/corpus/chain/regression-scanner-error-column");
+        let text = String::from_utf8_lossy(data);
+        let e = YamlDoc::parse("f.yaml", &text).expect_err("an unprintable character");
+        let lines: Vec<&str> = crate::located::lines(&text).collect();
+        let (line, column) = (e.location.line, e.location.column);
+        let width = lines.get(line - 1).map_or(0, |l| l.chars().count());
+        assert!(
+            column <= width + 1,
+            "{e}: column past the end ({width} characters)"
+        );
     }
 }
