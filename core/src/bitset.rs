@@ -435,8 +435,8 @@ mod tests {
                 };
                 let mut fused = sa.clone();
                 prop_assert!(fused.and_mask(mask));
-                for i in 0..len {
-                    prop_assert_eq!(fused.contains(i), a[i] && keep(i));
+                for (i, &ai) in a.iter().enumerate() {
+                    prop_assert_eq!(fused.contains(i), ai && keep(i));
                 }
                 prop_assert_eq!(sa.any_mask(mask), Some((0..len).any(|i| a[i] && keep(i))));
             }

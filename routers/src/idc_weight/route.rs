@@ -489,6 +489,9 @@ pub(super) enum Healthy {
     Scratch,
 }
 
+/// The region's and the IDC's words (`None`: absent), for a fused pass.
+type DenseWords<'a> = (Option<&'a [u64]>, Option<&'a [u64]>);
+
 /// The providers a pass keeps: a region's, optionally narrowed to an IDC's (both absent:
 /// every provider).
 #[derive(Debug, Clone, Copy)]
@@ -519,7 +522,7 @@ impl<'a> Within<'a> {
 
     /// The sets' words when every present set is dense (the fused path), else `None`.
     #[inline]
-    fn dense(&self) -> Option<(Option<&'a [u64]>, Option<&'a [u64]>)> {
+    fn dense(&self) -> Option<DenseWords<'a>> {
         fn words(set: Option<&ProviderSet>) -> Option<Option<&[u64]>> {
             match set {
                 None => Some(None),
