@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use routechain_balance::{CallError, InvokeError, Selected, Service};
+use routechain_balance::{CallError, InvokeError, Invoked, Selected, Service};
 use tower_service::Service as TowerService;
 
 use crate::body::{ResponseBody, buffer};
@@ -118,19 +118,25 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let grpc = grpc::is_grpc(req.headers());
-            match route(&shared, req).await {
-                Ok(response) => Ok(response),
-                Err(e) if grpc => {
-                    tracing::debug!("routechain: {e}");
-                    let head = grpc::trailers_only(Code::UNAVAILABLE, &e.to_string(), e.reason());
-                    Ok(http::Response::from_parts(head, ResponseBody::empty()))
-                }
-                Err(e) => Err(e),
-            }
-        })
+        // `route` is the whole future (no wrapper around it): every move of a future copies
+        // all of it, and this one holds the attempt's.
+        Box::pin(route(self.shared.clone(), req))
+    }
+}
+
+/// What the caller gets for `result`: a gRPC request gets a routing failure as a
+/// trailers-only `UNAVAILABLE` response, any other request as the error.
+fn answer<B>(
+    grpc: bool,
+    result: Result<http::Response<ResponseBody<B>>, RouteError>,
+) -> Result<http::Response<ResponseBody<B>>, RouteError> {
+    match result {
+        Err(e) if grpc => {
+            tracing::debug!("routechain: {e}");
+            let head = grpc::trailers_only(Code::UNAVAILABLE, &e.to_string(), e.reason());
+            Ok(http::Response::from_parts(head, ResponseBody::empty()))
+        }
+        result => result,
     }
 }
 
@@ -187,7 +193,7 @@ impl<'a> RetryHead<'a> {
 }
 
 async fn route<M, B>(
-    shared: &Shared<M>,
+    shared: Arc<Shared<M>>,
     req: http::Request<B>,
 ) -> Result<RouteResponse<M>, RouteError>
 where
@@ -195,6 +201,8 @@ where
     B: http_body::Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<BoxError>,
 {
+    let shared = &*shared;
+    let grpc = grpc::is_grpc(req.headers());
     let (head, body) = req.into_parts();
     let config = &shared.config;
     let mut pooled = routechain_balance::Pooled::<Reused>::take();
@@ -205,9 +213,10 @@ where
     config.fill_request(&head, request);
     let request = &*request;
     let idempotent = config.is_idempotent(&head, request);
-    let mut body = buffer(body, config.buffer_limit)
-        .await
-        .map_err(RouteError::Body)?;
+    let mut body = match buffer(body, config.buffer_limit).await {
+        Ok(body) => body,
+        Err(e) => return answer(grpc, Err(RouteError::Body(e))),
+    };
     // A streamed body can be sent once: one attempt, so no second provider is selected,
     // counted in flight or reported to health for a request that could not be sent.
     let streamed = !body.is_full();
@@ -255,6 +264,14 @@ where
         })
         .await;
     drop(pooled);
+    answer(grpc, finish(outcome, streamed))
+}
+
+/// The response (or the error) of the failover loop's outcome.
+fn finish<B>(
+    outcome: Result<Invoked<http::Response<B>>, InvokeError<Failure<B>>>,
+    streamed: bool,
+) -> Result<http::Response<ResponseBody<B>>, RouteError> {
     match outcome {
         Ok(invoked) => {
             let mut response = invoked.value.map(ResponseBody::new);
