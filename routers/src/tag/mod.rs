@@ -89,6 +89,9 @@ struct Dynamic {
 pub struct PreparedTag {
     /// Static tag value → providers.
     static_tags: ParamIndex,
+    /// The length of the longest static tag value: a longer request tag is no static tag,
+    /// known without hashing it.
+    static_max_len: usize,
     /// Providers with no (or an empty) static tag.
     untagged: ProviderSet,
     dynamic: Option<Dynamic>,
@@ -110,6 +113,7 @@ impl PreparedTag {
     pub fn build(snapshot: &Snapshot, rule: Option<&TagRule>) -> Self {
         let len = snapshot.len();
         let static_tags = ParamIndex::build(snapshot, TAG_KEY);
+        let static_max_len = static_tags.values().map(|(v, _)| v.len()).max().unwrap_or(0);
         let untagged = {
             let mut b = static_tags.missing().to_bitset();
             if let Some(empty) = static_tags.get("") {
@@ -176,6 +180,7 @@ impl PreparedTag {
         });
         PreparedTag {
             static_tags,
+            static_max_len,
             untagged,
             dynamic,
         }
@@ -225,24 +230,42 @@ fn select_level<'t, 's>(
 /// Dynamic tags by level: a trie over the `|`-separated segments of the tag names, so the
 /// nearest level of a request tag is found in one pass over it. (Trying each `|` prefix
 /// of the request tag with a hash lookup, as Dubbo does, costs the square of its length: a
-/// tag of 400,000 `|` took seconds.)
+/// tag of 400,000 `|` took seconds.) A segment longer than every segment of the rule is
+/// known to match none without hashing it, so a request tag of megabytes costs no hash of
+/// its bytes unless the rule has a segment as long.
 #[derive(Debug, Clone)]
 struct TagLevels {
     nodes: Vec<LevelNode>,
+    /// The length of the longest segment of any tag name.
+    max_segment: usize,
 }
 
 #[derive(Debug, Clone, Default)]
 struct LevelNode {
     /// The set of the tag ending at this node, if a tag does.
     set: Option<ProviderSet>,
-    /// The next segment → its node.
-    children: HashMap<Box<str>, usize>,
+    /// The next segment → its node (boxed and absent on a leaf, as most nodes are: a rule
+    /// of a million flat tags has a million leaves).
+    children: Option<Box<HashMap<Box<str>, u32>>>,
+}
+
+impl LevelNode {
+    fn child(&self, segment: &str) -> Option<usize> {
+        self.children.as_ref()?.get(segment).map(|&i| i as usize)
+    }
+
+    fn children(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.children
+            .iter()
+            .flat_map(|c| c.iter().map(|(k, &v)| (&**k, v as usize)))
+    }
 }
 
 impl Default for TagLevels {
     fn default() -> Self {
         TagLevels {
             nodes: vec![LevelNode::default()],
+            max_segment: 0,
         }
     }
 }
@@ -252,12 +275,16 @@ impl TagLevels {
     fn insert(&mut self, name: &str, set: ProviderSet) {
         let mut node = 0;
         for segment in name.split(TAG_SEPARATOR) {
-            node = match self.nodes[node].children.get(segment) {
-                Some(&next) => next,
+            self.max_segment = self.max_segment.max(segment.len());
+            node = match self.nodes[node].child(segment) {
+                Some(next) => next,
                 None => {
                     let next = self.nodes.len();
                     self.nodes.push(LevelNode::default());
-                    self.nodes[node].children.insert(segment.into(), next);
+                    self.nodes[node]
+                        .children
+                        .get_or_insert_default()
+                        .insert(segment.into(), next as u32);
                     next
                 }
             };
@@ -269,7 +296,10 @@ impl TagLevels {
     fn node(&self, tag: &str) -> Option<&LevelNode> {
         let mut node = 0;
         for segment in tag.split(TAG_SEPARATOR) {
-            node = *self.nodes[node].children.get(segment)?;
+            if segment.len() > self.max_segment {
+                return None;
+            }
+            node = self.nodes[node].child(segment)?;
         }
         Some(&self.nodes[node])
     }
@@ -285,7 +315,10 @@ impl TagLevels {
         let mut best = None;
         let mut end = 0;
         for (i, segment) in tag.split(TAG_SEPARATOR).enumerate() {
-            let Some(&next) = self.nodes[node].children.get(segment) else {
+            if segment.len() > self.max_segment {
+                break;
+            }
+            let Some(next) = self.nodes[node].child(segment) else {
                 break;
             };
             node = next;
@@ -305,7 +338,7 @@ impl TagLevels {
             if let Some(set) = &self.nodes[node].set {
                 out.push((name.clone(), set));
             }
-            for (segment, &child) in &self.nodes[node].children {
+            for (segment, child) in self.nodes[node].children() {
                 let child_name = if node == 0 {
                     segment.to_string()
                 } else {
@@ -448,7 +481,12 @@ impl PreparedTag {
             }
             None => &self.untagged,
         };
-        match self.static_tags.get(tag) {
+        // A tag longer than every static tag is none of them: not hashed (a request tag of
+        // megabytes is then read once, by the trie walk above, and hashed never).
+        let static_set = (tag.len() <= self.static_max_len)
+            .then(|| self.static_tags.get(tag))
+            .flatten();
+        match static_set {
             Some(set) if set.intersects(candidates) => {
                 set.and_into(candidates);
                 cx.explain(format_args!("tag {tag:?}: static tag"));
