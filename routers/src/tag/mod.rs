@@ -128,14 +128,16 @@ impl PreparedTag {
                 .map(|p| HostPort::new(p.host(), p.port()))
                 .collect();
             let hosts = HostIndex::build(&at);
-            let mut by_tag: HashMap<&str, ProviderSet> = HashMap::new();
+            // Straight into the trie (no map of every tag beside it while it is built).
+            let mut by_tag = TagLevels::default();
             // Tags with addresses, in order (a later tag of the same name replaces it).
+            let mut members = Vec::new();
             for tag in rule.tags.iter().filter(|t| !t.addresses.is_empty()) {
-                let mut members = Vec::new();
+                members.clear();
                 for a in &tag.addresses {
                     hosts.matching(a, &at, &mut members);
                 }
-                by_tag.insert(tag.name.as_str(), provider_set(len, members));
+                by_tag.insert(&tag.name, provider_set(len, &mut members));
             }
             // Tags with `match` (v3.0 only): resolved against this snapshot to the addresses
             // of the providers they match; a tag matching nothing is not set.
@@ -159,22 +161,18 @@ impl PreparedTag {
                         addresses.contains(&(at[i].host, at[i].port))
                             || addresses.contains(&(at[i].host, 0))
                     });
-                    by_tag.insert(tag.name.as_str(), ProviderSet::from_bitset(set));
+                    by_tag.insert(&tag.name, ProviderSet::from_bitset(set));
                 }
             }
             let mut any = BitSet::empty(len);
-            for set in by_tag.values() {
+            for set in by_tag.nodes.iter().filter_map(|n| n.set.as_ref()) {
                 set.or_into(&mut any);
             }
             let mut failover = untagged.to_bitset();
             failover.and_not_assign(&any);
-            let mut levels = TagLevels::default();
-            for (name, set) in by_tag {
-                levels.insert(name, set);
-            }
             Dynamic {
                 force: rule.force,
-                by_tag: levels,
+                by_tag,
                 failover: ProviderSet::from_bitset(failover),
             }
         });
@@ -403,12 +401,12 @@ impl HostIndex {
 }
 
 /// The providers `members` (any order, repeats allowed) as a set over `len`.
-fn provider_set(len: usize, mut members: Vec<u32>) -> ProviderSet {
+fn provider_set(len: usize, members: &mut Vec<u32>) -> ProviderSet {
     members.sort_unstable();
     members.dedup();
     ProviderSet::from_bitset(BitSet::from_indexes(
         len,
-        members.into_iter().map(|i| i as usize),
+        members.iter().map(|&i| i as usize),
     ))
 }
 
