@@ -10,9 +10,6 @@ use std::sync::Arc;
 use routechain::rules::ChainFile;
 use routechain_testkit::hostile::{providers, tag_rule_chain};
 
-#[global_allocator]
-static ALLOCATOR: allocation_counter::AllocationCounter = allocation_counter::AllocationCounter;
-
 fn main() {
     let tags: usize = std::env::args()
         .nth(1)

@@ -381,7 +381,9 @@ fn unknown_fields_in_a_chains_override_files_are_warnings() {
         .map(|f| f["file"].as_str().unwrap())
         .collect();
     assert!(
-        files.iter().any(|f| f.ends_with("weights.configurators.yaml")),
+        files
+            .iter()
+            .any(|f| f.ends_with("weights.configurators.yaml")),
         "{files:?}"
     );
 }

@@ -424,7 +424,9 @@ fn override_files_are_read_as_every_input_file() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("cannot read override file o.configurators.yaml: larger than the limit of 100 bytes"),
+        stderr(&out).contains(
+            "cannot read override file o.configurators.yaml: larger than the limit of 100 bytes"
+        ),
         "{}",
         stderr(&out)
     );

@@ -120,10 +120,7 @@ impl ByteCursor {
         }
         let rest = source.get(self.bytes..)?;
         let skip = index - self.chars;
-        let within = rest
-            .char_indices()
-            .nth(skip)
-            .map_or(rest.len(), |(b, _)| b);
+        let within = rest.char_indices().nth(skip).map_or(rest.len(), |(b, _)| b);
         self.chars = index;
         self.bytes += within;
         Some(self.bytes)
@@ -231,7 +228,11 @@ mod tests {
 
     #[test]
     fn a_node_is_small() {
-        assert!(std::mem::size_of::<Node>() <= 40, "{}", std::mem::size_of::<Node>());
+        assert!(
+            std::mem::size_of::<Node>() <= 40,
+            "{}",
+            std::mem::size_of::<Node>()
+        );
     }
 
     #[test]

@@ -113,7 +113,11 @@ impl PreparedTag {
     pub fn build(snapshot: &Snapshot, rule: Option<&TagRule>) -> Self {
         let len = snapshot.len();
         let static_tags = ParamIndex::build(snapshot, TAG_KEY);
-        let static_max_len = static_tags.values().map(|(v, _)| v.len()).max().unwrap_or(0);
+        let static_max_len = static_tags
+            .values()
+            .map(|(v, _)| v.len())
+            .max()
+            .unwrap_or(0);
         let untagged = {
             let mut b = static_tags.missing().to_bitset();
             if let Some(empty) = static_tags.get("") {
