@@ -213,7 +213,7 @@ impl AddressPattern {
                         && segments
                             .iter()
                             .zip(h.segments())
-                            .all(|(s, o)| s.matches(u16::from(o)))
+                            .all(|(s, o)| s.matches(o))
                 }
                 _ => false,
             },

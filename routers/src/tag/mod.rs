@@ -248,6 +248,8 @@ struct LevelNode {
     set: Option<ProviderSet>,
     /// The next segment → its node (boxed and absent on a leaf, as most nodes are: a rule
     /// of a million flat tags has a million leaves).
+    // The box is the point: 8 bytes on each leaf instead of an empty map's 48.
+    #[allow(clippy::box_collection)]
     children: Option<Box<HashMap<Box<str>, u32>>>,
 }
 
