@@ -209,11 +209,7 @@ impl AddressPattern {
             },
             AddressPattern::V6 { segments, port } => match at.ip {
                 Some(IpAddr::V6(h)) => {
-                    port_ok(port)
-                        && segments
-                            .iter()
-                            .zip(h.segments())
-                            .all(|(s, o)| s.matches(o))
+                    port_ok(port) && segments.iter().zip(h.segments()).all(|(s, o)| s.matches(o))
                 }
                 _ => false,
             },
