@@ -102,3 +102,37 @@ fn tags_at_and_past_the_longest_known_length_route_as_before() {
     // A 400 KB tag of no `|` matching nothing.
     assert_eq!(tagged("t".repeat(400_000)), vec![0]);
 }
+
+/// A trace quotes a tag of 400,000 characters cut: its first 64 characters, `…` and its
+/// length, so an explained route of a hostile request stays short.
+#[test]
+fn a_trace_quotes_a_long_tag_cut() {
+    let providers = snapshot(&["dubbo://10.0.0.1:20880/s", "dubbo://10.9.9.9:20880/s"]);
+    let state = state(
+        "routers:\n  - type: tag\n    rule: {tags: [{name: a, addresses: [\"10.9.9.9\"]}]}\n",
+        providers,
+    );
+    let request = Request::new().with_attachment("dubbo.tag", "t".repeat(400_000));
+    let mut trace = routechain_core::Trace::default();
+    state
+        .route_traced(&request, &mut CallState::seeded(1), &mut trace)
+        .unwrap();
+    let reason = &trace.steps[0].reason;
+    assert_eq!(
+        reason,
+        &format!(
+            "tag {:?}… (400000 bytes): no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)",
+            "t".repeat(64)
+        )
+    );
+    // A short tag is quoted whole.
+    let request = Request::new().with_attachment("dubbo.tag", "a");
+    let mut trace = routechain_core::Trace::default();
+    state
+        .route_traced(&request, &mut CallState::seeded(1), &mut trace)
+        .unwrap();
+    assert_eq!(
+        trace.steps[0].reason,
+        "tag \"a\": dynamic addresses of tag \"a\""
+    );
+}

@@ -416,6 +416,22 @@ fn provider_set(len: usize, members: &mut Vec<u32>) -> ProviderSet {
     ))
 }
 
+/// A tag as a trace quotes it: whole up to [`SHORT_TAG_CHARS`] characters, else its first
+/// ones, `…` and its length (Debug-formatted without allocating).
+struct Short<'a>(&'a str);
+
+/// The longest tag a trace quotes whole.
+const SHORT_TAG_CHARS: usize = 64;
+
+impl std::fmt::Debug for Short<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.char_indices().nth(SHORT_TAG_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((end, _)) => write!(f, "{:?}… ({} bytes)", &self.0[..end], self.0.len()),
+        }
+    }
+}
+
 fn non_empty(v: Option<&str>) -> Option<&str> {
     v.filter(|s| !s.is_empty())
 }
@@ -446,6 +462,8 @@ impl PreparedTag {
             }
             return Evaluation::Runtime;
         };
+        // In a trace, a tag of megabytes is quoted cut (formatted only when tracing).
+        let shown = Short(tag);
         let forced = match non_empty(request.attachments.get(FORCE_TAG_KEY)) {
             Some(v) => v.eq_ignore_ascii_case("true"),
             None => consumer
@@ -455,28 +473,29 @@ impl PreparedTag {
         let fallback = match &self.dynamic {
             Some(d) => {
                 if let Some((level, set)) = select_level(&d.by_tag, tag, forced) {
+                    let shown_level = Short(level);
                     if set.intersects(candidates) {
                         set.and_into(candidates);
                         cx.explain(format_args!(
-                            "tag {tag:?}: dynamic addresses of tag {level:?}"
+                            "tag {shown:?}: dynamic addresses of tag {shown_level:?}"
                         ));
                     } else if d.force {
                         candidates.clear();
                         cx.note_fallback();
                         cx.explain(format_args!(
-                            "tag {tag:?}: forced: empty (rule force=true and the dynamic addresses of tag {level:?} match no candidate)"
+                            "tag {shown:?}: forced: empty (rule force=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else if forced {
                         candidates.clear();
                         cx.note_fallback();
                         cx.explain(format_args!(
-                            "tag {tag:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {level:?} match no candidate)"
+                            "tag {shown:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else {
                         d.failover.and_into(candidates);
                         cx.note_fallback();
                         cx.explain(format_args!(
-                            "tag {tag:?}: dynamic addresses of tag {level:?} match no candidate; FAILOVER to untagged (in no dynamic tag, no static tag)"
+                            "tag {shown:?}: dynamic addresses of tag {shown_level:?} match no candidate; FAILOVER to untagged (in no dynamic tag, no static tag)"
                         ));
                     }
                     return Evaluation::Runtime;
@@ -493,13 +512,13 @@ impl PreparedTag {
         match static_set {
             Some(set) if set.intersects(candidates) => {
                 set.and_into(candidates);
-                cx.explain(format_args!("tag {tag:?}: static tag"));
+                cx.explain(format_args!("tag {shown:?}: static tag"));
             }
             _ if forced => {
                 candidates.clear();
                 cx.note_fallback();
                 cx.explain(format_args!(
-                    "tag {tag:?}: forced: empty (dubbo.force.tag=true and no candidate has the static tag)"
+                    "tag {shown:?}: forced: empty (dubbo.force.tag=true and no candidate has the static tag)"
                 ));
             }
             _ => {
@@ -507,12 +526,12 @@ impl PreparedTag {
                 if self.dynamic.is_some() {
                     cx.note_fallback();
                     cx.explain(format_args!(
-                        "tag {tag:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
+                        "tag {shown:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
                     ));
                 } else {
                     cx.note_fallback();
                     cx.explain(format_args!(
-                        "tag {tag:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
+                        "tag {shown:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
                     ));
                 }
             }
