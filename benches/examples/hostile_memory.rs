@@ -3,7 +3,9 @@
 //! (above what was in use before) at each step, and the multiple of the rule's size.
 //!
 //! Run: `cargo run --release -p routechain-benches --example hostile_memory [TAGS]` (default
-//! 100,000 tags, about 7.5 MB; 725,092 tags is the 52 MB rule of issue 14).
+//! 100,000 tags, about 7.5 MB; 725,092 tags is the 52 MB rule of issue 14);
+//! `… hostile_memory conditions N` measures a condition rule of `N` conditions
+//! (`method = mI => region = rJ & env != eK`) instead.
 
 use std::sync::Arc;
 
@@ -11,12 +13,18 @@ use routechain::rules::ChainFile;
 use routechain_testkit::hostile::{providers, tag_rule_chain};
 
 fn main() {
-    let tags: usize = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let conditions = args.first().is_some_and(|a| a == "conditions");
+    let tags: usize = args
+        .get(usize::from(conditions))
         .and_then(|a| a.parse().ok())
         .unwrap_or(100_000);
     let snapshot = providers(10_000);
-    let text = tag_rule_chain(tags);
+    let text = if conditions {
+        routechain_testkit::hostile::conditions(tags)
+    } else {
+        tag_rule_chain(tags)
+    };
     let size = text.len() as f64;
     let mb = |b: u64| b as f64 / 1e6;
     let mut file = None;
@@ -50,7 +58,12 @@ fn main() {
         .expect("the chain prepares");
         all = Some((file, state));
     });
-    println!("tag rule of {tags} tags: {:.1} MB", size / 1e6);
+    let what = if conditions {
+        "condition rule of"
+    } else {
+        "tag rule of"
+    };
+    println!("{what} {tags} entries: {:.1} MB", size / 1e6);
     println!(
         "parse: peak {:.1} MB, kept {:.1} MB",
         mb(parse.bytes_max),
