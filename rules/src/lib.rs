@@ -28,6 +28,7 @@ pub mod service_config;
 pub mod yaml;
 
 mod scalar;
+mod tree;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
 pub use load::LoadError;
