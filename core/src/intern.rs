@@ -20,8 +20,8 @@
 //! has had fewer than [`VALUES_PER_KEY`] distinct values interned: values that repeat across
 //! providers (`region`, `version`, `methods`, the service name) stay far below that; values
 //! unique to a provider (`timestamp`, `pid`, an address) pass it after a few thousand
-//! providers, and from then on a new value of that key is stored in the URL itself (the
-//! values already interned still resolve to their ids). Fallback: past [`MAX_STRINGS`]
+//! providers, and from then on every value of that key is stored in the URL itself, without
+//! a look-up (the ids given before still resolve). Fallback: past [`MAX_STRINGS`]
 //! strings or [`MAX_BYTES`] bytes of text nothing new is interned and every new string is
 //! stored in its URL, so hostile input (a new key per provider) cannot grow the table
 //! without bound. The hash is `ahash` keyed from the standard library's per-process random
@@ -235,17 +235,18 @@ impl Lookup {
             .or_else(|| INTERNER.insert(text, None))
     }
 
-    /// The id of a value of the interned key `key`, interning it when new and the key has
-    /// not had [`VALUES_PER_KEY`] values yet (`None`: keep it inline).
+    /// The id of a value of the interned key `key`, interning it when new, while the key has
+    /// had fewer than [`VALUES_PER_KEY`] distinct values (`None`: keep it inline; past the
+    /// limit every value of the key is kept inline, without a look-up).
     pub(crate) fn value(&self, key: u32, text: &str) -> Option<u32> {
-        let hash = INTERNER.hash(text);
-        if let Some(id) = self.index.find(hash, text) {
-            return Some(id);
-        }
+        // A key whose values are unique per provider (`timestamp`) is not even looked up.
         if entry(key)?.values.load(Ordering::Relaxed) >= VALUES_PER_KEY {
             return None;
         }
-        INTERNER.insert(text, Some(key))
+        let hash = INTERNER.hash(text);
+        self.index
+            .find(hash, text)
+            .or_else(|| INTERNER.insert(text, Some(key)))
     }
 }
 
@@ -304,9 +305,9 @@ mod tests {
             }
         }
         assert_eq!(interned, VALUES_PER_KEY);
-        // Values interned before stay interned.
-        assert!(l.value(k, "u0").is_some());
-        assert!(Lookup::new().value(k, "u0").is_some());
+        // Past the limit every value of the key stays inline; the ids given still resolve.
+        assert_eq!(l.value(k, "u0"), None);
+        assert_eq!(resolve(l.key("u0").unwrap()), "u0");
     }
 
     #[test]

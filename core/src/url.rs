@@ -215,7 +215,7 @@ impl Url {
     /// returns whether every piece was taken.
     fn render(&self, sink: &mut impl FnMut(&str) -> bool) -> bool {
         let protocol = self.protocol();
-        if !protocol.is_empty() && !(sink(protocol) && sink("://")) {
+        if !(protocol.is_empty() || sink(protocol) && sink("://")) {
             return false;
         }
         if let Some(user) = self.username() {
@@ -235,7 +235,7 @@ impl Url {
             return false;
         }
         let path = self.path();
-        if !path.is_empty() && !(sink("/") && sink(path)) {
+        if !(path.is_empty() || sink("/") && sink(path)) {
             return false;
         }
         for (i, (k, v)) in self.params().enumerate() {
@@ -459,9 +459,9 @@ impl Parser<'_> {
             None => ("", before_query, 0),
         };
         // Path.
-        let (authority, path, path_start) = match rest.find('/') {
-            Some(p) => (&rest[..p], &rest[p + 1..], rest_start + p + 1),
-            None => (rest, "", rest_start + rest.len()),
+        let (authority, path, path_start, slash) = match rest.find('/') {
+            Some(p) => (&rest[..p], &rest[p + 1..], rest_start + p + 1, true),
+            None => (rest, "", rest_start + rest.len(), false),
         };
         // User info.
         let (userinfo, hostport, hostport_start) = match authority.rfind('@') {
@@ -485,19 +485,29 @@ impl Parser<'_> {
             }
             None => (None, None),
         };
-        let (host, port) = self.host_port(hostport, hostport_start)?;
+        // Whether rendering the parts gives the input back (then the raw text is not kept):
+        // nothing decoded, a canonical port, no empty path after `/`, no empty or bare
+        // parameter, keys written in strictly increasing order.
+        let borrowed = |c: &Option<Cow<'_, str>>| !matches!(c, Some(Cow::Owned(_)));
+        let mut canonical = borrowed(&username) && borrowed(&password);
+        let (host, port, port_canonical) = self.host_port(hostport, hostport_start)?;
+        // (A host in brackets is rendered in brackets only when it holds a `:`.)
+        canonical &= port_canonical
+            && matches!(host, Cow::Borrowed(_))
+            && hostport.starts_with('[') == host.contains(':')
+            && !(slash && path.is_empty());
         if protocol.is_empty() && host.is_empty() {
             return Err(self.err(0, "no protocol and no host"));
         }
         let path = self.decode(path, path_start)?;
+        canonical &= matches!(path, Cow::Borrowed(_));
         // Every string is interned (keys; values that repeat across providers) or written
         // once into the URL's one block as the input is scanned; the parameter table is
         // sorted afterwards (by key, last occurrence winning).
         let port_text = PortText::new(port);
         let port_text = port_text.as_str();
         let lookup = Lookup::new();
-        let params = query.map_or(0, |q| q.bytes().filter(|&b| b == b'&').count() + 1);
-        let mut b = Builder::new(&lookup, params);
+        let mut b = Builder::new(&lookup, if query.is_some() { 24 } else { 0 });
         let mut sorted = true;
         let protocol = b.derived(store::KEY_PROTOCOL, protocol);
         // User info stays in the URL: credentials are not shared through a process-wide table.
@@ -554,7 +564,12 @@ impl Parser<'_> {
                             if let Some(p) = &previous {
                                 sorted &= **p < *k;
                             }
+                            canonical &= eq.is_some()
+                                && matches!((&k, &v), (Cow::Borrowed(_), Cow::Borrowed(_)));
                             previous = Some(k);
+                        } else {
+                            // An empty parameter (`&&`, a trailing `&`, a bare `?`).
+                            canonical = false;
                         }
                         if i == bytes.len() {
                             break;
@@ -582,16 +597,20 @@ impl Parser<'_> {
             port,
             bracketed,
         };
-        let url = b.finish(&parts, None);
         // The raw text is kept only when the canonical rendering does not give it back.
-        if url.renders_as(s) {
-            Ok(url)
-        } else {
-            Ok(b.finish(&parts, Some(s)))
-        }
+        canonical &= sorted;
+        let url = b.finish(&parts, (!canonical).then_some(s));
+        debug_assert_eq!(canonical, url.renders_as(s), "{s}");
+        Ok(url)
     }
 
-    fn host_port<'a>(&self, hp: &'a str, start: usize) -> Result<(Cow<'a, str>, u16), UrlError> {
+    /// The host, the port (0 when none) and whether the port was written as rendered
+    /// (absent, or its decimal digits without a sign or leading zeros).
+    fn host_port<'a>(
+        &self,
+        hp: &'a str,
+        start: usize,
+    ) -> Result<(Cow<'a, str>, u16, bool), UrlError> {
         let (host, port_text, port_start) = if let Some(stripped) = hp.strip_prefix('[') {
             let close = stripped
                 .find(']')
@@ -631,7 +650,8 @@ impl Parser<'_> {
                 .parse::<u16>()
                 .map_err(|_| self.err(port_start, format!("invalid port {p:?}")))?,
         };
-        Ok((host, port))
+        let canonical = port_text.is_none_or(|p| port > 0 && p == PortText::new(port).as_str());
+        Ok((host, port, canonical))
     }
 
     /// Percent-decodes `text` when this parser decodes and `text` holds a `%`; else borrows it.

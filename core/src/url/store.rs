@@ -187,7 +187,7 @@ impl<'l> Builder<'l> {
         }
         // Only whole strings were copied in.
         let address = std::str::from_utf8(buf).unwrap_or_default();
-        (self.derived(KEY_ADDRESS, &address), bracketed)
+        (self.derived(KEY_ADDRESS, address), bracketed)
     }
 
     /// Sorts the parameters by key, the last occurrence of a key winning (as Dubbo does);

@@ -250,4 +250,17 @@ proptest::proptest! {
             }
         }
     }
+
+    /// Near-canonical shapes: bracketed hosts, signed or zero-padded ports, sorted and
+    /// unsorted keys, escapes; the raw text is kept exactly when rendering would differ
+    /// (checked by a debug assertion in `parse`), and the text always reads back.
+    #[test]
+    fn the_raw_text_is_kept_exactly_when_needed(
+        s in "[a-z]{0,3}(://)?(\\[[0-9a-f:]{1,6}\\]|[a-z0-9.%]{0,8})(:[+0-9]{1,6})?(/[a-z%2]{0,4})?(\\?([a-d](=[a-z0-9%]{0,3})?&){0,4}[a-d]=[0-9]{1,3})?"
+    ) {
+        if let Ok(u) = Url::parse(&s) {
+            proptest::prop_assert_eq!(u.raw(), s.as_str());
+            proptest::prop_assert_eq!(u.flags() & store::HAS_RAW == 0, u.renders_as(&s));
+        }
+    }
 }
