@@ -207,8 +207,8 @@ fn updates(c: &mut Criterion) {
         };
         // A changed provider list: the same list with one provider replaced.
         let mut changed: Vec<_> = snapshot.providers().to_vec();
-        changed[n / 2] = testkit::providers(1, SEED + 1).remove(0);
-        let changed = Arc::new(Snapshot::new(2, changed));
+        changed[n / 2] = Arc::new(testkit::providers(1, SEED + 1).remove(0));
+        let changed = Arc::new(Snapshot::from_shared(2, changed));
         let mut group = c.benchmark_group("update-providers");
         tune(&mut group, n);
         group.bench_function(BenchmarkId::from_parameter(n), |b| {

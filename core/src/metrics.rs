@@ -410,13 +410,49 @@ mod tests {
     }
 
     #[test]
-    fn two_threads_write_two_cache_lines() {
-        let shards = std::thread::scope(|s| {
-            let a = s.spawn(shard_of_thread).join().unwrap();
-            let b = s.spawn(shard_of_thread).join().unwrap();
-            (a, b)
+    fn each_thread_writes_only_its_own_shard_and_consecutive_threads_differ() {
+        // Two threads count on a fresh counter at the same time; each reports the thread
+        // number it was given. Every count of a thread must land in the shard its number
+        // names (one cache line per thread), and the shard a count lands in is read back
+        // from the counter itself, not from the number.
+        let counter = Sharded::<1>::new();
+        let len = counter.shards.len();
+        let barrier = std::sync::Barrier::new(2);
+        let numbers = std::thread::scope(|s| {
+            let run = || {
+                let n = shard_of_thread();
+                barrier.wait();
+                for _ in 0..1000 {
+                    counter.add(0);
+                }
+                n
+            };
+            let a = s.spawn(run);
+            let b = s.spawn(run);
+            [a.join().unwrap(), b.join().unwrap()]
         });
-        assert_ne!(shards.0, shards.1);
+        let written: Vec<(usize, u64)> = counter
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s[0].load(Ordering::Relaxed)))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        let mut expected: Vec<usize> = numbers.iter().map(|n| n & (len - 1)).collect();
+        expected.sort_unstable();
+        expected.dedup();
+        let shards: Vec<usize> = written.iter().map(|&(i, _)| i).collect();
+        assert_eq!(
+            shards, expected,
+            "counts landed outside the threads' shards"
+        );
+        assert_eq!(written.iter().map(|&(_, c)| c).sum::<u64>(), 2000);
+        // Threads numbered within one round of the shards never share a line: the two
+        // threads here were numbered apart by at most the other tests' threads in between.
+        if numbers[0].abs_diff(numbers[1]) < len {
+            assert_eq!(written.len(), 2, "two live threads share one shard");
+            assert!(written.iter().all(|&(_, c)| c == 1000));
+        }
         assert!(shard_count() >= 4 && shard_count().is_power_of_two());
         assert!(std::mem::align_of::<CachePadded<[AtomicU64; 3]>>() >= 64);
     }

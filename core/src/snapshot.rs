@@ -3,6 +3,12 @@
 //! A [`Snapshot`] is the provider list as one value: index = position, plus a generation
 //! number. A new provider list builds a new snapshot; everything a router prepares is
 //! prepared against one snapshot and replaced with it.
+//!
+//! Each provider is held by an [`Arc`]: a new snapshot that keeps most providers of the old
+//! one (one registered, one removed) shares their parsed URLs instead of parsing or copying
+//! them again ([`Snapshot::from_shared`]).
+
+use std::sync::Arc;
 
 use crate::url::{Url, UrlError};
 
@@ -13,7 +19,7 @@ pub type Provider = Url;
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     generation: u64,
-    providers: Box<[Provider]>,
+    providers: Box<[Arc<Provider>]>,
 }
 
 /// A provider line that did not parse, with its 1-based line number.
@@ -29,7 +35,16 @@ pub struct ProviderLineError {
 
 impl Snapshot {
     /// A snapshot of `providers` with the given generation.
-    pub fn new(generation: u64, providers: impl Into<Box<[Provider]>>) -> Self {
+    pub fn new(generation: u64, providers: impl IntoIterator<Item = Provider>) -> Self {
+        Snapshot {
+            generation,
+            providers: providers.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// A snapshot of providers already shared (with an older snapshot, or a source's cache
+    /// of parsed URLs): nothing is parsed or copied.
+    pub fn from_shared(generation: u64, providers: impl Into<Box<[Arc<Provider>]>>) -> Self {
         Snapshot {
             generation,
             providers: providers.into(),
@@ -71,14 +86,14 @@ impl Snapshot {
         self.generation
     }
 
-    /// The providers, by index.
-    pub fn providers(&self) -> &[Provider] {
+    /// The providers, by index (each shared: cloning one is a reference count).
+    pub fn providers(&self) -> &[Arc<Provider>] {
         &self.providers
     }
 
     /// The provider at `index`.
     pub fn get(&self, index: usize) -> Option<&Provider> {
-        self.providers.get(index)
+        self.providers.get(index).map(|p| &**p)
     }
 
     /// The number of providers.
@@ -91,14 +106,14 @@ impl Snapshot {
         self.providers.is_empty()
     }
 
-    /// Bytes held by the snapshot: the provider table and every URL's heap buffers.
+    /// Bytes held by the snapshot: the provider table, every URL (with its reference
+    /// counts) and every URL's heap buffers (shared URLs counted in full here).
     pub fn memory_bytes(&self) -> usize {
-        self.providers.len() * std::mem::size_of::<Provider>()
-            + self
-                .providers
-                .iter()
-                .map(Provider::heap_bytes)
-                .sum::<usize>()
+        self.providers.len()
+            * (std::mem::size_of::<Arc<Provider>>()
+                + std::mem::size_of::<Provider>()
+                + 2 * std::mem::size_of::<usize>())
+            + self.providers.iter().map(|p| p.heap_bytes()).sum::<usize>()
     }
 }
 

@@ -28,8 +28,9 @@ struct Inputs {
     overrides: HashMap<RuleKey, Option<YamlDoc>>,
     /// Override rules (configurators) by node.
     configurators: BTreeMap<RuleKey, Arc<OverrideRule>>,
-    /// The provider list as registered, before override rules.
-    registered: Vec<Url>,
+    /// The provider list as registered, before override rules (shared with the snapshot
+    /// when no override rule changes them).
+    registered: Vec<Arc<Url>>,
     /// The providers' application (tag rules are read under it).
     provider_app: Option<String>,
     /// Every provider application present (a mesh entry without `app` reads each one's
@@ -58,6 +59,9 @@ pub struct LiveChain {
     registry: Registry,
     options: LiveOptions,
     inputs: Mutex<Inputs>,
+    /// The parsed URLs of the last provider list pushed as text, by their text: a new list
+    /// parses only the lines it does not share with the last one.
+    parsed: Mutex<ParsedUrls>,
     stats: LiveStats,
 }
 
@@ -105,7 +109,7 @@ impl LiveChain {
         let state = load::build_state(
             &file,
             &registry,
-            Arc::new(Snapshot::new(providers.generation(), effective)),
+            Arc::new(Snapshot::from_shared(providers.generation(), effective)),
             options.consumer.clone(),
         )?
         .with_metrics(options.metrics.then(|| {
@@ -129,7 +133,7 @@ impl LiveChain {
             registry,
             options,
             inputs: Mutex::new(Inputs {
-                provider_app: providers_application(&registered),
+                provider_app: providers_application(registered.iter().map(|p| &**p)),
                 provider_apps: provider_applications(&registered),
                 registered,
                 file,
@@ -137,6 +141,7 @@ impl LiveChain {
                 configurators: BTreeMap::new(),
                 retired: None,
             }),
+            parsed: Mutex::new(ParsedUrls::default()),
             stats: LiveStats::default(),
         })
     }
@@ -307,6 +312,13 @@ impl LiveChain {
     /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
     /// benchmark hook for "prepare and swap N providers".
     pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
+        self.apply_shared_providers(origin, providers.into_iter().map(Arc::new).collect())
+    }
+
+    /// Applies a parsed provider list whose URLs are shared (with the serving snapshot, or
+    /// a source's cache): what is the same `Arc` as a serving provider is neither parsed
+    /// nor copied.
+    pub fn apply_shared_providers(&self, origin: &str, providers: Vec<Arc<Url>>) -> Vec<Report> {
         self.observed("api", || {
             self.apply_parsed(vec![Staged::Providers {
                 change: format!("providers from {origin} ({} URL(s))", providers.len()),
@@ -330,7 +342,10 @@ impl LiveChain {
                     reports.push(Report::Status { source, message });
                 }
                 Update::Providers { origin, text } => {
-                    let (providers, skipped) = parse_providers(&origin, text);
+                    let (providers, skipped) = {
+                        let mut cache = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+                        parse_providers_reusing(&origin, text, &mut cache)
+                    };
                     let change = match skipped.len() {
                         0 => change,
                         n => format!(
@@ -413,7 +428,7 @@ impl LiveChain {
         let mut new_file: Option<ChainFile> = None;
         let mut overrides = inputs.overrides.clone();
         let mut configurators = inputs.configurators.clone();
-        let mut registered: Option<Vec<Url>> = None;
+        let mut registered: Option<Vec<Arc<Url>>> = None;
         let mut provider_app = inputs.provider_app.clone();
         let mut provider_apps = inputs.provider_apps.clone();
         let mut entries: Option<Vec<ChainEntry>> = None;
@@ -587,7 +602,7 @@ impl LiveChain {
                     }
                     // Tag entries follow the providers' application; a mesh entry without
                     // `app` follows every provider application present.
-                    let app = providers_application(&providers);
+                    let app = providers_application(providers.iter().map(|p| &**p));
                     let apps = provider_applications(&providers);
                     let app_changed = app != provider_app;
                     let apps_changed = apps != provider_apps;
@@ -671,7 +686,7 @@ impl LiveChain {
             }
         }
         // The providers the routers see: the registered ones with the override rules.
-        let mut snapshot: Option<Vec<Url>> = None;
+        let mut snapshot: Option<Vec<Arc<Url>>> = None;
         if let Some(list) = &registered {
             let file = new_file.as_ref().unwrap_or(&inputs.file);
             let ordered =
@@ -685,7 +700,7 @@ impl LiveChain {
                 && effective
                     .iter()
                     .zip(current.snapshot().providers())
-                    .all(|(a, b)| a.raw() == b.raw());
+                    .all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
             if same {
                 for (change, reason) in provider_changes {
                     reports.push(Report::Ignored {
@@ -710,7 +725,7 @@ impl LiveChain {
         let change = changes.join(" + ");
         // The serving snapshot's generation, plus one for a new provider list.
         let snapshot_generation = current.snapshot().generation() + u64::from(snapshot.is_some());
-        let snapshot = snapshot.map(|p| Arc::new(Snapshot::new(snapshot_generation, p)));
+        let snapshot = snapshot.map(|p| Arc::new(Snapshot::from_shared(snapshot_generation, p)));
         // A chain file with another service or consumer prepares everything afresh; otherwise
         // routers that are the same as before keep their prepared state.
         let consumer_raw = |f: &ChainFile| f.consumer.as_ref().map(|c| c.raw().to_string());
@@ -808,7 +823,7 @@ enum Staged {
     },
     Providers {
         change: String,
-        providers: Vec<Url>,
+        providers: Vec<Arc<Url>>,
     },
     Overrides {
         change: String,
@@ -828,11 +843,46 @@ fn flatten(update: Update, out: &mut Vec<Update>) {
     }
 }
 
+/// Parsed provider URLs by their text (the text a source pushed, trimmed), for reuse.
+#[derive(Default)]
+struct ParsedUrls(HashMap<Box<str>, Arc<Url>>);
+
+impl ParsedUrls {
+    /// The URL parsed from `text`: the one parsed last time when `text` was in the last
+    /// list, else parsed now. Either way it is kept in `next` (the cache for the next list).
+    fn parse(
+        &self,
+        text: &str,
+        next: &mut HashMap<Box<str>, Arc<Url>>,
+    ) -> Result<Arc<Url>, routechain_core::UrlError> {
+        if let Some(u) = next.get(text) {
+            return Ok(u.clone());
+        }
+        let url = match self.0.get(text) {
+            Some(u) => u.clone(),
+            None => Arc::new(Url::parse(text)?),
+        };
+        next.insert(text.into(), url.clone());
+        Ok(url)
+    }
+}
+
 /// Parses a provider list; an entry that does not parse is skipped alone and returned
 /// with its location (`file:line:column`, or the registry entry).
-pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipped>) {
+pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+    parse_providers_reusing(origin, text, &mut ParsedUrls::default())
+}
+
+/// [`parse_providers`], reusing the URLs of `cache` (the last list) and leaving the new
+/// list's URLs in it: a list that differs from the last by one line parses one URL.
+fn parse_providers_reusing(
+    origin: &str,
+    text: ProviderText,
+    cache: &mut ParsedUrls,
+) -> (Vec<Arc<Url>>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
+    let mut next = HashMap::new();
     match text {
         ProviderText::Lines(text) => {
             // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
@@ -843,7 +893,7 @@ pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipp
                     continue;
                 }
                 let indent = line.len() - line.trim_start().len();
-                match Url::parse(trimmed) {
+                match cache.parse(trimmed, &mut next) {
                     Ok(u) => out.push(u),
                     Err(e) => skipped.push(Skipped {
                         location: format!(
@@ -858,7 +908,7 @@ pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipp
         }
         ProviderText::Urls(urls) => {
             for u in urls {
-                match Url::parse(&u) {
+                match cache.parse(&u, &mut next) {
                     Ok(url) => out.push(url),
                     Err(e) => skipped.push(Skipped {
                         location: format!("{origin}: {u:?} column {}", e.column),
@@ -874,6 +924,9 @@ pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipp
             out = urls;
             skipped.append(&mut s);
         }
+    }
+    if !next.is_empty() || out.is_empty() {
+        cache.0 = next;
     }
     (out, skipped)
 }
@@ -976,6 +1029,33 @@ routers:
                 .collect(),
             Err(_) => Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_changed_list_shares_the_urls_it_keeps_and_parses_only_the_new_ones() {
+        let live = live();
+        live.apply(providers(&[(1, "zone=a"), (2, "zone=b"), (3, "zone=a")]));
+        let before = live.chain().state();
+        live.apply(providers(&[
+            (1, "zone=a"),
+            (2, "zone=b"),
+            (3, "zone=a"),
+            (4, "zone=b"),
+        ]));
+        let after = live.chain().state();
+        let (old, new) = (before.snapshot().providers(), after.snapshot().providers());
+        assert_eq!(new.len(), 4);
+        for i in 0..3 {
+            assert!(Arc::ptr_eq(&old[i], &new[i]), "provider {i} is shared");
+        }
+        assert_eq!(new[3].address(), "10.0.0.4:20880");
+        // One removed: the rest still the same URLs, and the list is routed as a whole.
+        live.apply(providers(&[(1, "zone=a"), (3, "zone=a"), (4, "zone=b")]));
+        let last = live.chain().state();
+        let kept = last.snapshot().providers();
+        assert!(Arc::ptr_eq(&kept[0], &old[0]) && Arc::ptr_eq(&kept[1], &old[2]));
+        assert!(Arc::ptr_eq(&kept[2], &new[3]));
+        assert_eq!(routed(&live).len(), 2, "zone a: providers 1 and 3");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use routechain_core::Url;
 use routechain_rules::{ChainFile, EntryDef, RuleOverride, RuleSource, YamlDoc};
+use std::sync::Arc;
 
 use crate::RuleKey;
 use crate::dubbo::ServiceKey;
@@ -58,8 +59,9 @@ pub(crate) fn follows_each_provider_app(def: &EntryDef) -> bool {
 /// application present among `providers` (`remote.application`, else `application`).
 /// (The mesh router's `application_of`, restated here: the live crate does not depend on
 /// the routers.)
-pub(crate) fn provider_applications(providers: &[Url]) -> BTreeSet<String> {
-    providers
+pub(crate) fn provider_applications(providers: &[Arc<Url>]) -> BTreeSet<String> {
+    // Collected borrowed first: one string per application, not one per provider.
+    let apps: BTreeSet<&str> = providers
         .iter()
         .filter_map(|p| {
             p.param("remote.application")
@@ -67,8 +69,8 @@ pub(crate) fn provider_applications(providers: &[Url]) -> BTreeSet<String> {
                 .or_else(|| p.param("application"))
         })
         .filter(|a| !a.is_empty() && *a != "unknown")
-        .map(str::to_string)
-        .collect()
+        .collect();
+    apps.into_iter().map(str::to_string).collect()
 }
 
 /// Whether `def` follows the rule node `key`.

@@ -153,8 +153,9 @@ pub enum ProviderText {
     /// A registry's entries, already decoded, parsed and filtered by the reference, with
     /// the entries that could not be parsed (each skipped alone).
     Parsed {
-        /// The providers the reference takes.
-        urls: Vec<routechain_core::Url>,
+        /// The providers the reference takes (shared: a source keeps the parsed URLs of
+        /// the entries it already read and hands the same ones again).
+        urls: Vec<std::sync::Arc<routechain_core::Url>>,
         /// The entries skipped.
         skipped: Vec<Skipped>,
     },

@@ -65,10 +65,10 @@ pub(crate) fn ordered<'a>(
 /// registering, then consumer-side items), and the providers that end up disabled left
 /// out (Dubbo's `RegistryDirectory`: `disabled` decides when present, else `enabled`).
 pub(crate) fn apply(
-    registered: &[Url],
+    registered: &[Arc<Url>],
     entries: &[&OverrideEntry],
     cx: &OverrideContext<'_>,
-) -> Vec<Url> {
+) -> Vec<Arc<Url>> {
     if entries.is_empty() {
         return registered.to_vec();
     }
@@ -98,7 +98,13 @@ pub(crate) fn apply(
         } else {
             let mut params: Vec<(&str, &str)> = p.params().collect();
             params.extend(changes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-            Url::from_parts(p.protocol(), p.host(), p.port(), p.path(), params)
+            Arc::new(Url::from_parts(
+                p.protocol(),
+                p.host(),
+                p.port(),
+                p.path(),
+                params,
+            ))
         };
         let enabled = match url.param("disabled") {
             Some(d) => d != "true",

@@ -36,6 +36,8 @@ use crate::dubbo::{
     Exclusion, ServiceKey, decode_component, encode_component, parse_provider_node,
     providers_application, providers_path, rule_path,
 };
+use routechain_core::Url;
+
 use crate::{
     LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update,
 };
@@ -315,11 +317,27 @@ impl Source for ZkSource {
     }
 }
 
+/// A provider node as read: its URL, or why the reference does not take it.
+#[derive(Clone)]
+enum Node {
+    /// An `empty://` marker.
+    Empty,
+    /// A provider the reference takes.
+    Taken(Arc<Url>),
+    /// A provider the reference does not take, and why.
+    Excluded(Exclusion),
+}
+
 /// What the source last read: rule node data (`None`: no node) and the provider URLs.
 #[derive(Default)]
 struct View {
     rules: HashMap<RuleKey, Option<Vec<u8>>>,
-    providers: Option<Vec<String>>,
+    /// The providers last pushed (the same `Arc`s the cache holds) and the skipped nodes.
+    providers: Option<(Vec<Arc<Url>>, Vec<String>)>,
+    /// Every provider node read last time, by its name, as it was read: a changed list
+    /// parses only the nodes that are new (a node's name is its whole URL: a node that
+    /// stays is the same provider).
+    nodes: HashMap<String, Node>,
     /// The providers' application and the rule keys read under it.
     provider_app: Option<String>,
     app_keys: Vec<RuleKey>,
@@ -415,20 +433,42 @@ impl Ctx<'_> {
             Err(e) => return Err(e),
         };
         let mut children = children;
-        children.sort();
+        children.sort_unstable();
         let mut urls = Vec::with_capacity(children.len());
         let mut skipped = Vec::new();
         let mut registered = 0;
         let mut excluded: std::collections::BTreeMap<Exclusion, usize> = Default::default();
-        for child in &children {
-            match parse_provider_node(child) {
-                Ok(u) if u.protocol() == "empty" => {}
-                Ok(u) => {
-                    registered += 1;
-                    match service.exclusion(&u) {
-                        None => urls.push(u),
-                        Some(why) => *excluded.entry(why).or_default() += 1,
+        let mut old = std::mem::take(&mut self.view.nodes);
+        let mut nodes = HashMap::with_capacity(children.len());
+        for child in children {
+            // A node read before is not decoded, parsed nor checked again.
+            let node = match old.remove(&child) {
+                Some(node) => Ok(node),
+                None => parse_provider_node(&child).map(|u| {
+                    if u.protocol() == "empty" {
+                        Node::Empty
+                    } else {
+                        match service.exclusion(&u) {
+                            None => Node::Taken(Arc::new(u)),
+                            Some(why) => Node::Excluded(why),
+                        }
                     }
+                }),
+            };
+            match node {
+                Ok(node) => {
+                    match &node {
+                        Node::Empty => {}
+                        Node::Taken(u) => {
+                            registered += 1;
+                            urls.push(u.clone());
+                        }
+                        Node::Excluded(why) => {
+                            registered += 1;
+                            *excluded.entry(*why).or_default() += 1;
+                        }
+                    }
+                    nodes.insert(child, node);
                 }
                 Err(reason) => {
                     registered += 1;
@@ -439,12 +479,17 @@ impl Ctx<'_> {
                 }
             }
         }
-        let mut key: Vec<String> = urls.iter().map(|u| u.raw().to_string()).collect();
-        key.extend(skipped.iter().map(|s| s.location.clone()));
-        if self.view.providers.as_ref() == Some(&key) {
+        self.view.nodes = nodes;
+        let locations: Vec<String> = skipped.iter().map(|s| s.location.clone()).collect();
+        let same = self.view.providers.as_ref().is_some_and(|(u, l)| {
+            u.len() == urls.len()
+                && u.iter().zip(&urls).all(|(a, b)| Arc::ptr_eq(a, b))
+                && *l == locations
+        });
+        if same {
             return Ok(Vec::new());
         }
-        self.view.providers = Some(key);
+        self.view.providers = Some((urls.clone(), locations));
         let mut message = format!(
             "{dir}: {registered} registered, {} match ({})",
             urls.len(),
@@ -461,7 +506,7 @@ impl Ctx<'_> {
             message.push_str(&format!("; {} skipped", skipped.len()));
         }
         self.status(message);
-        let app = providers_application(&urls);
+        let app = providers_application(urls.iter().map(|u| &**u));
         let apps = crate::keys::provider_applications(&urls);
         let now: std::collections::HashSet<String> =
             skipped.iter().map(|s| s.location.clone()).collect();

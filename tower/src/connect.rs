@@ -229,7 +229,7 @@ impl<M: MakeChannel> ChannelCache<M> {
         let channel = self.make.make_channel(provider)?;
         if made.len() >= 2 * snapshot.len().max(32) {
             let current: std::collections::HashSet<&str> =
-                snapshot.providers().iter().map(Provider::address).collect();
+                snapshot.providers().iter().map(|p| p.address()).collect();
             made.retain(|address, _| current.contains(&**address));
         }
         made.insert(provider.address().into(), channel.clone());

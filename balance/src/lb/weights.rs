@@ -39,7 +39,11 @@ pub(super) struct Classes {
 impl Weights {
     /// The weights of `snapshot`'s providers.
     pub fn new(snapshot: &Snapshot) -> Self {
-        let weights: Box<[u32]> = snapshot.providers().iter().map(provider_weight).collect();
+        let weights: Box<[u32]> = snapshot
+            .providers()
+            .iter()
+            .map(|p| provider_weight(p))
+            .collect();
         let mut distinct: Vec<u32> = weights.iter().copied().filter(|w| *w > 0).collect();
         distinct.sort_unstable();
         distinct.dedup();

@@ -119,7 +119,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
                     }
                 );
             }
-            Snapshot::new(1, urls)
+            Snapshot::from_shared(1, urls)
         }
         _ => Snapshot::new(1, Vec::new()),
     };

@@ -207,6 +207,18 @@ impl<'a> Indexes<'a> {
             return true;
         }
         let snapshot = self.snapshot;
+        // Usually one of the first providers has the key: then the set of every key of every
+        // provider (most of the preparation at 100,000 providers) is not built. A bounded
+        // look, so that many absent keys still cost one pass over the snapshot.
+        if self.keys.is_none()
+            && snapshot
+                .providers()
+                .iter()
+                .take(16)
+                .any(|p| p.param(key).is_some())
+        {
+            return true;
+        }
         self.keys
             .get_or_insert_with(|| {
                 snapshot
