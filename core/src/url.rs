@@ -190,8 +190,15 @@ impl Url {
 
     /// The key and value of parameter `i` (sorted order).
     fn param_at(&self, i: usize) -> (&str, &str) {
-        let at = self.params_start() + 8 * i;
-        (self.field(at), self.field(at + 4))
+        let start = self.params_start();
+        if self.flags() & store::WIDE_KEYS != 0 {
+            let at = start + 8 * i;
+            (self.field(at), self.field(at + 4))
+        } else {
+            let key = store::read_u16(&self.data, start + 2 * i);
+            let value = start + 2 * self.param_count() + 4 * i;
+            (store::string(&self.data, u32::from(key)), self.field(value))
+        }
     }
 
     /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]):

@@ -5,12 +5,13 @@
 //!
 //! | bytes | what |
 //! |---|---|
-//! | 0 | flags: user name, password, raw text kept, host written in brackets |
+//! | 0 | flags: user name, password, raw text kept, host written in brackets, wide keys |
 //! | 1..3 | port (`u16`) |
 //! | 3..7 | number of parameters `n` |
 //! | 7..11, 11..15, 15..19 | protocol, path, address (`host:port`) |
 //! | then 4 each | user name, password, raw text (only those the flags name) |
-//! | then `8 · n` | parameters sorted by key: key, value |
+//! | then `6 · n` | parameters sorted by key: `n` keys (16-bit ids), then `n` values |
+//! | or `8 · n` | with wide keys (a key id past 16 bits, or an inline key): key, value |
 //! | rest | inline strings: a LEB128 length, then the UTF-8 bytes |
 //!
 //! Every string field is a 32-bit reference: an id of the process-wide
@@ -29,6 +30,7 @@ pub(super) const HAS_USERNAME: u8 = 1;
 pub(super) const HAS_PASSWORD: u8 = 2;
 pub(super) const HAS_RAW: u8 = 4;
 pub(super) const BRACKETED: u8 = 8;
+pub(super) const WIDE_KEYS: u8 = 16;
 
 pub(super) const PORT: usize = 1;
 pub(super) const N_PARAMS: usize = 3;
@@ -42,6 +44,12 @@ pub(super) const FIXED: usize = 19;
 pub(super) const KEY_PROTOCOL: usize = 0;
 pub(super) const KEY_PATH: usize = 3;
 pub(super) const KEY_ADDRESS: usize = 4;
+
+pub(super) fn read_u16(data: &[u8], at: usize) -> u16 {
+    data.get(at..at + 2)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u16::from_le_bytes)
+}
 
 pub(super) fn read_u32(data: &[u8], at: usize) -> u32 {
     data.get(at..at + 4)
@@ -215,7 +223,10 @@ impl<'l> Builder<'l> {
     /// The URL's block, with `raw` kept when given.
     pub(super) fn finish(&self, parts: &Parts, raw: Option<&str>) -> Url {
         let optional = [parts.username, parts.password, raw.map(|_| 0)];
-        let head = FIXED + 4 * optional.iter().flatten().count() + 8 * self.params.len();
+        // Keys are 16-bit ids unless one is not (an id past 16 bits, an inline key).
+        let wide = self.params.iter().any(|&(k, _)| k >= u32::from(u16::MAX));
+        let per_param = if wide { 8 } else { 6 };
+        let head = FIXED + 4 * optional.iter().flatten().count() + per_param * self.params.len();
         let raw_at = head + self.tail.len();
         let total = raw_at + raw.map_or(0, |r| varint_len(r.len()) + r.len());
         let reloc = |r: u32| {
@@ -231,7 +242,8 @@ impl<'l> Builder<'l> {
         } else {
             0
         } | if raw.is_some() { HAS_RAW } else { 0 }
-            | if parts.bracketed { BRACKETED } else { 0 };
+            | if parts.bracketed { BRACKETED } else { 0 }
+            | if wide { WIDE_KEYS } else { 0 };
         data.push(flags);
         data.extend_from_slice(&parts.port.to_le_bytes());
         data.extend_from_slice(&(self.params.len() as u32).to_le_bytes());
@@ -244,9 +256,19 @@ impl<'l> Builder<'l> {
         if raw.is_some() {
             data.extend_from_slice(&(INLINE | raw_at as u32).to_le_bytes());
         }
-        for &(k, v) in &self.params {
-            data.extend_from_slice(&reloc(k).to_le_bytes());
-            data.extend_from_slice(&reloc(v).to_le_bytes());
+        if wide {
+            for &(k, v) in &self.params {
+                data.extend_from_slice(&reloc(k).to_le_bytes());
+                data.extend_from_slice(&reloc(v).to_le_bytes());
+            }
+        } else {
+            for &(k, _) in &self.params {
+                // Interned ids below 2^16 (checked above).
+                data.extend_from_slice(&(k as u16).to_le_bytes());
+            }
+            for &(_, v) in &self.params {
+                data.extend_from_slice(&reloc(v).to_le_bytes());
+            }
         }
         data.extend_from_slice(&self.tail);
         if let Some(r) = raw {

@@ -158,7 +158,7 @@ fn a_registry_url_is_stored_compactly_without_its_raw_text() {
     assert_eq!(u.params().len(), 15);
     // Header, 15 key/value references, the address and the timestamp at most.
     assert!(
-        u.heap_bytes() <= 19 + 15 * 8 + 18 + 14,
+        u.heap_bytes() <= 19 + 15 * 6 + 18 + 14,
         "{}",
         u.heap_bytes()
     );
@@ -223,6 +223,37 @@ fn values_unique_to_a_provider_are_stored_inline_and_read_alike() {
         last.heap_bytes() > first.heap_bytes(),
         "the last pid is inline"
     );
+}
+
+#[test]
+fn keys_past_16_bit_ids_are_stored_wide() {
+    // Intern keys until one has an id past 16 bits.
+    let lookup = crate::intern::Lookup::new();
+    let mut i = 0;
+    let wide_key = loop {
+        let key = format!("wide-key-{i}");
+        if lookup.key(&key).unwrap() >= u32::from(u16::MAX) {
+            break key;
+        }
+        i += 1;
+    };
+    // `address` and `protocol` are among the first ids of the process.
+    let text = format!("dubbo://h:1/s?address=1&protocol=2&{wide_key}=v");
+    let u = Url::parse(&text).unwrap();
+    assert_ne!(u.flags() & store::WIDE_KEYS, 0);
+    assert_eq!(u.param(&wide_key), Some("v"));
+    assert_eq!(
+        (u.param("address"), u.param("protocol")),
+        (Some("1"), Some("2"))
+    );
+    assert_eq!(u.raw(), text);
+    let narrow = Url::parse("dubbo://h:1/s?address=1&protocol=2").unwrap();
+    assert_eq!(narrow.flags() & store::WIDE_KEYS, 0);
+    assert_eq!(
+        (narrow.param("address"), narrow.param("protocol")),
+        (Some("1"), Some("2"))
+    );
+    assert_eq!(narrow.get("address"), Some("h:1"));
 }
 
 #[test]
