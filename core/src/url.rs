@@ -353,17 +353,29 @@ impl Url {
 
 impl PartialEq for Url {
     /// Equal parts and equal text (whether each string is interned or inline does not
-    /// matter).
+    /// matter). Allocation-free: a routed call compares its consumer with the chain's.
     fn eq(&self, other: &Self) -> bool {
-        self.data == other.data
-            || (self.port() == other.port()
-                && self.protocol() == other.protocol()
-                && self.username() == other.username()
-                && self.password() == other.password()
-                && self.address() == other.address()
-                && self.path() == other.path()
-                && self.params().eq(other.params())
-                && self.raw() == other.raw())
+        if self.data == other.data {
+            return true;
+        }
+        let parts = self.port() == other.port()
+            && self.protocol() == other.protocol()
+            && self.username() == other.username()
+            && self.password() == other.password()
+            && self.address() == other.address()
+            && self.path() == other.path()
+            && self.params().eq(other.params());
+        // Equal parts render alike; a kept raw text is compared with the other's.
+        parts
+            && match (
+                self.optional(store::HAS_RAW),
+                other.optional(store::HAS_RAW),
+            ) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a == b,
+                (Some(a), None) => other.renders_as(a),
+                (None, Some(b)) => self.renders_as(b),
+            }
     }
 }
 
@@ -594,6 +606,7 @@ impl Parser<'_> {
                 i += 1;
             }
         }
+        b.remember();
         b.normalize(sorted);
         let parts = Parts {
             protocol,

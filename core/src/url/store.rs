@@ -99,6 +99,15 @@ fn varint_len(mut n: usize) -> usize {
     len
 }
 
+thread_local! {
+    /// The parameters (key and value references, in the order written) of the previous URL
+    /// parsed on this thread. The URLs of one provider list repeat most keys and values in
+    /// the same order, so the parameter at the same position usually names the same interned
+    /// strings: comparing with them costs less than hashing. Only interned references are
+    /// reused (an inline one belongs to its own URL). A parse-time cache: calls never read it.
+    static PREVIOUS: std::cell::RefCell<Vec<(u32, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The structural parts of a URL being built (references into the builder).
 pub(super) struct Parts {
     pub protocol: u32,
@@ -159,9 +168,33 @@ impl<'l> Builder<'l> {
 
     /// One query parameter, in the order written.
     pub(super) fn param(&mut self, k: &str, v: &str) {
-        let k = self.key(k);
-        let v = self.value(k, v);
+        // The parameter at this position in the previous URL parsed on this thread: when its
+        // interned key (and value) are this text, no look-up is needed.
+        let previous = PREVIOUS.with(|p| p.borrow().get(self.params.len()).copied());
+        let (k, v) = match previous {
+            Some((pk, pv)) if pk & INLINE == 0 && intern::resolve(pk) == k => {
+                if pv & INLINE == 0 && intern::resolve(pv) == v {
+                    (pk, pv)
+                } else {
+                    (pk, self.value(pk, v))
+                }
+            }
+            _ => {
+                let k = self.key(k);
+                (k, self.value(k, v))
+            }
+        };
         self.params.push((k, v));
+    }
+
+    /// Keeps this URL's parameters, in the order written, for the next URL parsed on this
+    /// thread (see [`PREVIOUS`]).
+    pub(super) fn remember(&self) {
+        PREVIOUS.with(|p| {
+            let mut p = p.borrow_mut();
+            p.clear();
+            p.extend_from_slice(&self.params);
+        });
     }
 
     /// `host:port` (brackets around a host holding `:`), or the host alone without a port.

@@ -295,3 +295,56 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_previous_urls_parameters_are_reused_only_when_equal() {
+    let texts = [
+        "dubbo://h:1/s?a=1&b=2&pid=7",
+        "dubbo://h:1/s?a=1&b=3&c=4&pid=8",
+        "dubbo://h:1/s?b=2&a=1",
+        "dubbo://h:1/s?a=1&b=2&pid=7",
+        "dubbo://h:1/s?a=%31&bb=2",
+    ];
+    for text in texts {
+        let u = Url::parse(text).unwrap();
+        let want: Vec<(String, String)> = text
+            .split_once('?')
+            .unwrap()
+            .1
+            .split('&')
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap();
+                (k.to_string(), v.replace("%31", "1"))
+            })
+            .collect();
+        for (k, v) in &want {
+            assert_eq!(u.param(k), Some(v.as_str()), "{text}: {k}");
+        }
+        assert_eq!(u.params().len(), want.len());
+        assert_eq!(u.raw(), text);
+    }
+}
+
+#[test]
+fn equality_compares_parts_and_text_without_allocating() {
+    let a = Url::parse(PROVIDER).unwrap();
+    let b = Url::parse(PROVIDER).unwrap();
+    let kept = Url::parse("dubbo://h:1/x?b=1&a=2").unwrap();
+    let sorted = Url::parse("dubbo://h:1/x?a=2&b=1").unwrap();
+    let info = allocation_counter::measure(|| {
+        assert_eq!(a, b);
+        assert_ne!(a, kept);
+        // Same parts, different text.
+        assert_ne!(kept, sorted);
+        assert_eq!(kept, Url::parse("dubbo://h:1/x?b=1&a=2").unwrap());
+    });
+    // Only the two parses allocate (a block and the parser's scratch each).
+    assert!(info.count_total <= 6, "{info:?}");
+    let consumer = Url::parse("consumer://10.0.0.1/s?app=a").unwrap();
+    let other = Url::parse("consumer://10.0.0.2/s?app=a").unwrap();
+    let info = allocation_counter::measure(|| {
+        assert_ne!(consumer, other);
+        assert_eq!(consumer, consumer.clone());
+    });
+    assert_eq!(info.count_total, 1, "the clone only: {info:?}");
+}
