@@ -55,6 +55,14 @@ pub struct LoadBalancingDoctests;
 #[cfg(all(doctest, feature = "zookeeper"))]
 pub struct LiveDoctests;
 
+/// docs/plugins.md's Rust examples: a compiled-in typed router (`no_run`: it loads a chain
+/// file of the reader's) and a shared-library plugin written with
+/// `routechain-plugin-abi` (compiled as a program of its own here; a real plugin is a
+/// `cdylib`).
+#[doc = include_str!("../docs/plugins.md")]
+#[cfg(doctest)]
+pub struct PluginsDoctests;
+
 /// docs/metrics.md's Rust example (registering into a caller's registry), compiled and run
 /// as a doc test.
 #[doc = include_str!("../docs/metrics.md")]

@@ -189,8 +189,14 @@ impl HealthTable {
         if i >= self.failures.len() {
             return HealthChange::None;
         }
-        self.failures[i].store(0, Ordering::Relaxed);
-        if self.probation[i].swap(false, Ordering::Relaxed) {
+        // Written only when set: a success on a healthy provider (the common case) writes
+        // nothing, so callers on different threads do not contend for these lines.
+        if self.failures[i].load(Ordering::Relaxed) != 0 {
+            self.failures[i].store(0, Ordering::Relaxed);
+        }
+        if self.probation[i].load(Ordering::Relaxed)
+            && self.probation[i].swap(false, Ordering::Relaxed)
+        {
             HealthChange::Recovered
         } else {
             HealthChange::None

@@ -217,6 +217,69 @@ impl BitSet {
         }
     }
 
+    /// `self &= mask`, in one pass over slices (no per-word dispatch or bounds check).
+    /// Every operand of `mask` must range over this set's providers (same word count);
+    /// returns `false`, changing nothing, when one does not (the caller then takes its
+    /// general path).
+    #[inline]
+    pub fn and_mask(&mut self, mask: WordMask<'_>) -> bool {
+        let n = self.words.len();
+        if !mask.fits(n) {
+            return false;
+        }
+        let c = &mut self.words[..];
+        // One loop per operand combination, each a plain zip the compiler vectorizes.
+        match (mask.and, mask.also, mask.not) {
+            (None, None, None) => {}
+            (Some(a), None, None) => c.iter_mut().zip(a).for_each(|(c, a)| *c &= a),
+            (None, None, Some(x)) => c.iter_mut().zip(x).for_each(|(c, x)| *c &= !x),
+            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => c
+                .iter_mut()
+                .zip(a.iter().zip(x))
+                .for_each(|(c, (a, x))| *c &= a & !x),
+            (None, Some(b), None) => c.iter_mut().zip(b).for_each(|(c, b)| *c &= b),
+            (Some(a), Some(b), None) => c
+                .iter_mut()
+                .zip(a.iter().zip(b))
+                .for_each(|(c, (a, b))| *c &= a & b),
+            (Some(a), Some(b), Some(x)) => c
+                .iter_mut()
+                .zip(a.iter().zip(b).zip(x))
+                .for_each(|(c, ((a, b), x))| *c &= a & b & !x),
+        }
+        true
+    }
+
+    /// Whether `self AND mask` has a member (stops at the first non-zero word), as
+    /// [`BitSet::and_mask`]: `None` when an operand does not range over this set's providers.
+    #[inline]
+    pub fn any_mask(&self, mask: WordMask<'_>) -> Option<bool> {
+        let n = self.words.len();
+        if !mask.fits(n) {
+            return None;
+        }
+        let c = &self.words[..];
+        Some(match (mask.and, mask.also, mask.not) {
+            (None, None, None) => c.iter().any(|&c| c != 0),
+            (Some(a), None, None) | (None, Some(a), None) => {
+                c.iter().zip(a).any(|(c, a)| c & a != 0)
+            }
+            (None, None, Some(x)) => c.iter().zip(x).any(|(c, x)| c & !x != 0),
+            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => c
+                .iter()
+                .zip(a.iter().zip(x))
+                .any(|(c, (a, x))| c & a & !x != 0),
+            (Some(a), Some(b), None) => c
+                .iter()
+                .zip(a.iter().zip(b))
+                .any(|(c, (a, b))| c & a & b != 0),
+            (Some(a), Some(b), Some(x)) => c
+                .iter()
+                .zip(a.iter().zip(b).zip(x))
+                .any(|(c, ((a, b), x))| c & a & b & !x != 0),
+        })
+    }
+
     /// The members in increasing order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
@@ -234,6 +297,29 @@ impl BitSet {
     /// The `n`-th member (0-based) in increasing order, found by popcount over words.
     pub fn nth(&self, n: usize) -> Option<usize> {
         crate::popcount::nth(&self.words, n)
+    }
+}
+
+/// The words of `and AND also AND NOT not` for a fused pass ([`BitSet::and_mask`],
+/// [`BitSet::any_mask`]): each operand a set's words, an absent one no constraint. Routers
+/// build it from prepared dense sets so a pass over the candidates is one loop over
+/// slices instead of a per-word closure.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WordMask<'a> {
+    /// Words every member must be in.
+    pub and: Option<&'a [u64]>,
+    /// Words every member must also be in.
+    pub also: Option<&'a [u64]>,
+    /// Words no member may be in.
+    pub not: Option<&'a [u64]>,
+}
+
+impl WordMask<'_> {
+    /// True when every operand has `n` words.
+    fn fits(&self, n: usize) -> bool {
+        [self.and, self.also, self.not]
+            .iter()
+            .all(|o| o.is_none_or(|o| o.len() == n))
     }
 }
 
@@ -335,6 +421,31 @@ mod tests {
             prop_assert_eq!(sa.intersects(&sb), (0..len).any(|i| a[i] && b[i]));
             prop_assert_eq!(sa.count_and(&sb), (0..len).filter(|&i| a[i] && b[i]).count());
             prop_assert_eq!(sa.is_subset(&sb), (0..len).all(|i| !a[i] || b[i]));
+            // Fused masks: every operand combination against the bit-by-bit answer.
+            let sc = BitSet::from_fn(len, |i| (seed.rotate_left(17) >> (i % 64)) & 1 == 1);
+            let sd = BitSet::from_fn(len, |i| (seed.rotate_left(41) >> (i % 64)) & 1 == 1);
+            for k in 0..8u8 {
+                let mask = WordMask {
+                    and: (k & 1 != 0).then(|| sb.words()),
+                    also: (k & 2 != 0).then(|| sc.words()),
+                    not: (k & 4 != 0).then(|| sd.words()),
+                };
+                let keep = |i: usize| {
+                    (k & 1 == 0 || b[i]) && (k & 2 == 0 || sc.contains(i)) && (k & 4 == 0 || !sd.contains(i))
+                };
+                let mut fused = sa.clone();
+                prop_assert!(fused.and_mask(mask));
+                for (i, &ai) in a.iter().enumerate() {
+                    prop_assert_eq!(fused.contains(i), ai && keep(i));
+                }
+                prop_assert_eq!(sa.any_mask(mask), Some((0..len).any(|i| a[i] && keep(i))));
+            }
+            let short = BitSet::empty(len + 64);
+            let mut unchanged = sa.clone();
+            let refused = !unchanged.and_mask(WordMask { and: Some(short.words()), ..WordMask::default() });
+            prop_assert!(refused);
+            prop_assert_eq!(&unchanged, &sa);
+            prop_assert_eq!(sa.any_mask(WordMask { not: Some(short.words()), ..WordMask::default() }), None);
             let members: Vec<usize> = (0..len).filter(|&i| a[i]).collect();
             prop_assert_eq!(sa.iter().collect::<Vec<_>>(), members.clone());
             for (n, m) in members.iter().enumerate() {

@@ -121,6 +121,10 @@ pub struct RoutedMemo {
     pub state: (usize, u64),
     /// The health epoch it was routed at.
     pub epoch: u64,
+    /// A per-caller value the balancing layer keeps across calls (`routechain-balance`
+    /// keeps its handle on the published view here, so a call clones a reference count
+    /// only this caller writes). Opaque to the chain.
+    pub layer: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// The per-caller, reusable buffers of a call: candidates, scratch and the random source.

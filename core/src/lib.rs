@@ -68,7 +68,7 @@ pub mod trace;
 pub mod url;
 pub mod weighted;
 
-pub use bitset::{BitSet, Candidates};
+pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};

@@ -50,9 +50,12 @@ pub fn is_grpc(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"))
 }
 
+/// `grpc-status`, made once (a `&str` name is parsed on every lookup).
+const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+
 /// The `grpc-status` of a response head (a trailers-only response), if it has one.
 pub fn head_status(headers: &HeaderMap) -> Option<Code> {
-    let v = headers.get("grpc-status")?;
+    let v = headers.get(&GRPC_STATUS)?;
     std::str::from_utf8(v.as_bytes())
         .ok()?
         .parse()

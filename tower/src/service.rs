@@ -149,22 +149,30 @@ enum Failure<B> {
 /// What a retry sends again of the request head: method, URI, version and headers. The
 /// first attempt sends the caller's head itself (moved, not copied), extensions included;
 /// a retry sends this copy, without the caller's extensions (they are local values, such
-/// as [`RouteAttributes`](crate::RouteAttributes), never sent on the wire). Made only when a
-/// retry is possible (a buffered body and `retries` above 0).
-struct RetryHead {
+/// as [`RouteAttributes`](crate::RouteAttributes), never sent on the wire). Made only when
+/// a retry can send the body again (a buffered body); the headers are copied into the
+/// per-thread buffers of [`Reused`] (a map whose capacity is kept), so the copy allocates
+/// nothing once warm.
+struct RetryHead<'a> {
     method: http::Method,
     uri: http::Uri,
     version: http::Version,
-    headers: http::HeaderMap,
+    headers: &'a http::HeaderMap,
 }
 
-impl RetryHead {
-    fn of(head: &http::request::Parts) -> Self {
+impl<'a> RetryHead<'a> {
+    fn of(head: &http::request::Parts, buffer: &'a mut http::HeaderMap) -> Self {
+        buffer.clear();
+        // `clone_from` is a plain `clone` for `HeaderMap` (it allocates a new map): refill
+        // the kept one instead. `append` keeps repeated headers, in order.
+        for (name, value) in &head.headers {
+            buffer.append(name.clone(), value.clone());
+        }
         RetryHead {
             method: head.method.clone(),
             uri: head.uri.clone(),
             version: head.version,
-            headers: head.headers.clone(),
+            headers: buffer,
         }
     }
 
@@ -189,8 +197,11 @@ where
 {
     let (head, body) = req.into_parts();
     let config = &shared.config;
-    let mut pooled = routechain_balance::Pooled::<ReusedRequest>::take();
-    let request = &mut pooled.get().0;
+    let mut pooled = routechain_balance::Pooled::<Reused>::take();
+    let Buffers {
+        request,
+        retry_headers,
+    } = &mut *pooled.get().0;
     config.fill_request(&head, request);
     let request = &*request;
     let idempotent = config.is_idempotent(&head, request);
@@ -200,13 +211,10 @@ where
     // A streamed body can be sent once: one attempt, so no second provider is selected,
     // counted in flight or reported to health for a request that could not be sent.
     let streamed = !body.is_full();
-    let retry_head = (!streamed
-        && shared
-            .service
-            .config()
-            .retries_for(request.method.as_deref())
-            > 0)
-    .then(|| RetryHead::of(&head));
+    // Copied whether or not the method's `retries` allow a retry: reading the configuration
+    // for that (an atomic load and a reference count) costs about what the copy into kept
+    // buffers does.
+    let retry_head = (!streamed).then(|| RetryHead::of(&head, retry_headers));
     let mut first = Some(head);
     let outcome = shared
         .service
@@ -224,9 +232,12 @@ where
                 };
                 match send(shared, &selected, req).await {
                     Ok(response) => {
-                        let retryable = grpc::head_status(response.headers())
-                            .is_some_and(|c| config.retryable_codes.contains(&c));
-                        if retryable && idempotent {
+                        // Only an idempotent request fails over on a status: the head is
+                        // read for it only then.
+                        let retryable = idempotent
+                            && grpc::head_status(response.headers())
+                                .is_some_and(|c| config.retryable_codes.contains(&c));
+                        if retryable {
                             Err(CallError::Retryable(Failure::Status(response)))
                         } else {
                             Ok(response)
@@ -294,22 +305,36 @@ where
     }
 }
 
-/// One routechain [`Request`](routechain_core::Request) per call, taken from a small
-/// per-thread cache ([`routechain_balance::Pooled`]) and given back when the call ends (or
-/// its future is dropped), so the layer refills its strings instead of allocating new ones.
-/// Only buffers are cached: everything about a request is rewritten by
-/// [`RouteConfig::fill_request`] before use.
+/// The buffers of one call: the routechain [`Request`](routechain_core::Request) and the
+/// retry copy of the headers, taken from a small per-thread cache
+/// ([`routechain_balance::Pooled`]) and given back when the call ends (or its future is
+/// dropped), so the layer refills strings and maps instead of allocating new ones. Only
+/// buffers are cached: everything about a request is rewritten by
+/// [`RouteConfig::fill_request`] before use, and the headers are cleared when given back.
+/// Boxed: taking it from the cache and giving it back moves a pointer, not the buffers.
 #[derive(Debug, Default)]
-struct ReusedRequest(routechain_core::Request);
+struct Reused(Box<Buffers>);
+
+/// What [`Reused`] keeps.
+#[derive(Debug, Default)]
+struct Buffers {
+    request: routechain_core::Request,
+    retry_headers: http::HeaderMap,
+}
 
 thread_local! {
-    static REQUESTS: std::cell::RefCell<Vec<ReusedRequest>> =
+    static REUSED: std::cell::RefCell<Vec<Reused>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-impl routechain_balance::PerThread for ReusedRequest {
+impl routechain_balance::PerThread for Reused {
     fn cache() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Self>>> {
-        &REQUESTS
+        &REUSED
+    }
+
+    /// The copied header values are the caller's (they may be large): not kept.
+    fn recycle(&mut self) {
+        self.0.retry_headers.clear();
     }
 }
 
@@ -326,4 +351,44 @@ async fn send<M: MakeChannel>(
         .await
         .map_err(Into::into)?;
     channel.call(req).await.map_err(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RouteAttributes;
+
+    /// What the layer does per call before sending (the routechain request refilled, the
+    /// retry copy of the headers made) reuses the per-thread buffers: no allocation once
+    /// warm.
+    #[test]
+    fn the_request_refill_and_the_retry_copy_allocate_nothing_once_warm() {
+        let mut head = http::Request::post("http://x/helloworld.Greeter/SayHello")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("dubbo-tag", "gray")
+            .header("x-request-id", "r-1")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        head.extensions
+            .insert(RouteAttributes::new().with("group", "user"));
+        let config = RouteConfig::default();
+        let per_call = |head: &http::request::Parts| {
+            let mut pooled = routechain_balance::Pooled::<Reused>::take();
+            let Buffers {
+                request,
+                retry_headers,
+            } = &mut *pooled.get().0;
+            config.fill_request(head, request);
+            let retry = RetryHead::of(head, retry_headers);
+            assert_eq!(retry.headers.len(), 4);
+            assert_eq!(request.attachments.get("dubbo.tag"), Some("gray"));
+        };
+        per_call(&head);
+        per_call(&head);
+        let info = allocation_counter::measure(|| per_call(&head));
+        assert_eq!(info.count_total, 0, "{info:?}");
+    }
 }

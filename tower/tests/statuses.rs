@@ -103,7 +103,9 @@ async fn every_provider_dead_ends_in_unavailable_then_the_breaker_refuses_at_onc
     let b = Provider::start("b", "").await;
     let file = ChainFile::parse(
         "breaker.chain.yaml",
-        "service: helloworld.Greeter\nretries: 1\nhealth: {failure_threshold: 1, cooldown: 60s}\nrouters: []\n",
+        // A timeout far above any delay of a loaded machine: every failure below is a
+        // transport error of a provider that is gone, never a slow attempt.
+        "service: helloworld.Greeter\nretries: 1\ntimeout: 60s\nhealth: {failure_threshold: 1, cooldown: 60s}\nrouters: []\n",
         None,
     )
     .unwrap();
@@ -121,14 +123,20 @@ async fn every_provider_dead_ends_in_unavailable_then_the_breaker_refuses_at_onc
     let channel = RouteLayer::new(live.service().clone()).layer(HttpConnector::new());
     let mut client = GreeterClient::new(channel);
     assert!(client.say_hello(hello(false)).await.is_ok());
-    a.kill();
-    b.kill();
+    // Both gone (listeners and connections closed) before the next call starts.
+    a.kill().await;
+    b.kill().await;
     let status = client.say_hello(hello(false)).await.expect_err("both dead");
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert_eq!(status.metadata().get("routechain-error").unwrap(), "failed");
     assert!(
         status.message().starts_with("all 2 attempt(s) failed"),
         "{}",
+        status.message()
+    );
+    assert!(
+        !status.message().contains("timed out"),
+        "a transport error, not a timeout: {}",
         status.message()
     );
     let status = client.say_hello(hello(false)).await.expect_err("breaker");
@@ -143,7 +151,7 @@ async fn every_provider_dead_ends_in_unavailable_then_the_breaker_refuses_at_onc
 async fn a_plain_http_caller_gets_a_route_error() {
     let a = Provider::start("a", "").await;
     let live = live(&[&a]);
-    a.kill();
+    a.kill().await;
     let mut channel = RouteLayer::new(live.service().clone()).layer(HttpConnector::new());
     let request = http::Request::post("/not/grpc")
         .body(http_body_util::Full::new(bytes::Bytes::from_static(b"x")))

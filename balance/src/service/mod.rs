@@ -22,12 +22,22 @@
 //! [`Service::update_snapshot`]) before it is stored. A call loads the view once and
 //! never takes a lock: writers serialize among themselves only. Health is carried over to
 //! a new snapshot by provider address.
+//!
+//! **No shared write per call.** A [`Selected`] keeps the view it was selected from alive,
+//! but not through the view's own reference count, which every thread's every call would
+//! then increment and decrement on one cache line. Each caller's [`CallState`] keeps a
+//! small handle on the view (its own allocation, aligned to its own cache lines), and a
+//! call reads the published view through an `arc-swap` guard (no reference count), compares
+//! its address with the handle's and clones the handle: a reference count only this caller
+//! writes. The handle is re-pointed when a new view is published (in place when no
+//! [`Selected`] of the caller still holds it, else one small allocation).
 
+use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 
 use crate::health::{Clock, HealthChange, HealthTable, SystemClock};
 use crate::lb::SnapshotBalance;
@@ -40,6 +50,8 @@ use routechain_core::{Provider, Snapshot};
 mod call;
 mod config;
 mod pool;
+#[cfg(test)]
+mod tests;
 pub use pool::{PerThread, Pooled};
 
 pub use call::{CallError, InvokeError, Invoked};
@@ -88,6 +100,9 @@ struct View {
     health: Arc<HealthTable>,
     by_address: Arc<[(Box<str>, u32)]>,
     config: Arc<ServiceConfig>,
+    /// Set once a newer view replaced this one: a pooled caller handle on it is dropped
+    /// rather than kept (it would keep the old snapshot alive).
+    retired: AtomicBool,
 }
 
 impl View {
@@ -98,6 +113,7 @@ impl View {
             health: prepared.health,
             by_address: prepared.by_address,
             config,
+            retired: AtomicBool::new(false),
         }
     }
 
@@ -135,21 +151,42 @@ impl View {
     }
 }
 
+/// One caller's handle on a published view, kept in its [`CallState`]
+/// (`routed.layer`): see the module documentation. Aligned to two cache lines so that its
+/// reference count shares a line with nothing another thread writes (the allocator may
+/// place two callers' small allocations side by side).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Handle {
+    view: Arc<View>,
+}
+
+/// True when `layer` (a caller's `routed.layer`) is a handle on a view that a newer one
+/// replaced: a pooled call state drops it rather than keep an old snapshot alive.
+pub(crate) fn handle_is_stale(layer: &Arc<dyn Any + Send + Sync>) -> bool {
+    layer
+        .downcast_ref::<Handle>()
+        .is_some_and(|h| h.view.retired.load(Ordering::Relaxed))
+}
+
 /// One selected provider, bound to the snapshot it was selected from.
 #[derive(Debug, Clone)]
 pub struct Selected {
-    view: Arc<View>,
+    handle: Arc<Handle>,
     index: usize,
 }
 
 impl Selected {
+    fn view(&self) -> &View {
+        &self.handle.view
+    }
     /// The provider's index in its snapshot.
     pub fn index(&self) -> usize {
         self.index
     }
     /// The provider.
     pub fn provider(&self) -> &Provider {
-        &self.view.state.snapshot().providers()[self.index]
+        &self.view().state.snapshot().providers()[self.index]
     }
     /// The provider's address (`host:port`).
     pub fn address(&self) -> &str {
@@ -157,17 +194,17 @@ impl Selected {
     }
     /// The generation of the chain state it was selected from.
     pub fn generation(&self) -> u64 {
-        self.view.state.generation()
+        self.view().state.generation()
     }
     /// The chain state it was selected from.
     pub fn state(&self) -> &Arc<ChainState> {
-        &self.view.state
+        &self.view().state
     }
     /// Counts the call as in flight (for `leastactive` and `p2c`) until the guard drops.
     pub fn begin(&self) -> InFlight {
-        self.view.balance.begin(self.index);
+        self.view().balance.begin(self.index);
         InFlight {
-            balance: self.view.balance.clone(),
+            handle: self.handle.clone(),
             index: self.index,
         }
     }
@@ -176,13 +213,15 @@ impl Selected {
 /// An in-flight call on one provider; dropping it ends the call.
 #[derive(Debug)]
 pub struct InFlight {
-    balance: Arc<SnapshotBalance>,
+    /// The caller's handle (not the balancer's `Arc`: its count would be written by every
+    /// thread's calls).
+    handle: Arc<Handle>,
     index: usize,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.balance.end(self.index);
+        self.handle.view.balance.end(self.index);
     }
 }
 
@@ -325,6 +364,7 @@ impl Service {
         let prepared = prepare(&old.state, Some(&old), &config);
         self.view
             .store(Arc::new(View::new(old.state.clone(), prepared, config)));
+        old.retired.store(true, Ordering::Relaxed);
     }
 
     /// Builds a new chain state from the current one with `f` and publishes it together
@@ -358,6 +398,7 @@ impl Service {
         let prepared = prepared.unwrap_or_else(|| prepare(&state, Some(&old), &config));
         self.view
             .store(Arc::new(View::new(state.clone(), prepared, config)));
+        old.retired.store(true, Ordering::Relaxed);
         Ok(state)
     }
 
@@ -396,15 +437,58 @@ impl Service {
         }
     }
 
-    /// The current view: one atomic load, no lock. When the chain was swapped behind the
-    /// service's back, one call builds the view of the new state (the others keep the
-    /// current view meanwhile).
-    fn current(&self) -> Arc<View> {
-        let view = self.view.load_full();
+    /// The current view: one atomic load through a guard (no reference count written), no
+    /// lock. When the chain was swapped behind the service's back, one call builds the view
+    /// of the new state (the others keep the current view meanwhile).
+    fn current(&self) -> Guard<Arc<View>> {
+        let view = self.view.load();
         if Arc::ptr_eq(&view.state, &*self.chain.load()) {
             return view;
         }
-        self.catch_up(view)
+        Guard::from_inner(self.catch_up(Guard::into_inner(view)))
+    }
+
+    /// The caller's handle on the current view (see the module documentation): when
+    /// `layer` already points at the published view, a clone of it — a reference count
+    /// only this caller writes; otherwise it is re-pointed first.
+    #[inline]
+    fn handle(&self, layer: &mut Option<Arc<dyn Any + Send + Sync>>) -> Arc<Handle> {
+        let published = self.view.load();
+        if Arc::ptr_eq(&published.state, &*self.chain.load())
+            && let Some(h) = layer
+            && h.downcast_ref::<Handle>()
+                .is_some_and(|h| Arc::ptr_eq(&h.view, &published))
+            && let Ok(h) = Arc::clone(h).downcast::<Handle>()
+        {
+            return h;
+        }
+        self.rebind(layer, published)
+    }
+
+    /// Re-points the caller's handle at the current view (one reference count on the
+    /// view, taken only when the published view changed for this caller).
+    #[cold]
+    fn rebind(
+        &self,
+        layer: &mut Option<Arc<dyn Any + Send + Sync>>,
+        published: Guard<Arc<View>>,
+    ) -> Arc<Handle> {
+        let view = Guard::into_inner(published);
+        let view = if Arc::ptr_eq(&view.state, &*self.chain.load()) {
+            view
+        } else {
+            self.catch_up(view)
+        };
+        if let Some(mut h) = layer.take().and_then(|h| h.downcast::<Handle>().ok())
+            && let Some(handle) = Arc::get_mut(&mut h)
+        {
+            handle.view = view;
+            *layer = Some(h.clone());
+            return h;
+        }
+        let h = Arc::new(Handle { view });
+        *layer = Some(h.clone());
+        h
     }
 
     #[cold]
@@ -425,6 +509,7 @@ impl Service {
         let next = Arc::new(View::new(state, prepared, current.config.clone()));
         let prev = self.view.compare_and_swap(&current, next.clone());
         if Arc::ptr_eq(&*prev, &current) {
+            current.retired.store(true, Ordering::Relaxed);
             next
         } else {
             Arc::clone(&*prev)
@@ -442,14 +527,17 @@ impl Service {
     /// ([`SelectError::ServiceUnavailable`]); with `skip_degraded` degraded providers leave
     /// the set; the excluded providers leave it (by index, or by address when they were
     /// selected from an older snapshot); the method's balancer picks one. Lock-free, and
-    /// allocation-free once `call`'s buffers have grown (an `Arc` clone only).
+    /// allocation-free once `call`'s buffers have grown and it holds a handle on the
+    /// current view (see the module documentation: the `Arc` cloned for the [`Selected`]
+    /// is `call`'s own).
     pub fn select<R: RandomSource>(
         &self,
         request: &Request,
         exclude: &[Selected],
         call: &mut CallState<R>,
     ) -> Result<Selected, SelectError> {
-        let view = self.current();
+        let handle = self.handle(&mut call.routed.layer);
+        let view = &*handle.view;
         if exclude.is_empty()
             && let Some(m) = view.state.metrics()
         {
@@ -502,7 +590,7 @@ impl Service {
             }
         }
         for s in exclude {
-            if Arc::ptr_eq(s.view.state.snapshot(), view.state.snapshot()) {
+            if Arc::ptr_eq(s.view().state.snapshot(), view.state.snapshot()) {
                 candidates.remove(s.index);
             } else {
                 for i in view.indexes_of(s.address()) {
@@ -529,13 +617,13 @@ impl Service {
             }
             view.state.count_pick(index);
         }
-        Ok(Selected { view, index })
+        Ok(Selected { handle, index })
     }
 
     /// Resolves a target to indexes of `view`.
     fn with_target(&self, view: &View, target: Target<'_>, mut f: impl FnMut(usize)) {
         match target {
-            Target::Selected(s) if Arc::ptr_eq(&s.view.health, &view.health) => f(s.index),
+            Target::Selected(s) if Arc::ptr_eq(&s.view().health, &view.health) => f(s.index),
             Target::Selected(s) => view.indexes_of(s.address()).for_each(f),
             Target::Index(i) => f(i),
             Target::Address(a) => view.indexes_of(a).for_each(f),

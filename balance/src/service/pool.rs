@@ -84,9 +84,19 @@ impl PerThread for Buffers {
         &BUFFERS
     }
 
-    /// Release the tried providers' views now, and make sure no memo outlives the call.
+    /// Release the tried providers' views now, and make sure no memo outlives the call;
+    /// the handle on the view is kept for the next call unless a newer view replaced it.
     fn recycle(&mut self) {
         self.tried.clear();
         self.call.routed.state = (0, 0);
+        if self
+            .call
+            .routed
+            .layer
+            .as_ref()
+            .is_some_and(super::handle_is_stale)
+        {
+            self.call.routed.layer = None;
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! function over the prepared sets, with no allocation and at most one random draw.
 
 use routechain_core::weighted::{self, Draw, UNIT};
-use routechain_core::{BitSet, Candidates, Evaluation, RouteContext};
+use routechain_core::{BitSet, Candidates, Evaluation, ProviderSet, RouteContext, WordMask};
 
 use super::health::{Counts, effective_weight, rehash};
 use super::prepared::{Local, PreparedIdcWeight, Strategy};
@@ -201,8 +201,12 @@ impl PreparedIdcWeight {
         let view = self.health.view(live);
         let counts = |r: usize| view.region(r, self.regions.set(r), &self.degraded);
         let has = |r: usize, scratch: &BitSet| {
-            let set = self.regions.set(r);
-            self.any_healthy(healthy, candidates, scratch, |w| set.word(w))
+            self.any_healthy(
+                healthy,
+                candidates,
+                scratch,
+                Within::region(self.regions.set(r)),
+            )
         };
         // The local region fully available: it keeps every call.
         if let Some(r) = local.region
@@ -306,8 +310,12 @@ impl PreparedIdcWeight {
         scratch: &BitSet,
     ) -> Option<(usize, bool)> {
         let has = |r: usize| {
-            let set = self.regions.set(r);
-            self.any_healthy(healthy, candidates, scratch, |w| set.word(w))
+            self.any_healthy(
+                healthy,
+                candidates,
+                scratch,
+                Within::region(self.regions.set(r)),
+            )
         };
         match local.region.filter(|&r| has(r)) {
             Some(r) => Some((r, true)),
@@ -333,10 +341,10 @@ impl PreparedIdcWeight {
         if rule.force {
             candidates.clear();
             Outcome::NoRegionForced
-        } else if !self.any_healthy(healthy, candidates, scratch, |_| !0) {
+        } else if !self.any_healthy(healthy, candidates, scratch, Within::ALL) {
             Outcome::FallbackInput
         } else {
-            self.keep_healthy(healthy, candidates, scratch, |_| !0);
+            self.keep_healthy(healthy, candidates, scratch, Within::ALL);
             Outcome::FallbackHealthy
         }
     }
@@ -355,22 +363,19 @@ impl PreparedIdcWeight {
         candidates: &mut Candidates,
         scratch: &BitSet,
     ) -> Outcome {
-        let region_set = self.regions.set(region);
+        let region_set = Within::region(self.regions.set(region));
         let Some(target) = strategy.target() else {
-            self.keep_healthy(region_mode, candidates, scratch, |w| region_set.word(w));
+            self.keep_healthy(region_mode, candidates, scratch, region_set);
             return Outcome::Target;
         };
-        let target_set = target.map(|k| self.idcs.set(k));
-        let hit = target_set.is_some_and(|t| {
-            self.any_healthy(target_mode, candidates, scratch, |w| {
-                region_set.word(w) & t.word(w)
-            })
+        let target_set = target.map(|k| Within {
+            idc: Some(self.idcs.set(k)),
+            ..region_set
         });
+        let hit = target_set.is_some_and(|t| self.any_healthy(target_mode, candidates, scratch, t));
         match target_set {
             Some(t) if hit => {
-                self.keep_healthy(target_mode, candidates, scratch, |w| {
-                    region_set.word(w) & t.word(w)
-                });
+                self.keep_healthy(target_mode, candidates, scratch, t);
                 Outcome::Target
             }
             _ if rule.force => {
@@ -378,7 +383,7 @@ impl PreparedIdcWeight {
                 Outcome::ForcedEmpty
             }
             _ => {
-                self.keep_healthy(region_mode, candidates, scratch, |w| region_set.word(w));
+                self.keep_healthy(region_mode, candidates, scratch, region_set);
                 Outcome::FallbackRegion
             }
         }
@@ -484,17 +489,79 @@ pub(super) enum Healthy {
     Scratch,
 }
 
+/// The region's and the IDC's words (`None`: absent), for a fused pass.
+type DenseWords<'a> = (Option<&'a [u64]>, Option<&'a [u64]>);
+
+/// The providers a pass keeps: a region's, optionally narrowed to an IDC's (both absent:
+/// every provider).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Within<'a> {
+    region: Option<&'a ProviderSet>,
+    idc: Option<&'a ProviderSet>,
+}
+
+impl<'a> Within<'a> {
+    /// Every provider.
+    const ALL: Within<'static> = Within {
+        region: None,
+        idc: None,
+    };
+
+    fn region(set: &'a ProviderSet) -> Self {
+        Within {
+            region: Some(set),
+            idc: None,
+        }
+    }
+
+    /// Word `w` of the set (the general path: sparse sets, per word).
+    #[inline]
+    fn word(&self, w: usize) -> u64 {
+        self.region.map_or(!0, |s| s.word(w)) & self.idc.map_or(!0, |s| s.word(w))
+    }
+
+    /// The sets' words when every present set is dense (the fused path), else `None`.
+    #[inline]
+    fn dense(&self) -> Option<DenseWords<'a>> {
+        fn words(set: Option<&ProviderSet>) -> Option<Option<&[u64]>> {
+            match set {
+                None => Some(None),
+                Some(ProviderSet::Dense(b)) => Some(Some(b.words())),
+                Some(ProviderSet::Sparse { .. }) => None,
+            }
+        }
+        Some((words(self.region)?, words(self.idc)?))
+    }
+}
+
 impl PreparedIdcWeight {
-    /// True when `healthy AND f` has a member (stops at the first non-zero word). Must be
-    /// called before `candidates` is narrowed.
+    /// True when `healthy AND within` has a member (stops at the first non-zero word). Must
+    /// be called before `candidates` is narrowed. Dense sets take one fused loop over the
+    /// words ([`BitSet::any_mask`]); sparse ones the per-word path.
     #[inline]
     fn any_healthy(
         &self,
         healthy: Healthy,
         candidates: &Candidates,
         scratch: &BitSet,
-        mut f: impl FnMut(usize) -> u64,
+        within: Within<'_>,
     ) -> bool {
+        if let Some((region, idc)) = within.dense() {
+            let (set, not) = match healthy {
+                Healthy::Input => (candidates, None),
+                Healthy::InputMinusParam => (candidates, Some(self.degraded.words())),
+                Healthy::Scratch => (scratch, None),
+            };
+            let mask = WordMask {
+                and: region,
+                also: idc,
+                not,
+            };
+            if let Some(any) = set.any_mask(mask) {
+                return any;
+            }
+        }
+        let f = |w| within.word(w);
         match healthy {
             Healthy::Input => candidates.any_with(f),
             Healthy::InputMinusParam => candidates.any_with(|w| !word(&self.degraded, w) & f(w)),
@@ -502,18 +569,49 @@ impl PreparedIdcWeight {
         }
     }
 
-    /// `candidates = healthy AND f`, in one pass.
+    /// `candidates = healthy AND within`, in one pass (fused over dense sets, as
+    /// [`PreparedIdcWeight::any_healthy`]).
     #[inline]
     fn keep_healthy(
         &self,
         healthy: Healthy,
         candidates: &mut Candidates,
         scratch: &BitSet,
-        mut f: impl FnMut(usize) -> u64,
+        within: Within<'_>,
     ) {
+        if let Some((region, idc)) = within.dense() {
+            // healthy ⊆ candidates, so candidates AND healthy AND within = candidates AND
+            // (within minus what healthy removes).
+            let fused = match healthy {
+                Healthy::Input => candidates.and_mask(WordMask {
+                    and: region,
+                    also: idc,
+                    not: None,
+                }),
+                Healthy::InputMinusParam => candidates.and_mask(WordMask {
+                    and: region,
+                    also: idc,
+                    not: Some(self.degraded.words()),
+                }),
+                // Three sets: the healthy set (a subset of the candidates) and the region
+                // first, then the IDC.
+                Healthy::Scratch => {
+                    candidates.and_mask(WordMask {
+                        and: Some(scratch.words()),
+                        also: region,
+                        not: None,
+                    }) && candidates.and_mask(WordMask {
+                        and: idc,
+                        ..WordMask::default()
+                    })
+                }
+            };
+            if fused {
+                return;
+            }
+        }
+        let f = |w| within.word(w);
         match healthy {
-            // healthy ⊆ candidates, so candidates AND healthy AND f = candidates AND (f minus
-            // what healthy removes).
             Healthy::Input => candidates.and_with(f),
             Healthy::InputMinusParam => candidates.and_with(|w| !word(&self.degraded, w) & f(w)),
             Healthy::Scratch => candidates.and_with(|w| word(scratch, w) & f(w)),

@@ -1,5 +1,6 @@
 //! Test support: real tonic gRPC providers on 127.0.0.1 that answer with their identity,
-//! and can be killed (listener and every connection dropped at once).
+//! and can be killed (listener and every connection closed, and `kill` returns only when
+//! they are).
 #![allow(dead_code)]
 
 // tonic::Status is large, as tonic-build generated code returns it.
@@ -7,14 +8,15 @@
 pub mod greeter;
 pub mod instant;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use greeter::greeter_server::{Greeter, GreeterServer};
 use greeter::{HelloReply, HelloRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// The service the providers serve (the gRPC service name is the Dubbo interface).
@@ -55,7 +57,8 @@ pub struct Provider {
     /// `127.0.0.1:PORT`.
     pub address: String,
     served: Arc<AtomicU64>,
-    task: JoinHandle<()>,
+    stop: Arc<Notify>,
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Provider {
@@ -76,11 +79,16 @@ impl Provider {
             status,
             served: served.clone(),
         });
+        let stop = Arc::new(Notify::new());
+        let stopped = stop.clone();
         let task = tokio::spawn(async move {
-            // Dropping the JoinSet (when this task is aborted) drops every connection.
             let mut connections = JoinSet::new();
             loop {
-                let Ok((socket, _)) = listener.accept().await else {
+                let accepted = tokio::select! {
+                    _ = stopped.notified() => break,
+                    accepted = listener.accept() => accepted,
+                };
+                let Ok((socket, _)) = accepted else {
                     continue;
                 };
                 let _ = socket.set_nodelay(true);
@@ -92,6 +100,11 @@ impl Provider {
                 });
                 while connections.try_join_next().is_some() {}
             }
+            // Killed: no new connection, then every open one closed, and waited for (an
+            // aborted task is only dropped when its runtime gets to it: without the wait a
+            // connection could still answer a call made after `kill`).
+            drop(listener);
+            connections.shutdown().await;
         });
         let sep = if params.is_empty() { "" } else { "&" };
         Provider {
@@ -99,7 +112,8 @@ impl Provider {
             url: format!("tri://{address}/{SERVICE}?name={name}{sep}{params}"),
             address,
             served,
-            task,
+            stop,
+            task: Mutex::new(Some(task)),
         }
     }
 
@@ -108,15 +122,22 @@ impl Provider {
         self.served.load(Ordering::Relaxed)
     }
 
-    /// Kills it: the listener and every open connection close at once.
-    pub fn kill(&self) {
-        self.task.abort();
+    /// Kills it: the listener and every open connection close; returns once they are
+    /// closed, so a call made afterwards cannot reach it.
+    pub async fn kill(&self) {
+        self.stop.notify_one();
+        let task = self.task.lock().unwrap().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
     }
 }
 
 impl Drop for Provider {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = self.task.lock().unwrap().take() {
+            task.abort();
+        }
     }
 }
 
