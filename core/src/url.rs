@@ -20,8 +20,9 @@
 //! canonical rendering gives it back (protocol, user info, address, path, parameters
 //! sorted by key as `k=v` joined by `&`: how registries write provider URLs);
 //! [`Url::raw`] and [`Display`](fmt::Display) then render it from the parts. A generated
-//! provider URL of ~330 characters and 17 parameters takes ~190 bytes, against ~990
-//! before (raw text, a decoded copy and 16 bytes of spans per parameter). Reading a part
+//! provider URL of ~330 characters and 15–17 parameters takes about 150 bytes plus its `Url`
+//! (16), against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
+//! BENCHMARKS.md, "Memory", has the measurements. Reading a part
 //! or a parameter is lock-free and allocation-free.
 
 use std::borrow::Cow;

@@ -99,6 +99,9 @@ fn varint_len(mut n: usize) -> usize {
     len
 }
 
+/// The most parameters [`PREVIOUS`] remembers.
+const REMEMBERED: usize = 64;
+
 thread_local! {
     /// The parameters (key and value references, in the order written) of the previous URL
     /// parsed on this thread. The URLs of one provider list repeat most keys and values in
@@ -193,7 +196,14 @@ impl<'l> Builder<'l> {
         PREVIOUS.with(|p| {
             let mut p = p.borrow_mut();
             p.clear();
-            p.extend_from_slice(&self.params);
+            // One fixed allocation per thread (512 bytes): a URL of more parameters is not
+            // remembered.
+            if p.capacity() < REMEMBERED {
+                p.reserve_exact(REMEMBERED);
+            }
+            if self.params.len() <= REMEMBERED {
+                p.extend_from_slice(&self.params);
+            }
         });
     }
 
