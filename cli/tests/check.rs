@@ -340,6 +340,54 @@ fn unknown_fields_in_override_rules_are_warnings() {
     );
 }
 
+/// The override files a chain names under `overrides:` are linted as a standalone
+/// `.configurators` file is, each problem located in the override file.
+#[test]
+fn unknown_fields_in_a_chains_override_files_are_warnings() {
+    let s = Scratch::new("check-chain-overrides-fields");
+    s.write(
+        "weights.configurators.yaml",
+        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabeld: true\nconfigs:\n  - side: consumer\n    adresses: [\"10.0.0.1\"]\n    parameters: {timeout: 1000}\n",
+    );
+    s.write(
+        "off.configurators.yaml",
+        "configVersion: v3.0\nscope: service\nkey: k\nenabled: false\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n",
+    );
+    let chain = s.write(
+        "chain.yaml",
+        "overrides: [weights.configurators.yaml, off.configurators.yaml]\nrouters:\n  - type: group\n",
+    );
+    let out = routechain(&["check", chain.to_str().unwrap()]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    for want in [
+        "weights.configurators.yaml:4:1: warning[RC107]: enabeld: unknown field `enabeld` in an override rule",
+        "did you mean `enabled`?",
+        "weights.configurators.yaml:7:5: warning[RC107]: configs[0].adresses: unknown field `adresses` in an override rule",
+        "off.configurators.yaml:4:10: warning[RC108]: enabled: `enabled: false`: this override rule is switched off and changes nothing",
+        "chain.yaml: ok (1 router), 3 warnings",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    let out = routechain(&["check", "--deny-warnings", chain.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    // The JSON report gives each override file its own entry.
+    let out = routechain(&["check", "--format", "json", chain.to_str().unwrap()]);
+    let v = json(&out);
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("weights.configurators.yaml")),
+        "{files:?}"
+    );
+}
+
 #[test]
 fn mesh_warnings_are_printed_for_rule_files_and_chain_entries() {
     let s = Scratch::new("check-mesh-warnings");

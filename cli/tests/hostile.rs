@@ -387,6 +387,51 @@ fn a_byte_order_mark_is_accepted_in_every_input_file() {
     assert_eq!(v["providers"].as_array().unwrap().len(), 1);
 }
 
+/// An override file a chain names under `overrides:` is read as every other input: only
+/// a regular file (`/dev/zero` is refused, located at its name in the chain file), within
+/// the size limit, with a byte-order mark accepted.
+#[test]
+fn override_files_are_read_as_every_input_file() {
+    let s = Scratch::new("overrides");
+    s.write(
+        "zero.chain.yaml",
+        "overrides: [/dev/zero]\nrouters:\n  - type: group\n",
+    );
+    let out = routechain_in(&s.0, &["check", "zero.chain.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        has_problem(
+            &err,
+            "zero.chain.yaml:1:13:",
+            "overrides[0]: cannot read override file /dev/zero: not a regular file"
+        ),
+        "{err}"
+    );
+    s.write(
+        "o.configurators.yaml",
+        "\u{feff}# An override rule of more than 100 bytes, with a byte-order mark.\nconfigVersion: v3.0\nscope: service\nkey: k\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n",
+    );
+    s.write(
+        "bom.chain.yaml",
+        "overrides: [o.configurators.yaml]\nrouters:\n  - type: group\n",
+    );
+    let out = routechain_in(&s.0, &["check", "bom.chain.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = routechain_in(
+        &s.0,
+        &["--max-file-size", "100B", "check", "bom.chain.yaml"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(
+            "cannot read override file o.configurators.yaml: larger than the limit of 100 bytes"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A bare plugin `path` is the file next to the chain file, never a name for the system
 /// library search: `check chain.yaml` and `check ./chain.yaml` load the same file.
 #[test]

@@ -849,19 +849,21 @@ struct ParsedUrls(HashMap<Box<str>, Arc<Url>>);
 
 impl ParsedUrls {
     /// The URL parsed from `text`: the one parsed last time when `text` was in the last
-    /// list, else parsed now. Either way it is kept in `next` (the cache for the next list).
+    /// list (moved, key and all, into `next`: no allocation), else the one parsed for an
+    /// equal line earlier in this list, else parsed now and kept in `next`.
     fn parse(
-        &self,
+        &mut self,
         text: &str,
         next: &mut HashMap<Box<str>, Arc<Url>>,
     ) -> Result<Arc<Url>, routechain_core::UrlError> {
+        if let Some((key, url)) = self.0.remove_entry(text) {
+            next.insert(key, url.clone());
+            return Ok(url);
+        }
         if let Some(u) = next.get(text) {
             return Ok(u.clone());
         }
-        let url = match self.0.get(text) {
-            Some(u) => u.clone(),
-            None => Arc::new(Url::parse(text)?),
-        };
+        let url = Arc::new(Url::parse(text)?);
         next.insert(text.into(), url.clone());
         Ok(url)
     }
@@ -882,7 +884,7 @@ fn parse_providers_reusing(
 ) -> (Vec<Arc<Url>>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
-    let mut next = HashMap::new();
+    let mut next = HashMap::with_capacity(cache.0.len());
     match text {
         ProviderText::Lines(text) => {
             // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line

@@ -803,16 +803,30 @@ async fn session(
                 other => return End::Reconnect(format!("session {other}")),
             },
             Some(path) = ev_rx.recv() => {
-                match cx.changed(client, &path).await {
-                    Ok(()) => need_resync = cx.new_app_keys,
-                    Err(ZkClientError::SessionExpired) => {
-                        return End::Reconnect("session expired".into());
-                    }
-                    Err(e) => {
-                        tracing::debug!("ZooKeeper read of {path} failed ({e}); will re-read");
-                        need_resync = true;
+                // Every event already queued is taken now, and each node changed is read
+                // once: a burst of registrations (one event each) makes one read of the
+                // provider list, not one per event (at 50,000 providers a read is the
+                // whole list).
+                let mut paths = vec![path];
+                while let Ok(p) = ev_rx.try_recv() {
+                    if !paths.contains(&p) {
+                        paths.push(p);
                     }
                 }
+                let mut resync = false;
+                for path in paths {
+                    match cx.changed(client, &path).await {
+                        Ok(()) => resync |= cx.new_app_keys,
+                        Err(ZkClientError::SessionExpired) => {
+                            return End::Reconnect("session expired".into());
+                        }
+                        Err(e) => {
+                            tracing::debug!("ZooKeeper read of {path} failed ({e}); will re-read");
+                            resync = true;
+                        }
+                    }
+                }
+                need_resync = resync;
             }
         }
     }

@@ -154,9 +154,10 @@ pub struct ChainFile {
 impl ChainFile {
     /// Reads and parses a chain file and the rule files it names.
     pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
-        let origin = path.display().to_string();
-        let text = crate::input::read_text(path, &origin).map_err(|e| vec![e])?;
-        Self::parse(&origin, &text, path.parent().map(Path::to_path_buf))
+        match Self::load_lenient(path) {
+            (Some(file), errors) if errors.is_empty() => Ok(file),
+            (_, errors) => Err(errors),
+        }
     }
 
     /// Parses chain text; `origin` names it in errors, `base_dir` resolves `rule_file`s.
@@ -177,7 +178,11 @@ impl ChainFile {
     pub fn load_lenient(path: &Path) -> (Option<Self>, Vec<LocatedError>) {
         let origin = path.display().to_string();
         match crate::input::read_text(path, &origin) {
-            Ok(text) => Self::parse_lenient(&origin, &text, path.parent().map(Path::to_path_buf)),
+            // The text is handed over: kept once, as the document's source.
+            Ok(text) => Self::parse_doc_lenient(
+                YamlDoc::parse_owned(origin, text),
+                path.parent().map(Path::to_path_buf),
+            ),
             Err(e) => (None, vec![e]),
         }
     }
@@ -189,7 +194,14 @@ impl ChainFile {
         text: &str,
         base_dir: Option<PathBuf>,
     ) -> (Option<Self>, Vec<LocatedError>) {
-        let doc = match YamlDoc::parse(origin, text) {
+        Self::parse_doc_lenient(YamlDoc::parse(origin, text), base_dir)
+    }
+
+    fn parse_doc_lenient(
+        doc: Result<YamlDoc, LocatedError>,
+        base_dir: Option<PathBuf>,
+    ) -> (Option<Self>, Vec<LocatedError>) {
+        let doc = match doc {
             Ok(doc) => doc,
             Err(e) => return (None, vec![e]),
         };
@@ -523,9 +535,9 @@ fn parse_entry(
             let stream = MULTI_DOCUMENT_TYPES.contains(&type_name.as_str());
             match crate::input::read_text(&resolved, &origin) {
                 Ok(text) => match if stream {
-                    YamlDoc::parse_stream(origin, &text)
+                    YamlDoc::parse_stream_owned(origin, text)
                 } else {
-                    YamlDoc::parse(origin, &text)
+                    YamlDoc::parse_owned(origin, text)
                 } {
                     Ok(d) => RuleSource::File {
                         path: resolved,
@@ -598,7 +610,9 @@ fn parse_overrides(
             None => PathBuf::from(&name),
         };
         let origin = resolved.display().to_string();
-        match std::fs::read_to_string(&resolved) {
+        // As every input: a regular file within the size limit, UTF-8 errors located, a
+        // byte-order mark skipped.
+        match crate::input::read_text(&resolved, &origin) {
             Ok(text) => match crate::configurators::OverrideRule::parse(&origin, &text) {
                 Ok(rule) => out.push(OverrideFile {
                     path: resolved,
@@ -607,10 +621,17 @@ fn parse_overrides(
                 }),
                 Err(mut es) => errors.append(&mut es),
             },
-            Err(e) => errors.push(doc.locate_error(&RuleError::new(
-                field,
-                format!("cannot read override file {origin}: {e}"),
-            ))),
+            Err(e) if !e.message.starts_with("cannot read") => errors.push(e),
+            Err(e) => {
+                let reason = e
+                    .message
+                    .strip_prefix("cannot read: ")
+                    .unwrap_or(&e.message);
+                errors.push(doc.locate_error(&RuleError::new(
+                    field,
+                    format!("cannot read override file {origin}: {reason}"),
+                )))
+            }
         }
     }
     out

@@ -29,6 +29,7 @@ pub mod yaml;
 
 mod provider_file;
 mod scalar;
+mod tree;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
 pub use load::LoadError;

@@ -20,6 +20,7 @@ use serde_json::{Map, Number, Value};
 use crate::located::line_starts;
 pub use crate::located::{LocatedError, Location, SourceExcerpt};
 use crate::scalar::{locate_in_scalar, map_scalar};
+use crate::tree::{ByteCursor, Node, Pos, Tree};
 
 /// A parsed YAML document: the value, where every field is, and where it came from.
 #[derive(Debug, Clone)]
@@ -32,7 +33,7 @@ pub struct YamlDoc {
     /// Byte offset of the start of every line.
     line_starts: Arc<[usize]>,
     /// Where every value and key is, in the shape of the value.
-    root: Option<Node>,
+    tree: Arc<Tree>,
     /// What locating many problems in one place reuses (shared by clones: same source).
     cache: Arc<Mutex<LocateCache>>,
 }
@@ -47,70 +48,6 @@ struct LocateCache {
     scalar_map: Option<(Pos, Vec<Location>)>,
     /// The last line looked at, and whether it is ASCII (a column is then a byte offset).
     ascii_line: Option<(usize, bool)>,
-}
-
-/// Where a value is (and its key, in a mapping), with its children: a tree in the shape of
-/// the value, so a location costs a few words per value rather than a copy of its path.
-#[derive(Debug, Clone)]
-struct Node {
-    at: Pos,
-    key_at: Pos,
-    /// The scalar style, for locating offsets inside a string.
-    style: Option<ScalarStyle>,
-    kids: Kids,
-}
-
-#[derive(Debug, Clone)]
-enum Kids {
-    None,
-    Seq(Vec<Node>),
-    /// Sorted by key.
-    Map(Vec<(Box<str>, Node)>),
-}
-
-/// A compact 1-based line and column.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Pos {
-    line: u32,
-    column: u32,
-}
-
-impl Pos {
-    fn of(l: Location) -> Self {
-        let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        Pos {
-            line: c(l.line),
-            column: c(l.column),
-        }
-    }
-    fn location(self) -> Location {
-        Location {
-            line: self.line as usize,
-            column: self.column as usize,
-        }
-    }
-}
-
-impl Node {
-    fn leaf(at: Location, style: Option<ScalarStyle>) -> Self {
-        Node {
-            at: Pos::of(at),
-            key_at: Pos::of(at),
-            style,
-            kids: Kids::None,
-        }
-    }
-
-    fn child(&self, seg: &PathSegment) -> Option<&Node> {
-        match (&self.kids, seg) {
-            (Kids::Seq(items), PathSegment::Index(i)) => items.get(*i),
-            (Kids::Map(entries), PathSegment::Key(k)) => entries
-                .binary_search_by(|(key, _)| (**key).cmp(k.as_str()))
-                .ok()
-                .map(|i| &entries[i].1),
-            _ => None,
-        }
-    }
 }
 
 /// Where a scanner error points, from the marker's character index through this crate's
@@ -128,8 +65,19 @@ impl YamlDoc {
     /// Parses `text`; `origin` names it in errors. Only the first document of a stream is
     /// read; a second one is an error. A leading byte-order mark is skipped.
     pub fn parse(origin: impl Into<String>, text: &str) -> Result<Self, LocatedError> {
-        let origin = origin.into();
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        Self::parse_source(origin.into(), Arc::from(strip_bom(text)))
+    }
+
+    /// Parses like [`YamlDoc::parse`], taking the text: it is kept once (as the source the
+    /// locations point into), not twice while the document is built.
+    pub fn parse_owned(origin: impl Into<String>, text: String) -> Result<Self, LocatedError> {
+        let source: Arc<str> = Arc::from(strip_bom(&text));
+        drop(text);
+        Self::parse_source(origin.into(), source)
+    }
+
+    fn parse_source(origin: String, source: Arc<str>) -> Result<Self, LocatedError> {
+        let text = &*source;
         let at = |line: usize, column: usize, message: String| {
             LocatedError::in_source(&origin, text, Location { line, column }, None, message)
         };
@@ -151,18 +99,16 @@ impl YamlDoc {
                 }
             }
             builder
-                .event(event, span)
+                .event(event, span, text)
                 .map_err(|(l, msg)| at(l.line, l.column, msg))?;
         }
-        let (value, root) = builder
-            .root
-            .map_or((Value::Null, None), |(v, n)| (v, Some(n)));
+        let value = builder.root.take().unwrap_or(Value::Null);
         Ok(YamlDoc {
             origin,
             value,
-            source: text.into(),
             line_starts: line_starts(text).into(),
-            root,
+            source,
+            tree: Arc::new(builder.tree),
             cache: Arc::default(),
         })
     }
@@ -174,21 +120,26 @@ impl YamlDoc {
             value,
             source: "".into(),
             line_starts: vec![0].into(),
-            root: None,
+            tree: Arc::default(),
             cache: Arc::default(),
         }
     }
 
     /// The node at `path`, or the nearest located ancestor (and false).
     fn node(&self, path: &FieldPath) -> Option<(&Node, bool)> {
-        let mut node = self.root.as_ref()?;
+        let tree = &*self.tree;
+        let mut node = tree.root?;
         for seg in &path.0 {
-            match node.child(seg) {
+            let child = match seg {
+                PathSegment::Index(i) => tree.item(node, *i),
+                PathSegment::Key(k) => tree.entry(&self.source, node, k),
+            };
+            match child {
                 Some(n) => node = n,
-                None => return Some((node, false)),
+                None => return Some((tree.node(node), false)),
             }
         }
-        Some((node, true))
+        Some((tree.node(node), true))
     }
 
     /// Where the value at `path` starts; the nearest located ancestor when the path itself
@@ -215,7 +166,7 @@ impl YamlDoc {
         match self.node(path) {
             Some((node, true)) if matches!(self.get(path), Some(Value::String(_))) => {
                 let start = node.at.location();
-                let (Some(style), Some(from)) = (node.style, self.byte_offset(start)) else {
+                let (Some(style), Some(from)) = (node.style(), self.byte_offset(start)) else {
                     return start;
                 };
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -371,16 +322,32 @@ impl YamlDoc {
     /// and every location points into the whole text. A text with no document (empty, or only
     /// comments) is the empty sequence.
     pub fn parse_stream(origin: impl Into<String>, text: &str) -> Result<Self, LocatedError> {
-        let origin = origin.into();
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        Self::parse_stream_source(origin.into(), Arc::from(strip_bom(text)))
+    }
+
+    /// Parses a stream like [`YamlDoc::parse_stream`], taking the text (kept once).
+    pub fn parse_stream_owned(
+        origin: impl Into<String>,
+        text: String,
+    ) -> Result<Self, LocatedError> {
+        let source: Arc<str> = Arc::from(strip_bom(&text));
+        drop(text);
+        Self::parse_stream_source(origin.into(), source)
+    }
+
+    fn parse_stream_source(origin: String, source: Arc<str>) -> Result<Self, LocatedError> {
+        let text = &*source;
         let at = |line: usize, column: usize, message: String| {
             LocatedError::in_source(&origin, text, Location { line, column }, None, message)
         };
         let mut builder = Builder::default();
+        let top = builder
+            .tree
+            .push(Location { line: 1, column: 1 }, None, false);
         builder.stack.push(Frame::Seq {
             items: Vec::new(),
-            nodes: Vec::new(),
-            node: Node::leaf(Location { line: 1, column: 1 }, None),
+            kids: Vec::new(),
+            node: top,
             anchor: 0,
         });
         let mut values_before = 0;
@@ -399,34 +366,37 @@ impl YamlDoc {
                 Event::DocumentEnd
                     if builder.stack.len() == 1 && items(&builder) == values_before =>
                 {
-                    builder.attach(Value::Null, Node::leaf(loc(&span), None));
+                    let null = builder.tree.push(loc(&span), None, false);
+                    builder.attach(Value::Null, null);
                 }
                 event => builder
-                    .event(event, span)
+                    .event(event, span, text)
                     .map_err(|(l, m)| at(l.line, l.column, m))?,
             }
         }
-        let (value, root) = match builder.stack.pop() {
+        let value = match builder.stack.pop() {
             Some(Frame::Seq {
-                items,
-                nodes,
-                mut node,
-                ..
+                items, kids, node, ..
             }) => {
-                node.kids = Kids::Seq(nodes);
-                (Value::Array(items), Some(node))
+                builder.tree.set_kids(node, kids, text);
+                builder.tree.root = Some(node);
+                Value::Array(items)
             }
-            _ => (Value::Array(Vec::new()), None),
+            _ => Value::Array(Vec::new()),
         };
         Ok(YamlDoc {
             origin,
             value,
-            source: text.into(),
             line_starts: line_starts(text).into(),
-            root,
+            source,
+            tree: Arc::new(builder.tree),
             cache: Arc::default(),
         })
     }
+}
+
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 fn unknown_field_name(message: &str) -> Option<&str> {
@@ -438,16 +408,18 @@ fn unknown_field_name(message: &str) -> Option<&str> {
 enum Frame {
     Seq {
         items: Vec<Value>,
-        nodes: Vec<Node>,
-        node: Node,
+        /// The items' nodes.
+        kids: Vec<u32>,
+        node: u32,
         anchor: usize,
     },
     Map {
         map: Map<String, Value>,
-        nodes: Vec<(Box<str>, Node)>,
-        node: Node,
-        /// The key whose value comes next, and where it is.
-        pending_key: Option<(String, Location)>,
+        /// The values' nodes.
+        kids: Vec<u32>,
+        node: u32,
+        /// The key whose value comes next, where it is and its byte offset.
+        pending_key: Option<(String, Location, Option<usize>)>,
         anchor: usize,
     },
 }
@@ -467,7 +439,9 @@ fn value_size(v: &Value) -> usize {
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    root: Option<(Value, Node)>,
+    root: Option<Value>,
+    tree: Tree,
+    cursor: ByteCursor,
     anchors: HashMap<usize, Value>,
     expanded: usize,
 }
@@ -493,7 +467,7 @@ impl Builder {
         )
     }
 
-    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), BuildError> {
+    fn event(&mut self, event: Event<'_>, span: Span, source: &str) -> Result<(), BuildError> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 if let Some(Frame::Map {
@@ -505,7 +479,8 @@ impl Builder {
                     if map.contains_key(&key) {
                         return Err((loc(&span), format!("duplicate key {key:?}")));
                     }
-                    *pending_key = Some((key, loc(&span)));
+                    let byte = self.cursor.byte_of(source, span.start.index());
+                    *pending_key = Some((key, loc(&span), byte));
                     return Ok(());
                 }
                 let forced_string = tag.as_ref().is_some_and(|t| t.suffix == "str");
@@ -517,7 +492,8 @@ impl Builder {
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
-                self.attach(value, Node::leaf(loc(&span), Some(style)));
+                let node = self.tree.push(loc(&span), Some(style), false);
+                self.attach_keyed(value, node, source);
                 Ok(())
             }
             Event::Alias(id) => {
@@ -536,17 +512,19 @@ impl Builder {
                 if self.expects_key() {
                     return Err((loc(&span), "an alias cannot be a mapping key".into()));
                 }
-                self.attach(value, Node::leaf(loc(&span), None));
+                let node = self.tree.push(loc(&span), None, false);
+                self.attach_keyed(value, node, source);
                 Ok(())
             }
             Event::SequenceStart(anchor, _) => {
                 if self.expects_key() {
                     return Err((loc(&span), "a sequence cannot be a mapping key".into()));
                 }
+                let node = self.tree.push(loc(&span), None, false);
                 self.stack.push(Frame::Seq {
                     items: Vec::new(),
-                    nodes: Vec::new(),
-                    node: Node::leaf(loc(&span), None),
+                    kids: Vec::new(),
+                    node,
                     anchor,
                 });
                 Ok(())
@@ -555,10 +533,11 @@ impl Builder {
                 if self.expects_key() {
                     return Err((loc(&span), "a mapping cannot be a mapping key".into()));
                 }
+                let node = self.tree.push(loc(&span), None, true);
                 self.stack.push(Frame::Map {
                     map: Map::new(),
-                    nodes: Vec::new(),
-                    node: Node::leaf(loc(&span), None),
+                    kids: Vec::new(),
+                    node,
                     pending_key: None,
                     anchor,
                 });
@@ -568,22 +547,21 @@ impl Builder {
                 let (value, node, anchor) = match self.stack.pop() {
                     Some(Frame::Seq {
                         items,
-                        nodes,
-                        mut node,
+                        kids,
+                        node,
                         anchor,
                     }) => {
-                        node.kids = Kids::Seq(nodes);
+                        self.tree.set_kids(node, kids, source);
                         (Value::Array(items), node, anchor)
                     }
                     Some(Frame::Map {
                         map,
-                        mut nodes,
-                        mut node,
+                        kids,
+                        node,
                         anchor,
                         ..
                     }) => {
-                        nodes.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                        node.kids = Kids::Map(nodes);
+                        self.tree.set_kids(node, kids, source);
                         (Value::Object(map), node, anchor)
                     }
                     None => return Err((loc(&span), "unbalanced end of collection".into())),
@@ -591,33 +569,40 @@ impl Builder {
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
-                self.attach(value, node);
+                self.attach_keyed(value, node, source);
                 Ok(())
             }
             _ => Ok(()),
         }
     }
 
-    fn attach(&mut self, value: Value, mut node: Node) {
+    /// Attaches a complete value (with its node) to the open collection, or makes it the
+    /// root.
+    fn attach(&mut self, value: Value, node: u32) {
+        self.attach_keyed(value, node, "");
+    }
+
+    fn attach_keyed(&mut self, value: Value, node: u32, source: &str) {
         match self.stack.last_mut() {
             None => {
                 if self.root.is_none() {
-                    self.root = Some((value, node));
+                    self.root = Some(value);
+                    self.tree.root = Some(node);
                 }
             }
-            Some(Frame::Seq { items, nodes, .. }) => {
+            Some(Frame::Seq { items, kids, .. }) => {
                 items.push(value);
-                nodes.push(node);
+                kids.push(node);
             }
             Some(Frame::Map {
                 map,
-                nodes,
+                kids,
                 pending_key,
                 ..
             }) => {
-                if let Some((k, key_at)) = pending_key.take() {
-                    node.key_at = Pos::of(key_at);
-                    nodes.push((k.as_str().into(), node));
+                if let Some((k, key_at, key_byte)) = pending_key.take() {
+                    self.tree.set_key(node, &k, key_at, key_byte, source);
+                    kids.push(node);
                     map.insert(k, value);
                 }
             }
@@ -752,7 +737,7 @@ mod tests {
             let node = doc.node(&path).unwrap().0;
             let start = node.at.location();
             let from = doc.byte_offset(start).unwrap();
-            let style = node.style.unwrap();
+            let style = node.style().unwrap();
             for offset in 0..14 {
                 assert_eq!(
                     doc.locate_offset(&path, offset),

@@ -36,6 +36,7 @@ use routechain::core::{ChainState, Request, Snapshot, Url};
 use routechain::rules::ChainFile;
 use routechain::rules::load::LoadError;
 
+pub mod churn;
 pub mod hostile;
 pub mod zookeeper;
 

@@ -493,6 +493,18 @@ fn check_chain(
     };
     let mut routers = 0;
     let root = FieldPath::root();
+    // The override files `overrides:` names, linted as a standalone `.configurators` file
+    // is (unknown fields, `enabled: false`); each problem is located in its own file.
+    for file in &chain.overrides {
+        let origin = file.path.display().to_string();
+        if let Ok(doc) = YamlDoc::parse(origin, &file.text) {
+            report.problems.extend(lint::lint_rule(RuleRef {
+                type_name: CONFIGURATORS,
+                doc: &doc,
+                path: &root,
+            }));
+        }
+    }
     for def in &chain.entries {
         match chain.compile_entry(registry, def, RuleOverride::Own) {
             Err(es) => report.problems.extend(lint::invalid(es)),

@@ -10,13 +10,13 @@ pub enum Segment {
     /// `*`.
     Any,
     /// `lo-hi`, inclusive.
-    Range(u32, u32),
-    /// A number.
-    Exact(u32),
+    Range(u16, u16),
+    /// A number (an IPv4 octet or an IPv6 hextet: 16 bits keep a compiled pattern small).
+    Exact(u16),
 }
 
 impl Segment {
-    fn matches(self, v: u32) -> bool {
+    fn matches(self, v: u16) -> bool {
         match self {
             Segment::Any => true,
             Segment::Range(lo, hi) => lo <= v && v <= hi,
@@ -50,8 +50,9 @@ pub enum AddressPattern {
     /// An IPv6 pattern: eight hexadecimal segments (`*`, `a-b`, a number) or an address in
     /// any IPv6 notation; `[..]:port` for a port.
     V6 {
-        /// The segments.
-        segments: [Segment; 8],
+        /// The segments (boxed: an IPv6 pattern is rare, and the box keeps every pattern
+        /// of a rule of a million addresses at 32 bytes).
+        segments: Box<[Segment; 8]>,
         /// The port, when given.
         port: Option<u16>,
     },
@@ -202,17 +203,13 @@ impl AddressPattern {
                         && segments
                             .iter()
                             .zip(h.octets())
-                            .all(|(s, o)| s.matches(u32::from(o)))
+                            .all(|(s, o)| s.matches(u16::from(o)))
                 }
                 _ => false,
             },
             AddressPattern::V6 { segments, port } => match at.ip {
                 Some(IpAddr::V6(h)) => {
-                    port_ok(port)
-                        && segments
-                            .iter()
-                            .zip(h.segments())
-                            .all(|(s, o)| s.matches(u32::from(o)))
+                    port_ok(port) && segments.iter().zip(h.segments()).all(|(s, o)| s.matches(o))
                 }
                 _ => false,
             },
@@ -246,9 +243,9 @@ fn parse_port(text: &str) -> Result<u16, String> {
         .ok_or_else(|| format!("invalid port {text:?}: expected a number 0 to 65535"))
 }
 
-fn parse_segment(s: &str, radix: u32, max: u32) -> Result<Segment, String> {
+fn parse_segment(s: &str, radix: u32, max: u16) -> Result<Segment, String> {
     let num = |t: &str| {
-        u32::from_str_radix(t, radix)
+        u16::from_str_radix(t, radix)
             .ok()
             .filter(|n| *n <= max && !t.is_empty() && !t.starts_with('+'))
             .ok_or_else(|| format!("invalid address segment {s:?}"))
@@ -269,9 +266,12 @@ fn parse_v6(host: &str, port: Option<u16>) -> Result<AddressPattern, String> {
             .map_err(|_| format!("{host:?} is not an IPv6 address"))?;
         let mut segments = [Segment::Any; 8];
         for (s, v) in segments.iter_mut().zip(ip.segments()) {
-            *s = Segment::Exact(u32::from(v));
+            *s = Segment::Exact(v);
         }
-        return Ok(AddressPattern::V6 { segments, port });
+        return Ok(AddressPattern::V6 {
+            segments: Box::new(segments),
+            port,
+        });
     }
     let parts: Vec<&str> = host.split(':').collect();
     if parts.len() != 8 {
@@ -283,12 +283,21 @@ fn parse_v6(host: &str, port: Option<u16>) -> Result<AddressPattern, String> {
     for (i, p) in parts.iter().enumerate() {
         segments[i] = parse_segment(p, 16, 0xffff)?;
     }
-    Ok(AddressPattern::V6 { segments, port })
+    Ok(AddressPattern::V6 {
+        segments: Box::new(segments),
+        port,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_is_small() {
+        // A rule of a million exact addresses keeps a million patterns.
+        assert!(std::mem::size_of::<AddressPattern>() <= 32);
+    }
 
     fn hp(host: &str, port: u16) -> HostPort<'_> {
         HostPort::new(host, port)

@@ -89,6 +89,9 @@ struct Dynamic {
 pub struct PreparedTag {
     /// Static tag value → providers.
     static_tags: ParamIndex,
+    /// The length of the longest static tag value: a longer request tag is no static tag,
+    /// known without hashing it.
+    static_max_len: usize,
     /// Providers with no (or an empty) static tag.
     untagged: ProviderSet,
     dynamic: Option<Dynamic>,
@@ -110,6 +113,11 @@ impl PreparedTag {
     pub fn build(snapshot: &Snapshot, rule: Option<&TagRule>) -> Self {
         let len = snapshot.len();
         let static_tags = ParamIndex::build(snapshot, TAG_KEY);
+        let static_max_len = static_tags
+            .values()
+            .map(|(v, _)| v.len())
+            .max()
+            .unwrap_or(0);
         let untagged = {
             let mut b = static_tags.missing().to_bitset();
             if let Some(empty) = static_tags.get("") {
@@ -124,14 +132,16 @@ impl PreparedTag {
                 .map(|p| HostPort::new(p.host(), p.port()))
                 .collect();
             let hosts = HostIndex::build(&at);
-            let mut by_tag: HashMap<&str, ProviderSet> = HashMap::new();
+            // Straight into the trie (no map of every tag beside it while it is built).
+            let mut by_tag = TagLevels::default();
             // Tags with addresses, in order (a later tag of the same name replaces it).
+            let mut members = Vec::new();
             for tag in rule.tags.iter().filter(|t| !t.addresses.is_empty()) {
-                let mut members = Vec::new();
+                members.clear();
                 for a in &tag.addresses {
                     hosts.matching(a, &at, &mut members);
                 }
-                by_tag.insert(tag.name.as_str(), provider_set(len, members));
+                by_tag.insert(&tag.name, provider_set(len, &mut members));
             }
             // Tags with `match` (v3.0 only): resolved against this snapshot to the addresses
             // of the providers they match; a tag matching nothing is not set.
@@ -155,27 +165,24 @@ impl PreparedTag {
                         addresses.contains(&(at[i].host, at[i].port))
                             || addresses.contains(&(at[i].host, 0))
                     });
-                    by_tag.insert(tag.name.as_str(), ProviderSet::from_bitset(set));
+                    by_tag.insert(&tag.name, ProviderSet::from_bitset(set));
                 }
             }
             let mut any = BitSet::empty(len);
-            for set in by_tag.values() {
+            for set in by_tag.nodes.iter().filter_map(|n| n.set.as_ref()) {
                 set.or_into(&mut any);
             }
             let mut failover = untagged.to_bitset();
             failover.and_not_assign(&any);
-            let mut levels = TagLevels::default();
-            for (name, set) in by_tag {
-                levels.insert(name, set);
-            }
             Dynamic {
                 force: rule.force,
-                by_tag: levels,
+                by_tag,
                 failover: ProviderSet::from_bitset(failover),
             }
         });
         PreparedTag {
             static_tags,
+            static_max_len,
             untagged,
             dynamic,
         }
@@ -225,24 +232,44 @@ fn select_level<'t, 's>(
 /// Dynamic tags by level: a trie over the `|`-separated segments of the tag names, so the
 /// nearest level of a request tag is found in one pass over it. (Trying each `|` prefix
 /// of the request tag with a hash lookup, as Dubbo does, costs the square of its length: a
-/// tag of 400,000 `|` took seconds.)
+/// tag of 400,000 `|` took seconds.) A segment longer than every segment of the rule is
+/// known to match none without hashing it, so a request tag of megabytes costs no hash of
+/// its bytes unless the rule has a segment as long.
 #[derive(Debug, Clone)]
 struct TagLevels {
     nodes: Vec<LevelNode>,
+    /// The length of the longest segment of any tag name.
+    max_segment: usize,
 }
 
 #[derive(Debug, Clone, Default)]
 struct LevelNode {
     /// The set of the tag ending at this node, if a tag does.
     set: Option<ProviderSet>,
-    /// The next segment → its node.
-    children: HashMap<Box<str>, usize>,
+    /// The next segment → its node (boxed and absent on a leaf, as most nodes are: a rule
+    /// of a million flat tags has a million leaves).
+    // The box is the point: 8 bytes on each leaf instead of an empty map's 48.
+    #[allow(clippy::box_collection)]
+    children: Option<Box<HashMap<Box<str>, u32>>>,
+}
+
+impl LevelNode {
+    fn child(&self, segment: &str) -> Option<usize> {
+        self.children.as_ref()?.get(segment).map(|&i| i as usize)
+    }
+
+    fn children(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.children
+            .iter()
+            .flat_map(|c| c.iter().map(|(k, &v)| (&**k, v as usize)))
+    }
 }
 
 impl Default for TagLevels {
     fn default() -> Self {
         TagLevels {
             nodes: vec![LevelNode::default()],
+            max_segment: 0,
         }
     }
 }
@@ -252,12 +279,16 @@ impl TagLevels {
     fn insert(&mut self, name: &str, set: ProviderSet) {
         let mut node = 0;
         for segment in name.split(TAG_SEPARATOR) {
-            node = match self.nodes[node].children.get(segment) {
-                Some(&next) => next,
+            self.max_segment = self.max_segment.max(segment.len());
+            node = match self.nodes[node].child(segment) {
+                Some(next) => next,
                 None => {
                     let next = self.nodes.len();
                     self.nodes.push(LevelNode::default());
-                    self.nodes[node].children.insert(segment.into(), next);
+                    self.nodes[node]
+                        .children
+                        .get_or_insert_default()
+                        .insert(segment.into(), next as u32);
                     next
                 }
             };
@@ -269,7 +300,10 @@ impl TagLevels {
     fn node(&self, tag: &str) -> Option<&LevelNode> {
         let mut node = 0;
         for segment in tag.split(TAG_SEPARATOR) {
-            node = *self.nodes[node].children.get(segment)?;
+            if segment.len() > self.max_segment {
+                return None;
+            }
+            node = self.nodes[node].child(segment)?;
         }
         Some(&self.nodes[node])
     }
@@ -285,7 +319,10 @@ impl TagLevels {
         let mut best = None;
         let mut end = 0;
         for (i, segment) in tag.split(TAG_SEPARATOR).enumerate() {
-            let Some(&next) = self.nodes[node].children.get(segment) else {
+            if segment.len() > self.max_segment {
+                break;
+            }
+            let Some(next) = self.nodes[node].child(segment) else {
                 break;
             };
             node = next;
@@ -305,7 +342,7 @@ impl TagLevels {
             if let Some(set) = &self.nodes[node].set {
                 out.push((name.clone(), set));
             }
-            for (segment, &child) in &self.nodes[node].children {
+            for (segment, child) in self.nodes[node].children() {
                 let child_name = if node == 0 {
                     segment.to_string()
                 } else {
@@ -370,13 +407,29 @@ impl HostIndex {
 }
 
 /// The providers `members` (any order, repeats allowed) as a set over `len`.
-fn provider_set(len: usize, mut members: Vec<u32>) -> ProviderSet {
+fn provider_set(len: usize, members: &mut Vec<u32>) -> ProviderSet {
     members.sort_unstable();
     members.dedup();
     ProviderSet::from_bitset(BitSet::from_indexes(
         len,
-        members.into_iter().map(|i| i as usize),
+        members.iter().map(|&i| i as usize),
     ))
+}
+
+/// A tag as a trace quotes it: whole up to [`SHORT_TAG_CHARS`] characters, else its first
+/// ones, `…` and its length (Debug-formatted without allocating).
+struct Short<'a>(&'a str);
+
+/// The longest tag a trace quotes whole.
+const SHORT_TAG_CHARS: usize = 64;
+
+impl std::fmt::Debug for Short<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.char_indices().nth(SHORT_TAG_CHARS) {
+            None => write!(f, "{:?}", self.0),
+            Some((end, _)) => write!(f, "{:?}… ({} bytes)", &self.0[..end], self.0.len()),
+        }
+    }
 }
 
 fn non_empty(v: Option<&str>) -> Option<&str> {
@@ -409,6 +462,8 @@ impl PreparedTag {
             }
             return Evaluation::Runtime;
         };
+        // In a trace, a tag of megabytes is quoted cut (formatted only when tracing).
+        let shown = Short(tag);
         let forced = match non_empty(request.attachments.get(FORCE_TAG_KEY)) {
             Some(v) => v.eq_ignore_ascii_case("true"),
             None => consumer
@@ -418,28 +473,29 @@ impl PreparedTag {
         let fallback = match &self.dynamic {
             Some(d) => {
                 if let Some((level, set)) = select_level(&d.by_tag, tag, forced) {
+                    let shown_level = Short(level);
                     if set.intersects(candidates) {
                         set.and_into(candidates);
                         cx.explain(format_args!(
-                            "tag {tag:?}: dynamic addresses of tag {level:?}"
+                            "tag {shown:?}: dynamic addresses of tag {shown_level:?}"
                         ));
                     } else if d.force {
                         candidates.clear();
                         cx.note_fallback();
                         cx.explain(format_args!(
-                            "tag {tag:?}: forced: empty (rule force=true and the dynamic addresses of tag {level:?} match no candidate)"
+                            "tag {shown:?}: forced: empty (rule force=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else if forced {
                         candidates.clear();
                         cx.note_fallback();
                         cx.explain(format_args!(
-                            "tag {tag:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {level:?} match no candidate)"
+                            "tag {shown:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else {
                         d.failover.and_into(candidates);
                         cx.note_fallback();
                         cx.explain(format_args!(
-                            "tag {tag:?}: dynamic addresses of tag {level:?} match no candidate; FAILOVER to untagged (in no dynamic tag, no static tag)"
+                            "tag {shown:?}: dynamic addresses of tag {shown_level:?} match no candidate; FAILOVER to untagged (in no dynamic tag, no static tag)"
                         ));
                     }
                     return Evaluation::Runtime;
@@ -448,16 +504,21 @@ impl PreparedTag {
             }
             None => &self.untagged,
         };
-        match self.static_tags.get(tag) {
+        // A tag longer than every static tag is none of them: not hashed (a request tag of
+        // megabytes is then read once, by the trie walk above, and hashed never).
+        let static_set = (tag.len() <= self.static_max_len)
+            .then(|| self.static_tags.get(tag))
+            .flatten();
+        match static_set {
             Some(set) if set.intersects(candidates) => {
                 set.and_into(candidates);
-                cx.explain(format_args!("tag {tag:?}: static tag"));
+                cx.explain(format_args!("tag {shown:?}: static tag"));
             }
             _ if forced => {
                 candidates.clear();
                 cx.note_fallback();
                 cx.explain(format_args!(
-                    "tag {tag:?}: forced: empty (dubbo.force.tag=true and no candidate has the static tag)"
+                    "tag {shown:?}: forced: empty (dubbo.force.tag=true and no candidate has the static tag)"
                 ));
             }
             _ => {
@@ -465,12 +526,12 @@ impl PreparedTag {
                 if self.dynamic.is_some() {
                     cx.note_fallback();
                     cx.explain(format_args!(
-                        "tag {tag:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
+                        "tag {shown:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
                     ));
                 } else {
                     cx.note_fallback();
                     cx.explain(format_args!(
-                        "tag {tag:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
+                        "tag {shown:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
                     ));
                 }
             }
