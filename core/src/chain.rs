@@ -435,7 +435,8 @@ impl ChainState {
             None => (&*self.consumer, true),
             Some(c) => (
                 &**c,
-                Arc::ptr_eq(c, &self.consumer) || c.raw() == self.consumer.raw(),
+                // (`==` compares the parts and the text without allocating.)
+                Arc::ptr_eq(c, &self.consumer) || **c == *self.consumer,
             ),
         };
         for (position, step) in self.steps.iter().enumerate() {

@@ -55,6 +55,7 @@ pub mod bitset;
 pub mod chain;
 pub mod degraded;
 pub mod index;
+pub mod intern;
 pub mod metrics;
 pub mod popcount;
 pub mod registry;

@@ -11,9 +11,27 @@
 //! node names, turns `+` into a space). [`Url::parse_as_written`] decodes nothing, like
 //! Dubbo's `URLStrParser.parseDecodedStr`: what a Dubbo consumer does with a registry node
 //! name after decoding it once.
+//!
+//! Memory: a snapshot holds one `Url` per provider, so a `Url` is one heap block (see
+//! `store.rs` for its layout) of 32-bit references, each naming a string of the
+//! process-wide [interner](crate::intern) (every key; the protocol, path and the values
+//! that repeat across providers) or a string stored inline in the block (the values unique
+//! to a provider: address, `timestamp`, `pid`...). The raw text is not kept when the
+//! canonical rendering gives it back (protocol, user info, address, path, parameters
+//! sorted by key as `k=v` joined by `&`: how registries write provider URLs);
+//! [`Url::raw`] and [`Display`](fmt::Display) then render it from the parts. A generated
+//! provider URL of ~330 characters and 15–17 parameters takes about 150 bytes plus its `Url`
+//! (16), against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
+//! BENCHMARKS.md, "Memory", has the measurements. Reading a part
+//! or a parameter is lock-free and allocation-free.
 
 use std::borrow::Cow;
 use std::fmt;
+
+use crate::intern::Lookup;
+
+mod store;
+use store::{Builder, Parts};
 
 /// The keys derived from the URL's structure rather than its query parameters.
 ///
@@ -21,60 +39,16 @@ use std::fmt;
 /// `host` alone when there is no port.
 pub const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
 
-/// A span `start..end` into a URL's text buffer.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-struct Span(u32, u32);
+/// The longest URL parsed (the block's inline offsets are 31-bit).
+const MAX_URL_LEN: usize = 256 << 20;
 
 /// A parsed Dubbo-style URL.
 ///
-/// Stored compactly (the snapshot holds one per provider): the raw text, plus one buffer
-/// holding every decoded part and parameter, addressed by 32-bit spans.
-#[derive(Clone, PartialEq, Eq)]
+/// Stored compactly (the snapshot holds one per provider): one heap block of interned-string
+/// ids and inline strings (see the module documentation).
+#[derive(Clone)]
 pub struct Url {
-    raw: Box<str>,
-    text: Box<str>,
-    protocol: Span,
-    username: Option<Span>,
-    password: Option<Span>,
-    host: Span,
-    port_text: Span,
-    address: Span,
-    path: Span,
-    /// Sorted by key, one entry per key (last occurrence wins).
-    params: Box<[(Span, Span)]>,
-    port: u16,
-}
-
-/// Builds the compact buffer of a URL.
-struct Assembler {
-    text: String,
-}
-
-impl Assembler {
-    fn push(&mut self, s: &str) -> Span {
-        let start = self.text.len() as u32;
-        self.text.push_str(s);
-        Span(start, self.text.len() as u32)
-    }
-
-    /// `host:port` (IPv6 hosts in brackets), or the host alone when there is no port,
-    /// written straight into the buffer.
-    fn push_address(&mut self, host: &str, port: u16, port_text: &str) -> Span {
-        let start = self.text.len() as u32;
-        let ipv6 = host.contains(':');
-        if ipv6 {
-            self.text.push('[');
-        }
-        self.text.push_str(host);
-        if ipv6 {
-            self.text.push(']');
-        }
-        if port > 0 {
-            self.text.push(':');
-            self.text.push_str(port_text);
-        }
-        Span(start, self.text.len() as u32)
-    }
+    data: Box<[u8]>,
 }
 
 /// The decimal text of a port, without allocating.
@@ -108,64 +82,6 @@ impl PortText {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn assemble<S: AsRef<str>>(
-    raw: Option<&str>,
-    protocol: &str,
-    username: Option<&str>,
-    password: Option<&str>,
-    host: &str,
-    port: u16,
-    path: &str,
-    mut params: Vec<(S, S)>,
-) -> Url {
-    normalize_params(&mut params);
-    let port_text = PortText::new(port);
-    let port_text = port_text.as_str();
-    let capacity = protocol.len()
-        + username.map_or(0, str::len)
-        + password.map_or(0, str::len)
-        + host.len() * 2
-        + port_text.len() * 2
-        + 3
-        + path.len()
-        + params
-            .iter()
-            .map(|(k, v)| k.as_ref().len() + v.as_ref().len())
-            .sum::<usize>();
-    let mut a = Assembler {
-        text: String::with_capacity(capacity),
-    };
-    let protocol_span = a.push(protocol);
-    let username = username.map(|u| a.push(u));
-    let password = password.map(|p| a.push(p));
-    let host_span = a.push(host);
-    let port_span = a.push(port_text);
-    let address = a.push_address(host, port, port_text);
-    let path_span = a.push(path);
-    let params: Box<[(Span, Span)]> = params
-        .iter()
-        .map(|(k, v)| (a.push(k.as_ref()), a.push(v.as_ref())))
-        .collect();
-    let mut url = Url {
-        raw: raw.unwrap_or("").into(),
-        text: a.text.into_boxed_str(),
-        protocol: protocol_span,
-        username,
-        password,
-        host: host_span,
-        port_text: port_span,
-        address,
-        path: path_span,
-        params,
-        port,
-    };
-    if raw.is_none() {
-        url.raw = url.to_string().into();
-    }
-    url
-}
-
 /// A URL that could not be parsed, with the input and the byte position of the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid URL {input:?} at column {column}: {reason}")]
@@ -181,7 +97,7 @@ pub struct UrlError {
 impl Url {
     /// An empty URL: no protocol, no host, no parameters. Used as the consumer when none is set.
     pub fn empty() -> Self {
-        assemble::<&str>(Some(""), "", None, None, "", 0, "", Vec::new())
+        Url::from_parts("", "", 0, "", [])
     }
 
     /// Parses a Dubbo-style URL. Never panics; a malformed URL is an error naming the
@@ -215,102 +131,256 @@ impl Url {
         path: &str,
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Self {
-        let params: Vec<(&str, &str)> = params.into_iter().collect();
-        assemble(
+        let lookup = Lookup::new();
+        let params = params.into_iter();
+        let mut b = Builder::new(&lookup, params.size_hint().0);
+        let protocol = b.derived(store::KEY_PROTOCOL, protocol);
+        let port_text = PortText::new(port);
+        let (address, bracketed) = b.address(host, port, port_text.as_str());
+        let path = b.derived(store::KEY_PATH, path.trim_start_matches('/'));
+        for (k, v) in params {
+            b.param(k, v);
+        }
+        b.normalize(false);
+        b.finish(
+            &Parts {
+                protocol,
+                path,
+                address,
+                username: None,
+                password: None,
+                port,
+                bracketed,
+            },
             None,
-            protocol,
-            None,
-            None,
-            host,
-            port,
-            path.trim_start_matches('/'),
-            params,
         )
     }
 
-    /// Heap bytes held by this URL (raw text, decoded buffer, parameter table).
+    /// Heap bytes held by this URL: its one block (the interned strings it names are the
+    /// process's, counted by [`crate::intern::heap_bytes`]).
     pub fn heap_bytes(&self) -> usize {
-        self.raw.len() + self.text.len() + self.params.len() * std::mem::size_of::<(Span, Span)>()
+        self.data.len()
     }
 
-    fn span(&self, span: Span) -> &str {
-        &self.text[span.0 as usize..span.1 as usize]
+    fn flags(&self) -> u8 {
+        self.data.first().copied().unwrap_or(0)
     }
 
-    /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]).
-    pub fn raw(&self) -> &str {
-        &self.raw
+    fn field(&self, at: usize) -> &str {
+        store::string(&self.data, store::read_u32(&self.data, at))
     }
+
+    /// The optional field `flag` (user name, password, raw text), if present.
+    fn optional(&self, flag: u8) -> Option<&str> {
+        let flags = self.flags();
+        if flags & flag == 0 {
+            return None;
+        }
+        let before = flags & (flag - 1) & (store::HAS_USERNAME | store::HAS_PASSWORD);
+        Some(self.field(store::FIXED + 4 * before.count_ones() as usize))
+    }
+
+    fn params_start(&self) -> usize {
+        let optional = self.flags() & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
+        store::FIXED + 4 * optional.count_ones() as usize
+    }
+
+    fn param_count(&self) -> usize {
+        store::read_u32(&self.data, store::N_PARAMS) as usize
+    }
+
+    /// The key and value of parameter `i` (sorted order).
+    fn param_at(&self, i: usize) -> (&str, &str) {
+        let start = self.params_start();
+        if self.flags() & store::WIDE_KEYS != 0 {
+            let at = start + 8 * i;
+            (self.field(at), self.field(at + 4))
+        } else {
+            let key = store::read_u16(&self.data, start + 2 * i);
+            let value = start + 2 * self.param_count() + 4 * i;
+            (store::string(&self.data, u32::from(key)), self.field(value))
+        }
+    }
+
+    /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]):
+    /// borrowed when it was kept, else rendered from the parts (the canonical rendering
+    /// equals the text parsed; see the module documentation).
+    pub fn raw(&self) -> Cow<'_, str> {
+        match self.optional(store::HAS_RAW) {
+            Some(raw) => Cow::Borrowed(raw),
+            None => {
+                let mut out = String::with_capacity(self.data.len() * 2);
+                self.render(&mut |s| {
+                    out.push_str(s);
+                    true
+                });
+                Cow::Owned(out)
+            }
+        }
+    }
+
+    /// Writes the canonical rendering through `sink`, stopping when it returns false;
+    /// returns whether every piece was taken.
+    fn render(&self, sink: &mut impl FnMut(&str) -> bool) -> bool {
+        let protocol = self.protocol();
+        if !(protocol.is_empty() || sink(protocol) && sink("://")) {
+            return false;
+        }
+        if let Some(user) = self.username() {
+            if !sink(user) {
+                return false;
+            }
+            if let Some(password) = self.password() {
+                if !(sink(":") && sink(password)) {
+                    return false;
+                }
+            }
+            if !sink("@") {
+                return false;
+            }
+        }
+        if !sink(self.address()) {
+            return false;
+        }
+        let path = self.path();
+        if !(path.is_empty() || sink("/") && sink(path)) {
+            return false;
+        }
+        for (i, (k, v)) in self.params().enumerate() {
+            if !(sink(if i == 0 { "?" } else { "&" }) && sink(k) && sink("=") && sink(v)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the canonical rendering is exactly `text` (compared piece by piece, without
+    /// allocating).
+    fn renders_as(&self, text: &str) -> bool {
+        let mut rest = text;
+        self.render(&mut |s| match rest.strip_prefix(s) {
+            Some(r) => {
+                rest = r;
+                true
+            }
+            None => false,
+        }) && rest.is_empty()
+    }
+
     /// The protocol (`dubbo`, `tri`, `mock`...); empty when the URL had none.
     pub fn protocol(&self) -> &str {
-        self.span(self.protocol)
+        self.field(store::PROTOCOL)
     }
     /// The user name before `@`, if any.
     pub fn username(&self) -> Option<&str> {
-        self.username.map(|s| self.span(s))
+        self.optional(store::HAS_USERNAME)
     }
     /// The password after `user:`, if any.
     pub fn password(&self) -> Option<&str> {
-        self.password.map(|s| self.span(s))
+        self.optional(store::HAS_PASSWORD)
     }
     /// The host, without brackets for IPv6.
     pub fn host(&self) -> &str {
-        self.span(self.host)
+        let address = self.address();
+        let host = match self.port() {
+            0 => address,
+            _ => {
+                let digits = PortText::new(self.port()).len;
+                address
+                    .get(..address.len().saturating_sub(digits + 1))
+                    .unwrap_or("")
+            }
+        };
+        if self.flags() & store::BRACKETED != 0 {
+            host.get(1..host.len().saturating_sub(1)).unwrap_or("")
+        } else {
+            host
+        }
     }
     /// The port; 0 when the URL had none.
     pub fn port(&self) -> u16 {
-        self.port
+        match self.data.get(store::PORT..store::PORT + 2) {
+            Some(&[a, b]) => u16::from_le_bytes([a, b]),
+            _ => 0,
+        }
+    }
+    /// The port's decimal text (empty when there is none): the end of the address.
+    fn port_text(&self) -> &str {
+        let address = self.address();
+        let digits = PortText::new(self.port()).len;
+        address
+            .get(address.len().saturating_sub(digits)..)
+            .unwrap_or("")
     }
     /// `host:port` (IPv6 hosts in brackets), or the host alone when there is no port.
     pub fn address(&self) -> &str {
-        self.span(self.address)
+        self.field(store::ADDRESS)
     }
     /// The path without its leading `/`.
     pub fn path(&self) -> &str {
-        self.span(self.path)
+        self.field(store::PATH)
     }
     /// A query parameter (not the derived keys).
     pub fn param(&self, key: &str) -> Option<&str> {
-        self.params
-            .binary_search_by(|(k, _)| self.span(*k).cmp(key))
-            .ok()
-            .map(|i| self.span(self.params[i].1))
+        let (mut low, mut high) = (0, self.param_count());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            let (k, v) = self.param_at(mid);
+            match k.cmp(key) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => return Some(v),
+            }
+        }
+        None
     }
     /// Every query parameter, sorted by key.
     pub fn params(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.params
-            .iter()
-            .map(|(k, v)| (self.span(*k), self.span(*v)))
+        (0..self.param_count()).map(|i| self.param_at(i))
     }
     /// The value a matcher sees for `key`: a derived key (`protocol`, `host`, `port` when
     /// greater than zero, `path`, `address`) or else the query parameter.
     pub fn get(&self, key: &str) -> Option<&str> {
         match key {
-            "protocol" => Some(self.span(self.protocol)),
-            "host" => Some(self.span(self.host)),
-            "port" => (self.port > 0).then(|| self.span(self.port_text)),
-            "path" => Some(self.span(self.path)),
-            "address" => Some(self.span(self.address)),
+            "protocol" => Some(self.protocol()),
+            "host" => Some(self.host()),
+            "port" => (self.port() > 0).then(|| self.port_text()),
+            "path" => Some(self.path()),
+            "address" => Some(self.address()),
             _ => self.param(key),
         }
     }
 }
 
-/// Sorts the parameters by key and keeps the last occurrence of each key (as Dubbo does).
-fn normalize_params<S: AsRef<str>>(params: &mut Vec<(S, S)>) {
-    // Stable sort keeps occurrence order within a key; keep the last one.
-    params.sort_by(|a, b| a.0.as_ref().cmp(b.0.as_ref()));
-    let mut kept = 0;
-    for read in 0..params.len() {
-        if kept > 0 && params[kept - 1].0.as_ref() == params[read].0.as_ref() {
-            params.swap(kept - 1, read);
-        } else {
-            params.swap(kept, read);
-            kept += 1;
+impl PartialEq for Url {
+    /// Equal parts and equal text (whether each string is interned or inline does not
+    /// matter). Allocation-free: a routed call compares its consumer with the chain's.
+    fn eq(&self, other: &Self) -> bool {
+        if self.data == other.data {
+            return true;
         }
+        let parts = self.port() == other.port()
+            && self.protocol() == other.protocol()
+            && self.username() == other.username()
+            && self.password() == other.password()
+            && self.address() == other.address()
+            && self.path() == other.path()
+            && self.params().eq(other.params());
+        // Equal parts render alike; a kept raw text is compared with the other's.
+        parts
+            && match (
+                self.optional(store::HAS_RAW),
+                other.optional(store::HAS_RAW),
+            ) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a == b,
+                (Some(a), None) => other.renders_as(a),
+                (None, Some(b)) => self.renders_as(b),
+            }
     }
-    params.truncate(kept);
 }
+
+impl Eq for Url {}
 
 /// The query bytes the parameter scanner stops at: `&`, `=` and `%`.
 static QUERY_SPECIAL: [bool; 256] = {
@@ -321,38 +391,16 @@ static QUERY_SPECIAL: [bool; 256] = {
     table
 };
 
-/// [`normalize_params`] for spans into `text`.
-fn normalize_spans(params: &mut Vec<(Span, Span)>, text: &str) {
-    let key = |span: &Span| &text[span.0 as usize..span.1 as usize];
-    params.sort_by(|a, b| key(&a.0).cmp(key(&b.0)));
-    let mut kept = 0;
-    for read in 0..params.len() {
-        if kept > 0 && key(&params[kept - 1].0) == key(&params[read].0) {
-            params[kept - 1] = params[read];
-        } else {
-            params[kept] = params[read];
-            kept += 1;
-        }
-    }
-    params.truncate(kept);
-}
-
 impl fmt::Display for Url {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.raw.is_empty() {
-            return f.write_str(&self.raw);
+        if let Some(raw) = self.optional(store::HAS_RAW) {
+            return f.write_str(raw);
         }
-        if !self.protocol().is_empty() {
-            write!(f, "{}://", self.protocol())?;
+        if self.render(&mut |s| f.write_str(s).is_ok()) {
+            Ok(())
+        } else {
+            Err(fmt::Error)
         }
-        f.write_str(self.address())?;
-        if !self.path().is_empty() {
-            write!(f, "/{}", self.path())?;
-        }
-        for (i, (k, v)) in self.params().enumerate() {
-            write!(f, "{}{}={}", if i == 0 { '?' } else { '&' }, k, v)?;
-        }
-        Ok(())
     }
 }
 
@@ -396,6 +444,9 @@ impl Parser<'_> {
         if s.trim().is_empty() {
             return Err(self.err(0, "empty URL"));
         }
+        if s.len() > MAX_URL_LEN {
+            return Err(self.err(0, "URL longer than 256 MiB"));
+        }
         // Printable ASCII (the usual case) holds no whitespace or control character; only
         // other text needs the per-character check.
         // (An OR over every byte, without an early exit, so the compiler vectorizes it.)
@@ -428,9 +479,9 @@ impl Parser<'_> {
             None => ("", before_query, 0),
         };
         // Path.
-        let (authority, path, path_start) = match rest.find('/') {
-            Some(p) => (&rest[..p], &rest[p + 1..], rest_start + p + 1),
-            None => (rest, "", rest_start + rest.len()),
+        let (authority, path, path_start, slash) = match rest.find('/') {
+            Some(p) => (&rest[..p], &rest[p + 1..], rest_start + p + 1, true),
+            None => (rest, "", rest_start + rest.len(), false),
         };
         // User info.
         let (userinfo, hostport, hostport_start) = match authority.rfind('@') {
@@ -454,36 +505,46 @@ impl Parser<'_> {
             }
             None => (None, None),
         };
-        let (host, port) = self.host_port(hostport, hostport_start)?;
+        // Whether rendering the parts gives the input back (then the raw text is not kept):
+        // nothing decoded, a canonical port, no empty path after `/`, no empty or bare
+        // parameter, keys written in strictly increasing order.
+        let borrowed = |c: &Option<Cow<'_, str>>| !matches!(c, Some(Cow::Owned(_)));
+        let mut canonical = borrowed(&username) && borrowed(&password);
+        let (host, port, port_canonical) = self.host_port(hostport, hostport_start)?;
+        // (A host in brackets is rendered in brackets only when it holds a `:`.)
+        canonical &= port_canonical
+            && matches!(host, Cow::Borrowed(_))
+            && hostport.starts_with('[') == host.contains(':')
+            && !(slash && path.is_empty());
         if protocol.is_empty() && host.is_empty() {
             return Err(self.err(0, "no protocol and no host"));
         }
         let path = self.decode(path, path_start)?;
-        // One buffer for every part: the structural parts, then each parameter key and
-        // value in the order written; the parameter table is sorted afterwards (by key,
-        // last occurrence winning) without moving any text.
+        canonical &= matches!(path, Cow::Borrowed(_));
+        // Every string is interned (keys; values that repeat across providers) or written
+        // once into the URL's one block as the input is scanned; the parameter table is
+        // sorted afterwards (by key, last occurrence winning).
         let port_text = PortText::new(port);
         let port_text = port_text.as_str();
-        let mut a = Assembler {
-            text: String::with_capacity(s.len() + host.len() + 2 * port_text.len() + 3),
-        };
-        let protocol_span = a.push(protocol);
-        let username = username.map(|u| a.push(&u));
-        let password = password.map(|p| a.push(&p));
-        let host_span = a.push(&host);
-        let port_span = a.push(port_text);
-        let address = a.push_address(&host, port, port_text);
-        let path_span = a.push(&path);
-        let mut params: Vec<(Span, Span)> = Vec::new();
+        let lookup = Lookup::new();
+        let mut b = Builder::new(&lookup, if query.is_some() { 24 } else { 0 });
+        let mut sorted = true;
+        let protocol = b.derived(store::KEY_PROTOCOL, protocol);
+        // User info stays in the URL: credentials are not shared through a process-wide table.
+        let username = username.map(|u| b.inline(&u));
+        let password = password.map(|p| b.inline(&p));
+        let (address, bracketed) = b.address(&host, port, port_text);
+        let path = b.derived(store::KEY_PATH, &path);
         if let Some(query) = query {
             // One pass over the query's bytes: `&` ends a parameter, its first `=` splits
             // key from value, and a `%` marks the part that needs decoding.
             let bytes = query.as_bytes();
-            params.reserve_exact(16);
             let mut part_start = 0;
             let mut eq: Option<usize> = None;
             let mut key_percent = false;
             let mut value_percent = false;
+            // The keys as written (the last one): already increasing needs no sort.
+            let mut previous: Option<Cow<'_, str>> = None;
             let mut i = 0;
             loop {
                 // Runs of ordinary bytes are skipped with one table lookup each.
@@ -510,16 +571,25 @@ impl Parser<'_> {
                                 return Err(self.err(offset, "parameter with an empty key"));
                             }
                             let k = if key_percent {
-                                a.push(&self.decode(k, offset)?)
+                                self.decode(k, offset)?
                             } else {
-                                a.push(k)
+                                Cow::Borrowed(k)
                             };
                             let v = if v_percent {
-                                a.push(&self.decode(v, v_off)?)
+                                self.decode(v, v_off)?
                             } else {
-                                a.push(v)
+                                Cow::Borrowed(v)
                             };
-                            params.push((k, v));
+                            b.param(&k, &v);
+                            if let Some(p) = &previous {
+                                sorted &= **p < *k;
+                            }
+                            canonical &= eq.is_some()
+                                && matches!((&k, &v), (Cow::Borrowed(_), Cow::Borrowed(_)));
+                            previous = Some(k);
+                        } else {
+                            // An empty parameter (`&&`, a trailing `&`, a bare `?`).
+                            canonical = false;
                         }
                         if i == bytes.len() {
                             break;
@@ -537,27 +607,31 @@ impl Parser<'_> {
                 i += 1;
             }
         }
-        let text = a.text;
-        let key = |span: &Span| &text[span.0 as usize..span.1 as usize];
-        if !params.windows(2).all(|w| key(&w[0].0) < key(&w[1].0)) {
-            normalize_spans(&mut params, &text);
-        }
-        Ok(Url {
-            raw: s.into(),
-            text: text.into_boxed_str(),
-            protocol: protocol_span,
+        b.remember();
+        b.normalize(sorted);
+        let parts = Parts {
+            protocol,
+            path,
+            address,
             username,
             password,
-            host: host_span,
-            port_text: port_span,
-            address,
-            path: path_span,
-            params: params.into_boxed_slice(),
             port,
-        })
+            bracketed,
+        };
+        // The raw text is kept only when the canonical rendering does not give it back.
+        canonical &= sorted;
+        let url = b.finish(&parts, (!canonical).then_some(s));
+        debug_assert_eq!(canonical, url.renders_as(s), "{s}");
+        Ok(url)
     }
 
-    fn host_port<'a>(&self, hp: &'a str, start: usize) -> Result<(Cow<'a, str>, u16), UrlError> {
+    /// The host, the port (0 when none) and whether the port was written as rendered
+    /// (absent, or its decimal digits without a sign or leading zeros).
+    fn host_port<'a>(
+        &self,
+        hp: &'a str,
+        start: usize,
+    ) -> Result<(Cow<'a, str>, u16, bool), UrlError> {
         let (host, port_text, port_start) = if let Some(stripped) = hp.strip_prefix('[') {
             let close = stripped
                 .find(']')
@@ -597,7 +671,8 @@ impl Parser<'_> {
                 .parse::<u16>()
                 .map_err(|_| self.err(port_start, format!("invalid port {p:?}")))?,
         };
-        Ok((host, port))
+        let canonical = port_text.is_none_or(|p| port > 0 && p == PortText::new(port).as_str());
+        Ok((host, port, canonical))
     }
 
     /// Percent-decodes `text` when this parser decodes and `text` holds a `%`; else borrows it.
@@ -614,146 +689,4 @@ impl Parser<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_a_dubbo_provider_url() {
-        let u = Url::parse("dubbo://10.20.3.3:20880/com.foo.BarService?region=hz&dubbo.tag=gray")
-            .unwrap();
-        assert_eq!(u.protocol(), "dubbo");
-        assert_eq!(u.host(), "10.20.3.3");
-        assert_eq!(u.port(), 20880);
-        assert_eq!(u.path(), "com.foo.BarService");
-        assert_eq!(u.address(), "10.20.3.3:20880");
-        assert_eq!(u.get("port"), Some("20880"));
-        assert_eq!(u.get("region"), Some("hz"));
-        assert_eq!(u.get("dubbo.tag"), Some("gray"));
-        assert_eq!(u.get("missing"), None);
-    }
-
-    #[test]
-    fn port_zero_is_absent_and_address_is_host() {
-        let u = Url::parse("consumer://10.0.0.1/svc?application=a").unwrap();
-        assert_eq!(u.port(), 0);
-        assert_eq!(u.get("port"), None);
-        assert_eq!(u.address(), "10.0.0.1");
-    }
-
-    #[test]
-    fn ipv6_percent_decoding_and_last_key_wins() {
-        let u = Url::parse("tri://[::1]:50051/a%2Fb?k=1&k=2&n%61me=v%20x&flag").unwrap();
-        assert_eq!(u.host(), "::1");
-        assert_eq!(u.address(), "[::1]:50051");
-        assert_eq!(u.path(), "a/b");
-        assert_eq!(u.param("k"), Some("2"));
-        assert_eq!(u.param("name"), Some("v x"));
-        assert_eq!(u.param("flag"), Some("flag"));
-    }
-
-    #[test]
-    fn user_info_is_split() {
-        let u = Url::parse("zookeeper://admin:secret@127.0.0.1:2181").unwrap();
-        assert_eq!(u.username(), Some("admin"));
-        assert_eq!(u.password(), Some("secret"));
-        assert_eq!(u.host(), "127.0.0.1");
-    }
-
-    #[test]
-    fn malformed_urls_are_located_errors() {
-        for (input, column) in [
-            ("dubbo://10.0.0.1:99999/x", 18),
-            ("dubbo://10.0.0.1:/x", 18),
-            ("dubbo://[::1/x", 9),
-            ("dubbo://h/x?a=%ff", 15),
-            ("dubbo://h/x?=v", 13),
-            ("dub bo://h", 4),
-            ("://h", 1),
-            ("", 1),
-            ("dubbo://::1:80/x", 9),
-        ] {
-            let e = Url::parse(input).expect_err(input);
-            assert_eq!(e.column, column, "{input}: {e}");
-            assert_eq!(e.input, input);
-        }
-    }
-
-    #[test]
-    fn a_bare_percent_is_kept_and_parse_as_written_decodes_nothing() {
-        let u = Url::parse("dubbo://h:1/x?discount=100%&a=%zz&b=50%25&c=a+b").unwrap();
-        assert_eq!(u.param("discount"), Some("100%"));
-        assert_eq!(u.param("a"), Some("%zz"));
-        assert_eq!(u.param("b"), Some("50%"));
-        assert_eq!(u.param("c"), Some("a+b"));
-        let w = Url::parse_as_written("dubbo://h:1/x%2Fy?b=50%25&m=a%2Cb").unwrap();
-        assert_eq!(w.path(), "x%2Fy");
-        assert_eq!(w.param("b"), Some("50%25"));
-        assert_eq!(w.param("m"), Some("a%2Cb"));
-    }
-
-    #[test]
-    fn from_parts_renders_and_reparses() {
-        let u = Url::from_parts("dubbo", "10.0.0.9", 20880, "svc", [("b", "2"), ("a", "1")]);
-        assert_eq!(u.raw(), "dubbo://10.0.0.9:20880/svc?a=1&b=2");
-        assert_eq!(Url::parse(u.raw()).unwrap().param("b"), Some("2"));
-    }
-
-    #[test]
-    fn last_of_many_duplicates_wins_in_any_order() {
-        let u = Url::parse("dubbo://h:1/x?b=1&a=1&b=2&a=%32&c&b=3").unwrap();
-        let params: Vec<_> = u.params().collect();
-        assert_eq!(params, vec![("a", "2"), ("b", "3"), ("c", "c")]);
-        // Already sorted input takes the no-sort path; equal neighbours still collapse.
-        let u = Url::parse("dubbo://h:1/x?a=1&a=2&b=1").unwrap();
-        assert_eq!(u.params().collect::<Vec<_>>(), vec![("a", "2"), ("b", "1")]);
-        assert_eq!(u.to_string(), "dubbo://h:1/x?a=1&a=2&b=1");
-        assert_eq!(u.get("port"), Some("1"));
-        assert_eq!(u.address(), "h:1");
-    }
-
-    /// The query as Dubbo reads it, written the obvious way: split on `&`, the first `=`
-    /// splits key from value (a bare key is its own value), decode, last key wins.
-    fn reference_params(query: &str) -> Option<Vec<(String, String)>> {
-        let mut map = std::collections::BTreeMap::new();
-        for part in query.split('&').filter(|p| !p.is_empty()) {
-            let (k, v) = part.split_once('=').unwrap_or((part, part));
-            if k.is_empty() {
-                return None;
-            }
-            let decode = |t: &str| {
-                percent_encoding::percent_decode_str(t)
-                    .decode_utf8()
-                    .ok()
-                    .map(|d| d.into_owned())
-            };
-            map.insert(decode(k)?, decode(v)?);
-        }
-        Some(map.into_iter().collect())
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn query_parameters_match_the_reference(query in "[a-c=&%2-4]{0,24}") {
-            let url = Url::parse(&format!("dubbo://10.0.0.1:20880/svc?{query}"));
-            match (url, reference_params(&query)) {
-                (Ok(url), Some(expected)) => {
-                    let got: Vec<(String, String)> =
-                        url.params().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-                    proptest::prop_assert_eq!(got, expected);
-                }
-                (Err(_), None) => {}
-                (url, expected) => proptest::prop_assert!(false, "{url:?} vs {expected:?}"),
-            }
-        }
-
-        #[test]
-        fn parse_never_panics(s in "\\PC*") {
-            let _ = Url::parse(&s);
-        }
-
-        #[test]
-        fn parse_never_panics_on_url_like(s in "[a-z]{0,5}(://)?\\[?[0-9a-f:.%]{0,12}\\]?(:[0-9]{0,6})?(/[a-z%0-9]{0,5})?(\\?[a-z=&%0-9]{0,12})?") {
-            let _ = Url::parse(&s);
-        }
-    }
-}
+mod tests;

@@ -81,6 +81,15 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LocatedError> {
 
 /// Reads a regular file of at most `limit` bytes as UTF-8 text, like [`read_text`].
 pub fn read_text_with_limit(path: &Path, origin: &str, limit: u64) -> Result<String, LocatedError> {
+    let (file, len) = open_regular(path, origin)?;
+    if len > limit {
+        return Err(too_large(origin, limit));
+    }
+    read_limited(file, origin, limit)
+}
+
+/// Opens `path` if it is a regular file; with its length.
+fn open_regular(path: &Path, origin: &str) -> Result<(std::fs::File, u64), LocatedError> {
     let meta =
         std::fs::metadata(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
     if !meta.is_file() {
@@ -94,12 +103,119 @@ pub fn read_text_with_limit(path: &Path, origin: &str, limit: u64) -> Result<Str
             format!("cannot read: {kind}; routechain reads only regular files"),
         ));
     }
-    if meta.len() > limit {
-        return Err(too_large(origin, limit));
-    }
     let file =
         std::fs::File::open(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
-    read_limited(file, origin, limit)
+    Ok((file, meta.len()))
+}
+
+/// Streams a regular file line by line, without holding it whole (a provider list of a
+/// million providers is hundreds of megabytes): calls `each(line number, line)` for every
+/// line, without its break. Lines end as in [`crate::located::lines`] (`\n`, `\r\n`, a lone
+/// `\r`); a byte-order mark at the start is skipped; invalid UTF-8 stops the reading with
+/// the error [`decode`] gives for the whole file. No size limit.
+pub fn for_each_line(
+    path: &Path,
+    origin: &str,
+    mut each: impl FnMut(usize, &str),
+) -> Result<(), LocatedError> {
+    use std::io::BufRead;
+    let (file, _) = open_regular(path, origin)?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut lines = LineState {
+        origin,
+        number: 0,
+        start: 0,
+    };
+    // A line split across two reads.
+    let mut carry: Vec<u8> = Vec::new();
+    // The last read ended with `\r`: a `\n` starting the next one belongs to that break.
+    let mut after_cr = false;
+    // File offset of the current read's first byte.
+    let mut read_at = 0u64;
+    loop {
+        let chunk = reader
+            .fill_buf()
+            .map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
+        if chunk.is_empty() {
+            break;
+        }
+        let len = chunk.len();
+        let mut pos = usize::from(after_cr && chunk[0] == b'\n');
+        after_cr = false;
+        if pos == 1 {
+            lines.start = read_at + 1;
+        }
+        while let Some(i) = memchr::memchr2(b'\n', b'\r', &chunk[pos..]) {
+            let end = pos + i;
+            if carry.is_empty() {
+                lines.emit(&chunk[pos..end], &mut each)?;
+            } else {
+                carry.extend_from_slice(&chunk[pos..end]);
+                lines.emit(&carry, &mut each)?;
+                carry.clear();
+            }
+            pos = end + 1;
+            if chunk[end] == b'\r' {
+                match chunk.get(end + 1) {
+                    Some(b'\n') => pos += 1,
+                    Some(_) => {}
+                    None => after_cr = true,
+                }
+            }
+            lines.start = read_at + pos as u64;
+        }
+        carry.extend_from_slice(&chunk[pos..]);
+        reader.consume(len);
+        read_at += len as u64;
+    }
+    if !carry.is_empty() {
+        lines.emit(&carry, &mut each)?;
+    }
+    Ok(())
+}
+
+/// The position of [`for_each_line`] in its file.
+struct LineState<'a> {
+    origin: &'a str,
+    /// Lines emitted so far.
+    number: usize,
+    /// File offset of the line being read.
+    start: u64,
+}
+
+impl LineState<'_> {
+    fn emit(
+        &mut self,
+        bytes: &[u8],
+        each: &mut impl FnMut(usize, &str),
+    ) -> Result<(), LocatedError> {
+        self.number += 1;
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
+            let column = valid.chars().count() + 1;
+            LocatedError {
+                origin: self.origin.to_string(),
+                location: Location {
+                    line: self.number,
+                    column,
+                },
+                field: None,
+                message: format!(
+                    "invalid UTF-8: byte 0x{:02x} at byte offset {}",
+                    bytes[valid.len()],
+                    self.start + valid.len() as u64
+                ),
+                source_line: Some(Box::new(SourceExcerpt::around(valid, column))),
+            }
+        })?;
+        let text = if self.number == 1 {
+            strip_bom(text)
+        } else {
+            text
+        };
+        each(self.number, text);
+        Ok(())
+    }
 }
 
 /// Reads standard input as UTF-8 text of at most [`max_file_size`] bytes.
@@ -183,6 +299,39 @@ mod tests {
         let e = decode("f", b"a: 1\rb: 2\r\nc: \"x\xffy\"\r".to_vec()).unwrap_err();
         assert_eq!(e.location, Location { line: 3, column: 6 });
         assert_eq!(e.source_line.unwrap().text, "c: \"x");
+    }
+
+    /// Every line [`for_each_line`] gives for `bytes` (written to a temporary file).
+    fn streamed(bytes: &[u8]) -> Result<Vec<(usize, String)>, LocatedError> {
+        let path = std::env::temp_dir().join(format!(
+            "routechain-input-{}-{}",
+            std::process::id(),
+            bytes.len()
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        let mut out = Vec::new();
+        let r = for_each_line(&path, "f", |n, l| out.push((n, l.to_string())));
+        let _ = std::fs::remove_file(&path);
+        r.map(|()| out)
+    }
+
+    #[test]
+    fn streamed_lines_end_as_every_other_line_and_utf8_errors_match_decode() {
+        let text = "\u{feff}a\r\nb\rc\n\nd";
+        let got = streamed(text.as_bytes()).unwrap();
+        let want: Vec<(usize, String)> = crate::located::lines(strip_bom(text))
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.to_string()))
+            .collect();
+        assert_eq!(got, want);
+        let bad = b"a: 1\rb: 2\r\nc: \"x\xffy\"\r".to_vec();
+        let e = streamed(&bad).unwrap_err();
+        assert_eq!(e, decode("f", bad).unwrap_err());
+        // Lines longer than one read, and a `\r\n` split between two reads.
+        let long = format!("{}\r\n{}\n", "x".repeat((1 << 20) - 1), "y".repeat(3 << 20));
+        let got = streamed(long.as_bytes()).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].1.len(), got[1].1.len()), ((1 << 20) - 1, 3 << 20));
     }
 
     #[test]

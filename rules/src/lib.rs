@@ -27,6 +27,7 @@ pub mod request;
 pub mod service_config;
 pub mod yaml;
 
+mod provider_file;
 mod scalar;
 mod tree;
 

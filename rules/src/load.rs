@@ -46,9 +46,11 @@ impl From<Vec<LocatedError>> for LoadError {
 /// line is reported with its line and column. Only a regular file is read (no size limit:
 /// see [`crate::input`]).
 pub fn load_providers(path: &Path, generation: u64) -> Result<Snapshot, LoadError> {
+    // Streamed and parsed on every core (`provider_file`); the same lines, providers and
+    // locations as `parse_providers` over the whole text.
     let origin = path.display().to_string();
-    let text = crate::input::read_text_with_limit(path, &origin, u64::MAX).map_err(|e| vec![e])?;
-    parse_providers(&origin, &text, generation)
+    let providers = crate::provider_file::read(path, &origin)?;
+    Ok(Snapshot::new(generation, providers))
 }
 
 /// Parses a provider list from text; `origin` names it in errors. A leading byte-order mark
@@ -205,4 +207,41 @@ pub fn build_service(
         Arc::new(Chain::new(state)),
         chain.service_config.clone(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_provider_file_reads_as_its_text_does() {
+        let cases: [&[u8]; 5] = [
+            b"\xef\xbb\xbfdubbo://10.0.0.1:20880/a?x=1\r\n# c\r\n\r\n  dubbo://10.0.0.2:20880/a\n",
+            b"dubbo://h:1/a\r\xe3\x80\x80dubbo://h:x/a\rdubbo://[::1/a\r\n",
+            b"dubbo://h:1/a\n\tdubbo://h:1/a?=v",
+            b"dubbo://h:1/a\ndubbo://h:1/\xff\n",
+            b"",
+        ];
+        let dir = std::env::temp_dir();
+        for (i, bytes) in cases.iter().enumerate() {
+            let path = dir.join(format!("routechain-load-{}-{i}.txt", std::process::id()));
+            std::fs::write(&path, bytes).unwrap();
+            let origin = path.display().to_string();
+            let streamed = load_providers(&path, 3);
+            let whole = crate::input::decode(&origin, bytes.to_vec())
+                .map_err(|e| LoadError::Invalid(vec![e]))
+                .and_then(|text| parse_providers(&origin, &text, 3));
+            let _ = std::fs::remove_file(&path);
+            match (streamed, whole) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.providers(), b.providers(), "case {i}");
+                    assert_eq!(a.generation(), 3);
+                }
+                (Err(LoadError::Invalid(a)), Err(LoadError::Invalid(b))) => {
+                    assert_eq!(a, b, "case {i}")
+                }
+                (a, b) => panic!("case {i}: {a:?} vs {b:?}"),
+            }
+        }
+    }
 }

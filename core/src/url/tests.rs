@@ -1,0 +1,350 @@
+//! Tests of URL parsing, storage and rendering.
+use super::*;
+
+#[test]
+fn parses_a_dubbo_provider_url() {
+    let u =
+        Url::parse("dubbo://10.20.3.3:20880/com.foo.BarService?region=hz&dubbo.tag=gray").unwrap();
+    assert_eq!(u.protocol(), "dubbo");
+    assert_eq!(u.host(), "10.20.3.3");
+    assert_eq!(u.port(), 20880);
+    assert_eq!(u.path(), "com.foo.BarService");
+    assert_eq!(u.address(), "10.20.3.3:20880");
+    assert_eq!(u.get("port"), Some("20880"));
+    assert_eq!(u.get("region"), Some("hz"));
+    assert_eq!(u.get("dubbo.tag"), Some("gray"));
+    assert_eq!(u.get("missing"), None);
+}
+
+#[test]
+fn port_zero_is_absent_and_address_is_host() {
+    let u = Url::parse("consumer://10.0.0.1/svc?application=a").unwrap();
+    assert_eq!(u.port(), 0);
+    assert_eq!(u.get("port"), None);
+    assert_eq!(u.address(), "10.0.0.1");
+}
+
+#[test]
+fn ipv6_percent_decoding_and_last_key_wins() {
+    let u = Url::parse("tri://[::1]:50051/a%2Fb?k=1&k=2&n%61me=v%20x&flag").unwrap();
+    assert_eq!(u.host(), "::1");
+    assert_eq!(u.address(), "[::1]:50051");
+    assert_eq!(u.path(), "a/b");
+    assert_eq!(u.param("k"), Some("2"));
+    assert_eq!(u.param("name"), Some("v x"));
+    assert_eq!(u.param("flag"), Some("flag"));
+}
+
+#[test]
+fn user_info_is_split() {
+    let u = Url::parse("zookeeper://admin:secret@127.0.0.1:2181").unwrap();
+    assert_eq!(u.username(), Some("admin"));
+    assert_eq!(u.password(), Some("secret"));
+    assert_eq!(u.host(), "127.0.0.1");
+}
+
+#[test]
+fn malformed_urls_are_located_errors() {
+    for (input, column) in [
+        ("dubbo://10.0.0.1:99999/x", 18),
+        ("dubbo://10.0.0.1:/x", 18),
+        ("dubbo://[::1/x", 9),
+        ("dubbo://h/x?a=%ff", 15),
+        ("dubbo://h/x?=v", 13),
+        ("dub bo://h", 4),
+        ("://h", 1),
+        ("", 1),
+        ("dubbo://::1:80/x", 9),
+    ] {
+        let e = Url::parse(input).expect_err(input);
+        assert_eq!(e.column, column, "{input}: {e}");
+        assert_eq!(e.input, input);
+    }
+}
+
+#[test]
+fn a_bare_percent_is_kept_and_parse_as_written_decodes_nothing() {
+    let u = Url::parse("dubbo://h:1/x?discount=100%&a=%zz&b=50%25&c=a+b").unwrap();
+    assert_eq!(u.param("discount"), Some("100%"));
+    assert_eq!(u.param("a"), Some("%zz"));
+    assert_eq!(u.param("b"), Some("50%"));
+    assert_eq!(u.param("c"), Some("a+b"));
+    let w = Url::parse_as_written("dubbo://h:1/x%2Fy?b=50%25&m=a%2Cb").unwrap();
+    assert_eq!(w.path(), "x%2Fy");
+    assert_eq!(w.param("b"), Some("50%25"));
+    assert_eq!(w.param("m"), Some("a%2Cb"));
+}
+
+#[test]
+fn from_parts_renders_and_reparses() {
+    let u = Url::from_parts("dubbo", "10.0.0.9", 20880, "svc", [("b", "2"), ("a", "1")]);
+    assert_eq!(u.raw(), "dubbo://10.0.0.9:20880/svc?a=1&b=2");
+    assert_eq!(Url::parse(&u.raw()).unwrap().param("b"), Some("2"));
+}
+
+#[test]
+fn last_of_many_duplicates_wins_in_any_order() {
+    let u = Url::parse("dubbo://h:1/x?b=1&a=1&b=2&a=%32&c&b=3").unwrap();
+    let params: Vec<_> = u.params().collect();
+    assert_eq!(params, vec![("a", "2"), ("b", "3"), ("c", "c")]);
+    // Already sorted input takes the no-sort path; equal neighbours still collapse.
+    let u = Url::parse("dubbo://h:1/x?a=1&a=2&b=1").unwrap();
+    assert_eq!(u.params().collect::<Vec<_>>(), vec![("a", "2"), ("b", "1")]);
+    assert_eq!(u.to_string(), "dubbo://h:1/x?a=1&a=2&b=1");
+    assert_eq!(u.get("port"), Some("1"));
+    assert_eq!(u.address(), "h:1");
+}
+
+/// The query as Dubbo reads it, written the obvious way: split on `&`, the first `=`
+/// splits key from value (a bare key is its own value), decode, last key wins.
+fn reference_params(query: &str) -> Option<Vec<(String, String)>> {
+    let mut map = std::collections::BTreeMap::new();
+    for part in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').unwrap_or((part, part));
+        if k.is_empty() {
+            return None;
+        }
+        let decode = |t: &str| {
+            percent_encoding::percent_decode_str(t)
+                .decode_utf8()
+                .ok()
+                .map(|d| d.into_owned())
+        };
+        map.insert(decode(k)?, decode(v)?);
+    }
+    Some(map.into_iter().collect())
+}
+
+proptest::proptest! {
+    #[test]
+    fn query_parameters_match_the_reference(query in "[a-c=&%2-4]{0,24}") {
+        let url = Url::parse(&format!("dubbo://10.0.0.1:20880/svc?{query}"));
+        match (url, reference_params(&query)) {
+            (Ok(url), Some(expected)) => {
+                let got: Vec<(String, String)> =
+                    url.params().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                proptest::prop_assert_eq!(got, expected);
+            }
+            (Err(_), None) => {}
+            (url, expected) => proptest::prop_assert!(false, "{url:?} vs {expected:?}"),
+        }
+    }
+
+    #[test]
+    fn parse_never_panics(s in "\\PC*") {
+        let _ = Url::parse(&s);
+    }
+
+    #[test]
+    fn parse_never_panics_on_url_like(s in "[a-z]{0,5}(://)?\\[?[0-9a-f:.%]{0,12}\\]?(:[0-9]{0,6})?(/[a-z%0-9]{0,5})?(\\?[a-z=&%0-9]{0,12})?") {
+        let _ = Url::parse(&s);
+    }
+}
+
+/// A provider URL as a registry writes it (keys sorted, nothing to decode).
+const PROVIDER: &str = "dubbo://10.1.2.3:20880/com.example.search.IndexService?anyhost=true\
+&application=index-provider&dubbo=2.0.2&env=prod&group=g1&idc=mt&interface=com.example.search.IndexService\
+&methods=get,search,update,delete&region=beijing&release=3.3.0&side=provider&timeout=3000\
+&timestamp=1700000000123&version=1.0.0&weight=100";
+
+#[test]
+fn a_registry_url_is_stored_compactly_without_its_raw_text() {
+    let u = Url::parse(PROVIDER).unwrap();
+    assert_eq!(u.flags() & store::HAS_RAW, 0, "canonical text is not kept");
+    assert_eq!(u.raw(), PROVIDER);
+    assert_eq!(u.to_string(), PROVIDER);
+    assert_eq!(u.param("timestamp"), Some("1700000000123"));
+    assert_eq!(u.param("methods"), Some("get,search,update,delete"));
+    assert_eq!(u.params().len(), 15);
+    // Header, 15 key/value references, the address and the timestamp at most.
+    assert!(
+        u.heap_bytes() <= 19 + 15 * 6 + 18 + 14,
+        "{}",
+        u.heap_bytes()
+    );
+}
+
+#[test]
+fn text_that_does_not_render_back_is_kept_as_written() {
+    for text in [
+        "dubbo://h:1/x?b=1&a=2",
+        "dubbo://h:1/x?a=1&a=2",
+        "dubbo://h:1/x?flag",
+        "dubbo://h:1/x?",
+        "dubbo://h:1/",
+        "dubbo://h:01/x",
+        "dubbo://h:1/a%2Fb?k=v%20w",
+        "10.0.0.1:20880",
+        "zookeeper://admin:secret@127.0.0.1:2181",
+    ] {
+        let u = Url::parse(text).unwrap();
+        assert_eq!(u.raw(), text);
+        assert_eq!(u.to_string(), text);
+        assert_eq!(Url::parse(text).unwrap(), u);
+    }
+    let u = Url::parse("zookeeper://admin:secret@127.0.0.1:2181").unwrap();
+    assert_eq!(
+        u.flags() & store::HAS_RAW,
+        0,
+        "plain user info renders back"
+    );
+}
+
+#[test]
+fn hosts_in_brackets_and_decoded_brackets() {
+    let u = Url::parse("tri://[fe80::1%25a]/svc").unwrap();
+    assert_eq!(
+        (u.host(), u.port(), u.address()),
+        ("fe80::1%25a", 0, "[fe80::1%25a]")
+    );
+    // A decoded `[x]` host is not an IPv6 host: its brackets are part of it.
+    let u = Url::parse("dubbo://%5Bx%5D:7/svc").unwrap();
+    assert_eq!(
+        (u.host(), u.get("port"), u.address()),
+        ("[x]", Some("7"), "[x]:7")
+    );
+    let u = Url::parse("dubbo://a%3Ab:7/svc").unwrap();
+    assert_eq!((u.host(), u.address()), ("a:b", "[a:b]:7"));
+}
+
+#[test]
+fn values_unique_to_a_provider_are_stored_inline_and_read_alike() {
+    // Past the per-key limit, new values of `pid` are stored in the URL itself.
+    let urls: Vec<Url> = (0..2 * crate::intern::VALUES_PER_KEY)
+        .map(|i| Url::parse(&format!("dubbo://10.0.0.1:1/s?pid={i}&side=provider")).unwrap())
+        .collect();
+    for (i, u) in urls.iter().enumerate() {
+        assert_eq!(u.param("pid"), Some(i.to_string().as_str()));
+        assert_eq!(u.param("side"), Some("provider"));
+    }
+    let last = urls.last().unwrap();
+    let first = &urls[0];
+    assert!(
+        last.heap_bytes() > first.heap_bytes(),
+        "the last pid is inline"
+    );
+}
+
+#[test]
+fn keys_past_16_bit_ids_are_stored_wide() {
+    // Intern keys until one has an id past 16 bits.
+    let lookup = crate::intern::Lookup::new();
+    let mut i = 0;
+    let wide_key = loop {
+        let key = format!("wide-key-{i}");
+        if lookup.key(&key).unwrap() >= u32::from(u16::MAX) {
+            break key;
+        }
+        i += 1;
+    };
+    // `address` and `protocol` are among the first ids of the process.
+    let text = format!("dubbo://h:1/s?address=1&protocol=2&{wide_key}=v");
+    let u = Url::parse(&text).unwrap();
+    assert_ne!(u.flags() & store::WIDE_KEYS, 0);
+    assert_eq!(u.param(&wide_key), Some("v"));
+    assert_eq!(
+        (u.param("address"), u.param("protocol")),
+        (Some("1"), Some("2"))
+    );
+    assert_eq!(u.raw(), text);
+    let narrow = Url::parse("dubbo://h:1/s?address=1&protocol=2").unwrap();
+    assert_eq!(narrow.flags() & store::WIDE_KEYS, 0);
+    assert_eq!(
+        (narrow.param("address"), narrow.param("protocol")),
+        (Some("1"), Some("2"))
+    );
+    assert_eq!(narrow.get("address"), Some("h:1"));
+}
+
+#[test]
+fn from_parts_and_empty_render_their_parts() {
+    assert_eq!(Url::empty().raw(), "");
+    assert_eq!(Url::empty().to_string(), "");
+    let u = Url::from_parts("tri", "::1", 50051, "/svc", [("k", "a&b")]);
+    assert_eq!(u.raw(), "tri://[::1]:50051/svc?k=a&b");
+    assert_eq!(u.param("k"), Some("a&b"));
+    assert_eq!(u.host(), "::1");
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_text_and_the_parts_survive_storage(
+        s in "[a-z]{1,5}://(u(:p)?@)?[a-z0-9.]{1,8}(:[0-9]{1,5})?(/[a-z%0-9]{0,5})?(\\?[a-c=&%2-4]{0,16})?"
+    ) {
+        if let Ok(u) = Url::parse(&s) {
+            proptest::prop_assert_eq!(u.raw(), s.as_str());
+            proptest::prop_assert_eq!(u.to_string(), s.clone());
+            let again = Url::parse(&u.raw()).unwrap();
+            proptest::prop_assert_eq!(&again, &u);
+            for (k, v) in u.params() {
+                proptest::prop_assert_eq!(u.param(k), Some(v));
+            }
+        }
+    }
+
+    /// Near-canonical shapes: bracketed hosts, signed or zero-padded ports, sorted and
+    /// unsorted keys, escapes; the raw text is kept exactly when rendering would differ
+    /// (checked by a debug assertion in `parse`), and the text always reads back.
+    #[test]
+    fn the_raw_text_is_kept_exactly_when_needed(
+        s in "[a-z]{0,3}(://)?(\\[[0-9a-f:]{1,6}\\]|[a-z0-9.%]{0,8})(:[+0-9]{1,6})?(/[a-z%2]{0,4})?(\\?([a-d](=[a-z0-9%]{0,3})?&){0,4}[a-d]=[0-9]{1,3})?"
+    ) {
+        if let Ok(u) = Url::parse(&s) {
+            proptest::prop_assert_eq!(u.raw(), s.as_str());
+            proptest::prop_assert_eq!(u.flags() & store::HAS_RAW == 0, u.renders_as(&s));
+        }
+    }
+}
+
+#[test]
+fn the_previous_urls_parameters_are_reused_only_when_equal() {
+    let texts = [
+        "dubbo://h:1/s?a=1&b=2&pid=7",
+        "dubbo://h:1/s?a=1&b=3&c=4&pid=8",
+        "dubbo://h:1/s?b=2&a=1",
+        "dubbo://h:1/s?a=1&b=2&pid=7",
+        "dubbo://h:1/s?a=%31&bb=2",
+    ];
+    for text in texts {
+        let u = Url::parse(text).unwrap();
+        let want: Vec<(String, String)> = text
+            .split_once('?')
+            .unwrap()
+            .1
+            .split('&')
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap();
+                (k.to_string(), v.replace("%31", "1"))
+            })
+            .collect();
+        for (k, v) in &want {
+            assert_eq!(u.param(k), Some(v.as_str()), "{text}: {k}");
+        }
+        assert_eq!(u.params().len(), want.len());
+        assert_eq!(u.raw(), text);
+    }
+}
+
+#[test]
+fn equality_compares_parts_and_text_without_allocating() {
+    let a = Url::parse(PROVIDER).unwrap();
+    let b = Url::parse(PROVIDER).unwrap();
+    let kept = Url::parse("dubbo://h:1/x?b=1&a=2").unwrap();
+    let sorted = Url::parse("dubbo://h:1/x?a=2&b=1").unwrap();
+    let info = allocation_counter::measure(|| {
+        assert_eq!(a, b);
+        assert_ne!(a, kept);
+        // Same parts, different text.
+        assert_ne!(kept, sorted);
+        assert_eq!(kept, Url::parse("dubbo://h:1/x?b=1&a=2").unwrap());
+    });
+    // Only the two parses allocate (a block and the parser's scratch each).
+    assert!(info.count_total <= 6, "{info:?}");
+    let consumer = Url::parse("consumer://10.0.0.1/s?app=a").unwrap();
+    let other = Url::parse("consumer://10.0.0.2/s?app=a").unwrap();
+    let info = allocation_counter::measure(|| {
+        assert_ne!(consumer, other);
+        assert_eq!(consumer, consumer.clone());
+    });
+    assert_eq!(info.count_total, 1, "the clone only: {info:?}");
+}
