@@ -253,30 +253,23 @@ impl BitSet {
     /// Whether `self AND mask` has a member (stops at the first non-zero word), as
     /// [`BitSet::and_mask`]: `None` when an operand does not range over this set's providers.
     #[inline]
-    pub fn any_mask(&self, mask: WordMask<'_>) -> Option<bool> {
+    pub fn any_mask<'a>(&self, mask: WordMask<'a>) -> Option<bool> {
         let n = self.words.len();
         if !mask.fits(n) {
             return None;
         }
         let c = &self.words[..];
-        Some(match (mask.and, mask.also, mask.not) {
-            (None, None, None) => c.iter().any(|&c| c != 0),
-            (Some(a), None, None) | (None, Some(a), None) => {
-                c.iter().zip(a).any(|(c, a)| c & a != 0)
+        // Slices cut to `n` words, so the indexed loops of `any_word` need no bounds check.
+        let cut = |o: Option<&'a [u64]>| o.map(|o| &o[..n]);
+        Some(match (cut(mask.and), cut(mask.also), cut(mask.not)) {
+            (None, None, None) => any_word(n, |i| c[i]),
+            (Some(a), None, None) | (None, Some(a), None) => any_word(n, |i| c[i] & a[i]),
+            (None, None, Some(x)) => any_word(n, |i| c[i] & !x[i]),
+            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => {
+                any_word(n, |i| c[i] & a[i] & !x[i])
             }
-            (None, None, Some(x)) => c.iter().zip(x).any(|(c, x)| c & !x != 0),
-            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => c
-                .iter()
-                .zip(a.iter().zip(x))
-                .any(|(c, (a, x))| c & a & !x != 0),
-            (Some(a), Some(b), None) => c
-                .iter()
-                .zip(a.iter().zip(b))
-                .any(|(c, (a, b))| c & a & b != 0),
-            (Some(a), Some(b), Some(x)) => c
-                .iter()
-                .zip(a.iter().zip(b).zip(x))
-                .any(|(c, ((a, b), x))| c & a & b & !x != 0),
+            (Some(a), Some(b), None) => any_word(n, |i| c[i] & a[i] & b[i]),
+            (Some(a), Some(b), Some(x)) => any_word(n, |i| c[i] & a[i] & b[i] & !x[i]),
         })
     }
 
@@ -298,6 +291,24 @@ impl BitSet {
     pub fn nth(&self, n: usize) -> Option<usize> {
         crate::popcount::nth(&self.words, n)
     }
+}
+
+/// True when `word(i)` is non-zero for some `i < n`: eight words are OR-ed per test, so
+/// the scan branches once per eight words (and vectorizes) yet still stops early.
+#[inline(always)]
+fn any_word(n: usize, word: impl Fn(usize) -> u64) -> bool {
+    const BLOCK: usize = 8;
+    let blocks = n / BLOCK;
+    for b in 0..blocks {
+        let mut acc = 0;
+        for j in 0..BLOCK {
+            acc |= word(b * BLOCK + j);
+        }
+        if acc != 0 {
+            return true;
+        }
+    }
+    (blocks * BLOCK..n).any(|i| word(i) != 0)
 }
 
 /// The words of `and AND also AND NOT not` for a fused pass ([`BitSet::and_mask`],
@@ -393,6 +404,35 @@ mod tests {
         s.copy_from(&BitSet::from_indexes(900, [899]));
         assert_eq!(s.words.capacity(), cap);
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![899]);
+    }
+
+    #[test]
+    fn fused_scans_find_one_member_anywhere_in_long_sets() {
+        for len in [1, 63, 64, 65, 511, 512, 513, 1000, 1300] {
+            let all = BitSet::full(len);
+            let none = BitSet::empty(len);
+            for i in (0..len).step_by(37).chain([len - 1]) {
+                let one = BitSet::from_indexes(len, [i]);
+                let keep = WordMask {
+                    and: Some(all.words()),
+                    ..WordMask::default()
+                };
+                assert_eq!(one.any_mask(keep), Some(true), "{len} {i}");
+                let drop = WordMask {
+                    not: Some(one.words()),
+                    ..WordMask::default()
+                };
+                assert_eq!(one.any_mask(drop), Some(false), "{len} {i}");
+                assert_eq!(none.any_mask(keep), Some(false));
+                let mut fused = all.clone();
+                assert!(fused.and_mask(WordMask {
+                    and: Some(one.words()),
+                    also: Some(all.words()),
+                    not: Some(none.words()),
+                }));
+                assert_eq!(fused, one);
+            }
+        }
     }
 
     proptest! {

@@ -114,20 +114,30 @@ impl ProviderSet {
     pub fn and_into(&self, candidates: &mut Candidates) {
         match self {
             ProviderSet::Dense(b) => candidates.and_assign(b),
+            // O(members) word updates plus clearing the words between them (`fill`, a
+            // memset): no per-word search, so a set of a few providers over a large
+            // snapshot costs little more than its members.
             ProviderSet::Sparse { indexes, .. } => {
-                let mut next = 0;
-                candidates.and_with(|w| {
-                    let mut mask = 0u64;
-                    while let Some(&i) = indexes.get(next) {
-                        let i = i as usize;
-                        if i / 64 != w {
-                            break;
-                        }
-                        mask |= 1 << (i % 64);
-                        next += 1;
+                let words = candidates.words_mut();
+                let mut cleared_to = 0;
+                let mut k = 0;
+                while let Some(&first) = indexes.get(k) {
+                    let w = first as usize / 64;
+                    if w >= words.len() {
+                        break;
                     }
-                    mask
-                });
+                    let mut mask = 0u64;
+                    while let Some(&i) = indexes.get(k)
+                        && i as usize / 64 == w
+                    {
+                        mask |= 1 << (i % 64);
+                        k += 1;
+                    }
+                    words[cleared_to..w].fill(0);
+                    words[w] &= mask;
+                    cleared_to = w + 1;
+                }
+                words[cleared_to..].fill(0);
             }
         }
     }
