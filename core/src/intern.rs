@@ -26,6 +26,13 @@
 //! stored in its URL, so hostile input (a new key per provider) cannot grow the table
 //! without bound. The hash is `ahash` keyed from the standard library's per-process random
 //! keys, so colliding texts cannot be chosen in advance.
+//!
+//! **Why by hand.** The interner crates of the field (`lasso`, `string-interner`) resolve
+//! through a lock or a `&mut`/single-threaded handle (`lasso`'s `ThreadedRodeo` resolves
+//! through a sharded concurrent map, taking a shard's read lock per resolve), and none caps the
+//! growth per key: a routed call resolves ids lock-free on every thread, and registry values
+//! unique to each provider must stop being interned. Both needs together are this module's ~300
+//! lines.
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
