@@ -10,23 +10,8 @@ use std::time::Instant;
 
 use routechain::core::Snapshot;
 use routechain::rules::ChainFile;
+use routechain_testkit::cpu_seconds;
 use routechain_testkit::hostile::{self, providers};
-
-/// This process's CPU time so far, in seconds (clock ticks of 10 ms).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name (which is in parentheses).
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the line: 12 and 13 after the name.
-    (ticks(11) + ticks(12)) / 100.0
-}
 
 fn time(name: &str, chain: &str, snapshot: &Arc<Snapshot>) {
     let file = ChainFile::parse("bench.chain.yaml", chain, None).expect("the chain parses");

@@ -15,21 +15,7 @@ use std::time::Instant;
 use routechain::core::{Snapshot, Url};
 use routechain::live::{LiveChain, LiveOptions, ProviderText, Update};
 use routechain::rules::ChainFile;
-use routechain_testkit as testkit;
-
-/// This process's CPU time so far, in seconds (clock ticks of 10 ms).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
+use routechain_testkit::{self as testkit, cpu_seconds};
 
 /// Runs `f` `runs` times; prints and returns the median wall time in ms, and the total CPU.
 fn time<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) -> f64 {

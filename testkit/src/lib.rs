@@ -158,6 +158,24 @@ fn provider_line(i: usize, rng: &mut Seeded) -> String {
     )
 }
 
+/// This process's CPU time so far (user + system), in seconds, from `/proc/self/stat`
+/// (clock ticks of 10 ms): the measuring examples print it next to wall time, so a figure
+/// taken on a shared machine can be compared. 0 where `/proc` is not available.
+pub fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line: 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// `n` provider URLs, one per line, generated from `seed`.
 pub fn provider_lines(n: usize, seed: u64) -> String {
     let mut rng = Seeded::new(seed);
