@@ -296,3 +296,68 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
         .unwrap();
     assert_eq!(hosts(&chain, &Request::new()).unwrap().len(), 12);
 }
+
+/// Exact addresses (IPs with and without a port, host names in any case) name exactly the
+/// providers on those hosts, found through the index of the hosts the rule names; a pattern
+/// beside them still scans the snapshot.
+#[test]
+fn exact_addresses_name_their_providers_whatever_the_case_of_the_host() {
+    let chain_yaml = "\
+service: org.example.Orders
+consumer: consumer://10.9.0.1/org.example.Orders?application=web
+routers:
+  - type: tag
+    rule:
+      configVersion: v3.0
+      force: true
+      enabled: true
+      key: orders-provider
+      tags:
+        - name: exact
+          addresses: [\"10.0.0.2\", \"10.0.0.3:20881\", \"Canary.Example\", \"beta.example:20880\"]
+        - name: pattern
+          addresses: [\"10.0.0.*\"]
+";
+    let lines = [
+        "dubbo://10.0.0.1:20880/org.example.Orders?application=orders-provider",
+        "dubbo://10.0.0.2:20880/org.example.Orders?application=orders-provider",
+        "dubbo://10.0.0.3:20880/org.example.Orders?application=orders-provider",
+        "dubbo://10.0.0.3:20881/org.example.Orders?application=orders-provider",
+        "dubbo://canary.example:20880/org.example.Orders?application=orders-provider",
+        "dubbo://CANARY.EXAMPLE:20881/org.example.Orders?application=orders-provider",
+        "dubbo://beta.example:20880/org.example.Orders?application=orders-provider",
+        "dubbo://Beta.Example:20881/org.example.Orders?application=orders-provider",
+        "dubbo://other.example:20880/org.example.Orders?application=orders-provider",
+    ];
+    let (_file, chain) = load_chain(chain_yaml, snapshot(&lines));
+    let addresses = |tag: &str| -> Vec<String> {
+        let state = chain.load();
+        let mut call = CallState::seeded(3);
+        state
+            .route(&request(&[("dubbo.tag", tag)]), &mut call)
+            .unwrap();
+        call.candidates
+            .iter()
+            .map(|i| state.snapshot().providers()[i].address().to_string())
+            .collect()
+    };
+    assert_eq!(
+        addresses("exact"),
+        [
+            "10.0.0.2:20880",
+            "10.0.0.3:20881",
+            "canary.example:20880",
+            "CANARY.EXAMPLE:20881",
+            "beta.example:20880",
+        ]
+    );
+    assert_eq!(
+        addresses("pattern"),
+        [
+            "10.0.0.1:20880",
+            "10.0.0.2:20880",
+            "10.0.0.3:20880",
+            "10.0.0.3:20881"
+        ]
+    );
+}

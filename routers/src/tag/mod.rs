@@ -131,7 +131,7 @@ impl PreparedTag {
                 .iter()
                 .map(|p| HostPort::new(p.host(), p.port()))
                 .collect();
-            let hosts = HostIndex::build(&at);
+            let hosts = HostIndex::build(&at, rule.tags.iter().flat_map(|t| &t.addresses));
             // Straight into the trie (no map of every tag beside it while it is built).
             let mut by_tag = TagLevels::default();
             // Tags with addresses, in order (a later tag of the same name replaces it).
@@ -358,24 +358,65 @@ impl TagLevels {
 /// Providers by exact host, so that a tag's exact addresses (`10.0.0.1`, `10.0.0.1:20880`,
 /// `host.example`) resolve with a lookup instead of a scan of the snapshot: a rule of a
 /// million exact addresses prepares in time proportional to its size plus the snapshot.
-/// Wildcard, range and CIDR patterns scan the snapshot.
+/// Only the hosts the rule names exactly are indexed (the index is the size of the rule and
+/// of the providers it names, not of the snapshot: at a million providers an index of every
+/// host was most of the tag router's preparation time and memory). Wildcard, range and CIDR
+/// patterns scan the snapshot.
 struct HostIndex {
     by_ip: HashMap<std::net::IpAddr, Vec<u32>>,
     by_name: HashMap<String, Vec<u32>>,
 }
 
+/// The IPv4 address an all-exact `pattern` names (`10.0.0.1`, with or without a port).
+fn exact_ipv4(pattern: &AddressPattern) -> Option<std::net::IpAddr> {
+    let AddressPattern::V4 { segments, .. } = pattern else {
+        return None;
+    };
+    let mut octets = [0u8; 4];
+    let exact = segments.iter().zip(&mut octets).all(|(s, o)| match s {
+        Segment::Exact(n) => u8::try_from(*n).map(|n| *o = n).is_ok(),
+        _ => false,
+    });
+    exact.then(|| std::net::IpAddr::from(octets))
+}
+
 impl HostIndex {
-    fn build(at: &[HostPort<'_>]) -> Self {
+    /// Indexes the providers of `at` whose host one of `patterns` names exactly.
+    fn build<'r>(at: &[HostPort<'_>], patterns: impl Iterator<Item = &'r AddressPattern>) -> Self {
         let mut by_ip: HashMap<std::net::IpAddr, Vec<u32>> = HashMap::new();
         let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
-        for (i, hp) in at.iter().enumerate() {
-            if let Some(ip) = hp.ip {
-                by_ip.entry(ip).or_default().push(i as u32);
+        for pattern in patterns {
+            if let Some(ip) = exact_ipv4(pattern) {
+                by_ip.entry(ip).or_default();
+            } else if let AddressPattern::Host { name, .. } = pattern {
+                by_name.entry(name.to_ascii_lowercase()).or_default();
             }
-            by_name
-                .entry(hp.host.to_ascii_lowercase())
-                .or_default()
-                .push(i as u32);
+        }
+        if by_ip.is_empty() && by_name.is_empty() {
+            return HostIndex { by_ip, by_name };
+        }
+        // One buffer for hosts written with capitals (rare): no string per provider.
+        let mut lower = String::new();
+        for (i, hp) in at.iter().enumerate() {
+            if let Some(ip) = hp.ip
+                && let Some(found) = by_ip.get_mut(&ip)
+            {
+                found.push(i as u32);
+            }
+            if by_name.is_empty() {
+                continue;
+            }
+            let host = if hp.host.bytes().any(|b| b.is_ascii_uppercase()) {
+                lower.clear();
+                lower.push_str(hp.host);
+                lower.make_ascii_lowercase();
+                lower.as_str()
+            } else {
+                hp.host
+            };
+            if let Some(found) = by_name.get_mut(host) {
+                found.push(i as u32);
+            }
         }
         HostIndex { by_ip, by_name }
     }
@@ -383,14 +424,7 @@ impl HostIndex {
     /// Appends the providers `pattern` matches to `out`.
     fn matching(&self, pattern: &AddressPattern, at: &[HostPort<'_>], out: &mut Vec<u32>) {
         let candidates = match pattern {
-            AddressPattern::V4 { segments, .. } => {
-                let mut octets = [0u8; 4];
-                let exact = segments.iter().zip(&mut octets).all(|(s, o)| match s {
-                    Segment::Exact(n) => u8::try_from(*n).map(|n| *o = n).is_ok(),
-                    _ => false,
-                });
-                exact.then(|| self.by_ip.get(&std::net::IpAddr::from(octets)))
-            }
+            AddressPattern::V4 { .. } => exact_ipv4(pattern).map(|ip| self.by_ip.get(&ip)),
             AddressPattern::Host { name, .. } => Some(self.by_name.get(&name.to_ascii_lowercase())),
             _ => None,
         };
