@@ -6,12 +6,10 @@
 //!
 //! Run: `cargo run --release -p routechain-benches --example many_services -- [services] [providers]`.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use routechain::core::Snapshot;
-use routechain::live::{LiveChain, LiveOptions, ProviderText, Update};
-use routechain::rules::ChainFile;
+use routechain::live::{LiveChain, ProviderText, Update};
 use routechain_testkit as testkit;
 
 /// This process's resident set size in bytes (`VmRSS`).
@@ -25,18 +23,7 @@ fn rss() -> usize {
 }
 
 fn service(lines: &[String]) -> LiveChain {
-    let file =
-        ChainFile::parse("many.chain.yaml", &testkit::full_chain_yaml(), None).expect("chain");
-    let live = LiveChain::with_providers(
-        file,
-        routechain::registry(),
-        LiveOptions {
-            consumer: Some(Arc::new(testkit::consumer())),
-            ..LiveOptions::default()
-        },
-        Snapshot::new(1, Vec::new()),
-    )
-    .expect("chain builds");
+    let live = testkit::live_full_chain("many.chain.yaml", Snapshot::new(1, Vec::new()));
     live.apply(push(lines));
     live
 }

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use routechain::core::{Snapshot, Url};
-use routechain::live::{LiveChain, LiveOptions, ProviderText, Update};
-use routechain::rules::ChainFile;
+use routechain::live::{ProviderText, Update};
 use routechain_testkit::{self as testkit, cpu_seconds};
 
 /// Runs `f` `runs` times; prints and returns the median wall time in ms, and the total CPU.
@@ -66,17 +65,10 @@ fn main() {
 
     // A live chain at n providers: one added, one removed, as a registry pushes them (the
     // whole list, as text).
-    let file = ChainFile::parse("update_cost.chain.yaml", &full, None).expect("chain");
-    let live = LiveChain::with_providers(
-        file,
-        routechain::registry(),
-        LiveOptions {
-            consumer: Some(Arc::new(testkit::consumer())),
-            ..LiveOptions::default()
-        },
+    let live = testkit::live_full_chain(
+        "update_cost.chain.yaml",
         Snapshot::new(1, testkit::providers(n, seed)),
-    )
-    .expect("chain builds");
+    );
     let push = |k: usize| Update::Providers {
         origin: "update_cost".into(),
         text: ProviderText::Urls(urls[..k].to_vec()),

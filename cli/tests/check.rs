@@ -309,13 +309,15 @@ fn unknown_fields_in_tag_and_affinity_rules_are_warnings_not_errors() {
     );
 }
 
+/// An override rule with two misspelt fields (`enabeld`, `adresses`), on lines 4 and 7.
+const MISSPELT_OVERRIDE: &str = "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabeld: true\nconfigs:\n  - side: consumer\n    adresses: [\"10.0.0.1\"]\n    parameters: {timeout: 1000}\n";
+/// An override rule with `enabled: false` on line 4.
+const SWITCHED_OFF_OVERRIDE: &str = "configVersion: v3.0\nscope: service\nkey: k\nenabled: false\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n";
+
 #[test]
 fn unknown_fields_in_override_rules_are_warnings() {
     let s = Scratch::new("check-configurators-fields");
-    let rule = s.write(
-        "com.foo.BarService.configurators",
-        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabeld: true\nconfigs:\n  - side: consumer\n    adresses: [\"10.0.0.1\"]\n    parameters: {timeout: 1000}\n",
-    );
+    let rule = s.write("com.foo.BarService.configurators", MISSPELT_OVERRIDE);
     let out = routechain(&["check", rule.to_str().unwrap()]);
     assert_exit(&out, 0);
     let text = stdout(&out);
@@ -327,10 +329,7 @@ fn unknown_fields_in_override_rules_are_warnings() {
     ] {
         assert!(text.contains(want), "{want}\n{text}");
     }
-    let off = s.write(
-        "off.configurators",
-        "configVersion: v3.0\nscope: service\nkey: k\nenabled: false\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n",
-    );
+    let off = s.write("off.configurators", SWITCHED_OFF_OVERRIDE);
     let out = routechain(&["check", "--deny-warnings", off.to_str().unwrap()]);
     assert_exit(&out, 1);
     assert!(
@@ -345,14 +344,8 @@ fn unknown_fields_in_override_rules_are_warnings() {
 #[test]
 fn unknown_fields_in_a_chains_override_files_are_warnings() {
     let s = Scratch::new("check-chain-overrides-fields");
-    s.write(
-        "weights.configurators.yaml",
-        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabeld: true\nconfigs:\n  - side: consumer\n    adresses: [\"10.0.0.1\"]\n    parameters: {timeout: 1000}\n",
-    );
-    s.write(
-        "off.configurators.yaml",
-        "configVersion: v3.0\nscope: service\nkey: k\nenabled: false\nconfigs:\n  - side: consumer\n    parameters: {timeout: 1000}\n",
-    );
+    s.write("weights.configurators.yaml", MISSPELT_OVERRIDE);
+    s.write("off.configurators.yaml", SWITCHED_OFF_OVERRIDE);
     let chain = s.write(
         "chain.yaml",
         "overrides: [weights.configurators.yaml, off.configurators.yaml]\nrouters:\n  - type: group\n",

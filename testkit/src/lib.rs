@@ -373,6 +373,22 @@ pub const CHAINS: [(&str, ChainText); 4] = [
     ("idc-weight", idc_chain_yaml),
 ];
 
+/// A live chain of [`full_chain_yaml`] (named `name`) with [`consumer`] as its consumer,
+/// serving `snapshot`: what the update-cost examples apply provider pushes to.
+pub fn live_full_chain(name: &str, snapshot: Snapshot) -> routechain::live::LiveChain {
+    let file = ChainFile::parse(name, &full_chain_yaml(), None).expect("the full chain parses");
+    routechain::live::LiveChain::with_providers(
+        file,
+        routechain::registry(),
+        routechain::live::LiveOptions {
+            consumer: Some(Arc::new(consumer())),
+            ..routechain::live::LiveOptions::default()
+        },
+        snapshot,
+    )
+    .expect("the full chain builds")
+}
+
 /// Parses `chain_yaml` and prepares it over `snapshot` for [`consumer`], through the
 /// default registry ([`routechain::registry`]) — what `routechain route` does.
 pub fn build_state(chain_yaml: &str, snapshot: Arc<Snapshot>) -> Result<ChainState, LoadError> {
