@@ -38,6 +38,15 @@ impl BitSet {
         s
     }
 
+    /// A set over `len` providers from its words (least significant bit first; missing
+    /// words are zero, bits past `len` are cleared).
+    pub fn from_words(mut words: Vec<u64>, len: usize) -> Self {
+        words.resize(words_for(len), 0);
+        let mut s = BitSet { words, len };
+        s.trim();
+        s
+    }
+
     /// A set over `len` providers holding `indexes` (indexes `>= len` are ignored).
     pub fn from_indexes(len: usize, indexes: impl IntoIterator<Item = usize>) -> Self {
         let mut s = Self::empty(len);

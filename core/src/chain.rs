@@ -12,6 +12,7 @@ use arc_swap::{ArcSwap, Guard};
 
 use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
+use crate::edit::SnapshotEdit;
 use crate::metrics::{ChainMetrics, PickCounter, RouterCounters};
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
@@ -58,6 +59,8 @@ struct Step {
     name: Arc<str>,
     priority: i32,
     prepared: Arc<dyn PreparedRouter>,
+    /// True when `prepared` was derived from the previous state's by a snapshot edit.
+    edited: bool,
     /// This router's counters, when the state carries metrics.
     counters: Option<Arc<RouterCounters>>,
 }
@@ -206,7 +209,14 @@ impl ChainState {
         let entries = entries.into();
         let degraded = Arc::new(DegradedSet::new(snapshot.len()));
         Self::assemble(
-            1, service, snapshot, consumer, degraded, entries, None, None,
+            1,
+            service,
+            snapshot,
+            consumer,
+            degraded,
+            entries,
+            Prior::None,
+            None,
         )
     }
 
@@ -219,7 +229,7 @@ impl ChainState {
         consumer: Arc<Url>,
         degraded: Arc<DegradedSet>,
         entries: Arc<[ChainEntry]>,
-        reuse: Option<&ChainState>,
+        prior: Prior<'_>,
         metrics: Option<Arc<ChainMetrics>>,
     ) -> Result<Self, PrepareError> {
         let mut order: Vec<usize> = (0..entries.len()).collect();
@@ -232,13 +242,31 @@ impl ChainState {
         let mut steps = Vec::with_capacity(order.len());
         for i in order {
             let entry = &entries[i];
-            let reused = reuse.and_then(|old| {
+            let before = |old: &ChainState| {
                 old.steps
                     .iter()
                     .find(|s| Arc::ptr_eq(&old.entries[s.entry].router, &entry.router))
                     .map(|s| s.prepared.clone())
-            });
-            let prepared = match reused {
+            };
+            let derived = match prior {
+                Prior::None => None,
+                Prior::Same(old) => before(old),
+                Prior::Edited(old, edit) => {
+                    match before(old).and_then(|p| p.prepare_edit(edit, &cx)) {
+                        Some(Ok(p)) => Some(p),
+                        Some(Err(reason)) => {
+                            return Err(PrepareError {
+                                router: entry.router.name().to_string(),
+                                generation: snapshot.generation(),
+                                reason,
+                            });
+                        }
+                        None => None,
+                    }
+                }
+            };
+            let edited = derived.is_some() && matches!(prior, Prior::Edited(..));
+            let prepared = match derived {
                 Some(p) => p,
                 None => entry.router.prepare(&cx)?,
             };
@@ -248,12 +276,29 @@ impl ChainState {
                 name: Arc::from(entry.router.name()),
                 priority: entry.priority,
                 prepared,
+                edited,
                 counters: metrics
                     .as_ref()
                     .map(|m| m.router(entry.router.name(), &entry.kind)),
             });
         }
-        let picks = pick_counters(metrics.as_deref(), &snapshot);
+        let picks = match prior {
+            // Survivors keep their counters; only the added providers are looked up.
+            Prior::Edited(old, edit) if old.picks.is_some() && metrics.is_some() => {
+                old.picks.as_deref().and_then(|p| {
+                    let added = pick_counters(
+                        metrics.as_deref(),
+                        snapshot.providers()[edit.added()].iter(),
+                    )?;
+                    let mut added = added.into_vec().into_iter();
+                    Some(
+                        edit.table(p, |_| added.next().expect("one counter per added provider"))
+                            .into_boxed_slice(),
+                    )
+                })
+            }
+            _ => pick_counters(metrics.as_deref(), snapshot.providers().iter()),
+        };
         Ok(ChainState {
             generation,
             service,
@@ -277,7 +322,7 @@ impl ChainState {
                 .as_ref()
                 .map(|m| m.router(entry.router.name(), &entry.kind));
         }
-        self.picks = pick_counters(metrics.as_deref(), &self.snapshot);
+        self.picks = pick_counters(metrics.as_deref(), self.snapshot.providers().iter());
         self.metrics = metrics;
         self
     }
@@ -305,6 +350,44 @@ impl ChainState {
         self.with_snapshot_and_entries(snapshot, degraded, self.entries.clone())
     }
 
+    /// A new state for `snapshot`, which follows this state's snapshot by `edit` (see
+    /// [`SnapshotEdit`]; [`Snapshot::edit_to`] computes both): each router derives its state
+    /// from its current one in proportion to what changed
+    /// ([`PreparedRouter::prepare_edit`]), or prepares from scratch when it cannot; the
+    /// result routes exactly as [`ChainState::with_snapshot`] would. `degraded` is the new
+    /// snapshot's set ([`DegradedSet::edited`] carries the current one over). When `edit`
+    /// does not lead from this snapshot to `snapshot` (their lengths disagree), every
+    /// router prepares.
+    pub fn with_edit(
+        &self,
+        snapshot: Arc<Snapshot>,
+        edit: &SnapshotEdit,
+        degraded: Arc<DegradedSet>,
+    ) -> Result<Self, PrepareError> {
+        let fits = edit.old_len() == self.snapshot.len() && edit.new_len() == snapshot.len();
+        Self::assemble(
+            self.generation + 1,
+            self.service.clone(),
+            snapshot,
+            self.consumer.clone(),
+            degraded,
+            self.entries.clone(),
+            if fits {
+                Prior::Edited(self, edit)
+            } else {
+                Prior::None
+            },
+            self.metrics.clone(),
+        )
+    }
+
+    /// Each router's name in run order, with whether its prepared state was derived by
+    /// [`ChainState::with_edit`] from the previous state's ([`PreparedRouter::prepare_edit`])
+    /// rather than prepared from scratch: for update logs and tests.
+    pub fn edited_routers(&self) -> impl Iterator<Item = (&str, bool)> + '_ {
+        self.steps.iter().map(|s| (&*s.name, s.edited))
+    }
+
     /// A new state with other routers over the same snapshot: routers that are the same
     /// `Arc` as before keep their prepared state, the others prepare.
     pub fn with_entries(
@@ -318,7 +401,7 @@ impl ChainState {
             self.consumer.clone(),
             self.degraded.clone(),
             entries.into(),
-            Some(self),
+            Prior::Same(self),
             self.metrics.clone(),
         )
     }
@@ -337,7 +420,7 @@ impl ChainState {
             self.consumer.clone(),
             degraded,
             entries.into(),
-            None,
+            Prior::None,
             self.metrics.clone(),
         )
     }
@@ -351,7 +434,7 @@ impl ChainState {
             consumer,
             self.degraded.clone(),
             self.entries.clone(),
-            None,
+            Prior::None,
             self.metrics.clone(),
         )
     }
@@ -484,12 +567,25 @@ impl ChainState {
     }
 }
 
-/// The pick counters of `snapshot`'s providers, by index, when `metrics` count picks.
-fn pick_counters(
+/// The pick counters of `providers`, in order, when `metrics` count picks.
+fn pick_counters<'a>(
     metrics: Option<&ChainMetrics>,
-    snapshot: &Snapshot,
+    providers: impl Iterator<Item = &'a Arc<Url>>,
 ) -> Option<Box<[Arc<PickCounter>]>> {
-    metrics?.pick_counters(snapshot.providers().iter().map(|p| p.address()))
+    metrics?.pick_counters(providers.map(|p| p.address()))
+}
+
+/// What a new state may derive its routers' prepared states from.
+#[derive(Clone, Copy)]
+enum Prior<'a> {
+    /// Nothing: every router prepares.
+    None,
+    /// A state over the same snapshot and consumer: a router that is the same `Arc` keeps
+    /// its prepared state.
+    Same(&'a ChainState),
+    /// A state over the snapshot the new one follows from by the edit: a router that is the
+    /// same `Arc` derives its state by [`PreparedRouter::prepare_edit`] when it can.
+    Edited(&'a ChainState, &'a SnapshotEdit),
 }
 
 /// The live chain: the current [`ChainState`] behind an [`ArcSwap`].

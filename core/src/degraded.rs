@@ -39,6 +39,27 @@ impl DegradedSet {
             tallies: ArcSwap::default(),
         }
     }
+    /// A new set over the snapshot `edit` derives, holding the members of this one that
+    /// survive it (at their new positions); added providers are not degraded. Off the call
+    /// path: O(providers / 64). A mark racing it may be lost, as with any carry-over: the
+    /// next failure marks the provider again.
+    pub fn edited(&self, edit: &crate::SnapshotEdit) -> Self {
+        let now = crate::BitSet::from_words(
+            self.words
+                .iter()
+                .map(|w| w.load(Ordering::Relaxed))
+                .collect(),
+            self.len,
+        );
+        let next = edit.bitset(&now, |_| false);
+        DegradedSet {
+            words: next.words().iter().map(|&w| AtomicU64::new(w)).collect(),
+            len: next.len(),
+            members: AtomicU64::new(next.count() as u64),
+            tallies: ArcSwap::default(),
+        }
+    }
+
     /// The number of providers the set ranges over.
     pub fn len(&self) -> usize {
         self.len

@@ -177,6 +177,18 @@ impl ProviderSet {
         }
     }
 
+    /// The set carried over `edit` to the new snapshot: removed members deleted, survivors
+    /// renumbered, each added position `i` a member when `added(i)`; stored in the smaller
+    /// form for its new size. Time: the set's size plus the added providers.
+    pub fn edited(&self, edit: &crate::SnapshotEdit, added: impl FnMut(usize) -> bool) -> Self {
+        match self {
+            ProviderSet::Dense(b) => Self::from_bitset(edit.bitset(b, added)),
+            ProviderSet::Sparse { indexes, .. } => {
+                Self::from_sorted(edit.indexes(indexes, added), edit.new_len())
+            }
+        }
+    }
+
     /// Approximate heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         match self {
@@ -233,6 +245,53 @@ impl ParamIndex {
                 .map(|(k, v)| (Box::from(k), to_set(v)))
                 .collect(),
             missing: to_set(missing),
+            len,
+        }
+    }
+
+    /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for
+    /// the added providers only: equal to [`ParamIndex::build_with`] over `snapshot`
+    /// (a value left with no provider is dropped). Time: the index's size plus the added
+    /// providers.
+    pub fn edited<'s>(
+        &self,
+        edit: &crate::SnapshotEdit,
+        snapshot: &'s Snapshot,
+        mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
+    ) -> Self {
+        let len = edit.new_len();
+        let mut added: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut added_missing = Vec::new();
+        for i in edit.added() {
+            match value_of(&snapshot.providers()[i]) {
+                Some(v) => added.entry(v).or_default().push(i as u32),
+                None => added_missing.push(i as u32),
+            }
+        }
+        // `edited` asks in increasing position order: a cursor over the sorted list.
+        fn member_of(list: &[u32]) -> impl FnMut(usize) -> bool + '_ {
+            let mut k = 0;
+            move |i| {
+                while list.get(k).is_some_and(|&x| (x as usize) < i) {
+                    k += 1;
+                }
+                list.get(k) == Some(&(i as u32))
+            }
+        }
+        let mut by_value = HashMap::with_capacity(self.by_value.len() + added.len());
+        for (value, set) in &self.by_value {
+            let extra = added.remove(&**value);
+            let set = set.edited(edit, member_of(extra.as_deref().unwrap_or_default()));
+            if set.count() > 0 {
+                by_value.insert(value.clone(), set);
+            }
+        }
+        for (value, list) in added {
+            by_value.insert(Box::from(value), ProviderSet::from_sorted(list, len));
+        }
+        ParamIndex {
+            by_value,
+            missing: self.missing.edited(edit, member_of(&added_missing)),
             len,
         }
     }

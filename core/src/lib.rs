@@ -3,7 +3,9 @@
 //! The model and the chain of routechain, depending on nothing else of routechain's:
 //!
 //! - [`Url`] / [`Provider`]: Dubbo-style URLs, parsed once.
-//! - [`Snapshot`]: an immutable, indexed provider list with a generation.
+//! - [`Snapshot`]: an immutable, indexed provider list with a generation;
+//!   [`SnapshotEdit`]: how one follows from the one before it (providers removed, others
+//!   appended), so routers update their indexes in proportion to what changed.
 //! - [`Request`]: one call (consumer, method, arguments, attachments, attributes), passed
 //!   explicitly — never through thread-locals.
 //! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place;
@@ -54,6 +56,7 @@
 pub mod bitset;
 pub mod chain;
 pub mod degraded;
+pub mod edit;
 pub mod index;
 pub mod intern;
 pub mod metrics;
@@ -71,6 +74,7 @@ pub mod weighted;
 pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
+pub use edit::SnapshotEdit;
 pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};
 pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};

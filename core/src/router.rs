@@ -63,6 +63,7 @@ use serde::de::DeserializeOwned;
 
 use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
+use crate::edit::SnapshotEdit;
 use crate::registry::{RouterFactory, RouterSpec};
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
@@ -157,6 +158,29 @@ pub trait TypedRouter: Send + Sync + 'static {
     fn attach(prepared: &Self::Prepared, degraded: &Arc<DegradedSet>) {
         let _ = (prepared, degraded);
     }
+
+    /// Derives the state for `cx.snapshot` from `prepared`, the state for the snapshot
+    /// before it, when `cx.snapshot` follows from that one by `edit` (old providers
+    /// removed, the rest kept in order, new ones appended: [`SnapshotEdit`]), touching only
+    /// what changed: carry each bitset over with [`SnapshotEdit::bitset`] (or
+    /// [`ProviderSet::edited`](crate::ProviderSet::edited),
+    /// [`ParamIndex::edited`](crate::ParamIndex::edited)) and evaluate the rule on the
+    /// added providers only. The consumer and the rule are the ones `prepared` was
+    /// prepared with.
+    ///
+    /// The result must route every request exactly as [`TypedRouter::prepare`] over
+    /// `cx.snapshot` would (`routechain-testkit`'s `assert_edits_route_as_prepare` checks
+    /// it). `None`, the default, prepares from scratch; an error refuses the snapshot as
+    /// in `prepare`.
+    fn prepare_edit(
+        prepared: &Self::Prepared,
+        rule: &Arc<Self::Rule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<Self::Prepared, String>> {
+        let _ = (prepared, rule, edit, cx);
+        None
+    }
 }
 
 /// A compiled rule as the chain stores it: builds per-snapshot state off the call path.
@@ -187,6 +211,19 @@ pub trait PreparedRouter: Send + Sync + 'static {
     /// [`DegradedSet::tally`] here. The default does nothing.
     fn attach(&self, degraded: &Arc<DegradedSet>) {
         let _ = degraded;
+    }
+
+    /// The state for `cx.snapshot`, which follows this state's snapshot by `edit`, derived
+    /// from this one in proportion to what changed ([`TypedRouter::prepare_edit`]), or
+    /// `None` when the router cannot (the chain then calls [`Router::prepare`]). An error
+    /// (a reason; the chain adds the router and the generation) refuses the snapshot.
+    fn prepare_edit(
+        &self,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<Arc<dyn PreparedRouter>, String>> {
+        let _ = (edit, cx);
+        None
     }
 }
 
@@ -305,7 +342,10 @@ impl<T: TypedRouter> Router for Compiled<T> {
 
     fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
         match T::prepare(&self.rule, cx) {
-            Ok(prepared) => Ok(Arc::new(Prepared::<T>(prepared))),
+            Ok(state) => Ok(Arc::new(Prepared::<T> {
+                state,
+                rule: self.rule.clone(),
+            })),
             Err(reason) => Err(PrepareError {
                 router: self.name.clone(),
                 generation: cx.snapshot.generation(),
@@ -315,17 +355,35 @@ impl<T: TypedRouter> Router for Compiled<T> {
     }
 }
 
-/// A typed router's state for one snapshot: the [`PreparedRouter`] the chain calls.
-struct Prepared<T: TypedRouter>(T::Prepared);
+/// A typed router's state for one snapshot, with the rule it was prepared from (for
+/// [`TypedRouter::prepare_edit`]): the [`PreparedRouter`] the chain calls.
+struct Prepared<T: TypedRouter> {
+    state: T::Prepared,
+    rule: Arc<T::Rule>,
+}
 
 impl<T: TypedRouter> PreparedRouter for Prepared<T> {
     #[inline]
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
-        T::route(&self.0, cx, candidates)
+        T::route(&self.state, cx, candidates)
     }
 
     fn attach(&self, degraded: &Arc<DegradedSet>) {
-        T::attach(&self.0, degraded);
+        T::attach(&self.state, degraded);
+    }
+
+    fn prepare_edit(
+        &self,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<Arc<dyn PreparedRouter>, String>> {
+        let state = T::prepare_edit(&self.state, &self.rule, edit, cx)?;
+        Some(state.map(|state| {
+            Arc::new(Prepared::<T> {
+                state,
+                rule: self.rule.clone(),
+            }) as Arc<dyn PreparedRouter>
+        }))
     }
 }
 
@@ -355,6 +413,14 @@ impl PreparedRouter for PassEverythingPrepared {
     fn route(&self, cx: &mut RouteContext<'_>, _candidates: &mut Candidates) -> Evaluation {
         cx.explain(format_args!("no {} rule: every provider passes", self.0));
         Evaluation::Cached
+    }
+
+    fn prepare_edit(
+        &self,
+        _edit: &SnapshotEdit,
+        _cx: &PrepareContext<'_>,
+    ) -> Option<Result<Arc<dyn PreparedRouter>, String>> {
+        Some(Ok(Arc::new(PassEverythingPrepared(self.0.clone()))))
     }
 }
 
@@ -596,6 +662,14 @@ where
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         (self.0)(cx, candidates);
         Evaluation::Runtime
+    }
+    /// The closure holds no per-snapshot state: the same one serves the edited snapshot.
+    fn prepare_edit(
+        &self,
+        _edit: &SnapshotEdit,
+        _cx: &PrepareContext<'_>,
+    ) -> Option<Result<Arc<dyn PreparedRouter>, String>> {
+        Some(Ok(Arc::new(FnPrepared(self.0.clone()))))
     }
 }
 

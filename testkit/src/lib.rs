@@ -20,6 +20,8 @@
 //! - [`naive`]: the same full chain written the obvious way (a `Vec` of provider structs with
 //!   `HashMap` params, filtered router by router) — the "what a user would write instead"
 //!   baseline.
+//! - [`edits`]: the check that routers' incremental provider updates route exactly as a
+//!   fresh preparation.
 //! - [`hostile`]: the hostile-input shapes the preparation benchmarks time.
 //! - [`zookeeper`]: a real ZooKeeper server for tests; [`wait_for`] polls a condition.
 //!
@@ -37,6 +39,7 @@ use routechain::rules::ChainFile;
 use routechain::rules::load::LoadError;
 
 pub mod churn;
+pub mod edits;
 pub mod hostile;
 pub mod zookeeper;
 
