@@ -186,9 +186,12 @@ impl BitSet {
         }
     }
 
-    /// True when `self AND other` is not empty.
+    /// True when `self AND other` is not empty (eight words tested at a time, as
+    /// [`BitSet::any_mask`]).
     pub fn intersects(&self, other: &BitSet) -> bool {
-        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+        let n = self.words.len().min(other.words.len());
+        let (a, b) = (&self.words[..n], &other.words[..n]);
+        any_word(n, |i| a[i] & b[i])
     }
 
     /// The number of members of `self AND other`.
@@ -302,13 +305,17 @@ impl BitSet {
     }
 }
 
-/// True when `word(i)` is non-zero for some `i < n`: eight words are OR-ed per test, so
-/// the scan branches once per eight words (and vectorizes) yet still stops early.
+/// True when `word(i)` is non-zero for some `i < n`: the first eight words one by one (a
+/// dense set answers at its first word), then eight words OR-ed per test, so a long scan
+/// branches once per eight words (and vectorizes) yet still stops early.
 #[inline(always)]
 fn any_word(n: usize, word: impl Fn(usize) -> u64) -> bool {
     const BLOCK: usize = 8;
+    if (0..n.min(BLOCK)).any(|i| word(i) != 0) {
+        return true;
+    }
     let blocks = n / BLOCK;
-    for b in 0..blocks {
+    for b in 1..blocks {
         let mut acc = 0;
         for j in 0..BLOCK {
             acc |= word(b * BLOCK + j);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use routechain_core::{BitSet, NamedSets, NamedSetsBuilder, PrepareContext, Url, stable_hash};
 
 use super::health::Health;
+use super::route::HealthySets;
 use super::rule::IdcWeightRule;
 
 /// A URL's value for `key`, trimmed; `None` when absent or blank.
@@ -42,6 +43,9 @@ pub struct PreparedIdcWeight {
     pub(super) local: Local,
     /// Provider counts per IDC and region, with live health.
     pub(super) health: Health,
+    /// The rule's regions and IDCs minus the param-degraded providers, for the call's
+    /// passes (derived from `regions`, `idcs` and `degraded`; rebuilt with them).
+    pub(super) healthy_sets: HealthySets,
 }
 
 /// How step 3 chose the target.
@@ -123,7 +127,9 @@ impl PreparedIdcWeight {
         }
         let (regions, idcs) = (regions.finish(), idcs.finish());
         let health = Health::new(idcs.len(), &idc_of, regions.len(), &region_of, &degraded);
+        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
         let mut prepared = PreparedIdcWeight {
+            healthy_sets,
             rule: rule.clone(),
             any_degraded: !degraded.is_empty(),
             degraded,

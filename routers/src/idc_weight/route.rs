@@ -2,7 +2,9 @@
 //! function over the prepared sets, with no allocation and at most one random draw.
 
 use routechain_core::weighted::{self, Draw, UNIT};
-use routechain_core::{BitSet, Candidates, Evaluation, ProviderSet, RouteContext, WordMask};
+use routechain_core::{
+    BitSet, Candidates, Evaluation, NamedSets, ProviderSet, RouteContext, WordMask,
+};
 
 use super::health::{Counts, effective_weight, rehash};
 use super::prepared::{Local, PreparedIdcWeight, Strategy};
@@ -51,6 +53,63 @@ pub(super) enum Outcome {
     FallbackHealthy,
     /// Every candidate is degraded; fell back to the whole input.
     FallbackInput,
+}
+
+/// Per snapshot, each rule region's providers and each rule IDC's providers within its
+/// region, minus the providers degraded by parameter: what a call keeps when no provider is
+/// live-degraded and no set is in panic, prepared so the call's scan or AND reads one
+/// prepared set instead of three (region, IDC, degraded), each read a pass over the
+/// snapshot's words. `None`: the set itself (no provider degraded, and for an IDC, every
+/// provider of it in its region), not stored twice. Rebuilt with the sets it derives from
+/// (O(rule names × providers / 64)).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HealthySets {
+    /// Per rule region `r`: `region(r) AND NOT degraded`.
+    regions: Vec<Option<ProviderSet>>,
+    /// Per rule IDC `k`: `idc(k) AND region(rule.idcs[k].region) AND NOT degraded`.
+    idcs: Vec<Option<ProviderSet>>,
+}
+
+impl HealthySets {
+    /// The sets of `rule`'s regions and IDCs, from the prepared `regions` and `idcs` (the
+    /// rule's names first, at the rule's indexes) and the param-degraded set.
+    pub(crate) fn build(
+        rule: &IdcWeightRule,
+        regions: &NamedSets,
+        idcs: &NamedSets,
+        degraded: &BitSet,
+    ) -> Self {
+        let any_degraded = !degraded.is_empty();
+        let region = |r: usize| {
+            any_degraded.then(|| {
+                let mut set = regions.set(r).to_bitset();
+                set.and_not_assign(degraded);
+                ProviderSet::from_bitset(set)
+            })
+        };
+        let idc = |k: usize| {
+            let r = rule.idcs[k].region;
+            let (own, within) = (idcs.set(k), regions.set(r));
+            let inside = match own {
+                ProviderSet::Dense(b) => b.is_subset(&within.to_bitset()),
+                ProviderSet::Sparse { indexes, .. } => {
+                    indexes.iter().all(|&i| within.contains(i as usize))
+                }
+            };
+            (any_degraded || !inside).then(|| {
+                let mut set = own.to_bitset();
+                set.and_assign(&within.to_bitset());
+                set.and_not_assign(degraded);
+                ProviderSet::from_bitset(set)
+            })
+        };
+        HealthySets {
+            regions: (0..rule.regions.len().min(regions.len()))
+                .map(region)
+                .collect(),
+            idcs: (0..rule.idcs.len().min(idcs.len())).map(idc).collect(),
+        }
+    }
 }
 
 impl PreparedIdcWeight {
@@ -201,12 +260,7 @@ impl PreparedIdcWeight {
         let view = self.health.view(live);
         let counts = |r: usize| view.region(r, self.regions.set(r), &self.degraded);
         let has = |r: usize, scratch: &BitSet| {
-            self.any_healthy(
-                healthy,
-                candidates,
-                scratch,
-                Within::region(self.regions.set(r)),
-            )
+            self.any_healthy(healthy, candidates, scratch, self.within_region(r))
         };
         // The local region fully available: it keeps every call.
         if let Some(r) = local.region
@@ -309,14 +363,7 @@ impl PreparedIdcWeight {
         candidates: &Candidates,
         scratch: &BitSet,
     ) -> Option<(usize, bool)> {
-        let has = |r: usize| {
-            self.any_healthy(
-                healthy,
-                candidates,
-                scratch,
-                Within::region(self.regions.set(r)),
-            )
-        };
+        let has = |r: usize| self.any_healthy(healthy, candidates, scratch, self.within_region(r));
         match local.region.filter(|&r| has(r)) {
             Some(r) => Some((r, true)),
             None => rule
@@ -363,15 +410,12 @@ impl PreparedIdcWeight {
         candidates: &mut Candidates,
         scratch: &BitSet,
     ) -> Outcome {
-        let region_set = Within::region(self.regions.set(region));
+        let region_set = self.within_region(region);
         let Some(target) = strategy.target() else {
             self.keep_healthy(region_mode, candidates, scratch, region_set);
             return Outcome::Target;
         };
-        let target_set = target.map(|k| Within {
-            idc: Some(self.idcs.set(k)),
-            ..region_set
-        });
+        let target_set = target.map(|k| self.within_idc(region, k));
         let hit = target_set.is_some_and(|t| self.any_healthy(target_mode, candidates, scratch, t));
         match target_set {
             Some(t) if hit => {
@@ -498,6 +542,8 @@ type DenseWords<'a> = (Option<&'a [u64]>, Option<&'a [u64]>);
 pub(super) struct Within<'a> {
     region: Option<&'a ProviderSet>,
     idc: Option<&'a ProviderSet>,
+    /// The prepared `region AND idc AND NOT param-degraded` ([`HealthySets`]), when known.
+    healthy: Option<&'a ProviderSet>,
 }
 
 impl<'a> Within<'a> {
@@ -505,14 +551,8 @@ impl<'a> Within<'a> {
     const ALL: Within<'static> = Within {
         region: None,
         idc: None,
+        healthy: None,
     };
-
-    fn region(set: &'a ProviderSet) -> Self {
-        Within {
-            region: Some(set),
-            idc: None,
-        }
-    }
 
     /// Word `w` of the set (the general path: sparse sets, per word).
     #[inline]
@@ -535,9 +575,53 @@ impl<'a> Within<'a> {
 }
 
 impl PreparedIdcWeight {
+    /// Region `r`'s providers, with its prepared healthy set when it is a rule region.
+    #[inline]
+    fn within_region(&self, r: usize) -> Within<'_> {
+        let region = self.regions.set(r);
+        Within {
+            region: Some(region),
+            idc: None,
+            healthy: self
+                .healthy_sets
+                .regions
+                .get(r)
+                .map(|h| h.as_ref().unwrap_or(region)),
+        }
+    }
+
+    /// IDC `k`'s providers within region `r`, with their prepared healthy set when `k` is
+    /// a rule IDC of `r`.
+    #[inline]
+    fn within_idc(&self, r: usize, k: usize) -> Within<'_> {
+        let idc = self.idcs.set(k);
+        let healthy = match self.healthy_sets.idcs.get(k) {
+            Some(h) if self.rule.idcs[k].region == r => Some(h.as_ref().unwrap_or(idc)),
+            _ => None,
+        };
+        Within {
+            region: Some(self.regions.set(r)),
+            idc: Some(idc),
+            healthy,
+        }
+    }
+
+    /// The prepared healthy set of `within` when it answers for `healthy`: the input minus
+    /// the param-degraded providers (or the input, when none is), never a scratch copy or
+    /// a set in panic.
+    #[inline]
+    fn prepared<'a>(&self, healthy: Healthy, within: &Within<'a>) -> Option<&'a ProviderSet> {
+        match healthy {
+            Healthy::InputMinusParam => within.healthy,
+            Healthy::Input if !self.any_degraded => within.healthy,
+            _ => None,
+        }
+    }
+
     /// True when `healthy AND within` has a member (stops at the first non-zero word). Must
-    /// be called before `candidates` is narrowed. Dense sets take one fused loop over the
-    /// words ([`BitSet::any_mask`]); sparse ones the per-word path.
+    /// be called before `candidates` is narrowed. A prepared healthy set is one scan with the
+    /// candidates; other dense sets take one fused loop over the words
+    /// ([`BitSet::any_mask`]); sparse ones the per-word path.
     #[inline]
     fn any_healthy(
         &self,
@@ -546,6 +630,9 @@ impl PreparedIdcWeight {
         scratch: &BitSet,
         within: Within<'_>,
     ) -> bool {
+        if let Some(set) = self.prepared(healthy, &within) {
+            return set.intersects(candidates);
+        }
         if let Some((region, idc)) = within.dense() {
             let (set, not) = match healthy {
                 Healthy::Input => (candidates, None),
@@ -579,6 +666,10 @@ impl PreparedIdcWeight {
         scratch: &BitSet,
         within: Within<'_>,
     ) {
+        if let Some(set) = self.prepared(healthy, &within) {
+            set.and_into(candidates);
+            return;
+        }
         if let Some((region, idc)) = within.dense() {
             // healthy ⊆ candidates, so candidates AND healthy AND within = candidates AND
             // (within minus what healthy removes).
