@@ -391,6 +391,62 @@ static QUERY_SPECIAL: [bool; 256] = {
     table
 };
 
+/// `a < b` for two non-empty keys, deciding on the first byte when it differs (consecutive
+/// keys of a sorted query usually do) without a call to compare the rest.
+#[inline]
+fn key_less(a: &str, b: &str) -> bool {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x < y,
+        _ => a < b,
+    }
+}
+
+/// The position of the first `://` in `s` (what `s.find("://")` gives), found from the
+/// colons of `s` (the first one, in a URL with a protocol).
+#[inline]
+fn find_scheme_end(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    while let Some(c) = s[from..].find(':') {
+        let at = from + c;
+        if bytes[at..].starts_with(b"://") {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// The position of the first `&`, `=` or `%` of `bytes` at or after `i` (`bytes.len()`
+/// when none): eight bytes per step, each tested for the three bytes at once (a word-wide
+/// zero-byte test of the word XOR each byte repeated), then the table for the last bytes.
+#[inline]
+fn next_special(bytes: &[u8], mut i: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // High bit set in each byte of `x` equal to `b`, at least at the lowest such byte (a
+    // false positive can only follow a true one, so the lowest set bit is exact).
+    let equal = |x: u64, b: u8| {
+        let y = x ^ (LO * u64::from(b));
+        y.wrapping_sub(LO) & !y & HI
+    };
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let x = u64::from_le_bytes(chunk);
+        let found = equal(x, b'&') | equal(x, b'=') | equal(x, b'%');
+        if found != 0 {
+            return i + (found.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !QUERY_SPECIAL[bytes[i] as usize] {
+        i += 1;
+    }
+    i
+}
+
 impl fmt::Display for Url {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(raw) = self.optional(store::HAS_RAW) {
@@ -464,7 +520,7 @@ impl Parser<'_> {
             None => (s, None, s.len()),
         };
         // Protocol.
-        let (protocol, rest, rest_start) = match before_query.find("://") {
+        let (protocol, rest, rest_start) = match find_scheme_end(before_query) {
             Some(0) => return Err(self.err(0, "empty protocol before \"://\"")),
             Some(p) => {
                 let proto = &before_query[..p];
@@ -512,10 +568,10 @@ impl Parser<'_> {
         let mut canonical = borrowed(&username) && borrowed(&password);
         let (host, port, port_canonical) = self.host_port(hostport, hostport_start)?;
         // (A host in brackets is rendered in brackets only when it holds a `:`.)
-        canonical &= port_canonical
+        let host_port_canonical = port_canonical
             && matches!(host, Cow::Borrowed(_))
-            && hostport.starts_with('[') == host.contains(':')
-            && !(slash && path.is_empty());
+            && hostport.starts_with('[') == host.contains(':');
+        canonical &= host_port_canonical && !(slash && path.is_empty());
         if protocol.is_empty() && host.is_empty() {
             return Err(self.err(0, "no protocol and no host"));
         }
@@ -533,7 +589,12 @@ impl Parser<'_> {
         // User info stays in the URL: credentials are not shared through a process-wide table.
         let username = username.map(|u| b.inline(&u));
         let password = password.map(|p| b.inline(&p));
-        let (address, bracketed) = b.address(&host, port, port_text);
+        // The address as written is the rendered one when the host and port are canonical.
+        let (address, bracketed) = if host_port_canonical {
+            b.address_as_written(hostport, host.contains(':'))
+        } else {
+            b.address(&host, port, port_text)
+        };
         let path = b.derived(store::KEY_PATH, &path);
         if let Some(query) = query {
             // One pass over the query's bytes: `&` ends a parameter, its first `=` splits
@@ -547,10 +608,8 @@ impl Parser<'_> {
             let mut previous: Option<Cow<'_, str>> = None;
             let mut i = 0;
             loop {
-                // Runs of ordinary bytes are skipped with one table lookup each.
-                while i < bytes.len() && !QUERY_SPECIAL[bytes[i] as usize] {
-                    i += 1;
-                }
+                // Runs of ordinary bytes are skipped eight at a time.
+                i = next_special(bytes, i);
                 match bytes.get(i) {
                     None | Some(b'&') => {
                         if i > part_start {
@@ -582,7 +641,7 @@ impl Parser<'_> {
                             };
                             b.param(&k, &v);
                             if let Some(p) = &previous {
-                                sorted &= **p < *k;
+                                sorted &= key_less(p, &k);
                             }
                             canonical &= eq.is_some()
                                 && matches!((&k, &v), (Cow::Borrowed(_), Cow::Borrowed(_)));
@@ -607,7 +666,6 @@ impl Parser<'_> {
                 i += 1;
             }
         }
-        b.remember();
         b.normalize(sorted);
         let parts = Parts {
             protocol,
@@ -671,7 +729,10 @@ impl Parser<'_> {
                 .parse::<u16>()
                 .map_err(|_| self.err(port_start, format!("invalid port {p:?}")))?,
         };
-        let canonical = port_text.is_none_or(|p| port > 0 && p == PortText::new(port).as_str());
+        // Rendered as written: decimal digits without a sign or a leading zero.
+        let canonical = port_text.is_none_or(|p| {
+            port > 0 && !p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit())
+        });
         Ok((host, port, canonical))
     }
 

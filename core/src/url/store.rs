@@ -99,16 +99,68 @@ fn varint_len(mut n: usize) -> usize {
     len
 }
 
-/// The most parameters [`PREVIOUS`] remembers.
+/// The most parameter positions [`MEMO`] remembers.
 const REMEMBERED: usize = 64;
+/// The memo's slots: the parameter positions, then the derived keys (protocol, path...).
+const SLOTS: usize = REMEMBERED + super::DERIVED_KEYS.len();
+/// Values remembered per position (direct-mapped by [`way`]).
+const WAYS: usize = 8;
+
+/// One parameter position of the URLs parsed on this thread: the interned key last seen
+/// there and interned values seen there, each with its text.
+#[derive(Clone, Copy)]
+struct Slot {
+    key: u32,
+    /// The key's text; `None`: nothing remembered at this position.
+    key_text: Option<&'static str>,
+    /// Interned value ids with their text, at [`way`] of the text.
+    values: [(u32, &'static str); WAYS],
+}
+
+const EMPTY_SLOT: Slot = Slot {
+    key: 0,
+    key_text: None,
+    values: [(u32::MAX, ""); WAYS],
+};
+
+/// The way of a value's text: its length and last byte, mixed (values of one key differ
+/// in these far more often than not).
+#[inline]
+fn way(text: &str) -> usize {
+    let last = text.as_bytes().last().copied().unwrap_or(0) as usize;
+    (text.len().wrapping_mul(5) ^ last) % WAYS
+}
+
+/// A parse-time cache of one thread, taken by a [`Builder`] while it builds and given back
+/// when it is dropped: calls never read it.
+///
+/// The URLs of one provider list repeat their keys in the same order and most values
+/// across providers, so the interned key at a parameter's position and an interned value
+/// seen at that position before usually name this parameter: comparing texts with them
+/// costs less than hashing. Only interned references are remembered (an inline one belongs
+/// to its own URL), with their `&'static` text, so a hit resolves nothing. The builder's
+/// scratch lists are kept here too, so a parse allocates only the URL's block. One
+/// allocation per thread (64 positions and the 5 derived keys, 8 values each: ≈ 14 KB),
+/// never grown.
+#[derive(Default)]
+struct Memo {
+    slots: Vec<Slot>,
+    tail: Vec<u8>,
+    params: Vec<(u32, u32)>,
+}
 
 thread_local! {
-    /// The parameters (key and value references, in the order written) of the previous URL
-    /// parsed on this thread. The URLs of one provider list repeat most keys and values in
-    /// the same order, so the parameter at the same position usually names the same interned
-    /// strings: comparing with them costs less than hashing. Only interned references are
-    /// reused (an inline one belongs to its own URL). A parse-time cache: calls never read it.
-    static PREVIOUS: std::cell::RefCell<Vec<(u32, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    static MEMO: std::cell::Cell<Memo> = std::cell::Cell::new(Memo::default());
+}
+
+/// The order of two keys, decided on the first byte when it differs (without a call to
+/// compare the rest).
+#[inline]
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x.cmp(y),
+        _ => a.cmp(b),
+    }
 }
 
 /// The structural parts of a URL being built (references into the builder).
@@ -127,14 +179,41 @@ pub(super) struct Builder<'l> {
     lookup: &'l Lookup,
     tail: Vec<u8>,
     params: Vec<(u32, u32)>,
+    /// This thread's memo (see [`Memo`]), given back on drop.
+    slots: Vec<Slot>,
+}
+
+impl Drop for Builder<'_> {
+    fn drop(&mut self) {
+        let mut tail = std::mem::take(&mut self.tail);
+        let mut params = std::mem::take(&mut self.params);
+        tail.clear();
+        params.clear();
+        let slots = std::mem::take(&mut self.slots);
+        // (A thread being torn down has no memo to give back to.)
+        let _ = MEMO.try_with(|m| {
+            m.set(Memo {
+                slots,
+                tail,
+                params,
+            })
+        });
+    }
 }
 
 impl<'l> Builder<'l> {
     pub(super) fn new(lookup: &'l Lookup, params: usize) -> Self {
+        let mut memo = MEMO.try_with(|m| m.take()).unwrap_or_default();
+        if memo.slots.len() != SLOTS {
+            memo.slots = vec![EMPTY_SLOT; SLOTS];
+        }
+        memo.tail.reserve(48);
+        memo.params.reserve(params);
         Builder {
             lookup,
-            tail: Vec::with_capacity(48),
-            params: Vec::with_capacity(params),
+            tail: memo.tail,
+            params: memo.params,
+            slots: memo.slots,
         }
     }
 
@@ -164,47 +243,69 @@ impl<'l> Builder<'l> {
         self.inline(s)
     }
 
-    /// A value of one of the derived keys.
+    /// A value of one of the derived keys (remembered per key, as parameters are per
+    /// position).
     pub(super) fn derived(&mut self, key: usize, s: &str) -> u32 {
-        self.value(intern::derived_key(key), s)
+        let at = REMEMBERED + key;
+        let w = way(s);
+        if let Some(&(id, text)) = self.slots.get(at).map(|slot| &slot.values[w])
+            && id != u32::MAX
+            && text == s
+        {
+            return id;
+        }
+        let id = self.value(intern::derived_key(key), s);
+        if id & INLINE == 0
+            && let Some(slot) = self.slots.get_mut(at)
+        {
+            slot.values[w] = (id, intern::resolve(id));
+        }
+        id
     }
 
     /// One query parameter, in the order written.
     pub(super) fn param(&mut self, k: &str, v: &str) {
-        // The parameter at this position in the previous URL parsed on this thread: when its
-        // interned key (and value) are this text, no look-up is needed.
-        let previous = PREVIOUS.with(|p| p.borrow().get(self.params.len()).copied());
-        let (k, v) = match previous {
-            Some((pk, pv)) if pk & INLINE == 0 && intern::resolve(pk) == k => {
-                if pv & INLINE == 0 && intern::resolve(pv) == v {
-                    (pk, pv)
-                } else {
-                    (pk, self.value(pk, v))
+        let at = self.params.len();
+        // The key last seen at this position on this thread, and a value seen there: when
+        // they are this text, no look-up is needed.
+        let pair = match self.slots.get(at) {
+            Some(slot) if slot.key_text == Some(k) => {
+                let key = slot.key;
+                let w = way(v);
+                match slot.values[w] {
+                    (id, text) if id != u32::MAX && text == v => (key, id),
+                    _ => {
+                        let value = self.value(key, v);
+                        if value & INLINE == 0 {
+                            self.slots[at].values[w] = (value, intern::resolve(value));
+                        }
+                        (key, value)
+                    }
                 }
             }
             _ => {
-                let k = self.key(k);
-                (k, self.value(k, v))
+                let key = self.key(k);
+                let value = self.value(key, v);
+                if key & INLINE == 0
+                    && let Some(slot) = self.slots.get_mut(at)
+                {
+                    *slot = EMPTY_SLOT;
+                    slot.key = key;
+                    slot.key_text = Some(intern::resolve(key));
+                    if value & INLINE == 0 {
+                        slot.values[way(v)] = (value, intern::resolve(value));
+                    }
+                }
+                (key, value)
             }
         };
-        self.params.push((k, v));
+        self.params.push(pair);
     }
 
-    /// Keeps this URL's parameters, in the order written, for the next URL parsed on this
-    /// thread (see [`PREVIOUS`]).
-    pub(super) fn remember(&self) {
-        PREVIOUS.with(|p| {
-            let mut p = p.borrow_mut();
-            p.clear();
-            // One fixed allocation per thread (512 bytes): a URL of more parameters is not
-            // remembered.
-            if p.capacity() < REMEMBERED {
-                p.reserve_exact(REMEMBERED);
-            }
-            if self.params.len() <= REMEMBERED {
-                p.extend_from_slice(&self.params);
-            }
-        });
+    /// The address as the input wrote it, when that is its rendering (`host:port`, brackets
+    /// around a host holding `:`, the port's canonical digits), and whether it is bracketed.
+    pub(super) fn address_as_written(&mut self, address: &str, bracketed: bool) -> (u32, bool) {
+        (self.derived(KEY_ADDRESS, address), bracketed)
     }
 
     /// `host:port` (brackets around a host holding `:`), or the host alone without a port.
@@ -244,23 +345,40 @@ impl<'l> Builder<'l> {
     /// Sorts the parameters by key, the last occurrence of a key winning (as Dubbo does);
     /// nothing to do when the caller saw the keys written in strictly increasing order.
     pub(super) fn normalize(&mut self, sorted: bool) {
-        let tail = &self.tail;
-        let key = |r: u32| string(tail, r);
-        if sorted || self.params.windows(2).all(|w| key(w[0].0) < key(w[1].0)) {
+        if sorted {
+            return;
+        }
+        // Each key's text read once (on the stack for up to 64 parameters).
+        const STACK: usize = 64;
+        let n = self.params.len();
+        let mut stack = [("", (0u32, 0u32)); STACK];
+        let mut heap = Vec::new();
+        let keyed: &mut [(&str, (u32, u32))] = if n <= STACK {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, ("", (0, 0)));
+            &mut heap
+        };
+        for (slot, &param) in keyed.iter_mut().zip(&self.params) {
+            *slot = (string(&self.tail, param.0), param);
+        }
+        if keyed.windows(2).all(|w| key_order(w[0].0, w[1].0).is_lt()) {
             return;
         }
         // Stable: occurrences of one key stay in the order written; keep the last.
-        self.params.sort_by(|a, b| key(a.0).cmp(key(b.0)));
-        let mut kept = 0;
-        for read in 0..self.params.len() {
-            if kept > 0 && key(self.params[kept - 1].0) == key(self.params[read].0) {
-                self.params[kept - 1] = self.params[read];
+        keyed.sort_by(|a, b| key_order(a.0, b.0));
+        self.params.clear();
+        let mut last: Option<&str> = None;
+        for &(k, param) in keyed.iter() {
+            if last == Some(k) {
+                if let Some(p) = self.params.last_mut() {
+                    *p = param;
+                }
             } else {
-                self.params[kept] = self.params[read];
-                kept += 1;
+                self.params.push(param);
+                last = Some(k);
             }
         }
-        self.params.truncate(kept);
     }
 
     /// The URL's block, with `raw` kept when given.
@@ -269,13 +387,13 @@ impl<'l> Builder<'l> {
         // Keys are 16-bit ids unless one is not (an id past 16 bits, an inline key).
         let wide = self.params.iter().any(|&(k, _)| k >= u32::from(u16::MAX));
         let per_param = if wide { 8 } else { 6 };
+        debug_assert_eq!(PROTOCOL + 12, FIXED);
         let head = FIXED + 4 * optional.iter().flatten().count() + per_param * self.params.len();
         let raw_at = head + self.tail.len();
         let total = raw_at + raw.map_or(0, |r| varint_len(r.len()) + r.len());
         let reloc = |r: u32| {
             if r & INLINE != 0 { r + head as u32 } else { r }
         };
-        let mut data = Vec::with_capacity(total);
         let flags = if parts.username.is_some() {
             HAS_USERNAME
         } else {
@@ -287,36 +405,50 @@ impl<'l> Builder<'l> {
         } | if raw.is_some() { HAS_RAW } else { 0 }
             | if parts.bracketed { BRACKETED } else { 0 }
             | if wide { WIDE_KEYS } else { 0 };
-        data.push(flags);
-        data.extend_from_slice(&parts.port.to_le_bytes());
-        data.extend_from_slice(&(self.params.len() as u32).to_le_bytes());
+        // Written in place into the block of its final size (fixed-size stores, no growth).
+        let mut data = vec![0u8; total];
+        data[0] = flags;
+        data[PORT..PORT + 2].copy_from_slice(&parts.port.to_le_bytes());
+        data[N_PARAMS..N_PARAMS + 4].copy_from_slice(&(self.params.len() as u32).to_le_bytes());
+        let mut at = PROTOCOL;
+        let mut put = |data: &mut [u8], bytes: &[u8]| {
+            data[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
         for r in [parts.protocol, parts.path, parts.address] {
-            data.extend_from_slice(&reloc(r).to_le_bytes());
+            put(&mut data, &reloc(r).to_le_bytes());
         }
         for r in [parts.username, parts.password].into_iter().flatten() {
-            data.extend_from_slice(&reloc(r).to_le_bytes());
+            put(&mut data, &reloc(r).to_le_bytes());
         }
         if raw.is_some() {
-            data.extend_from_slice(&(INLINE | raw_at as u32).to_le_bytes());
+            put(&mut data, &(INLINE | raw_at as u32).to_le_bytes());
         }
+        let n = self.params.len();
+        let table = &mut data[at..at + per_param * n];
         if wide {
-            for &(k, v) in &self.params {
-                data.extend_from_slice(&reloc(k).to_le_bytes());
-                data.extend_from_slice(&reloc(v).to_le_bytes());
+            for (out, &(k, v)) in table.chunks_exact_mut(8).zip(&self.params) {
+                out[..4].copy_from_slice(&reloc(k).to_le_bytes());
+                out[4..].copy_from_slice(&reloc(v).to_le_bytes());
             }
         } else {
-            for &(k, _) in &self.params {
+            let (keys, values) = table.split_at_mut(2 * n);
+            for ((key, value), &(k, v)) in keys
+                .chunks_exact_mut(2)
+                .zip(values.chunks_exact_mut(4))
+                .zip(&self.params)
+            {
                 // Interned ids below 2^16 (checked above).
-                data.extend_from_slice(&(k as u16).to_le_bytes());
-            }
-            for &(_, v) in &self.params {
-                data.extend_from_slice(&reloc(v).to_le_bytes());
+                key.copy_from_slice(&(k as u16).to_le_bytes());
+                value.copy_from_slice(&reloc(v).to_le_bytes());
             }
         }
-        data.extend_from_slice(&self.tail);
+        data[head..raw_at].copy_from_slice(&self.tail);
         if let Some(r) = raw {
-            push_varint(&mut data, r.len());
-            data.extend_from_slice(r.as_bytes());
+            let mut len = Vec::with_capacity(5);
+            push_varint(&mut len, r.len());
+            data[raw_at..raw_at + len.len()].copy_from_slice(&len);
+            data[raw_at + len.len()..].copy_from_slice(r.as_bytes());
         }
         Url {
             data: data.into_boxed_slice(),
