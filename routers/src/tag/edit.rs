@@ -28,7 +28,31 @@ use super::rule::ParamMatch;
 use super::{Dynamic, HostIndex, HostPort, PreparedTag, TAG_KEY, TagLevels, TagRule, failover_of};
 
 /// Matched addresses: host → each port with the number of matched providers there.
-type Addresses = HashMap<Arc<str>, Vec<(u16, u32)>>;
+type Addresses = HashMap<Arc<str>, Ports>;
+
+/// A host's matched ports with their counts: one port (nearly always) without a heap
+/// allocation, so that copying the map for an edit allocates only for hosts with several.
+#[derive(Debug, Clone)]
+enum Ports {
+    One([(u16, u32); 1]),
+    Many(Vec<(u16, u32)>),
+}
+
+impl Ports {
+    fn slice(&self) -> &[(u16, u32)] {
+        match self {
+            Ports::One(one) => one,
+            Ports::Many(many) => many,
+        }
+    }
+
+    fn slice_mut(&mut self) -> &mut [(u16, u32)] {
+        match self {
+            Ports::One(one) => one,
+            Ports::Many(many) => many,
+        }
+    }
+}
 
 /// What an incremental update of a rule's `match` tags needs.
 #[derive(Debug, Clone)]
@@ -69,19 +93,22 @@ fn address_hash(host: &str, port: u16) -> u32 {
 fn has(addresses: &Addresses, host: &str, port: u16) -> bool {
     addresses
         .get(host)
-        .is_some_and(|ports| ports.iter().any(|&(p, _)| p == port))
+        .is_some_and(|ports| ports.slice().iter().any(|&(p, _)| p == port))
 }
 
 /// Counts one more matched provider at `host:port`.
 fn count(addresses: &mut Addresses, host: &str, port: u16) {
-    let ports = match addresses.get_mut(host) {
-        Some(ports) => ports,
-        None => addresses.entry(Arc::from(host)).or_default(),
+    let Some(ports) = addresses.get_mut(host) else {
+        addresses.insert(Arc::from(host), Ports::One([(port, 1)]));
+        return;
     };
-    match ports.iter_mut().find(|(p, _)| *p == port) {
-        Some((_, n)) => *n += 1,
-        None => ports.push((port, 1)),
+    if let Some((_, n)) = ports.slice_mut().iter_mut().find(|(p, _)| *p == port) {
+        *n += 1;
+        return;
     }
+    let mut many = ports.slice().to_vec();
+    many.push((port, 1));
+    *ports = Ports::Many(many);
 }
 
 /// Counts one matched provider fewer at `host:port`.
@@ -89,14 +116,20 @@ fn uncount(addresses: &mut Addresses, host: &str, port: u16) {
     let Some(ports) = addresses.get_mut(host) else {
         return;
     };
-    if let Some(k) = ports.iter().position(|&(p, _)| p == port) {
-        ports[k].1 -= 1;
-        if ports[k].1 == 0 {
-            ports.swap_remove(k);
-        }
+    let Some(k) = ports.slice().iter().position(|&(p, _)| p == port) else {
+        return;
+    };
+    ports.slice_mut()[k].1 -= 1;
+    if ports.slice()[k].1 > 0 {
+        return;
     }
-    if ports.is_empty() {
-        addresses.remove(host);
+    match ports {
+        Ports::Many(many) if many.len() > 1 => {
+            many.swap_remove(k);
+        }
+        _ => {
+            addresses.remove(host);
+        }
     }
 }
 
