@@ -254,3 +254,68 @@ mod small_universe {
         }
     }
 }
+
+/// The tag router prepares from scratch (rather than deriving) in exactly its two rare
+/// shapes, and derives otherwise: a `match` tag named as another tag, and an edit making an
+/// address without a port start or stop being matched.
+#[test]
+fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
+    use std::sync::Arc;
+
+    use routechain::core::{DegradedSet, Snapshot, Url};
+
+    let urls = |lines: &[&str]| -> Vec<Arc<Url>> {
+        lines
+            .iter()
+            .map(|l| Arc::new(Url::parse(l).expect("URL")))
+            .collect()
+    };
+    let base = urls(&[
+        "dubbo://10.0.0.1:20880/svc?env=staging",
+        "dubbo://10.0.0.2:20880/svc?env=prod",
+        "dubbo://10.0.0.3/svc?env=prod",
+    ]);
+    // (rule, added provider, whether the tag router derives)
+    let match_rule = "configVersion: v3.0\ntags:\n  - name: s\n    match:\n      - {key: env, value: {exact: staging}}\n";
+    let shared_name = format!("{match_rule}  - name: s\n    addresses: ['10.0.0.2']\n");
+    let cases = [
+        (
+            match_rule.to_string(),
+            "dubbo://10.0.0.9:20880/svc?env=staging",
+            true,
+        ),
+        (
+            match_rule.to_string(),
+            "dubbo://10.0.0.3/svc?env=staging",
+            false,
+        ),
+        (
+            match_rule.to_string(),
+            "dubbo://10.0.0.3/svc?env=prod",
+            true,
+        ),
+        (shared_name, "dubbo://10.0.0.9:20880/svc?env=prod", false),
+    ];
+    for (rule, added, derives) in cases {
+        let chain = chain_of(&[("tag", 100, Some(&rule))]);
+        let snapshot = Arc::new(Snapshot::from_shared(1, base.clone()));
+        let state = testkit::build_state(&chain, snapshot.clone()).expect("prepares");
+        let (next, edit) = snapshot.edited(2, vec![1], urls(&[added]));
+        let next = Arc::new(next);
+        let edited = state
+            .with_edit(next.clone(), &edit, Arc::new(DegradedSet::new(next.len())))
+            .expect("the edit prepares");
+        let derived: Vec<bool> = edited.edited_routers().map(|(_, e)| e).collect();
+        assert_eq!(derived, [derives], "{rule} + {added}");
+        // Either way it routes as a fresh preparation.
+        edits::assert_edits_route_as_prepare(
+            &chain,
+            Snapshot::from_shared(1, base.clone()),
+            &[edits::Churn {
+                removed: vec![1],
+                added: vec![Url::parse(added).expect("URL")],
+            }],
+            &requests(),
+        );
+    }
+}
