@@ -38,16 +38,18 @@ impl Pos {
     }
 }
 
-/// Where a mapping key's text is.
+/// Where a mapping key's text is: bytes `start..start + len` of the source, or
+/// [`Tree::keys`]`[start]` when `len` is [`KeyText::OWN`]; none (the empty text) by default.
+/// Two words, not an enum of three words: a node is the unit of a document's memory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum KeyText {
-    /// Not a mapping entry.
-    #[default]
-    None,
-    /// Bytes `start..start + len` of the source.
-    Source { start: u32, len: u32 },
-    /// [`Tree::keys`]`[i]`.
-    Own(u32),
+struct KeyText {
+    start: u32,
+    len: u32,
+}
+
+impl KeyText {
+    /// `len` of a key held in [`Tree::keys`].
+    const OWN: u32 = u32::MAX;
 }
 
 /// One value: where it is, where its key is, its scalar style, its children.
@@ -190,16 +192,19 @@ impl Tree {
         let verbatim = key_byte.filter(|&b| {
             source.get(b..b + key.len()) == Some(key)
                 && u32::try_from(b).is_ok()
-                && u32::try_from(key.len()).is_ok()
+                && u32::try_from(key.len()).is_ok_and(|n| n < KeyText::OWN)
         });
         let text = match verbatim {
-            Some(b) => KeyText::Source {
+            Some(b) => KeyText {
                 start: b as u32,
                 len: key.len() as u32,
             },
             None => {
                 self.keys.push(key.into());
-                KeyText::Own(self.keys.len() as u32 - 1)
+                KeyText {
+                    start: self.keys.len() as u32 - 1,
+                    len: KeyText::OWN,
+                }
             }
         };
         let node = &mut self.nodes[i as usize];
@@ -298,6 +303,14 @@ impl Tree {
         self.kids.extend_from_slice(&kids);
     }
 
+    /// Gives back the vectors' spare capacity (up to half of them, grown by doubling), once
+    /// the document is complete: the tree is kept while the rule compiles.
+    pub fn shrink(&mut self) {
+        self.nodes.shrink_to_fit();
+        self.kids.shrink_to_fit();
+        self.keys.shrink_to_fit();
+    }
+
     /// Node `i`.
     pub fn node(&self, i: u32) -> &Node {
         &self.nodes[i as usize]
@@ -306,11 +319,13 @@ impl Tree {
     /// The key of node `i` (empty when it has none).
     fn key<'a>(&'a self, source: &'a str, i: u32) -> &'a str {
         match self.nodes[i as usize].key {
-            KeyText::None => "",
-            KeyText::Source { start, len } => source
-                .get(start as usize..(start + len) as usize)
+            KeyText {
+                start,
+                len: KeyText::OWN,
+            } => &self.keys[start as usize],
+            KeyText { start, len } => source
+                .get(start as usize..start as usize + len as usize)
                 .unwrap_or(""),
-            KeyText::Own(k) => &self.keys[k as usize],
         }
     }
 
@@ -355,7 +370,7 @@ mod tests {
     #[test]
     fn a_node_is_small() {
         assert!(
-            std::mem::size_of::<Node>() <= 40,
+            std::mem::size_of::<Node>() <= 36,
             "{}",
             std::mem::size_of::<Node>()
         );

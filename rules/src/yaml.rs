@@ -112,7 +112,10 @@ impl YamlDoc {
             value: Arc::default(),
             line_starts: line_starts(text).into(),
             source,
-            tree: Arc::new(builder.tree),
+            tree: Arc::new({
+                builder.tree.shrink();
+                builder.tree
+            }),
             cache: Arc::default(),
         })
     }
@@ -527,7 +530,10 @@ impl YamlDoc {
             value: Arc::default(),
             line_starts: line_starts(text).into(),
             source,
-            tree: Arc::new(builder.tree),
+            tree: Arc::new({
+                builder.tree.shrink();
+                builder.tree
+            }),
             cache: Arc::default(),
         })
     }
