@@ -350,9 +350,9 @@ impl YamlDoc {
         elide: &dyn Fn(&FieldPath) -> bool,
         placeholder: &Value,
     ) -> Value {
-        let value = match self.doc_node(node) {
-            DocNode::Scalar(v) => return v,
-            _ if elide(path) => return placeholder.clone(),
+        match self.doc_node(node) {
+            DocNode::Scalar(v) => v,
+            _ if elide(path) => placeholder.clone(),
             DocNode::Seq(items) => Value::Array(
                 items
                     .iter()
@@ -377,8 +377,7 @@ impl YamlDoc {
                     })
                     .collect(),
             ),
-        };
-        value
+        }
     }
 
     /// True when the value at `path` here and at `other_path` in `other` are equal, compared
