@@ -7,18 +7,19 @@ use std::sync::{Arc, Mutex};
 
 use routechain_balance::{Service, ServiceConfig, SystemClock};
 use routechain_core::{
-    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
+    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, SnapshotEdit, Url,
 };
 use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
 
-use crate::dubbo::{ServiceKey, providers_application};
+use crate::dubbo::ServiceKey;
 use crate::keys::{
     KeyContext, follows_each_provider_app, follows_key, follows_provider_app, override_context,
-    provider_applications, reference, rule_for, subscription,
+    reference, rule_for, subscription,
 };
 use crate::overrides;
+use crate::providers::{AppCounts, Registered, TextCache, follow, parse_providers_reusing};
 pub use crate::report::{LiveOptions, LiveStats, Report};
-use crate::{ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update};
+use crate::{RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update};
 use routechain_rules::configurators::OverrideRule;
 use routechain_rules::load::{self, LoadError};
 
@@ -28,9 +29,9 @@ struct Inputs {
     overrides: HashMap<RuleKey, Option<YamlDoc>>,
     /// Override rules (configurators) by node.
     configurators: BTreeMap<RuleKey, Arc<OverrideRule>>,
-    /// The provider list as registered, before override rules (shared with the snapshot
-    /// when no override rule changes them).
-    registered: Vec<Arc<Url>>,
+    /// The providers as registered, in the chain's stable order, with what the routers see
+    /// of each after the override rules (see `crate::providers`).
+    registered: Registered,
     /// The providers' application (tag rules are read under it).
     provider_app: Option<String>,
     /// Every provider application present (a mesh entry without `app` reads each one's
@@ -61,7 +62,7 @@ pub struct LiveChain {
     inputs: Mutex<Inputs>,
     /// The parsed URLs of the last provider list pushed as text, by their text: a new list
     /// parses only the lines it does not share with the last one.
-    parsed: Mutex<ParsedUrls>,
+    parsed: Mutex<TextCache>,
     stats: LiveStats,
 }
 
@@ -99,13 +100,17 @@ impl LiveChain {
         options: LiveOptions,
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
-        let registered = providers.providers().to_vec();
-        let effective = {
+        let registered = {
             let consumer = options.consumer.as_deref().or(file.consumer.as_ref());
             let none = BTreeMap::new();
             let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
-            overrides::apply(&registered, &entries, &override_context(&file, consumer))
+            Registered::new(
+                providers.clone(),
+                &entries,
+                &override_context(&file, consumer),
+            )
         };
+        let effective = registered.served();
         let state = load::build_state(
             &file,
             &registry,
@@ -133,15 +138,15 @@ impl LiveChain {
             registry,
             options,
             inputs: Mutex::new(Inputs {
-                provider_app: providers_application(registered.iter().map(|p| &**p)),
-                provider_apps: provider_applications(&registered),
+                provider_app: registered.apps.application(),
+                provider_apps: registered.apps.applications(),
                 registered,
                 file,
                 overrides: HashMap::new(),
                 configurators: BTreeMap::new(),
                 retired: None,
             }),
-            parsed: Mutex::new(ParsedUrls::default()),
+            parsed: Mutex::new(TextCache::default()),
             stats: LiveStats::default(),
         })
     }
@@ -428,7 +433,11 @@ impl LiveChain {
         let mut new_file: Option<ChainFile> = None;
         let mut overrides = inputs.overrides.clone();
         let mut configurators = inputs.configurators.clone();
-        let mut registered: Option<Vec<Arc<Url>>> = None;
+        // The new registered list (stable order), its edit from the current one (valid when
+        // it follows the current list directly: the batch's first list) and applications.
+        let mut pending: Option<(Snapshot, SnapshotEdit, AppCounts, bool)> = None;
+        // The override rules changed: every provider's view is recomputed.
+        let mut rules_changed = false;
         let mut provider_app = inputs.provider_app.clone();
         let mut provider_apps = inputs.provider_apps.clone();
         let mut entries: Option<Vec<ChainEntry>> = None;
@@ -502,7 +511,7 @@ impl LiveChain {
                         };
                         if overrides_changed || !same_context {
                             // The providers are recomputed below with the new overrides.
-                            registered.get_or_insert_with(|| inputs.registered.clone());
+                            rules_changed = true;
                         }
                         changes.push(change);
                     } else {
@@ -584,13 +593,13 @@ impl LiveChain {
                         Some(r) => configurators.insert(key, r),
                         None => configurators.remove(&key),
                     };
-                    registered.get_or_insert_with(|| inputs.registered.clone());
+                    rules_changed = true;
                     provider_changes.push((change, "the override rules change no provider"));
                 }
                 Staged::Providers { change, providers } => {
-                    let serving = registered
+                    let serving = pending
                         .as_ref()
-                        .map_or(inputs.registered.len(), Vec::len);
+                        .map_or(inputs.registered.list.len(), |p| p.0.len());
                     if providers.is_empty() && serving > 0 && self.options.protect_empty {
                         self.stats.held_back.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(change = %change, "empty provider list held back");
@@ -602,8 +611,16 @@ impl LiveChain {
                     }
                     // Tag entries follow the providers' application; a mesh entry without
                     // `app` follows every provider application present.
-                    let app = providers_application(providers.iter().map(|p| &**p));
-                    let apps = provider_applications(&providers);
+                    // The list in stable order and its edit, by pointer: the providers kept
+                    // are the same URLs (the text cache, a registry source's node cache).
+                    let (list, edit, counts) = match &pending {
+                        None => {
+                            follow(&inputs.registered.list, &inputs.registered.apps, &providers)
+                        }
+                        Some((list, _, counts, _)) => follow(list, counts, &providers),
+                    };
+                    let app = counts.application();
+                    let apps = counts.applications();
                     let app_changed = app != provider_app;
                     let apps_changed = apps != provider_apps;
                     if app_changed || apps_changed {
@@ -680,28 +697,40 @@ impl LiveChain {
                         provider_app = app;
                         provider_apps = apps;
                     }
-                    registered = Some(providers);
+                    let direct = pending.is_none();
+                    pending = Some((list, edit, counts, direct));
                     provider_changes.push((change, "the provider list is unchanged"));
                 }
             }
         }
-        // The providers the routers see: the registered ones with the override rules.
-        let mut snapshot: Option<Vec<Arc<Url>>> = None;
-        if let Some(list) = &registered {
+        // The providers the routers see: the registered ones with the override rules, as an
+        // edit of the serving snapshot.
+        let mut derived = None;
+        let mut snapshot: Option<Arc<Snapshot>> = None;
+        let mut edit: Option<SnapshotEdit> = None;
+        if pending.is_some() || rules_changed {
             let file = new_file.as_ref().unwrap_or(&inputs.file);
             let ordered =
                 overrides::ordered(&configurators, file.overrides.iter().map(|o| &o.rule));
-            let effective = overrides::apply(
-                list,
+            let next = pending.map(|(list, edit, counts, direct)| {
+                // Several lists in one batch: the last one's edit from the current list
+                // (its order is the current one's for the providers kept).
+                let edit = if direct {
+                    edit
+                } else {
+                    inputs.registered.list.edit_to(0, list.providers()).1
+                };
+                (list, edit, counts)
+            });
+            let d = inputs.registered.derive(
+                next,
+                rules_changed,
                 &ordered,
                 &override_context(file, self.consumer_url(file)),
+                current.snapshot(),
+                current.snapshot().generation() + 1,
             );
-            let same = effective.len() == current.snapshot().len()
-                && effective
-                    .iter()
-                    .zip(current.snapshot().providers())
-                    .all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
-            if same {
+            if d.edit.as_ref().is_some_and(SnapshotEdit::is_identity) {
                 for (change, reason) in provider_changes {
                     reports.push(Report::Ignored {
                         change,
@@ -710,22 +739,21 @@ impl LiveChain {
                 }
             } else {
                 changes.extend(provider_changes.into_iter().map(|(c, _)| c));
-                snapshot = Some(effective);
+                snapshot = Some(Arc::new(d.snapshot));
+                edit = d.edit;
             }
+            derived = Some(d.registered);
         }
         if changes.is_empty() {
             // Nothing the routers see changed; what was read is kept for later.
             inputs.overrides = overrides;
             inputs.configurators = configurators;
-            if let Some(r) = registered {
+            if let Some(r) = derived {
                 inputs.registered = r;
             }
             return reports;
         }
         let change = changes.join(" + ");
-        // The serving snapshot's generation, plus one for a new provider list.
-        let snapshot_generation = current.snapshot().generation() + u64::from(snapshot.is_some());
-        let snapshot = snapshot.map(|p| Arc::new(Snapshot::from_shared(snapshot_generation, p)));
         // A chain file with another service or consumer prepares everything afresh; otherwise
         // routers that are the same as before keep their prepared state.
         let consumer_raw = |f: &ChainFile| f.consumer.as_ref().map(|c| c.raw().to_string());
@@ -740,37 +768,46 @@ impl LiveChain {
             .as_ref()
             .map(|f| f.service_config.clone())
             .filter(|c| *c != *old_config);
-        let result = self
-            .service
-            .update(config, |cur| -> Result<ChainState, PrepareError> {
-                if let Some(file) = fresh {
-                    let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
-                    let consumer = self
-                        .options
-                        .consumer
-                        .clone()
-                        .or_else(|| file.consumer.clone().map(Arc::new))
-                        .unwrap_or_else(|| Arc::new(Url::empty()));
-                    return ChainState::new(
-                        file.service.as_deref().map(Arc::from),
-                        snap,
-                        consumer,
-                        entries.clone().unwrap_or_default(),
-                    );
-                }
-                match (&snapshot, &entries) {
-                    (Some(s), Some(e)) => cur.with_snapshot_and_entries(
-                        s.clone(),
-                        Arc::new(DegradedSet::new(s.len())),
-                        e.clone(),
-                    ),
-                    (Some(s), None) => {
-                        cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
+        let result = match (&snapshot, &edit) {
+            // Providers changed alone: every router, the balancers and health follow the
+            // edit (routers that cannot prepare afresh).
+            (Some(s), Some(e)) if fresh.is_none() && entries.is_none() => {
+                self.service.update_edited(config, e, |cur, degraded| {
+                    cur.with_edit(s.clone(), e, degraded)
+                })
+            }
+            _ => self
+                .service
+                .update(config, |cur| -> Result<ChainState, PrepareError> {
+                    if let Some(file) = fresh {
+                        let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
+                        let consumer = self
+                            .options
+                            .consumer
+                            .clone()
+                            .or_else(|| file.consumer.clone().map(Arc::new))
+                            .unwrap_or_else(|| Arc::new(Url::empty()));
+                        return ChainState::new(
+                            file.service.as_deref().map(Arc::from),
+                            snap,
+                            consumer,
+                            entries.clone().unwrap_or_default(),
+                        );
                     }
-                    (None, Some(e)) => cur.with_entries(e.clone()),
-                    (None, None) => cur.with_entries(cur.entries().clone()),
-                }
-            });
+                    match (&snapshot, &entries) {
+                        (Some(s), Some(e)) => cur.with_snapshot_and_entries(
+                            s.clone(),
+                            Arc::new(DegradedSet::new(s.len())),
+                            e.clone(),
+                        ),
+                        (Some(s), None) => {
+                            cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
+                        }
+                        (None, Some(e)) => cur.with_entries(e.clone()),
+                        (None, None) => cur.with_entries(cur.entries().clone()),
+                    }
+                }),
+        };
         match result {
             Ok(state) => {
                 if let Some(file) = new_file {
@@ -778,7 +815,7 @@ impl LiveChain {
                 }
                 inputs.overrides = overrides;
                 inputs.configurators = configurators;
-                if let Some(r) = registered {
+                if let Some(r) = derived {
                     inputs.registered = r;
                 }
                 inputs.provider_app = provider_app;
@@ -843,96 +880,6 @@ fn flatten(update: Update, out: &mut Vec<Update>) {
     }
 }
 
-/// Parsed provider URLs by their text (the text a source pushed, trimmed), for reuse.
-#[derive(Default)]
-struct ParsedUrls(HashMap<Box<str>, Arc<Url>>);
-
-impl ParsedUrls {
-    /// The URL parsed from `text`: the one parsed last time when `text` was in the last
-    /// list (moved, key and all, into `next`: no allocation), else the one parsed for an
-    /// equal line earlier in this list, else parsed now and kept in `next`.
-    fn parse(
-        &mut self,
-        text: &str,
-        next: &mut HashMap<Box<str>, Arc<Url>>,
-    ) -> Result<Arc<Url>, routechain_core::UrlError> {
-        if let Some((key, url)) = self.0.remove_entry(text) {
-            next.insert(key, url.clone());
-            return Ok(url);
-        }
-        if let Some(u) = next.get(text) {
-            return Ok(u.clone());
-        }
-        let url = Arc::new(Url::parse(text)?);
-        next.insert(text.into(), url.clone());
-        Ok(url)
-    }
-}
-
-/// Parses a provider list; an entry that does not parse is skipped alone and returned
-/// with its location (`file:line:column`, or the registry entry).
-pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Arc<Url>>, Vec<Skipped>) {
-    parse_providers_reusing(origin, text, &mut ParsedUrls::default())
-}
-
-/// [`parse_providers`], reusing the URLs of `cache` (the last list) and leaving the new
-/// list's URLs in it: a list that differs from the last by one line parses one URL.
-fn parse_providers_reusing(
-    origin: &str,
-    text: ProviderText,
-    cache: &mut ParsedUrls,
-) -> (Vec<Arc<Url>>, Vec<Skipped>) {
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
-    let mut next = HashMap::with_capacity(cache.0.len());
-    match text {
-        ProviderText::Lines(text) => {
-            // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
-            // numbers of skipped entries match what an editor and the rule files show.
-            for (n, line) in routechain_rules::located::lines(&text).enumerate() {
-                let trimmed = line.trim();
-                if trimmed.is_empty() || trimmed.starts_with('#') {
-                    continue;
-                }
-                let indent = line.len() - line.trim_start().len();
-                match cache.parse(trimmed, &mut next) {
-                    Ok(u) => out.push(u),
-                    Err(e) => skipped.push(Skipped {
-                        location: format!(
-                            "{origin}:{}:{}",
-                            n + 1,
-                            line[..indent].chars().count() + e.column
-                        ),
-                        reason: format!("invalid provider URL: {}", e.reason),
-                    }),
-                }
-            }
-        }
-        ProviderText::Urls(urls) => {
-            for u in urls {
-                match cache.parse(&u, &mut next) {
-                    Ok(url) => out.push(url),
-                    Err(e) => skipped.push(Skipped {
-                        location: format!("{origin}: {u:?} column {}", e.column),
-                        reason: format!("invalid provider URL: {}", e.reason),
-                    }),
-                }
-            }
-        }
-        ProviderText::Parsed {
-            urls,
-            skipped: mut s,
-        } => {
-            out = urls;
-            skipped.append(&mut s);
-        }
-    }
-    if !next.is_empty() || out.is_empty() {
-        cache.0 = next;
-    }
-    (out, skipped)
-}
-
 /// A source and the thread applying its updates; dropping it stops both.
 pub struct Watching {
     source: Option<SourceHandle>,
@@ -960,6 +907,8 @@ impl Drop for Watching {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ProviderText;
+    use crate::providers::parse_providers;
     use routechain_core::{CallState, Request};
 
     #[test]
@@ -1020,17 +969,21 @@ routers:
         }
     }
 
+    /// The routed providers' addresses, sorted (a live chain's order of providers is its
+    /// stable order, not the registry's).
     fn routed(live: &LiveChain) -> Vec<String> {
         let state = live.chain().load();
         let mut call = CallState::seeded(1);
-        match state.route(&Request::new(), &mut call) {
+        let mut out: Vec<String> = match state.route(&Request::new(), &mut call) {
             Ok(()) => call
                 .candidates
                 .iter()
                 .map(|i| state.snapshot().providers()[i].address().to_string())
                 .collect(),
             Err(_) => Vec::new(),
-        }
+        };
+        out.sort();
+        out
     }
 
     #[test]
@@ -1146,9 +1099,27 @@ routers:
              providerAddresses: ['10.0.0.1:20880']\n    parameters: {weight: '7'}\n",
         ));
         assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
+        // The overridden provider is another URL: it left its place and was appended (a
+        // live chain keeps the others in their order).
+        let weights: Vec<(String, Option<String>)> = live
+            .chain()
+            .load()
+            .snapshot()
+            .providers()
+            .iter()
+            .map(|p| {
+                (
+                    p.address().to_string(),
+                    p.param("weight").map(str::to_string),
+                )
+            })
+            .collect();
         assert_eq!(
-            live.chain().load().snapshot().providers()[0].param("weight"),
-            Some("7")
+            weights,
+            [
+                ("10.0.0.2:20880".to_string(), None),
+                ("10.0.0.1:20880".to_string(), Some("7".to_string()))
+            ]
         );
         let reports = live.apply(node(
             "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \

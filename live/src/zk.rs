@@ -33,9 +33,10 @@ use zookeeper_client::{
 };
 
 use crate::dubbo::{
-    Exclusion, ServiceKey, decode_component, encode_component, parse_provider_node,
-    providers_application, providers_path, rule_path,
+    Exclusion, ServiceKey, decode_component, encode_component, parse_provider_node, providers_path,
+    rule_path,
 };
+use crate::providers::AppCounts;
 use routechain_core::Url;
 
 use crate::{
@@ -328,16 +329,58 @@ enum Node {
     Excluded(Exclusion),
 }
 
+/// A provider node read, and the last read of the list that held it.
+struct Seen {
+    node: Node,
+    round: u32,
+}
+
+/// The provider nodes read, counted: what the status line reports, and the applications
+/// of the providers taken.
+#[derive(Default)]
+struct NodeCounts {
+    /// Nodes that are not `empty://` markers.
+    registered: usize,
+    excluded: std::collections::BTreeMap<Exclusion, usize>,
+    apps: AppCounts,
+}
+
+impl NodeCounts {
+    fn count(&mut self, node: &Node, up: bool) {
+        let step = |n: &mut usize| {
+            if up { *n += 1 } else { *n -= 1 }
+        };
+        match node {
+            Node::Empty => return,
+            Node::Taken(u) if up => self.apps.add(u),
+            Node::Taken(u) => self.apps.remove(u),
+            Node::Excluded(why) => {
+                let n = self.excluded.entry(*why).or_default();
+                step(n);
+                if *n == 0 {
+                    self.excluded.remove(why);
+                }
+            }
+        }
+        step(&mut self.registered);
+    }
+}
+
 /// What the source last read: rule node data (`None`: no node) and the provider URLs.
 #[derive(Default)]
 struct View {
     rules: HashMap<RuleKey, Option<Vec<u8>>>,
-    /// The providers last pushed (the same `Arc`s the cache holds) and the skipped nodes.
+    /// The providers last pushed (the same `Arc`s the node cache holds), in the source's
+    /// stable order (the ones kept in their order, new ones appended by node name), and
+    /// the skipped nodes.
     providers: Option<(Vec<Arc<Url>>, Vec<String>)>,
-    /// Every provider node read last time, by its name, as it was read: a changed list
-    /// parses only the nodes that are new (a node's name is its whole URL: a node that
-    /// stays is the same provider).
-    nodes: HashMap<String, Node>,
+    /// Every provider node read, by its name, as it was read, updated in place: a changed
+    /// list parses only the nodes that are new (a node's name is its whole URL: a node
+    /// that stays is the same provider).
+    nodes: HashMap<String, Seen, foldhash::fast::RandomState>,
+    /// The read of the provider list (`Seen::round` of the nodes it held).
+    round: u32,
+    counts: NodeCounts,
     /// The providers' application and the rule keys read under it.
     provider_app: Option<String>,
     app_keys: Vec<RuleKey>,
@@ -432,64 +475,91 @@ impl Ctx<'_> {
             Err(ZkClientError::NoNode) => Vec::new(),
             Err(e) => return Err(e),
         };
-        let mut children = children;
-        children.sort_unstable();
-        let mut urls = Vec::with_capacity(children.len());
+        // One look-up per child (children whose name was read before are neither decoded
+        // nor parsed again), the departed ones dropped in place, no sort of the list: a
+        // change costs hashing the names ZooKeeper lists, plus the changed nodes.
+        self.view.round = self.view.round.wrapping_add(1);
+        let round = self.view.round;
+        let mut seen = 0;
+        let mut added: Vec<(String, Node)> = Vec::new();
         let mut skipped = Vec::new();
-        let mut registered = 0;
-        let mut excluded: std::collections::BTreeMap<Exclusion, usize> = Default::default();
-        let mut old = std::mem::take(&mut self.view.nodes);
-        let mut nodes = HashMap::with_capacity(children.len());
         for child in children {
-            // A node read before is not decoded, parsed nor checked again.
-            let node = match old.remove(&child) {
-                Some(node) => Ok(node),
-                None => parse_provider_node(&child).map(|u| {
-                    if u.protocol() == "empty" {
-                        Node::Empty
-                    } else {
-                        match service.exclusion(&u) {
-                            None => Node::Taken(Arc::new(u)),
-                            Some(why) => Node::Excluded(why),
-                        }
+            if let Some(s) = self.view.nodes.get_mut(child.as_str()) {
+                if s.round != round {
+                    s.round = round;
+                    seen += 1;
+                }
+                continue;
+            }
+            let node = parse_provider_node(&child).map(|u| {
+                if u.protocol() == "empty" {
+                    Node::Empty
+                } else {
+                    match service.exclusion(&u) {
+                        None => Node::Taken(Arc::new(u)),
+                        Some(why) => Node::Excluded(why),
                     }
-                }),
-            };
+                }
+            });
             match node {
-                Ok(node) => {
-                    match &node {
-                        Node::Empty => {}
-                        Node::Taken(u) => {
-                            registered += 1;
-                            urls.push(u.clone());
-                        }
-                        Node::Excluded(why) => {
-                            registered += 1;
-                            *excluded.entry(*why).or_default() += 1;
-                        }
-                    }
-                    nodes.insert(child, node);
-                }
-                Err(reason) => {
-                    registered += 1;
-                    skipped.push(Skipped {
-                        location: format!("{dir}/{child}"),
-                        reason,
-                    })
-                }
+                Ok(node) => added.push((child, node)),
+                Err(reason) => skipped.push(Skipped {
+                    location: format!("{dir}/{child}"),
+                    reason,
+                }),
             }
         }
-        self.view.nodes = nodes;
+        let View { nodes, counts, .. } = &mut self.view;
+        let mut gone: Vec<Arc<Url>> = Vec::new();
+        if seen != nodes.len() {
+            nodes.retain(|_, s| {
+                let keep = s.round == round;
+                if !keep {
+                    counts.count(&s.node, false);
+                    if let Node::Taken(u) = &s.node {
+                        gone.push(u.clone());
+                    }
+                }
+                keep
+            });
+        }
+        // New nodes by name, so that a first read is in the registry's sorted order.
+        added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut came: Vec<Arc<Url>> = Vec::new();
+        for (name, node) in added {
+            counts.count(&node, true);
+            if let Node::Taken(u) = &node {
+                came.push(u.clone());
+            }
+            nodes.insert(name, Seen { node, round });
+        }
+        skipped.sort_unstable_by(|a, b| a.location.cmp(&b.location));
         let locations: Vec<String> = skipped.iter().map(|s| s.location.clone()).collect();
-        let same = self.view.providers.as_ref().is_some_and(|(u, l)| {
-            u.len() == urls.len()
-                && u.iter().zip(&urls).all(|(a, b)| Arc::ptr_eq(a, b))
-                && *l == locations
-        });
+        let same = gone.is_empty()
+            && came.is_empty()
+            && self
+                .view
+                .providers
+                .as_ref()
+                .is_some_and(|(_, l)| *l == locations);
         if same {
             return Ok(Vec::new());
         }
+        let mut urls = self
+            .view
+            .providers
+            .take()
+            .map(|(u, _)| u)
+            .unwrap_or_default();
+        if !gone.is_empty() {
+            let gone: std::collections::HashSet<usize> =
+                gone.iter().map(|u| Arc::as_ptr(u) as usize).collect();
+            urls.retain(|u| !gone.contains(&(Arc::as_ptr(u) as usize)));
+        }
+        urls.extend(came);
         self.view.providers = Some((urls.clone(), locations));
+        let registered = self.view.counts.registered + skipped.len();
+        let excluded = &self.view.counts.excluded;
         let mut message = format!(
             "{dir}: {registered} registered, {} match ({})",
             urls.len(),
@@ -506,8 +576,8 @@ impl Ctx<'_> {
             message.push_str(&format!("; {} skipped", skipped.len()));
         }
         self.status(message);
-        let app = providers_application(urls.iter().map(|u| &**u));
-        let apps = crate::keys::provider_applications(&urls);
+        let app = self.view.counts.apps.application();
+        let apps = self.view.counts.apps.applications();
         let now: std::collections::HashSet<String> =
             skipped.iter().map(|s| s.location.clone()).collect();
         self.view.skipped.retain(|l| now.contains(l));
