@@ -100,21 +100,17 @@ impl LiveChain {
         options: LiveOptions,
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
-        let registered = {
+        let generation = providers.generation();
+        let (registered, effective) = {
             let consumer = options.consumer.as_deref().or(file.consumer.as_ref());
             let none = BTreeMap::new();
             let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
-            Registered::new(
-                providers.clone(),
-                &entries,
-                &override_context(&file, consumer),
-            )
+            Registered::new(providers, &entries, &override_context(&file, consumer))
         };
-        let effective = registered.served();
         let state = load::build_state(
             &file,
             &registry,
-            Arc::new(Snapshot::from_shared(providers.generation(), effective)),
+            Arc::new(Snapshot::from_shared(generation, effective)),
             options.consumer.clone(),
         )?
         .with_metrics(options.metrics.then(|| {
@@ -438,6 +434,8 @@ impl LiveChain {
         let mut pending: Option<(Snapshot, SnapshotEdit, AppCounts, bool)> = None;
         // The override rules changed: every provider's view is recomputed.
         let mut rules_changed = false;
+        // The generation of a new provider snapshot.
+        let generation = current.snapshot().generation() + 1;
         let mut provider_app = inputs.provider_app.clone();
         let mut provider_apps = inputs.provider_apps.clone();
         let mut entries: Option<Vec<ChainEntry>> = None;
@@ -599,7 +597,9 @@ impl LiveChain {
                 Staged::Providers { change, providers } => {
                     let serving = pending
                         .as_ref()
-                        .map_or(inputs.registered.list.len(), |p| p.0.len());
+                        .map_or(inputs.registered.list(current.snapshot()).len(), |p| {
+                            p.0.len()
+                        });
                     if providers.is_empty() && serving > 0 && self.options.protect_empty {
                         self.stats.held_back.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(change = %change, "empty provider list held back");
@@ -614,10 +614,13 @@ impl LiveChain {
                     // The list in stable order and its edit, by pointer: the providers kept
                     // are the same URLs (the text cache, a registry source's node cache).
                     let (list, edit, counts) = match &pending {
-                        None => {
-                            follow(&inputs.registered.list, &inputs.registered.apps, &providers)
-                        }
-                        Some((list, _, counts, _)) => follow(list, counts, &providers),
+                        None => follow(
+                            inputs.registered.list(current.snapshot()),
+                            &inputs.registered.apps,
+                            &providers,
+                            generation,
+                        ),
+                        Some((list, _, counts, _)) => follow(list, counts, &providers, generation),
                     };
                     let app = counts.application();
                     let apps = counts.applications();
@@ -715,12 +718,15 @@ impl LiveChain {
             let next = pending.map(|(list, edit, counts, direct)| {
                 // Several lists in one batch: the last one's edit from the current list
                 // (its order is the current one's for the providers kept).
-                let edit = if direct {
-                    edit
+                if direct {
+                    (list, edit, counts)
                 } else {
-                    inputs.registered.list.edit_to(0, list.providers()).1
-                };
-                (list, edit, counts)
+                    let (list, edit) = inputs
+                        .registered
+                        .list(current.snapshot())
+                        .edit_to(generation, list.providers());
+                    (list, edit, counts)
+                }
             });
             let d = inputs.registered.derive(
                 next,
@@ -728,7 +734,7 @@ impl LiveChain {
                 &ordered,
                 &override_context(file, self.consumer_url(file)),
                 current.snapshot(),
-                current.snapshot().generation() + 1,
+                generation,
             );
             if d.edit.as_ref().is_some_and(SnapshotEdit::is_identity) {
                 for (change, reason) in provider_changes {

@@ -256,15 +256,17 @@ pub(crate) fn most(counts: &BTreeMap<Box<str>, usize>) -> Option<String> {
 /// The registered providers, in the live chain's stable order, with what the routers see
 /// of each one: see the module documentation.
 ///
-/// Invariant: the serving snapshot is the `effective` providers that are served, in this
-/// order (what [`Registered::derive`] keeps, and checks by length before an edit).
+/// Invariant: the serving snapshot is the `effective` providers that are served, in the
+/// registered order (what [`Registered::derive`] keeps, and checks by length before an
+/// edit).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Registered {
-    /// As registered.
-    pub(crate) list: Snapshot,
+    /// As registered. `None`: the serving snapshot's providers, every one served as
+    /// registered (no override rule changes any): the common case, which keeps no second
+    /// list (one list less to copy and drop per update).
+    list: Option<Snapshot>,
     /// Per registered provider, the provider the routers see (the override rules applied;
-    /// `None`: disabled by them). `None` as a whole: every provider served as registered
-    /// (no override rule changes any), the common case, which costs nothing per provider.
+    /// `None`: disabled by them). `None` as a whole: every provider served as registered.
     effective: Option<Vec<Option<Arc<Url>>>>,
     /// The applications of the registered providers.
     pub(crate) apps: AppCounts,
@@ -281,44 +283,55 @@ pub(crate) struct Derived {
 }
 
 impl Registered {
-    /// The registered `list` (in its order) with `entries` applied.
+    /// The registered `list` (in its order) with `entries` applied, and the providers the
+    /// routers see, in order.
     pub(crate) fn new(
         list: Snapshot,
         entries: &[&OverrideEntry],
         cx: &OverrideContext<'_>,
-    ) -> Self {
+    ) -> (Self, Vec<Arc<Url>>) {
         let apps = AppCounts::of(list.providers().iter().map(|p| &**p));
         let effective: Vec<Option<Arc<Url>>> = list
             .providers()
             .iter()
             .map(|p| overrides::apply_one(p, entries, cx))
             .collect();
-        Registered {
-            effective: compress(&list, effective),
-            list,
+        let served: Vec<Arc<Url>> = effective.iter().flatten().cloned().collect();
+        let effective = compress(&list, effective);
+        let registered = Registered {
+            list: effective.is_some().then_some(list),
+            effective,
             apps,
-        }
+        };
+        (registered, served)
     }
 
-    /// The providers the routers see, in order.
-    pub(crate) fn served(&self) -> Vec<Arc<Url>> {
+    /// The registered list: its own, or the serving snapshot.
+    pub(crate) fn list<'a>(&'a self, serving: &'a Snapshot) -> &'a Snapshot {
+        self.list.as_ref().unwrap_or(serving)
+    }
+
+    /// The providers the routers see, in order (the serving snapshot's, by the invariant).
+    #[cfg(test)]
+    pub(crate) fn served(&self, serving: &Snapshot) -> Vec<Arc<Url>> {
         match &self.effective {
-            None => self.list.providers().to_vec(),
+            None => self.list(serving).providers().to_vec(),
             Some(v) => v.iter().flatten().cloned().collect(),
         }
     }
 
-    fn served_len(&self) -> usize {
+    fn served_len(&self, serving: &Snapshot) -> usize {
         match &self.effective {
-            None => self.list.len(),
+            None => self.list(serving).len(),
             Some(v) => v.iter().flatten().count(),
         }
     }
 
     /// The registered state after `next` (the new list in stable order and its edit from
-    /// this one; `None`: the list is unchanged) with the override `entries` (changed
-    /// since the last derivation when `rules_changed`), and the serving snapshot that
-    /// follows from it as an edit of `serving` (which this state's served providers are).
+    /// this one, as [`follow`] makes them; `None`: the list is unchanged) with the override
+    /// `entries` (changed since the last derivation when `rules_changed`), and the serving
+    /// snapshot that follows from it as an edit of `serving` (which this state's served
+    /// providers are).
     ///
     /// The rules are applied to the added providers only, unless they changed; then to
     /// every provider, and a provider whose result is unchanged (equal) keeps its URL, so
@@ -334,31 +347,35 @@ impl Registered {
         serving: &Snapshot,
         generation: u64,
     ) -> Derived {
+        let old_list = self.list(serving);
         let (list, edit, apps) = next.unwrap_or_else(|| {
-            let n = self.list.len();
+            let n = old_list.len();
             (
-                self.list.clone(),
+                Snapshot::from_shared(generation, old_list.providers()),
                 SnapshotEdit::new(n, Vec::new(), 0),
                 self.apps.clone(),
             )
         });
-        if self.served_len() != serving.len() {
+        if self.served_len(serving) != serving.len() {
             // Not what serves (changed behind the live chain's back): derive afresh.
-            let registered = Registered::new(list, entries, cx);
-            let snapshot = Snapshot::from_shared(generation, registered.served());
+            let (registered, served) = Registered::new(list, entries, cx);
             return Derived {
                 registered,
-                snapshot,
+                snapshot: Snapshot::from_shared(generation, served),
                 edit: None,
             };
         }
         if entries.is_empty() && self.effective.is_none() {
-            // Served as registered: the serving snapshot follows by the same edit.
-            let added = list.providers()[edit.added()].to_vec();
-            let (snapshot, edit) = serving.edited(generation, edit.removed().to_vec(), added);
+            // Served as registered, and the registered list was the serving one: `list`
+            // is the new serving snapshot, and `edit` its edit.
+            let snapshot = if list.generation() == generation {
+                list
+            } else {
+                Snapshot::from_shared(generation, list.providers())
+            };
             return Derived {
                 registered: Registered {
-                    list,
+                    list: None,
                     effective: None,
                     apps,
                 },
@@ -366,7 +383,7 @@ impl Registered {
                 edit: Some(edit),
             };
         }
-        let old = self.list.providers();
+        let old = old_list.providers();
         let old_eff = |i: usize| match &self.effective {
             None => Some(&old[i]),
             Some(v) => v[i].as_ref(),
@@ -403,10 +420,10 @@ impl Registered {
                 (None, None) => true,
                 _ => false,
             };
-            let to = if same { &mut front } else { &mut moved };
             if !same {
                 removed_serving.extend(at);
             }
+            let to = if same { &mut front } else { &mut moved };
             to.0.push(reg.clone());
             to.1.push(now);
         }
@@ -418,11 +435,12 @@ impl Registered {
         let (snapshot, edit) = serving.edited(generation, removed_serving, added);
         front.0.append(&mut moved.0);
         front.1.append(&mut moved.1);
-        let list = Snapshot::from_shared(list.generation(), front.0);
+        let list = Snapshot::from_shared(generation, front.0);
+        let effective = compress(&list, front.1);
         Derived {
             registered: Registered {
-                effective: compress(&list, front.1),
-                list,
+                list: effective.is_some().then_some(list),
+                effective,
                 apps,
             },
             snapshot,
@@ -433,14 +451,24 @@ impl Registered {
 
 /// `list` (a registered list in stable order, whose applications are `apps`) followed by
 /// `next` (a provider list sharing the kept providers' URLs, in any order): the new list in
-/// stable order, the edit from `list`, and the applications counted by the edit (the
-/// changed providers only).
+/// stable order (generation `generation`), the edit from `list`, and the applications
+/// counted by the edit (the changed providers only).
+///
+/// A source that keeps its own stable order (the ZooKeeper source; a list grown or cut at
+/// its end) pushes the providers kept in `list`'s order: one pass comparing pointers finds
+/// the edit. Otherwise (a list in another order, a provider inserted in the middle), or
+/// when that pass finds many more changes than the lists' lengths differ by, the edit is
+/// computed by [`Snapshot::edit_to`] (a hash of every pointer).
 pub(crate) fn follow(
     list: &Snapshot,
     apps: &AppCounts,
     next: &[Arc<Url>],
+    generation: u64,
 ) -> (Snapshot, SnapshotEdit, AppCounts) {
-    let (new, edit) = list.edit_to(0, next);
+    let (new, edit) = match in_order(list.providers(), next) {
+        Some((removed, from)) => list.edited(generation, removed, next[from..].to_vec()),
+        None => list.edit_to(generation, next),
+    };
     let mut apps = apps.clone();
     for &r in edit.removed() {
         apps.remove(&list.providers()[r as usize]);
@@ -449,6 +477,26 @@ pub(crate) fn follow(
         apps.add(p);
     }
     (new, edit, apps)
+}
+
+/// When `next` is `old` with some providers removed and others appended, the removed
+/// positions and where the appended ones start; `None` when the greedy pass finds more
+/// removals than a small budget over the lengths' difference (a list in another order).
+fn in_order(old: &[Arc<Url>], next: &[Arc<Url>]) -> Option<(Vec<u32>, usize)> {
+    let budget = old.len().saturating_sub(next.len()) + (old.len() / 16).min(64);
+    let mut removed = Vec::new();
+    let mut j = 0;
+    for (i, p) in old.iter().enumerate() {
+        if next.get(j).is_some_and(|q| Arc::ptr_eq(p, q)) {
+            j += 1;
+        } else {
+            removed.push(i as u32);
+            if removed.len() > budget {
+                return None;
+            }
+        }
+    }
+    Some((removed, j))
 }
 
 /// `None` when every provider is served as registered (the same URL).

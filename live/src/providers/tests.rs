@@ -72,9 +72,10 @@ proptest! {
             let entries = overrides::ordered(&nodes[next_rule], std::iter::empty());
             let rules_changed = next_rule != rule;
             rule = next_rule;
-            let next = follow(&registered.list, &registered.apps, &list);
+            let generation = generation as u64 + 2;
+            let next = follow(registered.list(&serving), &registered.apps, &list, generation);
             let d = registered.derive(
-                Some(next), rules_changed, &entries, &cx, &serving, generation as u64 + 2,
+                Some(next), rules_changed, &entries, &cx, &serving, generation,
             );
             let edit = d.edit.expect("an edit of the serving snapshot");
             prop_assert_eq!(edit.old_len(), serving.len());
@@ -90,10 +91,11 @@ proptest! {
             let want = overrides::apply(&list, &entries, &cx);
             prop_assert_eq!(raws(d.snapshot.providers()), raws(&want));
             // The invariant: the registered list's served providers are the snapshot's.
-            let served = d.registered.served();
+            prop_assert_eq!(d.snapshot.generation(), generation);
+            let served = d.registered.served(&d.snapshot);
             prop_assert_eq!(served.len(), d.snapshot.len());
             prop_assert!(served.iter().zip(d.snapshot.providers()).all(|(a, b)| Arc::ptr_eq(a, b)));
-            prop_assert_eq!(raws(d.registered.list.providers()), raws(&list));
+            prop_assert_eq!(raws(d.registered.list(&d.snapshot).providers()), raws(&list));
             prop_assert_eq!(&d.registered.apps, &AppCounts::of(list.iter().map(|p| &**p)));
             registered = d.registered;
             serving = d.snapshot;
@@ -140,4 +142,33 @@ fn the_providers_application_is_the_most_common_one_alphabetically_first_on_a_ti
     counts.remove(&b);
     assert_eq!(counts.application(), None);
     assert!(counts.applications().is_empty());
+}
+
+#[test]
+fn a_list_in_another_order_or_grown_in_the_middle_keeps_every_provider_in_place() {
+    let all = universe();
+    let list = Snapshot::from_shared(1, all.clone());
+    let apps = AppCounts::of(all.iter().map(|p| &**p));
+    // Reversed: nothing changes.
+    let reversed: Vec<Arc<Url>> = all.iter().rev().cloned().collect();
+    let (new, edit, counts) = follow(&list, &apps, &reversed, 2);
+    assert!(edit.is_identity(), "{edit:?}");
+    assert_eq!(new.generation(), 2);
+    assert_eq!(counts, apps);
+    // One inserted in the middle, one removed: exactly that edit.
+    let extra = Arc::new(Url::parse("dubbo://10.0.1.1:20880/svc?application=cart").unwrap());
+    let mut grown = all.clone();
+    grown.insert(7, extra.clone());
+    grown.remove(3);
+    let (new, edit, counts) = follow(&list, &apps, &grown, 3);
+    assert_eq!(edit.removed(), [3]);
+    assert_eq!(edit.added(), 19..20);
+    assert!(Arc::ptr_eq(&new.providers()[19], &extra));
+    assert_eq!(counts, AppCounts::of(grown.iter().map(|p| &**p)));
+    // Grown and cut at the end (a source keeping the same order): the pointer pass.
+    let mut cut = all[2..].to_vec();
+    cut.push(extra.clone());
+    let (_, edit, _) = follow(&list, &apps, &cut, 4);
+    assert_eq!(edit.removed(), [0, 1]);
+    assert_eq!(edit.added(), 18..19);
 }
