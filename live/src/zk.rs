@@ -370,10 +370,12 @@ impl NodeCounts {
 #[derive(Default)]
 struct View {
     rules: HashMap<RuleKey, Option<Vec<u8>>>,
-    /// The providers last pushed (the same `Arc`s the node cache holds), in the source's
-    /// stable order (the ones kept in their order, new ones appended by node name), and
-    /// the skipped nodes.
-    providers: Option<(Vec<Arc<Url>>, Vec<String>)>,
+    /// The providers taken (the same `Arc`s the node cache holds), in the source's stable
+    /// order (the ones kept in their order, new ones appended by node name).
+    urls: Vec<Arc<Url>>,
+    /// The skipped nodes of the last list pushed; `None`: no list pushed since the view
+    /// was (re)started, so the next read pushes whatever it finds.
+    pushed: Option<Vec<String>>,
     /// Every provider node read, by its name, as it was read, updated in place: a changed
     /// list parses only the nodes that are new (a node's name is its whole URL: a node
     /// that stays is the same provider).
@@ -483,7 +485,12 @@ impl Ctx<'_> {
         let mut seen = 0;
         let mut added: Vec<(String, Node)> = Vec::new();
         let mut skipped = Vec::new();
-        for child in children {
+        for (n, child) in children.into_iter().enumerate() {
+            // A first read parses every node: let the client's session task (on this
+            // single-threaded runtime) keep the session alive meanwhile.
+            if n % 1024 == 1023 {
+                tokio::task::yield_now().await;
+            }
             if let Some(s) = self.view.nodes.get_mut(child.as_str()) {
                 if s.round != round {
                     s.round = round;
@@ -535,29 +542,20 @@ impl Ctx<'_> {
         }
         skipped.sort_unstable_by(|a, b| a.location.cmp(&b.location));
         let locations: Vec<String> = skipped.iter().map(|s| s.location.clone()).collect();
-        let same = gone.is_empty()
-            && came.is_empty()
-            && self
-                .view
-                .providers
-                .as_ref()
-                .is_some_and(|(_, l)| *l == locations);
-        if same {
-            return Ok(Vec::new());
-        }
-        let mut urls = self
-            .view
-            .providers
-            .take()
-            .map(|(u, _)| u)
-            .unwrap_or_default();
+        let unchanged = gone.is_empty() && came.is_empty();
         if !gone.is_empty() {
             let gone: std::collections::HashSet<usize> =
                 gone.iter().map(|u| Arc::as_ptr(u) as usize).collect();
-            urls.retain(|u| !gone.contains(&(Arc::as_ptr(u) as usize)));
+            self.view
+                .urls
+                .retain(|u| !gone.contains(&(Arc::as_ptr(u) as usize)));
         }
-        urls.extend(came);
-        self.view.providers = Some((urls.clone(), locations));
+        self.view.urls.extend(came);
+        if unchanged && self.view.pushed.as_ref() == Some(&locations) {
+            return Ok(Vec::new());
+        }
+        self.view.pushed = Some(locations);
+        let urls = self.view.urls.clone();
         let registered = self.view.counts.registered + skipped.len();
         let excluded = &self.view.counts.excluded;
         let mut message = format!(
@@ -667,8 +665,21 @@ impl Ctx<'_> {
         Ok(updates)
     }
 
-    /// Re-reads every node and pushes what changed as one batch.
+    /// Re-reads every node and pushes what changed as one batch. A read that fails half-way
+    /// sends nothing: the rule nodes' last pushed contents are put back and the provider
+    /// list is pushed by the next read whatever it finds (the provider nodes already
+    /// parsed are kept), so that no change read but not sent is lost.
     async fn resync(&mut self, client: &Client) -> Result<(), ZkClientError> {
+        let rules = self.view.rules.clone();
+        let result = self.resync_inner(client).await;
+        if result.is_err() {
+            self.view.rules = rules;
+            self.view.pushed = None;
+        }
+        result
+    }
+
+    async fn resync_inner(&mut self, client: &Client) -> Result<(), ZkClientError> {
         let mut updates = Vec::new();
         // Providers first: rules under the providers' application follow them.
         updates.extend(self.read_providers(client).await?);
@@ -695,8 +706,19 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Re-reads the node at `path` after a watch event.
+    /// Re-reads the node at `path` after a watch event (a failed read sends nothing and
+    /// is undone as in [`Ctx::resync`]).
     async fn changed(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
+        let rules = self.view.rules.clone();
+        let result = self.changed_inner(client, path).await;
+        if result.is_err() {
+            self.view.rules = rules;
+            self.view.pushed = None;
+        }
+        result
+    }
+
+    async fn changed_inner(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
         let mut updates = if Some(path) == self.providers_dir().as_deref() {
             self.read_providers(client).await?
         } else {
