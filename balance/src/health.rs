@@ -162,6 +162,13 @@ impl HealthTable {
             v.resize(len, zero);
             v
         }
+        // The common case: no provider has any health state; a new table is all there is.
+        let quiet = self.failures.iter().all(|a| a.load(Ordering::Relaxed) == 0)
+            && self.until.iter().all(|a| a.load(Ordering::Relaxed) == 0)
+            && self.probation.iter().all(|a| !a.load(Ordering::Relaxed));
+        if quiet {
+            return HealthTable::new(degraded);
+        }
         let n = edit.old_len();
         let failures = edit.table(
             &loaded(&self.failures, n, 0, |a| a.load(Ordering::Relaxed)),

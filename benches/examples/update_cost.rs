@@ -120,6 +120,41 @@ fn main() {
             reports
         },
     );
+    // The same with no router: what the live chain and the service do themselves (the
+    // edit of the list and snapshot, the balancer tables, health, the swap).
+    let bare = routechain::live::LiveChain::with_providers(
+        routechain::rules::ChainFile::parse("bare.chain.yaml", "routers: []\n", None)
+            .expect("an empty chain parses"),
+        routechain::registry(),
+        routechain::live::LiveOptions {
+            consumer: Some(Arc::new(testkit::consumer())),
+            ..routechain::live::LiveOptions::default()
+        },
+        Snapshot::from_shared(1, serving.clone()),
+    )
+    .expect("an empty chain builds");
+    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
+        .map(|i| {
+            let mut l = serving.clone();
+            if i % 2 == 0 {
+                l.push(extra.clone());
+            }
+            l
+        })
+        .collect();
+    lists.reverse();
+    let mut size = n;
+    time(
+        &format!("live, no router: one provider added/removed at {n}, shared URLs"),
+        10,
+        || {
+            size = if size == n { n + 1 } else { n };
+            let reports =
+                bare.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
+            assert_eq!(bare.chain().load().snapshot().len(), size, "{reports:?}");
+            reports
+        },
+    );
     let state = live.chain().load();
     let edited: Vec<String> = state
         .edited_routers()
