@@ -746,7 +746,9 @@ impl LiveChain {
             } else {
                 changes.extend(provider_changes.into_iter().map(|(c, _)| c));
                 snapshot = Some(Arc::new(d.snapshot));
-                edit = d.edit;
+                // An edit that changes more providers than the new list holds (a list
+                // replaced wholesale) is prepared afresh: cheaper than following it.
+                edit = d.edit.filter(|e| e.changes() <= e.new_len());
             }
             derived = Some(d.registered);
         }
