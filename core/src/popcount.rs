@@ -60,6 +60,10 @@ kernels! {
         words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    fn count_strided(words: &[u64], step: usize) -> usize {
+        words.iter().step_by(step).map(|w| w.count_ones() as usize).sum()
+    }
+
     fn count_and(a: &[u64], b: &[u64]) -> usize {
         a.iter().zip(b).map(|(a, b)| (a & b).count_ones() as usize).sum()
     }
@@ -82,8 +86,14 @@ kernels! {
 
     fn count_blocks(words: &[u64], block: usize, sums: &mut [u64]) -> u64 {
         let mut total = 0u64;
-        for (chunk, sum) in words.chunks(block).zip(sums.iter_mut()) {
-            let s: u64 = chunk.iter().map(|w| u64::from(w.count_ones())).sum();
+        let mut start = 0;
+        for sum in sums.iter_mut() {
+            if start >= words.len() {
+                break;
+            }
+            let end = (start + block).min(words.len());
+            let s = super::count_run(&words[start..end]);
+            start = end;
             *sum = s;
             total += s;
         }
@@ -169,6 +179,12 @@ fn blocks_k<const K: usize>(
     total
 }
 
+/// The set bits of a run of words.
+#[inline(always)]
+fn count_run(words: &[u64]) -> u64 {
+    words.iter().map(|w| u64::from(w.count_ones())).sum()
+}
+
 /// `Σ weights[j] × popcount(x & masks[j])`: the weight of one candidate word.
 #[inline(always)]
 fn word_weight(x: u64, masks: &[u64], weights: &[u64]) -> u64 {
@@ -182,6 +198,15 @@ fn word_weight(x: u64, masks: &[u64], weights: &[u64]) -> u64 {
 /// The number of set bits in `words`.
 pub fn count(words: &[u64]) -> usize {
     dispatch!(count(words))
+}
+
+/// The number of set bits in every `step`-th word of `words` (words `0, step, 2 step, …`):
+/// a density estimate from a few words.
+pub fn count_strided(words: &[u64], step: usize) -> usize {
+    if step == 0 {
+        return 0;
+    }
+    dispatch!(count_strided(words, step))
 }
 
 /// The number of set bits in `a AND b` (over the shorter of the two).
@@ -255,6 +280,10 @@ mod tests {
             prop_assert_eq!(count(&a), plain::count(&a));
             prop_assert_eq!(count(&a), a.iter().map(|w| w.count_ones() as usize).sum::<usize>());
             prop_assert_eq!(count_and(&a, &b), plain::count_and(&a, &b));
+            prop_assert_eq!(
+                count_strided(&a, block),
+                a.iter().step_by(block).map(|w| w.count_ones() as usize).sum::<usize>()
+            );
             prop_assert_eq!(nth(&a, n), plain::nth(&a, n));
             let mut counts = vec![0u64; a.len().div_ceil(block)];
             let mut plain_counts = counts.clone();

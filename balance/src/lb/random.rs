@@ -70,9 +70,10 @@ const BLOCKS: usize = 64;
 /// The fewest words per block: below it the per-block bookkeeping costs more than the
 /// words it saves recounting.
 const MIN_BLOCK: usize = 16;
-/// The fewest proposals of the sampling over every provider; otherwise about one per
-/// candidate word (so the stage costs at most about as much as the pass it saves).
-const MIN_PROPOSALS: usize = 32;
+/// The fewest proposals of the sampling over every provider, when it runs.
+const MIN_PROPOSALS: u64 = 32;
+/// Words of the candidate set counted to estimate its density (evenly spread).
+const PROBE_WORDS: usize = 8;
 /// The draws of the sampling among the candidates: each is accepted with probability
 /// `mean candidate weight / max weight` (≥ 1/4 where sampling is used, ~1/2 typically),
 /// so sixteen all rejected is rare.
@@ -86,7 +87,10 @@ impl Weights {
     #[inline]
     pub fn pick(&self, candidates: &Candidates, rng: &mut dyn RandomSource) -> Option<usize> {
         if self.sampling {
-            if let Some(i) = self.sample_all(candidates, rng) {
+            let proposals = self.proposals(candidates);
+            if proposals > 0
+                && let Some(i) = self.sample_all(candidates, proposals, rng)
+            {
                 return Some(i);
             }
             if let Some(picked) = self.sample_candidates(candidates, rng) {
@@ -104,18 +108,46 @@ impl Weights {
         w == self.max || (w > 0 && rng.below(u64::from(self.max)) < u64::from(w))
     }
 
+    /// How many proposals stage 1 makes for `candidates`, 0 to skip it: a few evenly
+    /// spread words estimate the candidates' density `d`; a proposal is accepted with
+    /// probability about `d × mean weight / max weight`, so about `E = 1 / that` proposals
+    /// pick one. Stage 1 runs when `E` is at most a quarter of the words (a proposal costs
+    /// a few instructions, stage 2's count a few per word), with `3 E` proposals (all
+    /// rejected about 5% of the time). Only a function of the candidate set, never of the
+    /// draws, so the stage stays exact whatever it returns.
+    #[inline]
+    pub(super) fn proposals(&self, candidates: &Candidates) -> u64 {
+        let words = candidates.words();
+        if words.is_empty() {
+            return 0;
+        }
+        let step = words.len().div_ceil(PROBE_WORDS);
+        let probed = words.len().div_ceil(step) as u64;
+        let bits = popcount::count_strided(words, step) as u64;
+        if bits == 0 {
+            return 0;
+        }
+        // E = 64 × probed × len × max / (bits × sum), in u128 (no overflow).
+        let expected = (64 * u128::from(probed) * self.len() as u128 * u128::from(self.max))
+            / (u128::from(bits) * u128::from(self.sum).max(1));
+        if expected * 4 > words.len() as u128 {
+            return 0;
+        }
+        (3 * expected as u64).max(MIN_PROPOSALS)
+    }
+
     /// Stage 1: proposals uniform over every provider, accepted when a candidate and by
     /// weight. `None` when every proposal was rejected.
     #[inline]
     pub(super) fn sample_all(
         &self,
         candidates: &Candidates,
+        proposals: u64,
         rng: &mut dyn RandomSource,
     ) -> Option<usize> {
         let words = candidates.words();
         let len = self.len() as u64;
-        let pairs = words.len().max(MIN_PROPOSALS) / 2;
-        for _ in 0..pairs {
+        for _ in 0..proposals.div_ceil(2) {
             let r = rng.next_u64();
             for half in [r as u32, (r >> 32) as u32] {
                 // Lemire: `half × len / 2³²` is uniform in `0..len` once the low part is at

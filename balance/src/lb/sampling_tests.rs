@@ -125,7 +125,7 @@ fn every_sampling_stage_draws_dubbos_distribution() {
             let mut counts = vec![0usize; w.len()];
             let mut accepted = 0;
             for _ in 0..draws * 4 {
-                if let Some(i) = weights.sample_all(&cands, &mut rng) {
+                if let Some(i) = weights.sample_all(&cands, 64, &mut rng) {
                     counts[i] += 1;
                     accepted += 1;
                     if accepted == draws {
