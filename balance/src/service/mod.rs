@@ -810,8 +810,8 @@ fn prepare_edited(
     config: &ServiceConfig,
     edit: &SnapshotEdit,
 ) -> Prepared {
-    // The balancer tables are prepared anew until they can follow an edit.
-    let balance = Arc::new(SnapshotBalance::new(state.snapshot(), &config.balance));
+    // The balancer tables follow the edit (with the same or another configuration).
+    let balance = Arc::new(old.balance.edited(edit, state.snapshot(), &config.balance));
     let by_address = address_index_edited(&old.by_address, edit, state.snapshot());
     let health = Arc::new(old.health.edited(edit, state.degraded().clone()));
     let providers = state.snapshot().providers();
