@@ -28,7 +28,8 @@ pub mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, TypedRouter,
+    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, SnapshotEdit,
+    TypedRouter,
 };
 
 pub use self::prepared::PreparedCondition;
@@ -76,6 +77,17 @@ impl TypedRouter for ConditionRouter {
         cx: &PrepareContext<'_>,
     ) -> Result<PreparedCondition, String> {
         Ok(PreparedCondition::build(rule, cx))
+    }
+
+    /// Carries every set over the edit, evaluating the compiled terms on the added providers
+    /// only (see `prepared::edit`).
+    fn prepare_edit(
+        prepared: &PreparedCondition,
+        _rule: &Arc<ConditionRule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<PreparedCondition, String>> {
+        prepared.edited(edit, cx).map(Ok)
     }
 
     fn route(

@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, DegradedSet, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError,
-    TypedRouter,
+    SnapshotEdit, TypedRouter,
 };
 
 pub use self::prepared::PreparedIdcWeight;
@@ -82,10 +82,20 @@ impl TypedRouter for IdcWeightRouter {
         Ok(PreparedIdcWeight::build(rule, cx))
     }
 
+    /// Carries the sets and counts over the edit, classifying only the added providers.
+    fn prepare_edit(
+        prepared: &PreparedIdcWeight,
+        _rule: &Arc<IdcWeightRule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<PreparedIdcWeight, String>> {
+        Some(Ok(prepared.edited(edit, cx)))
+    }
+
     fn attach(prepared: &PreparedIdcWeight, degraded: &Arc<DegradedSet>) {
         let options = &prepared.rule.options;
         if options.overprovisioning.is_some() || options.panic_threshold > 0 {
-            prepared.health.attach(degraded);
+            prepared.health.attach(degraded, &prepared.degraded);
         }
     }
 
