@@ -121,9 +121,11 @@ impl NamedSetsEdit<'_> {
                 others.insert(hash, remap[k] as usize);
             }
         }
-        let hashed = base.collided.iter().filter_map(|&k| {
-            (remap[k] != u32::MAX).then(|| (caseless_hash(&base.sets[k].0), remap[k] as usize))
-        });
+        let hashed = base
+            .collided
+            .iter()
+            .filter(|&&k| remap[k] != u32::MAX)
+            .map(|&k| (caseless_hash(&base.sets[k].0), remap[k] as usize));
         let added = (kept..sets.len()).map(|k| (caseless_hash(&sets[k].0), k));
         for (hash, k) in hashed.chain(added) {
             match others.entry(hash) {

@@ -22,7 +22,9 @@
 //! region/IDC decision for the prepared consumer. The route tables are cumulative weights
 //! compiled with the rule. Per call: a few word scans (the region and target checks stop at
 //! the first hit) and one pass that narrows the candidates, at most one random draw; no
-//! allocation. The candidates minus degraded are copied into the scratch bitset only when
+//! allocation. A provider change carries the sets, the health counts and their per-provider
+//! tables over, classifying only the added providers ([`PreparedIdcWeight::edited`]). The
+//! candidates minus degraded are copied into the scratch bitset only when
 //! some provider is live-degraded (or an explain trace is recorded).
 
 //!
@@ -108,6 +110,8 @@ impl TypedRouter for IdcWeightRouter {
     }
 }
 
+#[cfg(test)]
+mod edit_tests;
 #[cfg(test)]
 mod health_tests;
 #[cfg(test)]

@@ -215,3 +215,6 @@ impl DynTerm {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;
