@@ -1,6 +1,7 @@
 //! The cost of one provider change by edit against a full preparation, per router chain
 //! (the condition and IDC-weight routers' `prepare_edit`), at `N` providers: each chain of
-//! `testkit::CHAINS` and the full chain prepared over `N` providers, then carried by
+//! `testkit::CHAINS`, the full chain and a condition rule with a `$host` reference prepared
+//! over `N` providers, then carried by
 //! `ChainState::with_edit` over one provider removed and one added (median of a few runs,
 //! wall time and this process's CPU time).
 //!
@@ -52,6 +53,16 @@ fn main() {
         .map(|(name, text)| (*name, text()))
         .collect();
     chains.push(("full", testkit::full_chain_yaml()));
+    // A `$name` reference to a key with a value per provider: the per-call form keeps a
+    // value index of `host` (one set per provider), which an edit copies whole.
+    chains.push((
+        "condition ($host)",
+        format!(
+            "service: {}\nrouters:\n  - type: condition\n    rule:\n      conditions: \
+             [\"method = search => host != $host & region = shanghai\"]\n",
+            testkit::SERVICE
+        ),
+    ));
     for (name, text) in chains {
         let state = testkit::build_state(&text, snapshot.clone()).expect("prepares");
         let full = time(&format!("{name}: prepare at {n}"), 5, || {
