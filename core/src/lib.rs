@@ -66,6 +66,7 @@ pub mod request;
 pub mod rng;
 pub mod router;
 pub mod rule;
+mod rule_de;
 pub mod snapshot;
 pub mod trace;
 pub mod url;
@@ -84,7 +85,7 @@ pub use router::{
     FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, RouteContextBuilder,
     Router, TypedFactory, TypedRouter, router_fn,
 };
-pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
+pub use rule::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError};

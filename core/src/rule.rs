@@ -119,24 +119,120 @@ impl RuleError {
     }
 }
 
-/// A borrowed rule document (or part of one) with its path from the document root.
+/// One node of a [`DocTree`], as a reader sees it (an alias already resolved).
+#[derive(Debug)]
+pub enum DocNode<'a> {
+    /// A scalar, as the JSON value it resolves to.
+    Scalar(serde_json::Value),
+    /// A sequence: its items' nodes, in order.
+    Seq(&'a [u32]),
+    /// A mapping: its values' nodes, sorted by key (as a `serde_json::Map` iterates).
+    Map(&'a [u32]),
+}
+
+/// A parsed document held as a tree of nodes over its source text (the `rules` crate's YAML
+/// documents), so a rule is read without first building it whole as a `serde_json::Value`
+/// (which takes about twelve times the text of a rule of many small mappings).
+pub trait DocTree: Send + Sync + fmt::Debug {
+    /// Node `node` (aliases resolved).
+    fn doc_node(&self, node: u32) -> DocNode<'_>;
+    /// The key under which node `node` is a mapping value (empty when it is none).
+    fn doc_key(&self, node: u32) -> &str;
+}
+
+/// The `serde_json::Value` of node `node` of `tree`.
+pub fn tree_value(tree: &dyn DocTree, node: u32) -> serde_json::Value {
+    match tree.doc_node(node) {
+        DocNode::Scalar(v) => v,
+        DocNode::Seq(items) => {
+            serde_json::Value::Array(items.iter().map(|&i| tree_value(tree, i)).collect())
+        }
+        DocNode::Map(entries) => serde_json::Value::Object(
+            entries
+                .iter()
+                .map(|&i| (tree.doc_key(i).to_string(), tree_value(tree, i)))
+                .collect(),
+        ),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum DocRepr<'a> {
+    Value(&'a serde_json::Value),
+    /// A node of a tree (`None`: no value there, read as null).
+    Tree(&'a dyn DocTree, Option<u32>),
+}
+
+/// A borrowed rule document (or part of one) with its path from the document root: a JSON
+/// value, or a node of a parsed document's tree (read in place, see [`DocTree`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RuleDoc<'a> {
-    /// The value.
-    pub value: &'a serde_json::Value,
+    repr: DocRepr<'a>,
     /// Its path from the root of the file or node it came from.
     pub path: &'a FieldPath,
 }
 
+static NULL: serde_json::Value = serde_json::Value::Null;
+
 impl<'a> RuleDoc<'a> {
     /// A document rooted at `path`.
     pub fn new(value: &'a serde_json::Value, path: &'a FieldPath) -> Self {
-        RuleDoc { value, path }
+        RuleDoc {
+            repr: DocRepr::Value(value),
+            path,
+        }
+    }
+
+    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`.
+    pub fn from_tree(tree: &'a dyn DocTree, node: Option<u32>, path: &'a FieldPath) -> Self {
+        RuleDoc {
+            repr: DocRepr::Tree(tree, node),
+            path,
+        }
+    }
+
+    /// The document as a JSON value: borrowed when it is one, else built from the tree (for
+    /// readers that walk values; deserialize with [`RuleDoc::parse`] instead where possible,
+    /// which builds no value of the whole document).
+    pub fn value(&self) -> std::borrow::Cow<'a, serde_json::Value> {
+        match self.repr {
+            DocRepr::Value(v) => std::borrow::Cow::Borrowed(v),
+            DocRepr::Tree(_, None) => std::borrow::Cow::Borrowed(&NULL),
+            DocRepr::Tree(t, Some(n)) => std::borrow::Cow::Owned(tree_value(t, n)),
+        }
+    }
+
+    /// True when the document is null (or absent).
+    pub fn is_null(&self) -> bool {
+        match self.repr {
+            DocRepr::Value(v) => v.is_null(),
+            DocRepr::Tree(_, None) => true,
+            DocRepr::Tree(t, Some(n)) => {
+                matches!(t.doc_node(n), DocNode::Scalar(serde_json::Value::Null))
+            }
+        }
+    }
+
+    /// True when the document is a mapping.
+    pub fn is_object(&self) -> bool {
+        match self.repr {
+            DocRepr::Value(v) => v.is_object(),
+            DocRepr::Tree(_, None) => false,
+            DocRepr::Tree(t, Some(n)) => matches!(t.doc_node(n), DocNode::Map(_)),
+        }
     }
 
     /// Deserializes the document into a typed raw rule; a type error names the field path.
+    /// Messages are serde_json's, whichever form the document has.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, RuleError> {
-        serde_path_to_error::deserialize(self.value).map_err(|e| {
+        let result = match self.repr {
+            DocRepr::Value(v) => serde_path_to_error::deserialize(v),
+            DocRepr::Tree(_, None) => serde_path_to_error::deserialize(&NULL),
+            DocRepr::Tree(tree, Some(node)) => {
+                serde_path_to_error::deserialize(crate::rule_de::TreeDe { tree, node })
+            }
+        };
+        result.map_err(|e| {
             let path = self.path.join(&FieldPath::from_serde(e.path()));
             RuleError::new(path, e.into_inner().to_string())
         })

@@ -804,11 +804,12 @@ fn same_entry(a_file: &ChainFile, a: &EntryDef, b_file: &ChainFile, b: &EntryDef
     let same_rule = match (&a.rule, &b.rule) {
         (RuleSource::None, RuleSource::None) | (RuleSource::Inline, RuleSource::Inline) => true,
         (RuleSource::File { path: pa, doc: da }, RuleSource::File { path: pb, doc: db }) => {
-            pa == pb && da.value == db.value
+            let root = routechain_core::FieldPath::root();
+            pa == pb && da.same_at(&root, db, &root)
         }
         _ => false,
     };
-    same_rule && a_file.doc.get(&a.path()) == b_file.doc.get(&b.path())
+    same_rule && a_file.doc.same_at(&a.path(), &b_file.doc, &b.path())
 }
 
 enum Staged {

@@ -78,8 +78,13 @@ fn rule_files(chain: &Path) -> Option<Vec<PathBuf>> {
     let text = read(chain)?;
     let doc = YamlDoc::parse(chain.display().to_string(), &text).ok()?;
     let base = dir_of(chain);
-    let mut files: Vec<PathBuf> = doc
-        .value
+    // The chain's own fields, its inline rules not built.
+    let inline_rule = |p: &routechain_core::FieldPath| {
+        use routechain_core::PathSegment::{Index, Key};
+        matches!(p.0.as_slice(), [Key(r), Index(_), Key(k)] if r == "routers" && k == "rule")
+    };
+    let value = doc.value_eliding(&inline_rule, serde_json::Value::Bool(true));
+    let mut files: Vec<PathBuf> = value
         .get("routers")
         .and_then(|r| r.as_array())
         .into_iter()
@@ -87,7 +92,7 @@ fn rule_files(chain: &Path) -> Option<Vec<PathBuf>> {
         .filter_map(|r| r.get("rule_file")?.as_str())
         .map(|f| base.join(f))
         .collect();
-    match doc.value.get("overrides") {
+    match value.get("overrides") {
         Some(serde_json::Value::String(f)) => files.push(base.join(f)),
         Some(serde_json::Value::Array(list)) => {
             files.extend(list.iter().filter_map(|f| f.as_str()).map(|f| base.join(f)))

@@ -116,7 +116,8 @@ fn composed_mesh_rule<'a>(
     let mut map = serde_json::Map::new();
     for app in apps.into_iter().flatten() {
         if let Some(Some(doc)) = overrides.get(&RuleKey::new(app.clone(), RuleKey::MESH)) {
-            map.insert(app.clone(), doc.value.clone());
+            let root = routechain_core::FieldPath::root();
+            map.insert(app.clone(), doc.value_at(&root).unwrap_or_default());
         }
     }
     if map.is_empty() {

@@ -99,7 +99,7 @@ mod test_support {
         TypedFactory::new(type_name, router).build(&RouterSpec {
             type_name,
             entry: RuleDoc::new(&entry, &entry_path),
-            rule: doc.as_ref().map(|d| RuleDoc::new(&d.value, &root)),
+            rule: doc.as_ref().and_then(|d| d.rule_doc(&root)),
             base_dir: None,
             service: None,
         })

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, Request, RuleDoc, Snapshot, TypedFactory, Url,
+    CallState, ChainEntry, ChainState, FieldPath, Request, Snapshot, TypedFactory, Url,
 };
 use routechain_routers::affinity::AffinityRouter;
 use routechain_routers::mock::MockRouter;
@@ -42,11 +42,11 @@ fn tag_mock_and_affinity_route_without_allocating() {
     let root = FieldPath::root();
     let tag_doc = YamlDoc::parse("tag", TAG_RULE).unwrap();
     let tag = TypedFactory::new("tag", TagRouter)
-        .build_rule(Some(RuleDoc::new(&tag_doc.value, &root)))
+        .build_rule(tag_doc.rule_doc(&root))
         .unwrap();
     let aff_doc = YamlDoc::parse("affinity", AFFINITY_RULE).unwrap();
     let affinity = TypedFactory::new("affinity", AffinityRouter)
-        .build_rule(Some(RuleDoc::new(&aff_doc.value, &root)))
+        .build_rule(aff_doc.rule_doc(&root))
         .unwrap();
     let state = ChainState::new(
         None,

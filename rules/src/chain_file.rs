@@ -26,7 +26,9 @@
 use std::path::{Path, PathBuf};
 
 use routechain_balance::ServiceConfig;
-use routechain_core::{ChainEntry, FieldPath, Registry, RouterSpec, RuleDoc, RuleError, Url};
+use routechain_core::{
+    ChainEntry, FieldPath, PathSegment, Registry, RouterSpec, RuleDoc, RuleError, Url,
+};
 use serde_json::Value;
 
 use crate::service_config::SERVICE_FIELDS;
@@ -130,6 +132,10 @@ pub struct OverrideFile {
 pub struct ChainFile {
     /// The chain document.
     pub doc: YamlDoc,
+    /// The chain document as a JSON value without its inline rules (each `routers[i].rule`
+    /// that is not null reads `true`): what the chain's own fields are read from. A rule is
+    /// read from [`ChainFile::doc`]'s tree, never built as a value.
+    skeleton: Value,
     /// The directory relative paths resolve against.
     pub base_dir: Option<PathBuf>,
     /// `service`: the reference's interface.
@@ -208,7 +214,8 @@ impl ChainFile {
         let mut errors = Vec::new();
         let root = FieldPath::root();
         let err = |errors: &mut Vec<LocatedError>, e: RuleError| errors.push(doc.locate_error(&e));
-        let Some(top) = doc.value.as_object() else {
+        let skeleton = doc.value_eliding(&|p| is_inline_rule(p), Value::Bool(true));
+        let Some(top) = skeleton.as_object() else {
             err(
                 &mut errors,
                 RuleError::new(root, "a chain file is a mapping with a `routers` list"),
@@ -255,7 +262,7 @@ impl ChainFile {
                 false
             }
         };
-        let overrides = parse_overrides(&doc, base_dir.as_deref(), &mut errors);
+        let overrides = parse_overrides(&doc, top, base_dir.as_deref(), &mut errors);
         let consumer = string_field(top.get("consumer"), &root.key("consumer"), &mut |e| {
             err(&mut errors, e)
         })
@@ -303,6 +310,7 @@ impl ChainFile {
         }
         let file = ChainFile {
             doc,
+            skeleton,
             base_dir,
             service,
             group,
@@ -350,7 +358,7 @@ impl ChainFile {
         rule: RuleOverride<'_>,
     ) -> Result<ChainEntry, Vec<LocatedError>> {
         let entry_path = def.path();
-        let entry_value = self.doc.get(&entry_path).unwrap_or(&Value::Null);
+        let entry_value = self.entry_value(def);
         let Some(factory) = registry.get(&def.type_name) else {
             let known: Vec<&str> = registry.type_names().collect();
             return Err(vec![self.doc.locate_error(&RuleError::new(
@@ -382,25 +390,22 @@ impl ChainFile {
         }
         let inline_path = entry_path.key("rule");
         let root = FieldPath::root();
-        // (document to locate rule errors in, the rule value, its path)
-        let rule_doc: Option<(&YamlDoc, &Value, &FieldPath)> = match rule {
+        // (document to locate rule errors in, the rule, read from its tree)
+        let rule_doc: Option<(&YamlDoc, RuleDoc<'_>)> = match rule {
             RuleOverride::Cleared => None,
-            RuleOverride::Doc(doc) => Some((doc, &doc.value, &root)),
+            RuleOverride::Doc(doc) => doc.rule_doc(&root).map(|r| (doc, r)),
             RuleOverride::Own => match &def.rule {
                 RuleSource::None => None,
-                RuleSource::Inline => self
-                    .doc
-                    .get(&inline_path)
-                    .map(|v| (&self.doc, v, &inline_path)),
-                RuleSource::File { doc, .. } => Some((&**doc, &doc.value, &root)),
+                RuleSource::Inline => self.doc.rule_doc(&inline_path).map(|r| (&self.doc, r)),
+                RuleSource::File { doc, .. } => doc.rule_doc(&root).map(|r| (&**doc, r)),
             },
         };
-        if let Some((doc, value, path)) = rule_doc
+        if let Some((doc, value)) = rule_doc
             && !value.is_object()
             && !MULTI_DOCUMENT_TYPES.contains(&def.type_name.as_str())
         {
             errors.push(doc.locate_error(&RuleError::new(
-                path.clone(),
+                value.path.clone(),
                 if value.is_null() {
                     "the rule document is empty".to_string()
                 } else {
@@ -414,12 +419,12 @@ impl ChainFile {
         let spec = RouterSpec {
             type_name: &def.type_name,
             entry: RuleDoc::new(entry_value, &entry_path),
-            rule: rule_doc.map(|(_, v, p)| RuleDoc::new(v, p)),
+            rule: rule_doc.map(|(_, r)| r),
             base_dir: self.base_dir.as_deref(),
             service: self.service.as_deref(),
         };
         let locate = |e: &RuleError| match rule_doc {
-            Some((doc, _, _))
+            Some((doc, _))
                 if !std::ptr::eq(doc, &self.doc) && !e.path.0.starts_with(&entry_path.0) =>
             {
                 doc.locate_error(e)
@@ -433,6 +438,20 @@ impl ChainFile {
         Ok(ChainEntry::new(def.type_name.as_str(), priority, router))
     }
 
+    /// Entry `def` as a JSON value, its inline rule (when not null) read as `true`: the
+    /// entry's own fields. Its rule is read with [`YamlDoc::rule_doc`] on [`ChainFile::doc`].
+    pub fn entry_value(&self, def: &EntryDef) -> &Value {
+        let mut v = &self.skeleton;
+        for seg in &def.path().0 {
+            v = match seg {
+                PathSegment::Key(k) => v.get(k.as_str()),
+                PathSegment::Index(i) => v.get(*i),
+            }
+            .unwrap_or(&Value::Null);
+        }
+        v
+    }
+
     /// The rule files the chain names (for file watching).
     pub fn rule_files(&self) -> impl Iterator<Item = &Path> + '_ {
         self.entries.iter().filter_map(|e| match &e.rule {
@@ -440,6 +459,14 @@ impl ChainFile {
             _ => None,
         })
     }
+}
+
+/// True for `routers[i].rule`: an inline rule, read from the tree, not as a value.
+fn is_inline_rule(path: &FieldPath) -> bool {
+    matches!(
+        path.0.as_slice(),
+        [PathSegment::Key(r), PathSegment::Index(_), PathSegment::Key(k)] if r == "routers" && k == "rule"
+    )
 }
 
 fn parse_entry(
@@ -583,11 +610,12 @@ fn parse_entry(
 /// Reads the `overrides:` files (a string or a list of strings, relative to the chain file).
 fn parse_overrides(
     doc: &YamlDoc,
+    top: &serde_json::Map<String, Value>,
     base_dir: Option<&Path>,
     errors: &mut Vec<LocatedError>,
 ) -> Vec<OverrideFile> {
     let path = FieldPath::root().key("overrides");
-    let names: Vec<(FieldPath, String)> = match doc.get(&path) {
+    let names: Vec<(FieldPath, String)> = match top.get("overrides") {
         None | Some(Value::Null) => return Vec::new(),
         Some(Value::String(s)) => vec![(path.clone(), s.clone())],
         Some(Value::Array(items)) if items.iter().all(Value::is_string) => items

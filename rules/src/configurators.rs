@@ -107,7 +107,9 @@ impl OverrideRule {
         let root = FieldPath::root();
         let mut errors: Vec<RuleError> = Vec::new();
         let mut entries = Vec::new();
-        match &doc.value {
+        // Built for this reading only, not kept with the document.
+        let value = doc.value_at(&root).unwrap_or(Value::Null);
+        match &value {
             // Dubbo's compatible form: a list of override URLs.
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {

@@ -4,8 +4,11 @@
 //! size of a rule of many small mappings).
 //!
 //! A node's children are a range of [`Tree::kids`] (a mapping's sorted by key, for a binary
-//! search); a mapping key is a byte range of the source when it is written there verbatim
-//! (a plain or simple quoted key, the usual case), else a string of its own.
+//! search); a mapping key, and a scalar's text, is a byte range of the source when it is
+//! written there verbatim (a plain or simple quoted scalar, the usual case), else a string
+//! of its own. The tree is the document: readers deserialize from it (see
+//! [`routechain_core::DocTree`]); no `serde_json::Value` of the whole document is built
+//! unless one is asked for.
 
 use saphyr_parser::ScalarStyle;
 
@@ -35,16 +38,18 @@ impl Pos {
     }
 }
 
-/// Where a mapping key's text is.
+/// Where a mapping key's text is: bytes `start..start + len` of the source, or
+/// [`Tree::keys`]`[start]` when `len` is [`KeyText::OWN`]; none (the empty text) by default.
+/// Two words, not an enum of three words: a node is the unit of a document's memory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum KeyText {
-    /// Not a mapping entry.
-    #[default]
-    None,
-    /// Bytes `start..start + len` of the source.
-    Source { start: u32, len: u32 },
-    /// [`Tree::keys`]`[i]`.
-    Own(u32),
+struct KeyText {
+    start: u32,
+    len: u32,
+}
+
+impl KeyText {
+    /// `len` of a key held in [`Tree::keys`].
+    const OWN: u32 = u32::MAX;
 }
 
 /// One value: where it is, where its key is, its scalar style, its children.
@@ -55,13 +60,46 @@ pub(crate) struct Node {
     /// Where its key starts (its own start when it has no key).
     pub key_at: Pos,
     key: KeyText,
-    /// The range of [`Tree::kids`] holding the children.
+    /// A collection: the range of [`Tree::kids`] holding the children. A scalar: its text,
+    /// bytes `kids_start..kids_start + kids_len` of the source ([`Kind::Source`]) or
+    /// [`Tree::keys`]`[kids_start]` ([`Kind::Own`]). An alias: the anchored node.
     kids_start: u32,
     kids_len: u32,
     /// The scalar style (0 for a collection or an alias), for locating inside a string.
     style: u8,
     /// A mapping (its children are sorted by key).
     map: bool,
+    kind: Kind,
+    /// A scalar tagged `!!str`: a string whatever its text.
+    forced_string: bool,
+}
+
+/// What a node's `kids_start` and `kids_len` hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A sequence or mapping.
+    #[default]
+    Collection,
+    /// A scalar written verbatim in the source.
+    Source,
+    /// A scalar with a text of its own.
+    Own,
+    /// An alias to another node.
+    Alias,
+    /// An empty document: null.
+    Null,
+}
+
+/// What a node is, for a reader.
+pub(crate) enum Shape<'a> {
+    /// A scalar: its text, style and whether it is forced to be a string.
+    Scalar(&'a str, Option<ScalarStyle>, bool),
+    /// A null with no text (an empty document).
+    Null,
+    /// A sequence's items.
+    Seq(&'a [u32]),
+    /// A mapping's values (sorted by key).
+    Map(&'a [u32]),
 }
 
 fn style_code(style: Option<ScalarStyle>) -> u8 {
@@ -154,21 +192,104 @@ impl Tree {
         let verbatim = key_byte.filter(|&b| {
             source.get(b..b + key.len()) == Some(key)
                 && u32::try_from(b).is_ok()
-                && u32::try_from(key.len()).is_ok()
+                && u32::try_from(key.len()).is_ok_and(|n| n < KeyText::OWN)
         });
         let text = match verbatim {
-            Some(b) => KeyText::Source {
+            Some(b) => KeyText {
                 start: b as u32,
                 len: key.len() as u32,
             },
             None => {
                 self.keys.push(key.into());
-                KeyText::Own(self.keys.len() as u32 - 1)
+                KeyText {
+                    start: self.keys.len() as u32 - 1,
+                    len: KeyText::OWN,
+                }
             }
         };
         let node = &mut self.nodes[i as usize];
         node.key = text;
         node.key_at = Pos::of(key_at);
+    }
+
+    /// Makes node `i` a scalar of text `text`, found at byte `byte` (or just after it, past
+    /// a quote) of `source` when known; `forced_string` for a `!!str` tag.
+    pub fn set_scalar(
+        &mut self,
+        i: u32,
+        text: &str,
+        byte: Option<usize>,
+        forced_string: bool,
+        source: &str,
+    ) {
+        let fits = |b: usize| {
+            source.get(b..b + text.len()) == Some(text)
+                && u32::try_from(b).is_ok()
+                && u32::try_from(text.len()).is_ok()
+        };
+        let verbatim = byte.and_then(|b| [b, b + 1].into_iter().find(|&b| fits(b)));
+        let node = &mut self.nodes[i as usize];
+        node.forced_string = forced_string;
+        match verbatim {
+            Some(b) => {
+                node.kind = Kind::Source;
+                node.kids_start = b as u32;
+                node.kids_len = text.len() as u32;
+            }
+            None => {
+                self.keys.push(text.into());
+                let node = &mut self.nodes[i as usize];
+                node.kind = Kind::Own;
+                node.kids_start = self.keys.len() as u32 - 1;
+            }
+        }
+    }
+
+    /// Makes node `i` an alias to node `target`.
+    pub fn set_alias(&mut self, i: u32, target: u32) {
+        let node = &mut self.nodes[i as usize];
+        node.kind = Kind::Alias;
+        node.kids_start = target;
+    }
+
+    /// Makes node `i` a null with no text.
+    pub fn set_null(&mut self, i: u32) {
+        self.nodes[i as usize].kind = Kind::Null;
+    }
+
+    /// What node `i` is, following aliases.
+    pub fn shape<'a>(&'a self, source: &'a str, mut i: u32) -> Shape<'a> {
+        let mut hops = 0;
+        loop {
+            let n = &self.nodes[i as usize];
+            match n.kind {
+                Kind::Alias if hops < self.nodes.len() => {
+                    i = n.kids_start;
+                    hops += 1;
+                }
+                Kind::Alias | Kind::Null => return Shape::Null,
+                Kind::Source => {
+                    let text = source
+                        .get(n.kids_start as usize..(n.kids_start + n.kids_len) as usize)
+                        .unwrap_or("");
+                    return Shape::Scalar(text, n.style(), n.forced_string);
+                }
+                Kind::Own => {
+                    return Shape::Scalar(
+                        &self.keys[n.kids_start as usize],
+                        n.style(),
+                        n.forced_string,
+                    );
+                }
+                Kind::Collection if n.map => return Shape::Map(self.kids(i)),
+                Kind::Collection => return Shape::Seq(self.kids(i)),
+            }
+        }
+    }
+
+    /// The key of node `i` (empty when it has none).
+    pub fn key_of<'a>(&'a self, source: &'a str, i: u32) -> &'a str {
+        self.key(source, i)
     }
 
     /// Gives node `i` its children (a mapping's are sorted by key here).
@@ -182,6 +303,14 @@ impl Tree {
         self.kids.extend_from_slice(&kids);
     }
 
+    /// Gives back the vectors' spare capacity (up to half of them, grown by doubling), once
+    /// the document is complete: the tree is kept while the rule compiles.
+    pub fn shrink(&mut self) {
+        self.nodes.shrink_to_fit();
+        self.kids.shrink_to_fit();
+        self.keys.shrink_to_fit();
+    }
+
     /// Node `i`.
     pub fn node(&self, i: u32) -> &Node {
         &self.nodes[i as usize]
@@ -190,17 +319,29 @@ impl Tree {
     /// The key of node `i` (empty when it has none).
     fn key<'a>(&'a self, source: &'a str, i: u32) -> &'a str {
         match self.nodes[i as usize].key {
-            KeyText::None => "",
-            KeyText::Source { start, len } => source
-                .get(start as usize..(start + len) as usize)
+            KeyText {
+                start,
+                len: KeyText::OWN,
+            } => &self.keys[start as usize],
+            KeyText { start, len } => source
+                .get(start as usize..start as usize + len as usize)
                 .unwrap_or(""),
-            KeyText::Own(k) => &self.keys[k as usize],
         }
     }
 
     fn kids(&self, i: u32) -> &[u32] {
         let n = &self.nodes[i as usize];
+        if n.kind != Kind::Collection {
+            return &[];
+        }
         &self.kids[n.kids_start as usize..(n.kids_start + n.kids_len) as usize]
+    }
+
+    /// The one of `kids` (a mapping's values, sorted by key) whose key is `key`.
+    pub fn find_key(&self, source: &str, kids: &[u32], key: &str) -> Option<u32> {
+        kids.binary_search_by(|&k| self.key(source, k).cmp(key))
+            .ok()
+            .map(|at| kids[at])
     }
 
     /// Child `index` of sequence node `i`.
@@ -229,7 +370,7 @@ mod tests {
     #[test]
     fn a_node_is_small() {
         assert!(
-            std::mem::size_of::<Node>() <= 40,
+            std::mem::size_of::<Node>() <= 36,
             "{}",
             std::mem::size_of::<Node>()
         );

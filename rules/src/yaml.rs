@@ -1,34 +1,39 @@
 //! YAML documents with a location for every field.
 //!
 //! A document is parsed with `saphyr-parser` (a maintained, pure-Rust YAML parser) into a
-//! `serde_json::Value` plus a table from [`FieldPath`] to line and column, for values and for
-//! mapping keys. Routers deserialize and validate the value and report problems by field
-//! path; [`YamlDoc::locate`] turns the path back into a line and column.
+//! flat tree of nodes over its source text (`crate::tree`): every value's and mapping key's
+//! line and column, and every scalar's text (a range of the source when written verbatim).
+//! Routers deserialize their rule straight from the tree ([`YamlDoc::rule_doc`], a
+//! [`DocTree`]) and report problems by field path; [`YamlDoc::locate`] turns the path back
+//! into a line and column. A `serde_json::Value` of the document ([`YamlDoc::value`]) is
+//! built only when a reader asks for one (it takes about twelve times the text of a rule of
+//! many small mappings).
 //!
 //! Plain scalars resolve as SnakeYAML (Dubbo's YAML library) resolves them: `true`/`false`,
 //! `yes`/`no`, `on`/`off` in their three spellings are booleans (YAML 1.1), `~`/`null`/empty
 //! is null, decimal and `0x` integers and decimal floats are numbers; everything quoted or
 //! block-styled is a string.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use routechain_core::{FieldPath, PathSegment, RuleError};
+use routechain_core::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use crate::located::line_starts;
 pub use crate::located::{LocatedError, Location, SourceExcerpt};
 use crate::scalar::{locate_in_scalar, map_scalar};
-use crate::tree::{ByteCursor, Node, Pos, Tree};
+use crate::tree::{ByteCursor, Node, Pos, Shape, Tree};
 
 /// A parsed YAML document: the value, where every field is, and where it came from.
 #[derive(Debug, Clone)]
 pub struct YamlDoc {
     /// The file path or config-center node.
     pub origin: String,
-    /// The document as a JSON value (`Null` for an empty document).
-    pub value: Value,
+    /// The document as a JSON value, built from the tree when first asked for (shared by
+    /// clones).
+    value: Arc<OnceLock<Value>>,
     source: Arc<str>,
     /// Byte offset of the start of every line.
     line_starts: Arc<[usize]>,
@@ -102,13 +107,15 @@ impl YamlDoc {
                 .event(event, span, text)
                 .map_err(|(l, msg)| at(l.line, l.column, msg))?;
         }
-        let value = builder.root.take().unwrap_or(Value::Null);
         Ok(YamlDoc {
             origin,
-            value,
+            value: Arc::default(),
             line_starts: line_starts(text).into(),
             source,
-            tree: Arc::new(builder.tree),
+            tree: Arc::new({
+                builder.tree.shrink();
+                builder.tree
+            }),
             cache: Arc::default(),
         })
     }
@@ -117,7 +124,7 @@ impl YamlDoc {
     pub fn from_value(origin: impl Into<String>, value: Value) -> Self {
         YamlDoc {
             origin: origin.into(),
-            value,
+            value: Arc::new(OnceLock::from(value)),
             source: "".into(),
             line_starts: vec![0].into(),
             tree: Arc::default(),
@@ -127,6 +134,12 @@ impl YamlDoc {
 
     /// The node at `path`, or the nearest located ancestor (and false).
     fn node(&self, path: &FieldPath) -> Option<(&Node, bool)> {
+        self.node_index(path)
+            .map(|(i, exact)| (self.tree.node(i), exact))
+    }
+
+    /// The index of the node at `path`, or of the nearest located ancestor (and false).
+    fn node_index(&self, path: &FieldPath) -> Option<(u32, bool)> {
         let tree = &*self.tree;
         let mut node = tree.root?;
         for seg in &path.0 {
@@ -136,10 +149,10 @@ impl YamlDoc {
             };
             match child {
                 Some(n) => node = n,
-                None => return Some((tree.node(node), false)),
+                None => return Some((node, false)),
             }
         }
-        Some((tree.node(node), true))
+        Some((node, true))
     }
 
     /// Where the value at `path` starts; the nearest located ancestor when the path itself
@@ -163,8 +176,9 @@ impl YamlDoc {
     /// scalar's style (quoted with escapes, plain or block, on one line or several); the
     /// value's start when `path` is not a string.
     pub fn locate_offset(&self, path: &FieldPath, offset: usize) -> Location {
-        match self.node(path) {
-            Some((node, true)) if matches!(self.get(path), Some(Value::String(_))) => {
+        match self.node_index(path) {
+            Some((i, true)) if self.is_string(i) => {
+                let node = self.tree.node(i);
                 let start = node.at.location();
                 let (Some(style), Some(from)) = (node.style(), self.byte_offset(start)) else {
                     return start;
@@ -275,9 +289,140 @@ impl YamlDoc {
         }
     }
 
-    /// The value at `path`.
+    /// True when node `i` is a string (not through an alias).
+    fn is_string(&self, i: u32) -> bool {
+        match self.tree.shape(&self.source, i) {
+            Shape::Scalar(text, style, forced) if self.tree.node(i).style().is_some() => {
+                matches!(scalar_value(text, style, forced), Value::String(_))
+            }
+            _ => false,
+        }
+    }
+
+    /// The document as a JSON value (`Null` for an empty document), built from the tree
+    /// the first time it is asked for and kept. Readers of a rule use
+    /// [`YamlDoc::rule_doc`] instead, which builds none.
+    pub fn value(&self) -> &Value {
+        self.value.get_or_init(|| match self.tree.root {
+            Some(root) => tree_value(self, root),
+            None => Value::Null,
+        })
+    }
+
+    /// The document at `path` for a router to read (see [`RuleDoc`]): the tree's node
+    /// there, read in place (`None` when nothing is there).
+    pub fn rule_doc<'a>(&'a self, path: &'a FieldPath) -> Option<RuleDoc<'a>> {
+        if self.tree.root.is_none() {
+            // Built from a value (or empty): read the value.
+            return self.get(path).map(|v| RuleDoc::new(v, path));
+        }
+        let node = self.node_at(path)?;
+        Some(RuleDoc::from_tree(self, Some(node), path))
+    }
+
+    /// The document at `path` as a JSON value, built from the tree (nothing is kept): for
+    /// readers of a part of a large document.
+    pub fn value_at(&self, path: &FieldPath) -> Option<Value> {
+        if self.tree.root.is_none() || self.value.get().is_some() {
+            return self.get(path).cloned();
+        }
+        self.node_at(path).map(|n| tree_value(self, n))
+    }
+
+    /// The document as a JSON value, every value at a path `elide` accepts that is not null
+    /// read as `placeholder` (not built): the small part of a large document its reader
+    /// walks as a value (a chain file without its inline rules).
+    pub fn value_eliding(&self, elide: &dyn Fn(&FieldPath) -> bool, placeholder: Value) -> Value {
+        if self.tree.root.is_none() || self.value.get().is_some() {
+            return self.value().clone();
+        }
+        let mut path = FieldPath::root();
+        match self.tree.root {
+            Some(root) => self.build_eliding(root, &mut path, elide, &placeholder),
+            None => Value::Null,
+        }
+    }
+
+    fn build_eliding(
+        &self,
+        node: u32,
+        path: &mut FieldPath,
+        elide: &dyn Fn(&FieldPath) -> bool,
+        placeholder: &Value,
+    ) -> Value {
+        match self.doc_node(node) {
+            DocNode::Scalar(v) => v,
+            _ if elide(path) => placeholder.clone(),
+            DocNode::Seq(items) => Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| {
+                        path.0.push(PathSegment::Index(i));
+                        let v = self.build_eliding(n, path, elide, placeholder);
+                        path.0.pop();
+                        v
+                    })
+                    .collect(),
+            ),
+            DocNode::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|&n| {
+                        let key = self.doc_key(n).to_string();
+                        path.0.push(PathSegment::Key(key.clone()));
+                        let v = self.build_eliding(n, path, elide, placeholder);
+                        path.0.pop();
+                        (key, v)
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// True when the value at `path` here and at `other_path` in `other` are equal, compared
+    /// in the trees (no value is built).
+    pub fn same_at(&self, path: &FieldPath, other: &YamlDoc, other_path: &FieldPath) -> bool {
+        match (self.rule_doc(path), other.rule_doc(other_path)) {
+            (None, None) => true,
+            (Some(a), Some(b)) => match (self.node_at(path), other.node_at(other_path)) {
+                (Some(x), Some(y)) if self.tree.root.is_some() && other.tree.root.is_some() => {
+                    same_nodes(self, x, other, y)
+                }
+                _ => a.value() == b.value(),
+            },
+            _ => false,
+        }
+    }
+
+    /// True when the value at `path` exists and is a mapping (no value is built).
+    pub fn is_object_at(&self, path: &FieldPath) -> bool {
+        match self.rule_doc(path) {
+            Some(doc) => doc.is_object(),
+            None => false,
+        }
+    }
+
+    /// The index of the node at exactly `path` (aliases followed, as in the value), for a
+    /// reader walking the tree ([`DocTree`]); `None` when nothing is there or the document
+    /// was built from a value.
+    pub fn node_at(&self, path: &FieldPath) -> Option<u32> {
+        let mut node = self.tree.root?;
+        for seg in &path.0 {
+            node = match (seg, self.tree.shape(&self.source, node)) {
+                (PathSegment::Index(i), Shape::Seq(items)) => *items.get(*i)?,
+                (PathSegment::Key(k), Shape::Map(kids)) => {
+                    self.tree.find_key(&self.source, kids, k)?
+                }
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// The value at `path` (builds the whole document's value: see [`YamlDoc::value`]).
     pub fn get(&self, path: &FieldPath) -> Option<&Value> {
-        let mut v = &self.value;
+        let mut v = self.value();
         for seg in &path.0 {
             v = match seg {
                 PathSegment::Key(k) => v.get(k.as_str())?,
@@ -345,10 +490,10 @@ impl YamlDoc {
             .tree
             .push(Location { line: 1, column: 1 }, None, false);
         builder.stack.push(Frame::Seq {
-            items: Vec::new(),
             kids: Vec::new(),
             node: top,
             anchor: 0,
+            size: 1,
         });
         let mut values_before = 0;
         for event in Parser::new_from_str(text) {
@@ -357,7 +502,7 @@ impl YamlDoc {
                 at(l.line, l.column, e.info().to_string())
             })?;
             let items = |b: &Builder| match b.stack.first() {
-                Some(Frame::Seq { items, .. }) => items.len(),
+                Some(Frame::Seq { kids, .. }) => kids.len(),
                 _ => 0,
             };
             match event {
@@ -367,31 +512,46 @@ impl YamlDoc {
                     if builder.stack.len() == 1 && items(&builder) == values_before =>
                 {
                     let null = builder.tree.push(loc(&span), None, false);
-                    builder.attach(Value::Null, null);
+                    builder.tree.set_null(null);
+                    builder.attach_keyed(null, 1, text);
                 }
                 event => builder
                     .event(event, span, text)
                     .map_err(|(l, m)| at(l.line, l.column, m))?,
             }
         }
-        let value = match builder.stack.pop() {
-            Some(Frame::Seq {
-                items, kids, node, ..
-            }) => {
-                builder.tree.set_kids(node, kids, text);
-                builder.tree.root = Some(node);
-                Value::Array(items)
-            }
-            _ => Value::Array(Vec::new()),
-        };
+        if let Some(Frame::Seq { kids, node, .. }) = builder.stack.pop() {
+            builder.tree.set_kids(node, kids, text);
+            builder.tree.root = Some(node);
+        }
         Ok(YamlDoc {
             origin,
-            value,
+            value: Arc::default(),
             line_starts: line_starts(text).into(),
             source,
-            tree: Arc::new(builder.tree),
+            tree: Arc::new({
+                builder.tree.shrink();
+                builder.tree
+            }),
             cache: Arc::default(),
         })
+    }
+}
+
+/// True when node `a` of `x` and node `b` of `y` hold equal values.
+fn same_nodes(x: &YamlDoc, a: u32, y: &YamlDoc, b: u32) -> bool {
+    match (x.doc_node(a), y.doc_node(b)) {
+        (DocNode::Scalar(v), DocNode::Scalar(w)) => v == w,
+        (DocNode::Seq(p), DocNode::Seq(q)) => {
+            p.len() == q.len() && p.iter().zip(q).all(|(&i, &j)| same_nodes(x, i, y, j))
+        }
+        (DocNode::Map(p), DocNode::Map(q)) => {
+            p.len() == q.len()
+                && p.iter()
+                    .zip(q)
+                    .all(|(&i, &j)| x.doc_key(i) == y.doc_key(j) && same_nodes(x, i, y, j))
+        }
+        _ => false,
     }
 }
 
@@ -407,20 +567,23 @@ fn unknown_field_name(message: &str) -> Option<&str> {
 
 enum Frame {
     Seq {
-        items: Vec<Value>,
         /// The items' nodes.
         kids: Vec<u32>,
         node: u32,
         anchor: usize,
+        /// Values this collection holds, aliases expanded (itself included).
+        size: usize,
     },
     Map {
-        map: Map<String, Value>,
+        /// The keys so far, for duplicates.
+        keys: HashSet<Box<str>>,
         /// The values' nodes.
         kids: Vec<u32>,
         node: u32,
         /// The key whose value comes next, where it is and its byte offset.
         pending_key: Option<(String, Location, Option<usize>)>,
         anchor: usize,
+        size: usize,
     },
 }
 
@@ -428,21 +591,13 @@ enum Frame {
 /// aliases ("billion laughs") from a config center must not exhaust memory.
 pub const MAX_ALIAS_EXPANSION: usize = 100_000;
 
-fn value_size(v: &Value) -> usize {
-    match v {
-        Value::Array(items) => 1 + items.iter().map(value_size).sum::<usize>(),
-        Value::Object(map) => 1 + map.values().map(value_size).sum::<usize>(),
-        _ => 1,
-    }
-}
-
 #[derive(Default)]
 struct Builder {
     stack: Vec<Frame>,
-    root: Option<Value>,
     tree: Tree,
     cursor: ByteCursor,
-    anchors: HashMap<usize, Value>,
+    /// Anchor id: its node and how many values it expands to.
+    anchors: HashMap<usize, (u32, usize)>,
     expanded: usize,
 }
 
@@ -470,39 +625,36 @@ impl Builder {
     fn event(&mut self, event: Event<'_>, span: Span, source: &str) -> Result<(), BuildError> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
+                let byte = self.cursor.byte_of(source, span.start.index());
                 if let Some(Frame::Map {
-                    map, pending_key, ..
+                    keys, pending_key, ..
                 }) = self.stack.last_mut()
                     && pending_key.is_none()
                 {
                     let key = text.to_string();
-                    if map.contains_key(&key) {
+                    if !keys.insert(key.as_str().into()) {
                         return Err((loc(&span), format!("duplicate key {key:?}")));
                     }
-                    let byte = self.cursor.byte_of(source, span.start.index());
                     *pending_key = Some((key, loc(&span), byte));
                     return Ok(());
                 }
                 let forced_string = tag.as_ref().is_some_and(|t| t.suffix == "str");
-                let value = if style == ScalarStyle::Plain && !forced_string {
-                    resolve_plain(&text)
-                } else {
-                    Value::String(text.into_owned())
-                };
-                if anchor > 0 {
-                    self.anchors.insert(anchor, value.clone());
-                }
                 let node = self.tree.push(loc(&span), Some(style), false);
-                self.attach_keyed(value, node, source);
+                self.tree
+                    .set_scalar(node, &text, byte, forced_string, source);
+                if anchor > 0 {
+                    self.anchors.insert(anchor, (node, 1));
+                }
+                self.attach_keyed(node, 1, source);
                 Ok(())
             }
             Event::Alias(id) => {
-                let value = self
+                let (target, size) = self
                     .anchors
                     .get(&id)
-                    .cloned()
+                    .copied()
                     .ok_or_else(|| (loc(&span), "alias to an unknown anchor".to_string()))?;
-                self.expanded += value_size(&value);
+                self.expanded += size;
                 if self.expanded > MAX_ALIAS_EXPANSION {
                     return Err((
                         loc(&span),
@@ -513,7 +665,8 @@ impl Builder {
                     return Err((loc(&span), "an alias cannot be a mapping key".into()));
                 }
                 let node = self.tree.push(loc(&span), None, false);
-                self.attach_keyed(value, node, source);
+                self.tree.set_alias(node, target);
+                self.attach_keyed(node, size, source);
                 Ok(())
             }
             Event::SequenceStart(anchor, _) => {
@@ -522,10 +675,10 @@ impl Builder {
                 }
                 let node = self.tree.push(loc(&span), None, false);
                 self.stack.push(Frame::Seq {
-                    items: Vec::new(),
                     kids: Vec::new(),
                     node,
                     anchor,
+                    size: 1,
                 });
                 Ok(())
             }
@@ -535,78 +688,99 @@ impl Builder {
                 }
                 let node = self.tree.push(loc(&span), None, true);
                 self.stack.push(Frame::Map {
-                    map: Map::new(),
+                    keys: HashSet::new(),
                     kids: Vec::new(),
                     node,
                     pending_key: None,
                     anchor,
+                    size: 1,
                 });
                 Ok(())
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let (value, node, anchor) = match self.stack.pop() {
+                let (node, anchor, size) = match self.stack.pop() {
                     Some(Frame::Seq {
-                        items,
                         kids,
                         node,
                         anchor,
-                    }) => {
-                        self.tree.set_kids(node, kids, source);
-                        (Value::Array(items), node, anchor)
-                    }
-                    Some(Frame::Map {
-                        map,
+                        size,
+                    })
+                    | Some(Frame::Map {
                         kids,
                         node,
                         anchor,
+                        size,
                         ..
                     }) => {
                         self.tree.set_kids(node, kids, source);
-                        (Value::Object(map), node, anchor)
+                        (node, anchor, size)
                     }
                     None => return Err((loc(&span), "unbalanced end of collection".into())),
                 };
                 if anchor > 0 {
-                    self.anchors.insert(anchor, value.clone());
+                    self.anchors.insert(anchor, (node, size));
                 }
-                self.attach_keyed(value, node, source);
+                self.attach_keyed(node, size, source);
                 Ok(())
             }
             _ => Ok(()),
         }
     }
 
-    /// Attaches a complete value (with its node) to the open collection, or makes it the
-    /// root.
-    fn attach(&mut self, value: Value, node: u32) {
-        self.attach_keyed(value, node, "");
-    }
-
-    fn attach_keyed(&mut self, value: Value, node: u32, source: &str) {
+    /// Attaches a complete value's node (standing for `size` values) to the open
+    /// collection, or makes it the root.
+    fn attach_keyed(&mut self, node: u32, size: usize, source: &str) {
         match self.stack.last_mut() {
             None => {
-                if self.root.is_none() {
-                    self.root = Some(value);
+                if self.tree.root.is_none() {
                     self.tree.root = Some(node);
                 }
             }
-            Some(Frame::Seq { items, kids, .. }) => {
-                items.push(value);
+            Some(Frame::Seq {
+                kids, size: total, ..
+            }) => {
                 kids.push(node);
+                *total += size;
             }
             Some(Frame::Map {
-                map,
                 kids,
                 pending_key,
+                size: total,
                 ..
             }) => {
                 if let Some((k, key_at, key_byte)) = pending_key.take() {
                     self.tree.set_key(node, &k, key_at, key_byte, source);
                     kids.push(node);
-                    map.insert(k, value);
+                    *total += size;
                 }
             }
         }
+    }
+}
+
+/// The JSON value of a scalar: plain ones resolved as SnakeYAML does, others strings.
+fn scalar_value(text: &str, style: Option<ScalarStyle>, forced_string: bool) -> Value {
+    if style == Some(ScalarStyle::Plain) && !forced_string {
+        resolve_plain(text)
+    } else {
+        Value::String(text.to_string())
+    }
+}
+
+impl DocTree for YamlDoc {
+    fn doc_node(&self, node: u32) -> DocNode<'_> {
+        match self.tree.shape(&self.source, node) {
+            Shape::Scalar(text, style, forced) => {
+                DocNode::Scalar(scalar_value(text, style, forced))
+            }
+            Shape::Null => DocNode::Scalar(Value::Null),
+            Shape::Seq(items) => DocNode::Seq(items),
+            Shape::Map(entries) => DocNode::Map(entries),
+        }
+    }
+
+    fn doc_key(&self, node: u32) -> &str {
+        self.tree.key_of(&self.source, node)
     }
 }
 
@@ -664,7 +838,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            doc.value,
+            *doc.value(),
             json!({"configVersion":"v3.0","force":true,"weight":10,"ratio":2.5,
                    "conditions":["a => b","x"],"empty":null})
         );
@@ -689,7 +863,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            doc.value,
+            *doc.value(),
             json!({"a":{"k":"1","n":1},"b":{"k":"1","n":1},"c":[true,"on","5"]})
         );
         assert_eq!(
@@ -764,17 +938,20 @@ mod tests {
     #[test]
     fn streams_keep_every_document_located() {
         let doc = YamlDoc::parse_stream("s", "a: 1\n---\nb: [x, y]\n---\n---\n- 3\n").unwrap();
-        assert_eq!(doc.value, json!([{"a": 1}, {"b": ["x", "y"]}, null, [3]]));
+        assert_eq!(
+            *doc.value(),
+            json!([{"a": 1}, {"b": ["x", "y"]}, null, [3]])
+        );
         let p = FieldPath::root().index(1).key("b").index(1);
         assert_eq!(doc.locate(&p), Location { line: 3, column: 8 });
-        assert_eq!(YamlDoc::parse_stream("s", "").unwrap().value, json!([]));
+        assert_eq!(YamlDoc::parse_stream("s", "").unwrap().value(), &json!([]));
         assert_eq!(
-            YamlDoc::parse_stream("s", "# c\n").unwrap().value,
-            json!([])
+            YamlDoc::parse_stream("s", "# c\n").unwrap().value(),
+            &json!([])
         );
         assert_eq!(
-            YamlDoc::parse_stream("s", "---\n---\n").unwrap().value,
-            json!([null, null])
+            YamlDoc::parse_stream("s", "---\n---\n").unwrap().value(),
+            &json!([null, null])
         );
         let e = YamlDoc::parse_stream("s", "a: 1\n---\nb: [1\n").unwrap_err();
         assert!(e.location.line >= 3, "{e}");
@@ -782,8 +959,11 @@ mod tests {
 
     #[test]
     fn empty_document_is_null() {
-        assert_eq!(YamlDoc::parse("e", "").unwrap().value, Value::Null);
-        assert_eq!(YamlDoc::parse("e", "# only\n").unwrap().value, Value::Null);
+        assert_eq!(YamlDoc::parse("e", "").unwrap().value(), &Value::Null);
+        assert_eq!(
+            YamlDoc::parse("e", "# only\n").unwrap().value(),
+            &Value::Null
+        );
     }
 
     proptest::proptest! {

@@ -179,7 +179,7 @@ fn cases() -> CaseFile {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/mesh-cases.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let doc = YamlDoc::parse(path.display().to_string(), &text).unwrap();
-    serde_json::from_value(doc.value).unwrap()
+    serde_json::from_value(doc.value().clone()).unwrap()
 }
 
 impl CaseFile {

@@ -286,10 +286,10 @@ pub fn check_file(
             };
         }
     };
+    let routers = FieldPath::root().key("routers");
     let is_chain = YamlDoc::parse(origin.as_str(), &text)
         .ok()
-        .and_then(|d| d.value.as_object().map(|m| m.contains_key("routers")))
-        .unwrap_or(false);
+        .is_some_and(|d| d.is_object_at(&FieldPath::root()) && d.rule_doc(&routers).is_some());
     let mut report = if is_chain {
         check_chain(&origin, &text, path.parent(), providers, registry)
     } else {
@@ -421,13 +421,17 @@ pub fn check_rule(
         }
     };
     let root = FieldPath::root();
-    if !doc.value.is_object() && !stream {
+    let null = serde_json::Value::Null;
+    let rule_doc = doc
+        .rule_doc(&root)
+        .unwrap_or_else(|| RuleDoc::new(&null, &root));
+    if !rule_doc.is_object() && !stream {
         report.problems.push(Problem::at(
             Code::Invalid,
             &doc,
             &root,
             None,
-            if doc.value.is_null() {
+            if rule_doc.is_null() {
                 "the rule document is empty"
             } else {
                 "a rule document must be a mapping"
@@ -446,7 +450,7 @@ pub fn check_rule(
     let spec = RouterSpec {
         type_name: ty,
         entry: RuleDoc::new(&entry, &entry_path),
-        rule: Some(RuleDoc::new(&doc.value, &root)),
+        rule: Some(rule_doc),
         base_dir: Path::new(origin).parent(),
         service: None,
     };
@@ -527,7 +531,7 @@ fn check_chain(
                 if let Some(rule) = rule {
                     report.problems.extend(lint::lint_rule(rule));
                     if def.type_name == "mesh" {
-                        let entry = chain.doc.get(&def.path());
+                        let entry = Some(chain.entry_value(def));
                         report.problems.extend(lint::mesh::lint(rule, entry));
                     }
                     if let Some(snapshot) = providers {

@@ -121,7 +121,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
     let text = routechain::rules::input::read_text(&args.cases, &origin).map_err(|e| vec![e])?;
     let doc = YamlDoc::parse(origin.as_str(), &text).map_err(|e| vec![e])?;
     let root = FieldPath::root();
-    let cases: Cases = RuleDoc::new(&doc.value, &root)
+    let cases: Cases = RuleDoc::new(doc.value(), &root)
         .parse()
         .map_err(|e| vec![doc.locate_error(&e)])?;
     let base = args.cases.parent().unwrap_or(Path::new("."));
@@ -340,8 +340,8 @@ impl Coverage {
         for (_, index) in order {
             let def = &chain.entries[index];
             let value = match &def.rule {
-                RuleSource::Inline => chain.doc.get(&def.path().key("rule")).cloned(),
-                RuleSource::File { doc, .. } => Some(doc.value.clone()),
+                RuleSource::Inline => chain.doc.value_at(&def.path().key("rule")),
+                RuleSource::File { doc, .. } => doc.value_at(&FieldPath::root()),
                 RuleSource::None => None,
             }
             .unwrap_or(Value::Null);

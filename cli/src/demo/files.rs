@@ -81,7 +81,7 @@ pub fn read_route_table(rule: &Path) -> Result<BTreeMap<String, u32>, DemoError>
     let doc = YamlDoc::parse(rule.display().to_string(), &text)
         .map_err(|e| DemoError::Setup(e.render()))?;
     let table = doc
-        .value
+        .value()
         .pointer("/route_tables/beijing")
         .and_then(|v| v.as_object())
         .ok_or_else(|| DemoError::Setup(format!("{}: no route_tables.beijing", rule.display())))?;

@@ -8,7 +8,7 @@
 //! `method = refund -> version = 2.*` (no `=>`) is all then-part, applied to every request.
 //! The routers accept all of these; this module warns about them, at the character.
 
-use routechain::core::{RuleDoc, TypedFactory};
+use routechain::core::TypedFactory;
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
 use routechain::routers::condition::parser::{Side, parse_match, parse_text_condition};
 use routechain::routers::condition::{ConditionRouter, ConditionRule, SourceText};
@@ -41,9 +41,9 @@ pub fn texts(rule: &ConditionRule) -> Vec<(usize, &SourceText, Option<Side>)> {
 
 /// The compiled condition rule, when it compiles (otherwise the router reports its errors).
 pub fn definition(rule: RuleRef<'_>) -> Option<ConditionRule> {
-    let value = rule.value()?;
+    let doc = rule.rule_doc()?;
     TypedFactory::new("condition", ConditionRouter)
-        .compile(RuleDoc::new(value, rule.path))
+        .compile(doc)
         .ok()
 }
 

@@ -6,7 +6,7 @@
 //! routechain's own rule types (group, IDC-weight) refuse unknown fields outright, so only
 //! Dubbo's documents are linted here.
 
-use routechain::core::FieldPath;
+use routechain::core::{DocNode, DocTree, FieldPath};
 use serde_json::Value;
 
 use super::{Code, Problem, RuleRef, did_you_mean};
@@ -67,21 +67,26 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
     ) {
         return out;
     }
-    let Some(value) = rule.value() else {
+    // Walked in the document's tree: no value of a large rule is built.
+    let Some(node) = rule.doc.node_at(rule.path) else {
         return out;
     };
-    walk(rule, value, rule.path, &mut Vec::new(), &mut out);
+    walk(rule, node, rule.path, &mut Vec::new(), &mut out);
     if rule.type_name == "tag" {
-        ignored_tag_matches(rule, value, &mut out);
+        ignored_tag_matches(rule, &mut out);
     }
-    if let Some(map) = value.as_object() {
+    if rule.doc.is_object_at(rule.path) {
         let flags: &[&str] = if rule.type_name == "configurators" {
             &["enabled"]
         } else {
             &["enabled", "valid"]
         };
         for &flag in flags {
-            if map.get(flag).is_some_and(is_false) {
+            if rule
+                .doc
+                .value_at(&rule.path.key(flag))
+                .is_some_and(|v| is_false(&v))
+            {
                 out.push(Problem::at(
                     Code::Disabled,
                     rule.doc,
@@ -104,23 +109,33 @@ pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
 
 /// A tag's `match` under a `configVersion` that does not start with `v3.0`: Dubbo (and the
 /// tag router, `TagRule::uses_match`) ignores it. Located at the `match` key.
-fn ignored_tag_matches(rule: RuleRef<'_>, value: &Value, out: &mut Vec<Problem>) {
-    let version = value.get("configVersion");
+fn ignored_tag_matches(rule: RuleRef<'_>, out: &mut Vec<Problem>) {
+    let version = rule.doc.value_at(&rule.path.key("configVersion"));
     if version
+        .as_ref()
         .and_then(Value::as_str)
         .is_some_and(|v| v.starts_with("v3.0"))
     {
         return;
     }
     let version = version.map_or("none".to_string(), |v| match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => s,
         other => other.to_string(),
     });
-    let Some(tags) = value.get("tags").and_then(Value::as_array) else {
+    let tags_path = rule.path.key("tags");
+    let Some(DocNode::Seq(tags)) = rule.doc.node_at(&tags_path).map(|n| rule.doc.doc_node(n))
+    else {
         return;
     };
-    for (i, tag) in tags.iter().enumerate() {
-        if tag.get("match").is_some_and(|m| !m.is_null()) {
+    for (i, &tag) in tags.iter().enumerate() {
+        let has_match = match rule.doc.doc_node(tag) {
+            DocNode::Map(entries) => entries.iter().any(|&e| {
+                rule.doc.doc_key(e) == "match"
+                    && !matches!(rule.doc.doc_node(e), DocNode::Scalar(Value::Null))
+            }),
+            _ => false,
+        };
+        if has_match {
             out.push(Problem::at(
                 Code::UnknownField,
                 rule.doc,
@@ -163,18 +178,21 @@ fn is_false(v: &Value) -> bool {
     }
 }
 
-fn walk<'v>(
+fn walk(
     rule: RuleRef<'_>,
-    value: &'v Value,
+    node: u32,
     path: &FieldPath,
-    shape: &mut Vec<&'v str>,
+    shape: &mut Vec<String>,
     out: &mut Vec<Problem>,
 ) {
-    match value {
-        Value::Object(map) => {
-            if let Some(known) = known(rule.type_name, shape) {
-                for key in map.keys() {
-                    if known.contains(&key.as_str()) {
+    let doc = rule.doc;
+    match doc.doc_node(node) {
+        DocNode::Map(entries) => {
+            let shape_strs: Vec<&str> = shape.iter().map(String::as_str).collect();
+            if let Some(known) = known(rule.type_name, &shape_strs) {
+                for &entry in entries {
+                    let key = doc.doc_key(entry);
+                    if known.contains(&key) {
                         continue;
                     }
                     let hint = did_you_mean(key, known.iter().copied())
@@ -184,7 +202,7 @@ fn walk<'v>(
                     out.push(Problem::at(
                         Code::UnknownField,
                         rule.doc,
-                        &path.key(key.clone()),
+                        &path.key(key),
                         None,
                         format!(
                             "unknown field `{key}` in {} {} rule: Dubbo ignores it, and so does routechain{hint}",
@@ -194,19 +212,20 @@ fn walk<'v>(
                     ));
                 }
             }
-            for (key, v) in map {
-                shape.push(key);
-                walk(rule, v, &path.key(key.clone()), shape, out);
+            for &entry in entries {
+                let key = doc.doc_key(entry);
+                shape.push(key.to_string());
+                walk(rule, entry, &path.key(key), shape, out);
                 shape.pop();
             }
         }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                shape.push("[]");
-                walk(rule, v, &path.index(i), shape, out);
+        DocNode::Seq(items) => {
+            for (i, &item) in items.iter().enumerate() {
+                shape.push("[]".to_string());
+                walk(rule, item, &path.index(i), shape, out);
                 shape.pop();
             }
         }
-        _ => {}
+        DocNode::Scalar(_) => {}
     }
 }

@@ -14,7 +14,7 @@ use super::{Code, Problem, RuleRef, did_you_mean};
 /// The warnings of a mesh rule; `entry` is its chain entry (for `tracing_prefix`), when it
 /// has one.
 pub fn lint(rule: RuleRef<'_>, entry: Option<&Value>) -> Vec<Problem> {
-    let Some(value) = rule.value() else {
+    let Some(doc) = rule.rule_doc() else {
         return Vec::new();
     };
     // A rule written in a file or inline (never a config-center text, which may clear).
@@ -26,7 +26,7 @@ pub fn lint(rule: RuleRef<'_>, entry: Option<&Value>) -> Vec<Problem> {
     let spec = RouterSpec {
         type_name: "mesh",
         entry: RuleDoc::new(&static_entry, &entry_path),
-        rule: Some(RuleDoc::new(value, rule.path)),
+        rule: Some(doc),
         base_dir: None,
         service: None,
     };

@@ -255,9 +255,14 @@ pub struct RuleRef<'a> {
 }
 
 impl RuleRef<'_> {
-    /// The rule's value.
-    pub fn value(&self) -> Option<&serde_json::Value> {
-        self.doc.get(self.path)
+    /// The rule's value, built for the caller (not kept): for lints of small rules.
+    pub fn value(&self) -> Option<serde_json::Value> {
+        self.doc.value_at(self.path)
+    }
+
+    /// The rule for a router to read, in the document's tree (no value built).
+    pub fn rule_doc(&self) -> Option<routechain::core::RuleDoc<'_>> {
+        self.doc.rule_doc(self.path)
     }
 }
 

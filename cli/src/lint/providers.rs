@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use routechain::core::TypedFactory;
-use routechain::core::{RuleDoc, Snapshot, Url};
+use routechain::core::{Snapshot, Url};
 use routechain::routers::condition::Action;
 use routechain::routers::condition::SourceText;
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
@@ -205,7 +205,8 @@ fn value_lints(
 
 fn idc_weight(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let mut out = Vec::new();
-    let Some(map) = rule.value().and_then(Value::as_object) else {
+    let value = rule.value();
+    let Some(map) = value.as_ref().and_then(Value::as_object) else {
         return out;
     };
     let param = |key: &str, default: &str| {
@@ -278,11 +279,10 @@ fn idc_weight(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
 
 fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let mut out = Vec::new();
-    let Some(value) = rule.value() else {
+    let Some(doc) = rule.rule_doc() else {
         return out;
     };
-    let Ok(compiled) = TypedFactory::new("tag", TagRouter).compile(RuleDoc::new(value, rule.path))
-    else {
+    let Ok(compiled) = TypedFactory::new("tag", TagRouter).compile(doc) else {
         return out;
     };
     let at: Vec<HostPort<'_>> = providers
@@ -290,7 +290,6 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
         .iter()
         .map(|p| HostPort::new(p.host(), p.port()))
         .collect();
-    let raw_tags = value.get("tags").and_then(Value::as_array);
     // A later tag with addresses and the same name replaces an earlier one.
     for (i, t) in compiled.tags.iter().enumerate() {
         let later = compiled.tags[i + 1..]
@@ -315,17 +314,15 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     }
     for (i, t) in compiled.tags.iter().enumerate() {
         let path = rule.path.key("tags").index(i);
-        let raw = raw_tags.and_then(|ts| ts.get(i));
-        if raw.and_then(|r| r.get("name")).and_then(Value::as_str) != Some(t.name.as_str()) {
+        // Read as written, from the document's tree (no value of the rule is built).
+        let name = rule.doc.value_at(&path.key("name"));
+        if name.as_ref().and_then(Value::as_str) != Some(t.name.as_str()) {
             continue; // not the same order as written: say nothing rather than misplace it
         }
         for (j, a) in t.addresses.iter().enumerate() {
             if !at.iter().any(|hp| a.matches(hp)) {
-                let text = raw
-                    .and_then(|r| r.get("addresses"))
-                    .and_then(|a| a.get(j))
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let written = rule.doc.value_at(&path.key("addresses").index(j));
+                let text = written.as_ref().and_then(Value::as_str).unwrap_or("");
                 out.push(Problem::at(
                     Code::ValueWithoutProvider,
                     rule.doc,
@@ -378,11 +375,10 @@ fn tags(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
 
 fn group(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let mut out = Vec::new();
-    let Some(value) = rule.value() else {
+    let Some(doc) = rule.rule_doc() else {
         return out;
     };
-    let Ok(g) = TypedFactory::new("group", GroupRouter).compile(RuleDoc::new(value, rule.path))
-    else {
+    let Ok(g) = TypedFactory::new("group", GroupRouter).compile(doc) else {
         return out;
     };
     if let Some(default) = &g.default_group {
@@ -408,8 +404,9 @@ fn group(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
 
 fn affinity(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
     let mut out = Vec::new();
-    let key = rule
-        .value()
+    let value = rule.value();
+    let key = value
+        .as_ref()
         .and_then(|v| v.get("affinityAware"))
         .and_then(|a| a.get("key"))
         .and_then(Value::as_str);

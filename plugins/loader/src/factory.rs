@@ -70,7 +70,8 @@ impl RouterFactory for PluginFactory {
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
         let entry = spec.entry;
         let at = |field: &str| entry.path.key(field);
-        let field = |name: &str| entry.value.get(name).filter(|v| !v.is_null());
+        let entry_value = entry.value();
+        let field = |name: &str| entry_value.get(name).filter(|v| !v.is_null());
         let mut errors = Vec::new();
 
         let path = match field("path") {
@@ -109,8 +110,8 @@ impl RouterFactory for PluginFactory {
                 ));
                 None
             }
-            (Some(c), None) => Some((c, at("config"))),
-            (None, Some(rule)) => Some((rule.value, rule.path.clone())),
+            (Some(c), None) => Some((std::borrow::Cow::Borrowed(c), at("config"))),
+            (None, Some(rule)) => Some((rule.value(), rule.path.clone())),
             (None, None) => None,
         };
         let (config_json, config_path) = match config {

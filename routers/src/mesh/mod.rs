@@ -191,7 +191,7 @@ fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath
                     ),
                 )
             })?;
-            let Value::Array(items) = doc.value else {
+            let Value::Array(items) = doc.value().clone() else {
                 return Ok(Vec::new());
             };
             Ok(items.into_iter().map(|d| (d, path.clone())).collect())
@@ -204,7 +204,7 @@ fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath
 /// application: what a config-center update does (apply, clear, or refuse with errors).
 pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOutcome> {
     let root = FieldPath::root();
-    match documents_of(&doc.value, &root) {
+    match documents_of(doc.value(), &root) {
         Ok(docs) => rule::read_documents(docs.iter().map(|(v, p)| (v, p.clone())), tracing_prefix),
         Err(e) => Checked {
             result: Err(vec![e]),
@@ -254,7 +254,7 @@ fn read_app(
 /// of its own. Such a text may clear the rule (no standard document), as Dubbo's may.
 fn from_config_center(spec: &RouterSpec<'_>) -> bool {
     spec.entry
-        .value
+        .value()
         .as_object()
         .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
 }
@@ -264,10 +264,10 @@ fn from_config_center(spec: &RouterSpec<'_>) -> bool {
 pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let options = read_options(spec.entry.value, spec.entry.path, &mut errors);
+    let options = read_options(&spec.entry.value(), spec.entry.path, &mut errors);
     let rules = match spec.rule {
         None => AppRules::None,
-        Some(doc) => match doc.value {
+        Some(doc) => match &*doc.value() {
             Value::Object(map)
                 if map.contains_key(APPLICATIONS_KEY) && !map.contains_key("kind") =>
             {

@@ -21,7 +21,7 @@ fn compile(entry: &Value, rule: &str) -> Result<MeshRule, Vec<RuleError>> {
     let spec = RouterSpec {
         type_name: "mesh",
         entry: routechain_core::RuleDoc::new(entry, &ep),
-        rule: Some(routechain_core::RuleDoc::new(&doc.value, &root)),
+        rule: doc.rule_doc(&root),
         base_dir: None,
         service: None,
     };

@@ -239,8 +239,10 @@ impl TagRule {
                     String::new()
                 }
             };
-            let mut addresses = Vec::new();
-            for (j, a) in t.addresses.unwrap_or_default().iter().enumerate() {
+            let raw_addresses = t.addresses.unwrap_or_default();
+            // Sized to what it holds: a rule of many tags keeps no growth slack.
+            let mut addresses = Vec::with_capacity(raw_addresses.len());
+            for (j, a) in raw_addresses.iter().enumerate() {
                 match AddressPattern::parse(a) {
                     Ok(p) => addresses.push(p),
                     Err((offset, message)) => errors.push(RuleError::at_offset(

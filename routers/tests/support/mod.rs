@@ -27,7 +27,7 @@ pub fn with_doc<T>(
 ) -> Result<T, Vec<RuleError>> {
     let doc = YamlDoc::parse("rule.yaml", yaml).expect("test YAML parses");
     let root = FieldPath::root();
-    f(&RuleDoc::new(&doc.value, &root))
+    f(&doc.rule_doc(&root).expect("a document has a root"))
 }
 
 /// Compiles `yaml` as a rule of the typed `router`.

@@ -99,7 +99,7 @@ fn load() -> CaseFile {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/dubbo-cases.yaml");
     let text = std::fs::read_to_string(&path).expect("the conformance file is readable");
     let doc = YamlDoc::parse(path.display().to_string(), &text).expect("the file is YAML");
-    serde_json::from_value(doc.value).expect("the file follows the case schema")
+    serde_json::from_value(doc.value().clone()).expect("the file follows the case schema")
 }
 
 fn scalar(v: &Value) -> String {
@@ -135,7 +135,8 @@ fn rule_doc(spec: &RuleSpec) -> Value {
             let yaml = spec.yaml.as_deref().expect("a raw rule format has `yaml`");
             YamlDoc::parse("rule", yaml)
                 .expect("the rule is YAML")
-                .value
+                .value()
+                .clone()
         }
     }
 }

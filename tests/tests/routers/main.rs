@@ -104,7 +104,7 @@ fn load(name: &str) -> Vec<Case> {
     let path = cases_dir().join(format!("{name}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let doc = YamlDoc::parse(path.display().to_string(), &text).unwrap_or_else(|e| panic!("{}", e));
-    let file: CaseFile = serde_json::from_value(doc.value)
+    let file: CaseFile = serde_json::from_value(doc.value().clone())
         .unwrap_or_else(|e| panic!("{}: not a case file: {e}", path.display()));
     assert!(!file.cases.is_empty(), "{name}: no case");
     let mut names = BTreeSet::new();

@@ -1,0 +1,348 @@
+//! A serde `Deserializer` over a [`DocTree`]: routers read their rule straight from a parsed
+//! document's tree, with serde_json's behaviour and messages exactly (a scalar is handed to
+//! serde_json's own `Value` deserializer; sequences and mappings are walked in place, as
+//! serde_json walks a `&Value`), so no `Value` of the whole document is ever built.
+
+use serde::Deserializer;
+use serde::de::{
+    self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Unexpected, Visitor,
+};
+use serde_json::{Error, Value};
+
+use crate::rule::{DocNode, DocTree, tree_value};
+
+/// Deserializes node `node` of `tree`.
+#[derive(Clone, Copy)]
+pub(crate) struct TreeDe<'a> {
+    pub tree: &'a dyn DocTree,
+    pub node: u32,
+}
+
+impl<'a> TreeDe<'a> {
+    fn value(self) -> Value {
+        tree_value(self.tree, self.node)
+    }
+
+    fn unexpected_kind(kind: &DocNode<'_>) -> Unexpected<'static> {
+        match kind {
+            DocNode::Seq(_) => Unexpected::Seq,
+            _ => Unexpected::Map,
+        }
+    }
+}
+
+fn visit_seq<'de, V: Visitor<'de>>(
+    tree: &dyn DocTree,
+    items: &[u32],
+    visitor: V,
+) -> Result<V::Value, Error> {
+    let mut access = Items {
+        tree,
+        rest: items.iter(),
+    };
+    let seq = visitor.visit_seq(&mut access)?;
+    if access.rest.len() == 0 {
+        Ok(seq)
+    } else {
+        Err(de::Error::invalid_length(
+            items.len(),
+            &"fewer elements in array",
+        ))
+    }
+}
+
+fn visit_map<'de, V: Visitor<'de>>(
+    tree: &dyn DocTree,
+    entries: &[u32],
+    visitor: V,
+) -> Result<V::Value, Error> {
+    let mut access = Entries {
+        tree,
+        rest: entries.iter(),
+        value: None,
+    };
+    let map = visitor.visit_map(&mut access)?;
+    if access.rest.len() == 0 {
+        Ok(map)
+    } else {
+        Err(de::Error::invalid_length(
+            entries.len(),
+            &"fewer elements in map",
+        ))
+    }
+}
+
+/// A method a scalar hands to serde_json's `Value`, and a collection answers with a type
+/// error (as serde_json does for these methods on an array or object).
+macro_rules! scalar_only {
+    ($($method:ident),*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.tree.doc_node(self.node) {
+                DocNode::Scalar(v) => v.$method(visitor),
+                kind => Err(de::Error::invalid_type(Self::unexpected_kind(&kind), &visitor)),
+            }
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for TreeDe<'_> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.tree.doc_node(self.node) {
+            DocNode::Scalar(v) => v.deserialize_any(visitor),
+            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
+            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
+        }
+    }
+
+    scalar_only!(
+        deserialize_bool,
+        deserialize_i8,
+        deserialize_i16,
+        deserialize_i32,
+        deserialize_i64,
+        deserialize_i128,
+        deserialize_u8,
+        deserialize_u16,
+        deserialize_u32,
+        deserialize_u64,
+        deserialize_u128,
+        deserialize_f32,
+        deserialize_f64,
+        deserialize_char,
+        deserialize_str,
+        deserialize_string,
+        deserialize_unit
+    );
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.tree.doc_node(self.node) {
+            DocNode::Scalar(v) => v.deserialize_bytes(visitor),
+            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
+            DocNode::Map(_) => Err(de::Error::invalid_type(Unexpected::Map, &visitor)),
+        }
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.tree.doc_node(self.node) {
+            DocNode::Scalar(Value::Null) => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.tree.doc_node(self.node) {
+            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
+            DocNode::Scalar(v) => v.deserialize_seq(visitor),
+            DocNode::Map(_) => Err(de::Error::invalid_type(Unexpected::Map, &visitor)),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.tree.doc_node(self.node) {
+            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
+            DocNode::Scalar(v) => v.deserialize_map(visitor),
+            DocNode::Seq(_) => Err(de::Error::invalid_type(Unexpected::Seq, &visitor)),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.tree.doc_node(self.node) {
+            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
+            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
+            DocNode::Scalar(v) => v.deserialize_struct(name, fields, visitor),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        // An enum's payload is small: serde_json's own rules on its value.
+        self.value().deserialize_enum(name, variants, visitor)
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_unit()
+    }
+}
+
+struct Items<'a, 'b> {
+    tree: &'a dyn DocTree,
+    rest: std::slice::Iter<'b, u32>,
+}
+
+impl<'de> SeqAccess<'de> for Items<'_, '_> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        match self.rest.next() {
+            Some(&node) => seed
+                .deserialize(TreeDe {
+                    tree: self.tree,
+                    node,
+                })
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.rest.len())
+    }
+}
+
+struct Entries<'a, 'b> {
+    tree: &'a dyn DocTree,
+    rest: std::slice::Iter<'b, u32>,
+    value: Option<u32>,
+}
+
+impl<'de> MapAccess<'de> for Entries<'_, '_> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        match self.rest.next() {
+            Some(&node) => {
+                self.value = Some(node);
+                // serde_json reads a key as a string, a number or a bool from its text.
+                let key = self.tree.doc_key(node);
+                seed.deserialize(KeyDe(key)).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        match self.value.take() {
+            Some(node) => seed.deserialize(TreeDe {
+                tree: self.tree,
+                node,
+            }),
+            None => Err(de::Error::custom("value is missing")),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.rest.len())
+    }
+}
+
+/// A mapping key: a string (numeric and boolean targets parse its text, as serde_json's
+/// key deserializer does).
+struct KeyDe<'a>(&'a str);
+
+macro_rules! key_parsed {
+    ($($method:ident => $ty:ty, $visit:ident);* $(;)?) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.0.parse::<$ty>() {
+                Ok(n) => visitor.$visit(n),
+                Err(_) => Err(de::Error::invalid_type(Unexpected::Str(self.0), &visitor)),
+            }
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for KeyDe<'_> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_str(self.0)
+    }
+
+    key_parsed!(
+        deserialize_bool => bool, visit_bool;
+        deserialize_i8 => i8, visit_i8;
+        deserialize_i16 => i16, visit_i16;
+        deserialize_i32 => i32, visit_i32;
+        deserialize_i64 => i64, visit_i64;
+        deserialize_u8 => u8, visit_u8;
+        deserialize_u16 => u16, visit_u16;
+        deserialize_u32 => u32, visit_u32;
+        deserialize_u64 => u64, visit_u64;
+        deserialize_f32 => f32, visit_f32;
+        deserialize_f64 => f64, visit_f64;
+    );
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        let key: de::value::StrDeserializer<'_, Error> = self.0.into_deserializer();
+        key.deserialize_enum(name, variants, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i128 u128 char str string bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct identifier ignored_any
+    }
+}
