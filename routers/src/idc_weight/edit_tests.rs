@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use routechain_core::{
-    CallState, ChainEntry, ChainState, DegradedSet, FieldPath, PrepareContext, Request, RuleDoc,
-    Snapshot, SnapshotEdit, Trace, Url,
+    CallState, ChainEntry, ChainState, DegradedSet, FieldPath, PrepareContext, Request, Snapshot,
+    SnapshotEdit, Trace, Url,
 };
 use routechain_rules::YamlDoc;
 
@@ -98,7 +98,11 @@ fn url((region, idc, degraded, subnet): Random, i: usize) -> Url {
 fn compile(text: &str) -> Arc<IdcWeightRule> {
     let doc = YamlDoc::parse("rule.yaml", text).expect("YAML");
     let root = FieldPath::root();
-    let raw: RawIdcWeightRule = RuleDoc::new(&doc.value, &root).parse().expect("fields");
+    let raw: RawIdcWeightRule = doc
+        .rule_doc(&root)
+        .expect("a rule")
+        .parse()
+        .expect("fields");
     Arc::new(IdcWeightRule::compile(raw, &root).expect("the rule compiles"))
 }
 
