@@ -5,14 +5,17 @@
 //! - parsing `N` provider URLs;
 //! - preparing each router of the full chain alone, and the full chain, over `N` providers;
 //! - a [`LiveChain`] at `N` providers applying one provider added, then one removed
-//!   (parse of the new URL, prepare, swap), and a full provider-list replacement.
+//!   (parse of the new URL, prepare, swap), and a full provider-list replacement;
+//! - each router's incremental update ([`ChainState::with_edit`], one provider removed and
+//!   one added at `N`) against its preparation from scratch, for the single-router chains
+//!   and the full chain (see [`edit_costs`]).
 //!
 //! Run: `cargo run --release -p routechain-benches --example update_cost -- 100000`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use routechain::core::{Snapshot, Url};
+use routechain::core::{ChainState, DegradedSet, Snapshot, Url};
 use routechain::live::{ProviderText, Update};
 use routechain_testkit::{self as testkit, cpu_seconds};
 
@@ -108,4 +111,92 @@ fn main() {
     time(&format!("live: whole list replaced at {n}"), 4, || {
         live.apply(lists.pop().expect("four lists"))
     });
+
+    edit_costs(n, seed, &snapshot);
+}
+
+/// A tag rule with address and `match` tags (as `tests/tests/edits.rs` checks).
+const TAG_RULE_YAML: &str = "configVersion: v3.0
+force: false
+tags:
+  - name: gray
+    addresses: ['10.0.0.1-20', '10.0.1.*:20880']
+  - name: canary|blue
+    match:
+      - {key: env, value: {exact: staging}}
+  - name: v2
+    match:
+      - {key: version, value: {exact: '2.0.0'}}
+";
+
+/// A chain of one router entry with an inline rule.
+fn single(type_name: &str, priority: i32, rule: Option<&str>) -> String {
+    let mut text = format!(
+        "service: {}\nrouters:\n  - type: {type_name}\n    priority: {priority}\n",
+        testkit::SERVICE
+    );
+    if let Some(rule) = rule {
+        text.push_str("    rule:\n");
+        for line in rule.lines() {
+            text.push_str(&format!("      {line}\n"));
+        }
+    }
+    text
+}
+
+/// Incremental updates: for each single-router chain and the full chain, the time of
+/// [`ChainState::with_edit`] carrying the state over `snapshot` to one with a provider
+/// removed (in the middle) and one added (at the end), next to the chain's preparation
+/// from scratch over that snapshot. A router without `prepare_edit` prepares from scratch
+/// inside `with_edit`; the line says which routers derived.
+fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
+    let mut chains: Vec<(String, String)> = testkit::CHAINS
+        .iter()
+        .map(|(name, text)| (name.to_string(), text()))
+        .collect();
+    chains.push(("mesh".into(), testkit::mesh_chain_yaml()));
+    chains.push((
+        "tag (rule with addresses and match)".into(),
+        single("tag", 100, Some(TAG_RULE_YAML)),
+    ));
+    chains.push((
+        "affinity".into(),
+        single(
+            "affinity",
+            130,
+            Some("configVersion: v3.1\naffinityAware: {key: region, ratio: 40}\n"),
+        ),
+    ));
+    chains.push(("mock".into(), single("mock", -100, None)));
+    chains.push(("full chain".into(), testkit::full_chain_yaml()));
+    let added = Arc::new(testkit::providers(1, seed + 2).remove(0));
+    let (next, edit) = snapshot.edited(snapshot.generation() + 1, vec![n as u32 / 2], vec![added]);
+    let next = Arc::new(next);
+    for (name, text) in chains {
+        let state: ChainState = testkit::build_state(&text, snapshot.clone()).expect("prepares");
+        let prepare = time(&format!("prepare {name} at {n}"), 3, || {
+            testkit::build_state(&text, next.clone()).expect("prepares")
+        });
+        let mut derived = Vec::new();
+        let edited = time(
+            &format!("edit (1 removed + 1 added) {name} at {n}"),
+            7,
+            || {
+                let degraded = Arc::new(DegradedSet::new(next.len()));
+                let s = state
+                    .with_edit(next.clone(), &edit, degraded)
+                    .expect("the edit prepares");
+                derived = s
+                    .edited_routers()
+                    .map(|(r, e)| format!("{r}: {}", if e { "derived" } else { "prepared" }))
+                    .collect();
+                s
+            },
+        );
+        println!(
+            "  {name}: prepare {prepare:.2} ms -> edit {edited:.3} ms ({:.0}x) [{}]",
+            prepare / edited.max(1e-6),
+            derived.join(", ")
+        );
+    }
 }

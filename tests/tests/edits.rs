@@ -6,7 +6,68 @@
 //! prepared from scratch over the same snapshot (`testkit::edits`). The routers listed in
 //! [`DERIVING`] must also have derived their state by edit rather than prepared it again.
 
+use routechain::core::Request;
 use routechain_testkit::{self as testkit, edits};
+
+/// A tag rule with every kind of dynamic tag over the testkit's providers (hosts
+/// `10.a.b.c:20880`; the churn's added providers reuse the first hosts, so an address is
+/// often shared by a survivor and an added provider): address ranges, a wildcard with a
+/// port, an exact IP, a hierarchical `match` tag, a two-entry `match`, and two address tags
+/// of one name (the later one counts).
+const TAG_RULE_YAML: &str = "configVersion: v3.0
+force: false
+tags:
+  - name: gray
+    addresses: ['10.0.0.1-20', '10.0.1.*:20880']
+  - name: canary|blue
+    match:
+      - {key: env, value: {exact: staging}}
+  - name: canary
+    addresses: ['10.0.0.5']
+  - name: v2
+    match:
+      - {key: version, value: {exact: '2.0.0'}}
+      - {key: region, value: {prefix: bei}}
+  - name: gray
+    addresses: ['10.0.0.2-30', '10.0.2.0/28']
+";
+
+/// The same tag rule, forced (a dynamic tag with no candidate empties the call).
+fn forced_tag_rule() -> String {
+    TAG_RULE_YAML.replace("force: false", "force: true")
+}
+
+/// An affinity rule over the consumer's region (beijing, about half the providers).
+const AFFINITY_RULE_YAML: &str = "configVersion: v3.1
+affinityAware: {key: region, ratio: 40}
+";
+
+/// An affinity rule over the consumer's IDC (mt, about a quarter), kept only above 30%.
+const AFFINITY_IDC_RULE_YAML: &str = "configVersion: v3.1
+affinityAware: {key: idc, ratio: 30}
+";
+
+/// A group rule naming a default group and not forcing.
+const GROUP_RULE_YAML: &str = "force: false
+default_group: idx_user
+";
+
+/// A chain of the given entries (type, priority, rule text).
+fn chain_of(entries: &[(&str, i32, Option<&str>)]) -> String {
+    let mut text = format!("service: {}\nrouters:\n", testkit::SERVICE);
+    for (type_name, priority, rule) in entries {
+        text.push_str(&format!(
+            "  - type: {type_name}\n    priority: {priority}\n"
+        ));
+        if let Some(rule) = rule {
+            text.push_str("    rule:\n");
+            for line in rule.lines() {
+                text.push_str(&format!("      {line}\n"));
+            }
+        }
+    }
+    text
+}
 
 /// The chains checked: each built-in router alone with a rule that uses its features over
 /// the testkit's providers, and the full chain.
@@ -17,15 +78,83 @@ fn chains() -> Vec<(&'static str, String)> {
         .collect();
     chains.push(("mesh", testkit::mesh_chain_yaml()));
     chains.push(("full", testkit::full_chain_yaml()));
+    let forced = forced_tag_rule();
+    chains.push(("tag rule", chain_of(&[("tag", 100, Some(TAG_RULE_YAML))])));
+    chains.push(("forced tag rule", chain_of(&[("tag", 100, Some(&forced))])));
+    chains.push((
+        "affinity",
+        chain_of(&[("affinity", 130, Some(AFFINITY_RULE_YAML))]),
+    ));
+    chains.push((
+        "affinity idc",
+        chain_of(&[("affinity", 130, Some(AFFINITY_IDC_RULE_YAML))]),
+    ));
+    chains.push(("mock", chain_of(&[("mock", -100, None)])));
+    chains.push((
+        "group rule",
+        chain_of(&[("group", 200, Some(GROUP_RULE_YAML))]),
+    ));
+    chains.push((
+        "every router",
+        chain_of(&[
+            ("mock", -100, None),
+            ("mesh", -50, Some(testkit::MESH_RULE_YAML)),
+            ("tag", 100, Some(TAG_RULE_YAML)),
+            ("affinity", 130, Some(AFFINITY_RULE_YAML)),
+            ("condition", 140, Some(testkit::CONDITION_RULE_YAML)),
+            ("group", 200, Some(GROUP_RULE_YAML)),
+            ("idc-weight", 300, Some(testkit::IDC_RULE_YAML)),
+        ]),
+    ));
     chains
 }
 
+/// The testkit's request mix, plus requests for every tag of [`TAG_RULE_YAML`] (levels,
+/// unknown tags, the request's force) and for mock providers.
+fn requests() -> Vec<Request> {
+    let mut requests = testkit::requests(60, 3);
+    let base = || {
+        Request::new()
+            .with_service(testkit::SERVICE)
+            .with_method("get")
+            .with_attribute("group", "idx_order")
+    };
+    for tag in [
+        "gray",
+        "canary",
+        "canary|blue",
+        "canary|blue|x",
+        "canary|red",
+        "v2",
+        "v2|z",
+        "red",
+    ] {
+        requests.push(base().with_attachment("dubbo.tag", tag));
+        requests.push(
+            base()
+                .with_attachment("dubbo.tag", tag)
+                .with_attachment("dubbo.force.tag", "true"),
+        );
+    }
+    requests.push(base().with_attachment("invocation.need.mock", "true"));
+    requests.push(base().with_attachment("invocation.need.mock", "no"));
+    requests
+}
+
 /// The router names (as traces show them) that derive their state by edit.
-const DERIVING: &[&str] = &["condition", "idc-weight"];
+const DERIVING: &[&str] = &[
+    "tag",
+    "group",
+    "mesh",
+    "affinity",
+    "mock",
+    "condition",
+    "idc-weight",
+];
 
 #[test]
 fn every_chain_routes_after_each_edit_exactly_as_a_fresh_preparation() {
-    let requests = testkit::requests(60, 3);
+    let requests = requests();
     for (name, chain) in chains() {
         for (seed, (n, max_change)) in [(0usize, 5usize), (1, 1), (64, 40), (300, 3), (130, 70)]
             .into_iter()
@@ -52,8 +181,155 @@ fn every_chain_routes_after_each_edit_exactly_as_a_fresh_preparation() {
     }
 }
 
+mod small_universe {
+    //! Property: over providers drawn from a small universe (few hosts, so addresses are
+    //! shared; ports including none; two applications; mock providers; static tags, empty
+    //! ones included), any series of edits leaves every deriving router routing exactly as
+    //! a fresh preparation. The universe makes the rare shapes common: a `match` tag's
+    //! address starting and stopping being matched, a host-only address, an application's
+    //! last provider leaving and its first arriving.
+
+    use proptest::prelude::*;
+    use routechain::core::{Snapshot, Url};
+    use routechain_testkit::edits::{self, Churn};
+
+    use super::{AFFINITY_RULE_YAML, GROUP_RULE_YAML, TAG_RULE_YAML, chain_of, requests};
+
+    /// One provider's URL from its choices.
+    fn url(choice: (u8, u8, u8, u8, u8, u8, u8)) -> Url {
+        let (host, port, app, env, version, tag, kind) = choice;
+        let port = [":20880", ":20881", ""][port as usize % 3];
+        let app = ["index-provider", "other-app", ""][app as usize % 3];
+        let env = ["staging", "prod"][env as usize % 2];
+        let version = ["1.0.0", "1.1.0", "2.0.0"][version as usize % 3];
+        let tag = ["&dubbo.tag=gray", "&dubbo.tag=", "", ""][tag as usize % 4];
+        let (protocol, region, group) = match kind % 4 {
+            0 => ("mock", "beijing", "idx_user"),
+            1 => ("dubbo", "shanghai", "idx_order"),
+            _ => ("dubbo", "beijing", "idx_user"),
+        };
+        let text = format!(
+            "{protocol}://10.0.{}.{}{port}/{svc}?application={app}&env={env}&version={version}\
+             &region={region}&idc=mt&group={group}{tag}",
+            host / 3,
+            host % 3 + 1,
+            svc = routechain_testkit::SERVICE,
+        );
+        Url::parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn provider() -> impl Strategy<Value = Url> {
+        (0u8..6, 0u8..3, 0u8..3, 0u8..2, 0u8..3, 0u8..4, 0u8..4).prop_map(url)
+    }
+
+    fn churn() -> impl Strategy<Value = Churn> {
+        (
+            prop::collection::vec(0u32..12, 0..4),
+            prop::collection::vec(provider(), 0..4),
+        )
+            .prop_map(|(removed, added)| Churn { removed, added })
+    }
+
+    /// The chain of every deriving router, the mesh rule for every application.
+    fn chain() -> String {
+        let host_tag_rule = format!(
+            "{TAG_RULE_YAML}  - name: hosts\n    match:\n      - {{key: version, value: {{exact: '1.1.0'}}}}\n"
+        );
+        chain_of(&[
+            ("mock", -100, None),
+            ("mesh", -50, Some(routechain_testkit::MESH_RULE_YAML)),
+            ("tag", 100, Some(&host_tag_rule)),
+            ("affinity", 130, Some(AFFINITY_RULE_YAML)),
+            ("group", 200, Some(GROUP_RULE_YAML)),
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(160))]
+        #[test]
+        fn edits_route_as_a_fresh_preparation(
+            base in prop::collection::vec(provider(), 0..10),
+            updates in prop::collection::vec(churn(), 1..6),
+        ) {
+            // Removed positions past the current end are ignored by the edit (as by
+            // `SnapshotEdit::new`).
+            edits::assert_edits_route_as_prepare(
+                &chain(),
+                Snapshot::new(1, base),
+                &updates,
+                &requests(),
+            );
+        }
+    }
+}
+
+/// The tag router prepares from scratch (rather than deriving) in exactly its two rare
+/// shapes, and derives otherwise: a `match` tag named as another tag, and an edit making an
+/// address without a port start or stop being matched.
+#[test]
+fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
+    use std::sync::Arc;
+
+    use routechain::core::{DegradedSet, Snapshot, Url};
+
+    let urls = |lines: &[&str]| -> Vec<Arc<Url>> {
+        lines
+            .iter()
+            .map(|l| Arc::new(Url::parse(l).expect("URL")))
+            .collect()
+    };
+    let base = urls(&[
+        "dubbo://10.0.0.1:20880/svc?env=staging",
+        "dubbo://10.0.0.2:20880/svc?env=prod",
+        "dubbo://10.0.0.3/svc?env=prod",
+    ]);
+    // (rule, added provider, whether the tag router derives)
+    let match_rule = "configVersion: v3.0\ntags:\n  - name: s\n    match:\n      - {key: env, value: {exact: staging}}\n";
+    let shared_name = format!("{match_rule}  - name: s\n    addresses: ['10.0.0.2']\n");
+    let cases = [
+        (
+            match_rule.to_string(),
+            "dubbo://10.0.0.9:20880/svc?env=staging",
+            true,
+        ),
+        (
+            match_rule.to_string(),
+            "dubbo://10.0.0.3/svc?env=staging",
+            false,
+        ),
+        (
+            match_rule.to_string(),
+            "dubbo://10.0.0.3/svc?env=prod",
+            true,
+        ),
+        (shared_name, "dubbo://10.0.0.9:20880/svc?env=prod", false),
+    ];
+    for (rule, added, derives) in cases {
+        let chain = chain_of(&[("tag", 100, Some(&rule))]);
+        let snapshot = Arc::new(Snapshot::from_shared(1, base.clone()));
+        let state = testkit::build_state(&chain, snapshot.clone()).expect("prepares");
+        let (next, edit) = snapshot.edited(2, vec![1], urls(&[added]));
+        let next = Arc::new(next);
+        let edited = state
+            .with_edit(next.clone(), &edit, Arc::new(DegradedSet::new(next.len())))
+            .expect("the edit prepares");
+        let derived: Vec<bool> = edited.edited_routers().map(|(_, e)| e).collect();
+        assert_eq!(derived, [derives], "{rule} + {added}");
+        // Either way it routes as a fresh preparation.
+        edits::assert_edits_route_as_prepare(
+            &chain,
+            Snapshot::from_shared(1, base.clone()),
+            &[edits::Churn {
+                removed: vec![1],
+                added: vec![Url::parse(added).expect("URL")],
+            }],
+            &requests(),
+        );
+    }
+}
+
 /// A chain of `entries` (each a router type and its rule, indented under `rule:`).
-fn chain_of(entries: &[(&str, &str)]) -> String {
+fn ruled_chain(entries: &[(&str, &str)]) -> String {
     let mut text = format!("service: {}\nrouters:\n", testkit::SERVICE);
     for (i, (type_name, rule)) in entries.iter().enumerate() {
         text.push_str(&format!(
@@ -188,9 +464,9 @@ fn requests_with_other_consumers() -> Vec<routechain::core::Request> {
 #[test]
 fn condition_and_idc_weight_features_route_after_each_edit_exactly_as_a_fresh_preparation() {
     let requests = requests_with_other_consumers();
-    let mut chains: Vec<String> = vec![chain_of(&CONDITION_RULES.map(|r| ("condition", r)))];
-    chains.extend(IDC_RULES.iter().map(|r| chain_of(&[("idc-weight", r)])));
-    chains.push(chain_of(&[
+    let mut chains: Vec<String> = vec![ruled_chain(&CONDITION_RULES.map(|r| ("condition", r)))];
+    chains.extend(IDC_RULES.iter().map(|r| ruled_chain(&[("idc-weight", r)])));
+    chains.push(ruled_chain(&[
         ("condition", CONDITION_RULES[0]),
         ("idc-weight", IDC_RULES[0]),
     ]));

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext, RouterSpec,
-    RuleError, Snapshot, TypedRouter, Url,
+    RuleError, Snapshot, SnapshotEdit, TypedRouter, Url,
 };
 
 pub use self::rule::{AffinityRule, RawAffinityRule};
@@ -56,6 +56,15 @@ impl TypedRouter for AffinityRouter {
         Ok(PreparedAffinity::build(cx.snapshot, cx.consumer, rule))
     }
 
+    fn prepare_edit(
+        prepared: &PreparedAffinity,
+        _rule: &Arc<AffinityRule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<PreparedAffinity, String>> {
+        Some(Ok(prepared.edited(edit, cx.snapshot, cx.consumer)))
+    }
+
     fn route(
         prepared: &PreparedAffinity,
         cx: &mut RouteContext<'_>,
@@ -95,6 +104,26 @@ impl PreparedAffinity {
                 .map(|v| index.get(v).unwrap_or(&empty).clone());
             Active {
                 rule: rule.clone(),
+                index,
+                prepared,
+                empty,
+            }
+        });
+        PreparedAffinity { active }
+    }
+
+    /// The state carried over `edit` to `snapshot` (the new one; `consumer` is the one this
+    /// state was prepared for): the key's index is carried (only the added providers'
+    /// values are read) and the consumer's set looked up again.
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, consumer: &Url) -> Self {
+        let active = self.active.as_ref().map(|a| {
+            let index = a.index.edited(edit, snapshot, |p| p.get(&a.rule.key));
+            let empty = ProviderSet::empty(snapshot.len());
+            let prepared = consumer
+                .param(&a.rule.key)
+                .map(|v| index.get(v).unwrap_or(&empty).clone());
+            Active {
+                rule: a.rule.clone(),
                 index,
                 prepared,
                 empty,

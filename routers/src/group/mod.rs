@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, Evaluation, ParamIndex, PrepareContext, RouteContext, RouterSpec, RuleError,
-    TypedRouter,
+    SnapshotEdit, TypedRouter,
 };
 
 pub use self::rule::{GroupRule, RawGroupRule, group_names};
@@ -65,6 +65,22 @@ impl TypedRouter for GroupRouter {
             rule: rule.clone(),
             index: ParamIndex::build(cx.snapshot, &rule.provider_param),
         })
+    }
+
+    /// The group index carried over the edit: the added providers' group values are read,
+    /// the survivors' sets are shifted.
+    fn prepare_edit(
+        prepared: &PreparedGroup,
+        rule: &Arc<GroupRule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<PreparedGroup, String>> {
+        Some(Ok(PreparedGroup {
+            rule: rule.clone(),
+            index: prepared
+                .index
+                .edited(edit, cx.snapshot, |p| p.get(&rule.provider_param)),
+        }))
     }
 
     fn route(

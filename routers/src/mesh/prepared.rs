@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, StickyKey,
+    Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, SnapshotEdit, StickyKey, Url,
 };
 
 use super::matchers::CallView;
-use super::rule::{AppRule, Destinations, DubboRoute, RouteDetail};
+use super::rule::{AppRule, Destinations, DubboRoute, RouteDetail, Subset};
 use super::{AppRules, MeshRule, application_of, interface_of};
 
 /// One application with a rule and providers in the snapshot.
@@ -22,6 +22,9 @@ use super::{AppRules, MeshRule, application_of, interface_of};
 struct PreparedApp {
     name: Box<str>,
     rule: Arc<AppRule>,
+    /// The application's providers (kept for incremental updates: an application whose
+    /// last provider leaves drops out, as in a fresh preparation).
+    members: ProviderSet,
     /// One set per [`AppRule::subsets`] entry, over the whole snapshot.
     subsets: Box<[ProviderSet]>,
     /// The route (VirtualService, dubbo index) for the chain's own service, precomputed.
@@ -63,53 +66,89 @@ impl PreparedMesh {
     /// Prepares `rule` over `snapshot`; `service` is the chain's.
     pub fn build(rule: &MeshRule, snapshot: &Snapshot, service: Option<&str>) -> Self {
         let chain_service: Option<Box<str>> = service.map(|s| interface_of(s).into());
-        let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut members: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         for (i, p) in snapshot.providers().iter().enumerate() {
-            if let Some(app) = application_of(p)
-                && rule.options.app.as_deref().is_none_or(|a| a == app)
-            {
-                members.entry(app).or_default().push(i);
+            if let Some(app) = governed_app(rule, p) {
+                members.entry(app).or_default().push(i as u32);
             }
         }
-        let len = snapshot.len();
         let mut apps = Vec::new();
         for (app, indexes) in members {
-            let app_rule = match &rule.rules {
-                AppRules::None => None,
-                AppRules::Every(r) => Some(r.clone()),
-                AppRules::PerApp(map) => map.get(app).cloned(),
+            let Some(app_rule) = rule_of(rule, app) else {
+                continue;
             };
-            let Some(app_rule) = app_rule else { continue };
-            let subsets = app_rule
-                .subsets
-                .iter()
-                .map(|s| {
-                    let mut set = BitSet::empty(len);
-                    for &i in &indexes {
-                        let p = &snapshot.providers()[i];
-                        if s.label_sets
-                            .iter()
-                            .any(|labels| labels.iter().all(|(k, v)| p.param(k) == Some(v)))
-                        {
-                            set.insert(i);
-                        }
-                    }
-                    ProviderSet::from_bitset(set)
-                })
-                .collect();
-            let chain_route = find_route(&app_rule, chain_service.as_deref());
-            apps.push(PreparedApp {
-                name: app.into(),
-                rule: app_rule,
-                subsets,
-                chain_route,
-            });
+            apps.push(PreparedApp::new(
+                app,
+                app_rule,
+                snapshot,
+                indexes,
+                chain_service.as_deref(),
+            ));
         }
         PreparedMesh {
             apps: apps.into(),
             chain_service,
             empty_fail: rule.options.empty_fail,
             hash_key: rule.options.hash_key.clone(),
+        }
+    }
+
+    /// The state carried over `edit` to `snapshot` (the new one): each application's
+    /// providers and subsets are carried, only the added providers' labels are read; an
+    /// application whose last provider left drops out, one whose first provider arrived
+    /// (and that has a rule) joins. Routes exactly as [`PreparedMesh::build`] over
+    /// `snapshot`. Time: the subsets' size plus the added providers.
+    pub fn edited(&self, rule: &MeshRule, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
+        let mut added: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+        for i in edit.added() {
+            if let Some(app) = governed_app(rule, &snapshot.providers()[i]) {
+                added.entry(app).or_default().push(i as u32);
+            }
+        }
+        let mut apps = Vec::with_capacity(self.apps.len() + added.len());
+        for app in self.apps.iter() {
+            let new = added.remove(&*app.name).unwrap_or_default();
+            let is_new = |i: usize| new.binary_search(&(i as u32)).is_ok();
+            let members = app.members.edited(edit, is_new);
+            if members.count() == 0 {
+                continue;
+            }
+            let subsets = app
+                .subsets
+                .iter()
+                .zip(&app.rule.subsets)
+                .map(|(set, subset)| {
+                    set.edited(edit, |i| {
+                        is_new(i) && in_subset(subset, &snapshot.providers()[i])
+                    })
+                })
+                .collect();
+            apps.push(PreparedApp {
+                name: app.name.clone(),
+                rule: app.rule.clone(),
+                members,
+                subsets,
+                chain_route: app.chain_route,
+            });
+        }
+        // Applications with no provider before: every provider of theirs is an added one.
+        for (app, indexes) in added {
+            if let Some(app_rule) = rule_of(rule, app) {
+                apps.push(PreparedApp::new(
+                    app,
+                    app_rule,
+                    snapshot,
+                    indexes,
+                    self.chain_service.as_deref(),
+                ));
+            }
+        }
+        apps.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        PreparedMesh {
+            apps: apps.into(),
+            chain_service: self.chain_service.clone(),
+            empty_fail: self.empty_fail,
+            hash_key: self.hash_key.clone(),
         }
     }
 
@@ -236,6 +275,61 @@ impl PreparedMesh {
         }
         Evaluation::Runtime
     }
+}
+
+impl PreparedApp {
+    /// Application `app` with `rule` over its providers `indexes` (ascending) of `snapshot`.
+    fn new(
+        app: &str,
+        rule: Arc<AppRule>,
+        snapshot: &Snapshot,
+        indexes: Vec<u32>,
+        chain_service: Option<&str>,
+    ) -> Self {
+        let len = snapshot.len();
+        let subsets = rule
+            .subsets
+            .iter()
+            .map(|s| {
+                let inside = indexes
+                    .iter()
+                    .copied()
+                    .filter(|&i| in_subset(s, &snapshot.providers()[i as usize]))
+                    .collect();
+                ProviderSet::from_sorted(inside, len)
+            })
+            .collect();
+        let chain_route = find_route(&rule, chain_service);
+        PreparedApp {
+            name: app.into(),
+            rule,
+            members: ProviderSet::from_sorted(indexes, len),
+            subsets,
+            chain_route,
+        }
+    }
+}
+
+/// The application of `provider` when the entry governs it (its `app`, if set, alone).
+fn governed_app<'p>(rule: &MeshRule, provider: &'p Url) -> Option<&'p str> {
+    application_of(provider).filter(|app| rule.options.app.as_deref().is_none_or(|a| a == *app))
+}
+
+/// The rule of application `app`, if it has one.
+fn rule_of(rule: &MeshRule, app: &str) -> Option<Arc<AppRule>> {
+    match &rule.rules {
+        AppRules::None => None,
+        AppRules::Every(r) => Some(r.clone()),
+        AppRules::PerApp(map) => map.get(app).cloned(),
+    }
+}
+
+/// True when `provider` has every label of one of `subset`'s definitions.
+fn in_subset(subset: &Subset, provider: &Url) -> bool {
+    subset
+        .label_sets
+        .iter()
+        .any(|labels| labels.iter().all(|(k, v)| provider.param(k) == Some(v)))
 }
 
 /// The first route, over the VirtualServices in order, whose `services` is empty or matches

@@ -108,3 +108,37 @@ fn application_and_interface() {
     assert_eq!(interface_of("com.foo.Bar:1.0.0:"), "com.foo.Bar");
     assert_eq!(interface_of("com.foo.Bar"), "com.foo.Bar");
 }
+
+#[test]
+fn an_edit_drops_an_application_whose_last_provider_leaves_and_adds_a_new_one() {
+    let rule = build(RULE);
+    let snapshot = Snapshot::parse_lines(
+        1,
+        "dubbo://10.0.0.1:20880/svc?application=app1&ver=a\n\
+         dubbo://10.0.0.2:20880/svc?application=app2&ver=b\n\
+         dubbo://10.0.0.3:20880/svc?application=app2&ver=a\n",
+    )
+    .unwrap();
+    let before = PreparedMesh::build(&rule, &snapshot, None);
+    assert_eq!(before.applications().collect::<Vec<_>>(), ["app1", "app2"]);
+    // app1's only provider leaves; app3 arrives; app2 keeps one provider.
+    let app3 = Arc::new(Url::parse("dubbo://10.0.0.4:20880/svc?application=app3&ver=b").unwrap());
+    let (next, edit) = snapshot.edited(2, vec![0, 2], vec![app3]);
+    let edited = before.edited(&rule, &edit, &next);
+    let fresh = PreparedMesh::build(&rule, &next, None);
+    assert_eq!(edited.applications().collect::<Vec<_>>(), ["app2", "app3"]);
+    assert_eq!(
+        edited.applications().collect::<Vec<_>>(),
+        fresh.applications().collect::<Vec<_>>()
+    );
+    for app in ["app2", "app3"] {
+        for subset in ["a", "b"] {
+            assert_eq!(
+                edited.subset_members(app, Some(subset)),
+                fresh.subset_members(app, Some(subset)),
+                "{app} {subset}"
+            );
+        }
+    }
+    assert_eq!(edited.subset_members("app3", Some("b")), Some(vec![1]));
+}

@@ -14,14 +14,15 @@
 //! `dubbo.force.tag` refuses every fallback (and hierarchical fallback `a|b|c` → `a|b` → `a`).
 
 pub mod address;
+mod edit;
 pub mod rule;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use routechain_core::{
     BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext,
-    RouterSpec, RuleError, Snapshot, TypedRouter,
+    RouterSpec, RuleError, Snapshot, SnapshotEdit, TypedRouter,
 };
 
 pub use self::address::{AddressPattern, HostPort, Segment};
@@ -62,6 +63,18 @@ impl TypedRouter for TagRouter {
         Ok(PreparedTag::build(cx.snapshot, Some(rule)))
     }
 
+    /// The static index and the dynamic tags carried over the edit (see `edit.rs`); `None`
+    /// (prepare from scratch) only for a rule whose `match` tag shares its name with
+    /// another tag, or an edit that adds or removes a matched address without a port.
+    fn prepare_edit(
+        prepared: &PreparedTag,
+        rule: &Arc<TagRule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<PreparedTag, String>> {
+        prepared.edited(rule, edit, cx.snapshot).map(Ok)
+    }
+
     fn route(
         prepared: &PreparedTag,
         cx: &mut RouteContext<'_>,
@@ -82,6 +95,9 @@ struct Dynamic {
     by_tag: TagLevels,
     /// Providers in no dynamic tag and with no static tag.
     failover: ProviderSet,
+    /// What an incremental update of the `match` tags needs (`None` when the rule has no
+    /// `match` tag in force).
+    matching: Option<edit::MatchTags>,
 }
 
 /// The tag router's state for one snapshot and rule.
@@ -145,39 +161,19 @@ impl PreparedTag {
             }
             // Tags with `match` (v3.0 only): resolved against this snapshot to the addresses
             // of the providers they match; a tag matching nothing is not set.
-            if rule.uses_match() {
-                for tag in rule.tags.iter().filter(|t| t.addresses.is_empty()) {
-                    let Some(matches) = &tag.matches else {
-                        continue;
-                    };
-                    let addresses: HashSet<(&str, u16)> = snapshot
-                        .providers()
-                        .iter()
-                        .filter(|p| matches.iter().all(|m| m.is_match(p.param(&m.key))))
-                        .map(|p| (p.host(), p.port()))
-                        .collect();
-                    if addresses.is_empty() {
-                        continue;
+            let matching = edit::MatchTags::build(rule, snapshot, &at);
+            if let Some(m) = &matching {
+                for t in &m.tags {
+                    if let Some(set) = t.resolve(&at, len) {
+                        by_tag.insert(&rule.tags[t.tag].name, set);
                     }
-                    // A matched provider without port names its whole host, as Dubbo's
-                    // host-only address does.
-                    let set = BitSet::from_fn(len, |i| {
-                        addresses.contains(&(at[i].host, at[i].port))
-                            || addresses.contains(&(at[i].host, 0))
-                    });
-                    by_tag.insert(&tag.name, ProviderSet::from_bitset(set));
                 }
             }
-            let mut any = BitSet::empty(len);
-            for set in by_tag.nodes.iter().filter_map(|n| n.set.as_ref()) {
-                set.or_into(&mut any);
-            }
-            let mut failover = untagged.to_bitset();
-            failover.and_not_assign(&any);
             Dynamic {
                 force: rule.force,
+                failover: failover_of(&untagged, &by_tag, len),
                 by_tag,
-                failover: ProviderSet::from_bitset(failover),
+                matching,
             }
         });
         PreparedTag {
@@ -213,6 +209,17 @@ impl PreparedTag {
             untagged: members(&self.untagged),
         }
     }
+}
+
+/// The providers in no dynamic tag of `by_tag` and in `untagged`.
+fn failover_of(untagged: &ProviderSet, by_tag: &TagLevels, len: usize) -> ProviderSet {
+    let mut any = BitSet::empty(len);
+    for set in by_tag.nodes.iter().filter_map(|n| n.set.as_ref()) {
+        set.or_into(&mut any);
+    }
+    let mut failover = untagged.to_bitset();
+    failover.and_not_assign(&any);
+    ProviderSet::from_bitset(failover)
 }
 
 /// The dynamic tag set for `tag`: the tag itself, or (unless forced) its nearest ancestor

@@ -2,11 +2,18 @@
 //! request, the providers expected after routing and the exact explain texts. Every case is
 //! also routed without a trace (the same providers), and that call is checked to allocate
 //! nothing once the call state's buffers have grown.
+//!
+//! Every case is then run again on chains carried to its providers by incremental updates
+//! (`ChainState::with_edit`, each router's `prepare_edit`), which must give the same
+//! result: prepared without one provider, then that provider added (it moves to the end,
+//! so the expected indexes are mapped), and prepared with a copy of one provider in front,
+//! then that copy removed (the case's own providers, in order).
 
 use std::sync::Arc;
 
 use routechain::core::{
-    BitSet, CallState, ChainState, Evaluation, NoProvider, Request, Snapshot, Trace, Url,
+    BitSet, CallState, ChainState, DegradedSet, Evaluation, NoProvider, Request, Snapshot, Trace,
+    Url,
 };
 use routechain::rules::ChainFile;
 use serde_json::{Value, json};
@@ -86,6 +93,16 @@ fn outcome(result: Result<(), NoProvider>, call: &CallState) -> Vec<usize> {
 /// Builds the case's chain state: the default registry, plus the input router when the case
 /// narrows the input.
 fn state(case: &Case) -> ChainState {
+    let state = prepare(case, case.snapshot.clone());
+    for &i in &case.degraded {
+        state.degraded().mark(i);
+    }
+    state
+}
+
+/// Prepares the case's chain over `snapshot` (the input router, if any, keeps the case's
+/// input over the case's own providers).
+fn prepare(case: &Case, snapshot: Arc<Snapshot>) -> ChainState {
     let mut registry = routechain::registry();
     let mut chain = case.chain.clone();
     if let Some(input) = &case.input {
@@ -99,23 +116,106 @@ fn state(case: &Case) -> ChainState {
     let text = serde_json::to_string_pretty(&chain).expect("JSON");
     let file = ChainFile::parse(&format!("{}.chain.yaml", case.id), &text, None)
         .unwrap_or_else(|e| panic!("{}: the chain parses: {e:?}", case.id));
-    let state = routechain::rules::load::build_state(
-        &file,
-        &registry,
-        case.snapshot.clone(),
-        case.consumer.clone(),
-    )
-    .unwrap_or_else(|e| panic!("{}: the chain compiles and prepares: {e:?}", case.id));
-    for &i in &case.degraded {
-        state.degraded().mark(i);
-    }
-    state
+    routechain::rules::load::build_state(&file, &registry, snapshot, case.consumer.clone())
+        .unwrap_or_else(|e| panic!("{}: the chain compiles and prepares: {e:?}", case.id))
 }
 
-/// Runs one case; panics with the case's id on any difference.
+/// The case moved to the providers an edit leads to (`map`: old index → new index), with
+/// its chain prepared over `before` and carried to them by `removed` and `added`.
+fn edited_case(
+    case: &Case,
+    label: &str,
+    before: Vec<Arc<Url>>,
+    removed: Vec<u32>,
+    added: Vec<Arc<Url>>,
+    map: impl Fn(usize) -> usize,
+) -> (Case, ChainState) {
+    let id = format!("{} ({label})", case.id);
+    let map_all = |v: &[usize]| {
+        let mut out: Vec<usize> = v.iter().map(|&i| map(i)).collect();
+        out.sort_unstable();
+        out
+    };
+    let mut moved = case.clone();
+    moved.id = id.clone();
+    moved.input = case.input.as_deref().map(map_all);
+    moved.degraded = map_all(&case.degraded);
+    moved.expect.providers = match &case.expect.providers {
+        Providers::Exactly(v) => Providers::Exactly(map_all(v)),
+        Providers::OneOf {
+            sets,
+            trials,
+            all_seen,
+        } => Providers::OneOf {
+            sets: sets.iter().map(|s| map_all(s)).collect(),
+            trials: *trials,
+            all_seen: *all_seen,
+        },
+    };
+    let before = Arc::new(Snapshot::from_shared(1, before));
+    let (after, edit) = before.edited(2, removed, added);
+    let after = Arc::new(after);
+    moved.snapshot = after.clone();
+    // The input router keeps the moved case's input (over the edited providers).
+    let state = prepare(&moved, before);
+    let degraded = Arc::new(DegradedSet::new(after.len()));
+    let state = state
+        .with_edit(after, &edit, degraded)
+        .unwrap_or_else(|e| panic!("{id}: the edit prepares: {e}"));
+    for &i in &moved.degraded {
+        state.degraded().mark(i);
+    }
+    (moved, state)
+}
+
+/// The edited variants of `case` (see the module documentation), for a few providers:
+/// the first, the middle and the last.
+fn edited_variants(case: &Case) -> Vec<(Case, ChainState)> {
+    let providers = case.snapshot.providers();
+    let n = providers.len();
+    let mut picks = vec![0, n / 2, n.saturating_sub(1)];
+    picks.dedup();
+    let mut out = Vec::new();
+    for k in picks.into_iter().filter(|&k| k < n) {
+        let mut without = providers.to_vec();
+        let moved = without.remove(k);
+        out.push(edited_case(
+            case,
+            &format!("provider {k} removed, then added back at the end"),
+            without,
+            Vec::new(),
+            vec![moved],
+            |i| match i.cmp(&k) {
+                std::cmp::Ordering::Less => i,
+                std::cmp::Ordering::Equal => n - 1,
+                std::cmp::Ordering::Greater => i - 1,
+            },
+        ));
+        let mut with_copy = vec![providers[k].clone()];
+        with_copy.extend(providers.iter().cloned());
+        out.push(edited_case(
+            case,
+            &format!("a copy of provider {k} in front, then removed"),
+            with_copy,
+            vec![0],
+            Vec::new(),
+            |i| i,
+        ));
+    }
+    out
+}
+
+/// Runs one case, then its edited variants; panics with the case's id on any difference.
 pub fn run(case: &Case) {
+    run_on(case, &state(case));
+    for (moved, state) in edited_variants(case) {
+        run_on(&moved, &state);
+    }
+}
+
+/// Runs one case on `state` (prepared for its providers).
+fn run_on(case: &Case, state: &ChainState) {
     let id = &case.id;
-    let state = state(case);
 
     // The traced call: providers, explain texts, evaluations.
     let mut call = CallState::seeded(case.seed);
