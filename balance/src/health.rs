@@ -147,6 +147,57 @@ impl HealthTable {
         }
     }
 
+    /// This table carried over to a snapshot that follows its own by `edit`: each
+    /// surviving provider keeps its failures, cool-down and probation at its new position
+    /// (the same provider, shifted down over the removed ones); the added ones start
+    /// healthy (the caller carries them over by address, as [`HealthTable::set`] does).
+    /// `degraded` is the new snapshot's set ([`DegradedSet::edited`] of this one's). Time:
+    /// the table's length, no string looked at.
+    pub fn edited(&self, edit: &routechain_core::SnapshotEdit, degraded: Arc<DegradedSet>) -> Self {
+        // Loaded once (calls may go on updating the old table meanwhile, as with a carry
+        // by address), padded or cut to the edit's old length (a table that followed a
+        // degraded set of another size).
+        fn loaded<A, T: Clone>(cells: &[A], len: usize, zero: T, load: impl Fn(&A) -> T) -> Vec<T> {
+            let mut v: Vec<T> = cells.iter().map(load).collect();
+            v.resize(len, zero);
+            v
+        }
+        // The common case: no provider has any health state; a new table is all there is.
+        let quiet = self.failures.iter().all(|a| a.load(Ordering::Relaxed) == 0)
+            && self.until.iter().all(|a| a.load(Ordering::Relaxed) == 0)
+            && self.probation.iter().all(|a| !a.load(Ordering::Relaxed));
+        if quiet {
+            return HealthTable::new(degraded);
+        }
+        let n = edit.old_len();
+        let failures = edit.table(
+            &loaded(&self.failures, n, 0, |a| a.load(Ordering::Relaxed)),
+            |_| 0,
+        );
+        let until = edit.table(
+            &loaded(&self.until, n, 0, |a| a.load(Ordering::Relaxed)),
+            |_| 0,
+        );
+        let probation = edit.table(
+            &loaded(&self.probation, n, false, |a| a.load(Ordering::Relaxed)),
+            |_| false,
+        );
+        let next_expiry = until
+            .iter()
+            .copied()
+            .filter(|&u| u != 0)
+            .min()
+            .unwrap_or(u64::MAX);
+        HealthTable {
+            failures: failures.into_iter().map(AtomicU32::new).collect(),
+            until: until.into_iter().map(AtomicU64::new).collect(),
+            probation: probation.into_iter().map(AtomicBool::new).collect(),
+            next_expiry: AtomicU64::new(next_expiry),
+            sweeping: AtomicBool::new(false),
+            degraded,
+        }
+    }
+
     /// The degraded set it marks.
     pub fn degraded(&self) -> &Arc<DegradedSet> {
         &self.degraded

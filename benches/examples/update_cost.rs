@@ -5,7 +5,10 @@
 //! - parsing `N` provider URLs;
 //! - preparing each router of the full chain alone, and the full chain, over `N` providers;
 //! - a [`LiveChain`] at `N` providers applying one provider added, then one removed
-//!   (parse of the new URL, prepare, swap), and a full provider-list replacement;
+//!   (parse of the new URL, the edit of the snapshot, the routers', balancers' and health
+//!   tables' edits, swap), with the list pushed as `N` URL texts (each looked up in the
+//!   text cache) and as shared URLs (as a registry source pushes them), with no router, and
+//!   a full provider-list replacement;
 //! - each router's incremental update ([`ChainState::with_edit`], one provider removed and
 //!   one added at `N`) against its preparation from scratch, for the single-router chains
 //!   and the full chain (see [`edit_costs`]).
@@ -85,7 +88,7 @@ fn main() {
     pushes.reverse();
     let mut size = n;
     time(
-        &format!("live: one provider added/removed at {n}"),
+        &format!("live: one provider added/removed at {n}, pushed as {n} URL texts"),
         6,
         || {
             size = if size == n { n + 1 } else { n };
@@ -94,6 +97,73 @@ fn main() {
             reports
         },
     );
+    // As a registry source pushes them (the ZooKeeper source reads its nodes by name on
+    // its own thread): the providers kept are the URLs already serving, one is new.
+    let serving: Vec<Arc<Url>> = live.chain().load().snapshot().providers().to_vec();
+    let extra = Arc::new(Url::parse(&urls[n]).expect("valid"));
+    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
+        .map(|i| {
+            let mut l = serving.clone();
+            if i % 2 == 0 {
+                l.push(extra.clone());
+            }
+            l
+        })
+        .collect();
+    lists.reverse();
+    let mut size = n;
+    time(
+        &format!("live: one provider added/removed at {n}, shared URLs (registry source)"),
+        10,
+        || {
+            size = if size == n { n + 1 } else { n };
+            let reports =
+                live.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
+            assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+            reports
+        },
+    );
+    // The same with no router: what the live chain and the service do themselves (the
+    // edit of the list and snapshot, the balancer tables, health, the swap).
+    let bare = routechain::live::LiveChain::with_providers(
+        routechain::rules::ChainFile::parse("bare.chain.yaml", "routers: []\n", None)
+            .expect("an empty chain parses"),
+        routechain::registry(),
+        routechain::live::LiveOptions {
+            consumer: Some(Arc::new(testkit::consumer())),
+            ..routechain::live::LiveOptions::default()
+        },
+        Snapshot::from_shared(1, serving.clone()),
+    )
+    .expect("an empty chain builds");
+    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
+        .map(|i| {
+            let mut l = serving.clone();
+            if i % 2 == 0 {
+                l.push(extra.clone());
+            }
+            l
+        })
+        .collect();
+    lists.reverse();
+    let mut size = n;
+    time(
+        &format!("live, no router: one provider added/removed at {n}, shared URLs"),
+        10,
+        || {
+            size = if size == n { n + 1 } else { n };
+            let reports =
+                bare.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
+            assert_eq!(bare.chain().load().snapshot().len(), size, "{reports:?}");
+            reports
+        },
+    );
+    let state = live.chain().load();
+    let edited: Vec<String> = state
+        .edited_routers()
+        .map(|(name, edited)| format!("{name} {}", if edited { "edited" } else { "prepared" }))
+        .collect();
+    println!("live: routers after the last update: {}", edited.join(", "));
     let other: Vec<String> = testkit::provider_lines(n, seed + 1)
         .lines()
         .map(str::to_string)

@@ -7,7 +7,8 @@
 //!
 //! - [`ParamIndex`]: one parameter's exact values → providers, and the providers without it.
 //! - [`NamedSets`]: names compared case-insensitively → providers, some names pinned at
-//!   fixed positions (a rule's regions or datacenters), looked up without allocating.
+//!   fixed positions (a rule's regions or datacenters), looked up without allocating;
+//!   [`NamedSetsEdit`] carries them over a [`crate::SnapshotEdit`].
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -15,6 +16,9 @@ use std::hash::Hasher;
 
 use crate::bitset::{BitSet, Candidates};
 use crate::snapshot::Snapshot;
+
+mod named_edit;
+pub use named_edit::NamedSetsEdit;
 
 /// A set of providers of one snapshot, stored dense or sparse by size.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -76,7 +76,7 @@ pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
-pub use index::{NamedSets, NamedSetsBuilder, ParamIndex, ProviderSet};
+pub use index::{NamedSets, NamedSetsBuilder, NamedSetsEdit, ParamIndex, ProviderSet};
 pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};

@@ -1,8 +1,9 @@
 //! Population counts over bitset words, with the CPU's `POPCNT` instruction when it has one.
 //!
 //! Counting members is what the per-call path does most after the routers' ANDs: the
-//! balancer's weighted pick sums `weight × popcount(candidates & class)` over every word,
-//! `p2c` and the uniform pick find the n-th member. On the default `x86_64` target Rust
+//! balancer's exact weighted pick sums `weight × popcount(candidates & class)` over every
+//! word, its sampling stage counts members by blocks of words, `p2c` and the uniform pick
+//! find the n-th member. On the default `x86_64` target Rust
 //! compiles `u64::count_ones` without the `POPCNT` instruction (the baseline x86-64 has
 //! none): a 12-instruction bit trick per word. Building with `-C target-cpu=x86-64-v2`
 //! fixes it, but users build with defaults. So these kernels are compiled twice on x86-64 —
@@ -59,6 +60,10 @@ kernels! {
         words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    fn count_strided(words: &[u64], step: usize) -> usize {
+        words.iter().step_by(step).map(|w| w.count_ones() as usize).sum()
+    }
+
     fn count_and(a: &[u64], b: &[u64]) -> usize {
         a.iter().zip(b).map(|(a, b)| (a & b).count_ones() as usize).sum()
     }
@@ -77,6 +82,22 @@ kernels! {
             n -= ones;
         }
         None
+    }
+
+    fn count_blocks(words: &[u64], block: usize, sums: &mut [u64]) -> u64 {
+        let mut total = 0u64;
+        let mut start = 0;
+        for sum in sums.iter_mut() {
+            if start >= words.len() {
+                break;
+            }
+            let end = (start + block).min(words.len());
+            let s = super::count_run(&words[start..end]);
+            start = end;
+            *sum = s;
+            total += s;
+        }
+        total
     }
 
     fn weighted_blocks(
@@ -158,6 +179,12 @@ fn blocks_k<const K: usize>(
     total
 }
 
+/// The set bits of a run of words.
+#[inline(always)]
+fn count_run(words: &[u64]) -> u64 {
+    words.iter().map(|w| u64::from(w.count_ones())).sum()
+}
+
 /// `Σ weights[j] × popcount(x & masks[j])`: the weight of one candidate word.
 #[inline(always)]
 fn word_weight(x: u64, masks: &[u64], weights: &[u64]) -> u64 {
@@ -173,6 +200,15 @@ pub fn count(words: &[u64]) -> usize {
     dispatch!(count(words))
 }
 
+/// The number of set bits in every `step`-th word of `words` (words `0, step, 2 step, …`):
+/// a density estimate from a few words.
+pub fn count_strided(words: &[u64], step: usize) -> usize {
+    if step == 0 {
+        return 0;
+    }
+    dispatch!(count_strided(words, step))
+}
+
 /// The number of set bits in `a AND b` (over the shorter of the two).
 pub fn count_and(a: &[u64], b: &[u64]) -> usize {
     dispatch!(count_and(a, b))
@@ -181,6 +217,16 @@ pub fn count_and(a: &[u64], b: &[u64]) -> usize {
 /// The position of the `n`-th set bit (0-based) of `words`.
 pub fn nth(words: &[u64], n: usize) -> Option<usize> {
     dispatch!(nth(words, n))
+}
+
+/// Member counts by blocks of words: `sums[b]` becomes the number of set bits in words
+/// `b × block .. (b + 1) × block`; the total is returned. Only `sums.len()` blocks are
+/// counted, so `sums` needs `words.len().div_ceil(block)` entries to cover every word.
+pub fn count_blocks(words: &[u64], block: usize, sums: &mut [u64]) -> u64 {
+    if block == 0 {
+        return 0;
+    }
+    dispatch!(count_blocks(words, block, sums))
 }
 
 /// Weighted member counts by blocks of words, for a weighted pick over weight classes.
@@ -234,7 +280,20 @@ mod tests {
             prop_assert_eq!(count(&a), plain::count(&a));
             prop_assert_eq!(count(&a), a.iter().map(|w| w.count_ones() as usize).sum::<usize>());
             prop_assert_eq!(count_and(&a, &b), plain::count_and(&a, &b));
+            prop_assert_eq!(
+                count_strided(&a, block),
+                a.iter().step_by(block).map(|w| w.count_ones() as usize).sum::<usize>()
+            );
             prop_assert_eq!(nth(&a, n), plain::nth(&a, n));
+            let mut counts = vec![0u64; a.len().div_ceil(block)];
+            let mut plain_counts = counts.clone();
+            prop_assert_eq!(count_blocks(&a, block, &mut counts), count(&a) as u64);
+            prop_assert_eq!(plain::count_blocks(&a, block, &mut plain_counts), count(&a) as u64);
+            prop_assert_eq!(&counts, &plain_counts);
+            for (b, c) in counts.iter().enumerate() {
+                let end = ((b + 1) * block).min(a.len());
+                prop_assert_eq!(*c, count(&a[b * block..end]) as u64);
+            }
             // Three classes: masks derived from `b`, disjoint.
             let weights = [50u64, 100, 200];
             let masks: Vec<u64> = a

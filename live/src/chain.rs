@@ -7,18 +7,19 @@ use std::sync::{Arc, Mutex};
 
 use routechain_balance::{Service, ServiceConfig, SystemClock};
 use routechain_core::{
-    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, Url,
+    Chain, ChainEntry, ChainState, DegradedSet, PrepareError, Registry, Snapshot, SnapshotEdit, Url,
 };
 use routechain_rules::{ChainFile, EntryDef, LocatedError, RuleOverride, RuleSource, YamlDoc};
 
-use crate::dubbo::{ServiceKey, providers_application};
+use crate::dubbo::ServiceKey;
 use crate::keys::{
     KeyContext, follows_each_provider_app, follows_key, follows_provider_app, override_context,
-    provider_applications, reference, rule_for, subscription,
+    reference, rule_for, subscription,
 };
 use crate::overrides;
+use crate::providers::{AppCounts, Registered, TextCache, follow, parse_providers_reusing};
 pub use crate::report::{LiveOptions, LiveStats, Report};
-use crate::{ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update};
+use crate::{RuleEvent, RuleKey, Source, SourceError, SourceHandle, Update};
 use routechain_rules::configurators::OverrideRule;
 use routechain_rules::load::{self, LoadError};
 
@@ -28,9 +29,9 @@ struct Inputs {
     overrides: HashMap<RuleKey, Option<YamlDoc>>,
     /// Override rules (configurators) by node.
     configurators: BTreeMap<RuleKey, Arc<OverrideRule>>,
-    /// The provider list as registered, before override rules (shared with the snapshot
-    /// when no override rule changes them).
-    registered: Vec<Arc<Url>>,
+    /// The providers as registered, in the chain's stable order, with what the routers see
+    /// of each after the override rules (see `crate::providers`).
+    registered: Registered,
     /// The providers' application (tag rules are read under it).
     provider_app: Option<String>,
     /// Every provider application present (a mesh entry without `app` reads each one's
@@ -61,7 +62,7 @@ pub struct LiveChain {
     inputs: Mutex<Inputs>,
     /// The parsed URLs of the last provider list pushed as text, by their text: a new list
     /// parses only the lines it does not share with the last one.
-    parsed: Mutex<ParsedUrls>,
+    parsed: Mutex<TextCache>,
     stats: LiveStats,
 }
 
@@ -99,17 +100,17 @@ impl LiveChain {
         options: LiveOptions,
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
-        let registered = providers.providers().to_vec();
-        let effective = {
+        let generation = providers.generation();
+        let (registered, effective) = {
             let consumer = options.consumer.as_deref().or(file.consumer.as_ref());
             let none = BTreeMap::new();
             let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
-            overrides::apply(&registered, &entries, &override_context(&file, consumer))
+            Registered::new(providers, &entries, &override_context(&file, consumer))
         };
         let state = load::build_state(
             &file,
             &registry,
-            Arc::new(Snapshot::from_shared(providers.generation(), effective)),
+            Arc::new(Snapshot::from_shared(generation, effective)),
             options.consumer.clone(),
         )?
         .with_metrics(options.metrics.then(|| {
@@ -133,15 +134,15 @@ impl LiveChain {
             registry,
             options,
             inputs: Mutex::new(Inputs {
-                provider_app: providers_application(registered.iter().map(|p| &**p)),
-                provider_apps: provider_applications(&registered),
+                provider_app: registered.apps.application(),
+                provider_apps: registered.apps.applications(),
                 registered,
                 file,
                 overrides: HashMap::new(),
                 configurators: BTreeMap::new(),
                 retired: None,
             }),
-            parsed: Mutex::new(ParsedUrls::default()),
+            parsed: Mutex::new(TextCache::default()),
             stats: LiveStats::default(),
         })
     }
@@ -428,7 +429,13 @@ impl LiveChain {
         let mut new_file: Option<ChainFile> = None;
         let mut overrides = inputs.overrides.clone();
         let mut configurators = inputs.configurators.clone();
-        let mut registered: Option<Vec<Arc<Url>>> = None;
+        // The new registered list (stable order), its edit from the current one (valid when
+        // it follows the current list directly: the batch's first list) and applications.
+        let mut pending: Option<(Snapshot, SnapshotEdit, AppCounts, bool)> = None;
+        // The override rules changed: every provider's view is recomputed.
+        let mut rules_changed = false;
+        // The generation of a new provider snapshot.
+        let generation = current.snapshot().generation() + 1;
         let mut provider_app = inputs.provider_app.clone();
         let mut provider_apps = inputs.provider_apps.clone();
         let mut entries: Option<Vec<ChainEntry>> = None;
@@ -502,7 +509,7 @@ impl LiveChain {
                         };
                         if overrides_changed || !same_context {
                             // The providers are recomputed below with the new overrides.
-                            registered.get_or_insert_with(|| inputs.registered.clone());
+                            rules_changed = true;
                         }
                         changes.push(change);
                     } else {
@@ -584,13 +591,15 @@ impl LiveChain {
                         Some(r) => configurators.insert(key, r),
                         None => configurators.remove(&key),
                     };
-                    registered.get_or_insert_with(|| inputs.registered.clone());
+                    rules_changed = true;
                     provider_changes.push((change, "the override rules change no provider"));
                 }
                 Staged::Providers { change, providers } => {
-                    let serving = registered
+                    let serving = pending
                         .as_ref()
-                        .map_or(inputs.registered.len(), Vec::len);
+                        .map_or(inputs.registered.list(current.snapshot()).len(), |p| {
+                            p.0.len()
+                        });
                     if providers.is_empty() && serving > 0 && self.options.protect_empty {
                         self.stats.held_back.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(change = %change, "empty provider list held back");
@@ -602,8 +611,19 @@ impl LiveChain {
                     }
                     // Tag entries follow the providers' application; a mesh entry without
                     // `app` follows every provider application present.
-                    let app = providers_application(providers.iter().map(|p| &**p));
-                    let apps = provider_applications(&providers);
+                    // The list in stable order and its edit, by pointer: the providers kept
+                    // are the same URLs (the text cache, a registry source's node cache).
+                    let (list, edit, counts) = match &pending {
+                        None => follow(
+                            inputs.registered.list(current.snapshot()),
+                            &inputs.registered.apps,
+                            &providers,
+                            generation,
+                        ),
+                        Some((list, _, counts, _)) => follow(list, counts, &providers, generation),
+                    };
+                    let app = counts.application();
+                    let apps = counts.applications();
                     let app_changed = app != provider_app;
                     let apps_changed = apps != provider_apps;
                     if app_changed || apps_changed {
@@ -680,28 +700,43 @@ impl LiveChain {
                         provider_app = app;
                         provider_apps = apps;
                     }
-                    registered = Some(providers);
+                    let direct = pending.is_none();
+                    pending = Some((list, edit, counts, direct));
                     provider_changes.push((change, "the provider list is unchanged"));
                 }
             }
         }
-        // The providers the routers see: the registered ones with the override rules.
-        let mut snapshot: Option<Vec<Arc<Url>>> = None;
-        if let Some(list) = &registered {
+        // The providers the routers see: the registered ones with the override rules, as an
+        // edit of the serving snapshot.
+        let mut derived = None;
+        let mut snapshot: Option<Arc<Snapshot>> = None;
+        let mut edit: Option<SnapshotEdit> = None;
+        if pending.is_some() || rules_changed {
             let file = new_file.as_ref().unwrap_or(&inputs.file);
             let ordered =
                 overrides::ordered(&configurators, file.overrides.iter().map(|o| &o.rule));
-            let effective = overrides::apply(
-                list,
+            let next = pending.map(|(list, edit, counts, direct)| {
+                // Several lists in one batch: the last one's edit from the current list
+                // (its order is the current one's for the providers kept).
+                if direct {
+                    (list, edit, counts)
+                } else {
+                    let (list, edit) = inputs
+                        .registered
+                        .list(current.snapshot())
+                        .edit_to(generation, list.providers());
+                    (list, edit, counts)
+                }
+            });
+            let d = inputs.registered.derive(
+                next,
+                rules_changed,
                 &ordered,
                 &override_context(file, self.consumer_url(file)),
+                current.snapshot(),
+                generation,
             );
-            let same = effective.len() == current.snapshot().len()
-                && effective
-                    .iter()
-                    .zip(current.snapshot().providers())
-                    .all(|(a, b)| Arc::ptr_eq(a, b) || a == b);
-            if same {
+            if d.edit.as_ref().is_some_and(SnapshotEdit::is_identity) {
                 for (change, reason) in provider_changes {
                     reports.push(Report::Ignored {
                         change,
@@ -710,22 +745,23 @@ impl LiveChain {
                 }
             } else {
                 changes.extend(provider_changes.into_iter().map(|(c, _)| c));
-                snapshot = Some(effective);
+                snapshot = Some(Arc::new(d.snapshot));
+                // An edit that changes more providers than the new list holds (a list
+                // replaced wholesale) is prepared afresh: cheaper than following it.
+                edit = d.edit.filter(|e| e.changes() <= e.new_len());
             }
+            derived = Some(d.registered);
         }
         if changes.is_empty() {
             // Nothing the routers see changed; what was read is kept for later.
             inputs.overrides = overrides;
             inputs.configurators = configurators;
-            if let Some(r) = registered {
+            if let Some(r) = derived {
                 inputs.registered = r;
             }
             return reports;
         }
         let change = changes.join(" + ");
-        // The serving snapshot's generation, plus one for a new provider list.
-        let snapshot_generation = current.snapshot().generation() + u64::from(snapshot.is_some());
-        let snapshot = snapshot.map(|p| Arc::new(Snapshot::from_shared(snapshot_generation, p)));
         // A chain file with another service or consumer prepares everything afresh; otherwise
         // routers that are the same as before keep their prepared state.
         let consumer_raw = |f: &ChainFile| f.consumer.as_ref().map(|c| c.raw().to_string());
@@ -740,37 +776,46 @@ impl LiveChain {
             .as_ref()
             .map(|f| f.service_config.clone())
             .filter(|c| *c != *old_config);
-        let result = self
-            .service
-            .update(config, |cur| -> Result<ChainState, PrepareError> {
-                if let Some(file) = fresh {
-                    let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
-                    let consumer = self
-                        .options
-                        .consumer
-                        .clone()
-                        .or_else(|| file.consumer.clone().map(Arc::new))
-                        .unwrap_or_else(|| Arc::new(Url::empty()));
-                    return ChainState::new(
-                        file.service.as_deref().map(Arc::from),
-                        snap,
-                        consumer,
-                        entries.clone().unwrap_or_default(),
-                    );
-                }
-                match (&snapshot, &entries) {
-                    (Some(s), Some(e)) => cur.with_snapshot_and_entries(
-                        s.clone(),
-                        Arc::new(DegradedSet::new(s.len())),
-                        e.clone(),
-                    ),
-                    (Some(s), None) => {
-                        cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
+        let result = match (&snapshot, &edit) {
+            // Providers changed alone: every router, the balancers and health follow the
+            // edit (routers that cannot prepare afresh).
+            (Some(s), Some(e)) if fresh.is_none() && entries.is_none() => {
+                self.service.update_edited(config, e, |cur, degraded| {
+                    cur.with_edit(s.clone(), e, degraded)
+                })
+            }
+            _ => self
+                .service
+                .update(config, |cur| -> Result<ChainState, PrepareError> {
+                    if let Some(file) = fresh {
+                        let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
+                        let consumer = self
+                            .options
+                            .consumer
+                            .clone()
+                            .or_else(|| file.consumer.clone().map(Arc::new))
+                            .unwrap_or_else(|| Arc::new(Url::empty()));
+                        return ChainState::new(
+                            file.service.as_deref().map(Arc::from),
+                            snap,
+                            consumer,
+                            entries.clone().unwrap_or_default(),
+                        );
                     }
-                    (None, Some(e)) => cur.with_entries(e.clone()),
-                    (None, None) => cur.with_entries(cur.entries().clone()),
-                }
-            });
+                    match (&snapshot, &entries) {
+                        (Some(s), Some(e)) => cur.with_snapshot_and_entries(
+                            s.clone(),
+                            Arc::new(DegradedSet::new(s.len())),
+                            e.clone(),
+                        ),
+                        (Some(s), None) => {
+                            cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
+                        }
+                        (None, Some(e)) => cur.with_entries(e.clone()),
+                        (None, None) => cur.with_entries(cur.entries().clone()),
+                    }
+                }),
+        };
         match result {
             Ok(state) => {
                 if let Some(file) = new_file {
@@ -778,7 +823,7 @@ impl LiveChain {
                 }
                 inputs.overrides = overrides;
                 inputs.configurators = configurators;
-                if let Some(r) = registered {
+                if let Some(r) = derived {
                     inputs.registered = r;
                 }
                 inputs.provider_app = provider_app;
@@ -844,96 +889,6 @@ fn flatten(update: Update, out: &mut Vec<Update>) {
     }
 }
 
-/// Parsed provider URLs by their text (the text a source pushed, trimmed), for reuse.
-#[derive(Default)]
-struct ParsedUrls(HashMap<Box<str>, Arc<Url>>);
-
-impl ParsedUrls {
-    /// The URL parsed from `text`: the one parsed last time when `text` was in the last
-    /// list (moved, key and all, into `next`: no allocation), else the one parsed for an
-    /// equal line earlier in this list, else parsed now and kept in `next`.
-    fn parse(
-        &mut self,
-        text: &str,
-        next: &mut HashMap<Box<str>, Arc<Url>>,
-    ) -> Result<Arc<Url>, routechain_core::UrlError> {
-        if let Some((key, url)) = self.0.remove_entry(text) {
-            next.insert(key, url.clone());
-            return Ok(url);
-        }
-        if let Some(u) = next.get(text) {
-            return Ok(u.clone());
-        }
-        let url = Arc::new(Url::parse(text)?);
-        next.insert(text.into(), url.clone());
-        Ok(url)
-    }
-}
-
-/// Parses a provider list; an entry that does not parse is skipped alone and returned
-/// with its location (`file:line:column`, or the registry entry).
-pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Arc<Url>>, Vec<Skipped>) {
-    parse_providers_reusing(origin, text, &mut ParsedUrls::default())
-}
-
-/// [`parse_providers`], reusing the URLs of `cache` (the last list) and leaving the new
-/// list's URLs in it: a list that differs from the last by one line parses one URL.
-fn parse_providers_reusing(
-    origin: &str,
-    text: ProviderText,
-    cache: &mut ParsedUrls,
-) -> (Vec<Arc<Url>>, Vec<Skipped>) {
-    let mut out = Vec::new();
-    let mut skipped = Vec::new();
-    let mut next = HashMap::with_capacity(cache.0.len());
-    match text {
-        ProviderText::Lines(text) => {
-            // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
-            // numbers of skipped entries match what an editor and the rule files show.
-            for (n, line) in routechain_rules::located::lines(&text).enumerate() {
-                let trimmed = line.trim();
-                if trimmed.is_empty() || trimmed.starts_with('#') {
-                    continue;
-                }
-                let indent = line.len() - line.trim_start().len();
-                match cache.parse(trimmed, &mut next) {
-                    Ok(u) => out.push(u),
-                    Err(e) => skipped.push(Skipped {
-                        location: format!(
-                            "{origin}:{}:{}",
-                            n + 1,
-                            line[..indent].chars().count() + e.column
-                        ),
-                        reason: format!("invalid provider URL: {}", e.reason),
-                    }),
-                }
-            }
-        }
-        ProviderText::Urls(urls) => {
-            for u in urls {
-                match cache.parse(&u, &mut next) {
-                    Ok(url) => out.push(url),
-                    Err(e) => skipped.push(Skipped {
-                        location: format!("{origin}: {u:?} column {}", e.column),
-                        reason: format!("invalid provider URL: {}", e.reason),
-                    }),
-                }
-            }
-        }
-        ProviderText::Parsed {
-            urls,
-            skipped: mut s,
-        } => {
-            out = urls;
-            skipped.append(&mut s);
-        }
-    }
-    if !next.is_empty() || out.is_empty() {
-        cache.0 = next;
-    }
-    (out, skipped)
-}
-
 /// A source and the thread applying its updates; dropping it stops both.
 pub struct Watching {
     source: Option<SourceHandle>,
@@ -959,380 +914,4 @@ impl Drop for Watching {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use routechain_core::{CallState, Request};
-
-    #[test]
-    fn provider_lines_end_at_lf_crlf_and_a_lone_cr() {
-        let text = "dubbo://10.0.0.1:20880/a.B\rdubbo://10.0.0.2:20880/a.B\r\n\
-                    # comment\ndubbo://10.0.0.3:20880/a.B?x=1 2\rdubbo://10.0.0.4:20880/a.B\n";
-        let (urls, skipped) = parse_providers("p.txt", ProviderText::Lines(text.into()));
-        let hosts: Vec<String> = urls.iter().map(|u| u.address().to_string()).collect();
-        assert_eq!(
-            hosts,
-            ["10.0.0.1:20880", "10.0.0.2:20880", "10.0.0.4:20880"],
-            "{skipped:?}"
-        );
-        assert_eq!(skipped.len(), 1, "{skipped:?}");
-        assert!(
-            skipped[0].location.starts_with("p.txt:4:"),
-            "the bad URL is on line 4: {skipped:?}"
-        );
-    }
-
-    const CHAIN: &str = "
-service: com.foo.BarService
-routers:
-  - type: condition
-  - type: condition
-    application: web
-  - type: condition
-    rule:
-      conditions: ['=> zone = a']
-";
-
-    fn live() -> LiveChain {
-        let file = ChainFile::parse("t.yaml", CHAIN, None).unwrap();
-        LiveChain::new(
-            file,
-            routechain_routers::builtin_registry(),
-            LiveOptions::default(),
-        )
-        .unwrap()
-    }
-
-    fn providers(list: &[(u8, &str)]) -> Update {
-        Update::Providers {
-            origin: "test".into(),
-            text: ProviderText::Urls(
-                list.iter()
-                    .map(|(n, q)| format!("dubbo://10.0.0.{n}:20880/com.foo.BarService?{q}"))
-                    .collect(),
-            ),
-        }
-    }
-
-    fn rule(key: &str, event: RuleEvent) -> Update {
-        Update::Rule {
-            key: RuleKey::new(key, "condition"),
-            event,
-            origin: format!("test:{key}"),
-        }
-    }
-
-    fn routed(live: &LiveChain) -> Vec<String> {
-        let state = live.chain().load();
-        let mut call = CallState::seeded(1);
-        match state.route(&Request::new(), &mut call) {
-            Ok(()) => call
-                .candidates
-                .iter()
-                .map(|i| state.snapshot().providers()[i].address().to_string())
-                .collect(),
-            Err(_) => Vec::new(),
-        }
-    }
-
-    #[test]
-    fn a_changed_list_shares_the_urls_it_keeps_and_parses_only_the_new_ones() {
-        let live = live();
-        live.apply(providers(&[(1, "zone=a"), (2, "zone=b"), (3, "zone=a")]));
-        let before = live.chain().state();
-        live.apply(providers(&[
-            (1, "zone=a"),
-            (2, "zone=b"),
-            (3, "zone=a"),
-            (4, "zone=b"),
-        ]));
-        let after = live.chain().state();
-        let (old, new) = (before.snapshot().providers(), after.snapshot().providers());
-        assert_eq!(new.len(), 4);
-        for i in 0..3 {
-            assert!(Arc::ptr_eq(&old[i], &new[i]), "provider {i} is shared");
-        }
-        assert_eq!(new[3].address(), "10.0.0.4:20880");
-        // One removed: the rest still the same URLs, and the list is routed as a whole.
-        live.apply(providers(&[(1, "zone=a"), (3, "zone=a"), (4, "zone=b")]));
-        let last = live.chain().state();
-        let kept = last.snapshot().providers();
-        assert!(Arc::ptr_eq(&kept[0], &old[0]) && Arc::ptr_eq(&kept[1], &old[2]));
-        assert!(Arc::ptr_eq(&kept[2], &new[3]));
-        assert_eq!(routed(&live).len(), 2, "zone a: providers 1 and 3");
-    }
-
-    #[test]
-    fn subscriptions_follow_the_service_key_or_the_application() {
-        assert_eq!(
-            live().subscriptions(),
-            [
-                RuleKey::new("com.foo.BarService::", "condition"),
-                RuleKey::new("web", "condition"),
-                RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
-                RuleKey::new("com.foo.BarService", RuleKey::LEGACY_OVERRIDES),
-            ]
-        );
-    }
-
-    #[test]
-    fn rule_keys_follow_the_reference_the_consumer_and_the_providers_application() {
-        let chain = "service: com.acme.OrderService\ngroup: '*'\nversion: 2.1.0\n\
-                     consumer: consumer://10.9.9.9/com.acme.OrderService?application=web\n\
-                     routers:\n  - type: condition\n  - type: condition\n    scope: application\n  \
-                     - type: tag\n  - type: condition\n    key: custom\n";
-        let file = ChainFile::parse("t.yaml", chain, None).unwrap();
-        let live = LiveChain::new(
-            file,
-            routechain_routers::builtin_registry(),
-            LiveOptions::default(),
-        )
-        .unwrap();
-        assert_eq!(
-            live.subscriptions(),
-            [
-                RuleKey::new("com.acme.OrderService:2.1.0:", "condition"),
-                RuleKey::new("web", "condition"),
-                RuleKey::new("custom", "condition"),
-                RuleKey::new("com.acme.OrderService:2.1.0:", RuleKey::CONFIGURATORS),
-                RuleKey::new("web", RuleKey::CONFIGURATORS),
-                RuleKey::new("com.acme.OrderService", RuleKey::LEGACY_OVERRIDES),
-            ]
-        );
-        assert_eq!(live.provider_app_kinds(), ["tag"]);
-        // The tag rule is read under the providers' application once they arrive.
-        let tag = Update::Rule {
-            key: RuleKey::new("orders", "tag"),
-            event: RuleEvent::Added(
-                "tags:\n  - name: gray\n    addresses: ['10.0.0.2:20880']\n".into(),
-            ),
-            origin: "test".into(),
-        };
-        let list = Update::Providers {
-            origin: "test".into(),
-            text: ProviderText::Urls(
-                (1..=2)
-                    .map(|n| format!("dubbo://10.0.0.{n}:20880/com.acme.OrderService?application=orders&version=2.1.0&group=g{n}"))
-                    .collect(),
-            ),
-        };
-        let reports = live.apply(Update::Batch(vec![list, tag]));
-        assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
-        let state = live.chain().load();
-        let mut call = CallState::seeded(1);
-        state
-            .route(
-                &Request::new().with_attachment("dubbo.tag", "gray"),
-                &mut call,
-            )
-            .unwrap();
-        let got: Vec<&str> = call
-            .candidates
-            .iter()
-            .map(|i| state.snapshot().providers()[i].address())
-            .collect();
-        assert_eq!(got, ["10.0.0.2:20880"]);
-    }
-
-    #[test]
-    fn override_rules_change_weights_disable_providers_and_bad_ones_are_refused() {
-        let live = live();
-        live.apply(providers(&[(1, "zone=a"), (2, "zone=a")]));
-        let node = |text: &str| Update::Rule {
-            key: RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
-            event: RuleEvent::Modified(text.into()),
-            origin: "zookeeper:/dubbo/config/dubbo/com.foo.BarService::.configurators".into(),
-        };
-        let reports = live.apply(node(
-            "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \
-             providerAddresses: ['10.0.0.1:20880']\n    parameters: {weight: '7'}\n",
-        ));
-        assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
-        assert_eq!(
-            live.chain().load().snapshot().providers()[0].param("weight"),
-            Some("7")
-        );
-        let reports = live.apply(node(
-            "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \
-             providerAddresses: ['10.0.0.1:20880']\n    parameters: {disabled: 'true'}\n",
-        ));
-        assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
-        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
-        // A bad rule is refused, located; the previous rules stay.
-        let reports = live.apply(node(
-            "key: com.foo.BarService\nconfigs:\n  - side: consumer\n",
-        ));
-        assert!(
-            matches!(&reports[0], Report::Refused { reason, .. }
-                if reason.starts_with("zookeeper:/dubbo/config/dubbo/com.foo.BarService::.configurators:3:5")),
-            "{reports:?}"
-        );
-        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
-        // Deleted: cleared.
-        live.apply(Update::Rule {
-            key: RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
-            event: RuleEvent::Deleted,
-            origin: "test".into(),
-        });
-        assert_eq!(routed(&live), ["10.0.0.1:20880", "10.0.0.2:20880"]);
-    }
-
-    #[test]
-    fn a_rule_and_providers_in_one_batch_make_one_swap() {
-        let live = live();
-        let before = live.chain().state().generation();
-        let reports = live.apply(Update::Batch(vec![
-            rule(
-                "com.foo.BarService::",
-                RuleEvent::Added("conditions: ['=> region = hz']".into()),
-            ),
-            providers(&[(1, "region=hz&zone=a"), (2, "region=bj&zone=a")]),
-        ]));
-        assert_eq!(reports.len(), 1, "{reports:?}");
-        assert!(
-            matches!(&reports[0], Report::Applied { generation, providers: 2, .. } if *generation == before + 1),
-            "{reports:?}"
-        );
-        assert_eq!(routed(&live), ["10.0.0.1:20880"]);
-    }
-
-    #[test]
-    fn a_batch_refuses_its_bad_parts_and_applies_the_good_ones() {
-        let live = live();
-        live.apply(providers(&[
-            (1, "region=hz&zone=a"),
-            (2, "region=bj&zone=a"),
-        ]));
-        let reports = live.apply(Update::Batch(vec![
-            rule(
-                "com.foo.BarService::",
-                RuleEvent::Added("conditions: []".into()),
-            ),
-            rule(
-                "web",
-                RuleEvent::Added("conditions: ['=> region = bj']".into()),
-            ),
-        ]));
-        assert_eq!(reports.len(), 2, "{reports:?}");
-        assert!(
-            matches!(&reports[0], Report::Refused { reason, .. }
-                if reason.starts_with("test:com.foo.BarService:::1:13: conditions:")),
-            "{reports:?}"
-        );
-        assert!(matches!(&reports[1], Report::Applied { .. }), "{reports:?}");
-        assert_eq!(live.stats().refused(), 1);
-        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
-    }
-
-    #[test]
-    fn a_rule_change_recompiles_only_the_entries_that_follow_it() {
-        let live = live();
-        live.apply(providers(&[(1, "region=hz&zone=a")]));
-        let old = live.chain().state();
-        live.apply(rule(
-            "web",
-            RuleEvent::Added("conditions: ['=> region = hz']".into()),
-        ));
-        let new = live.chain().state();
-        let same: Vec<bool> = old
-            .entries()
-            .iter()
-            .zip(new.entries().iter())
-            .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
-            .collect();
-        assert_eq!(same, [true, false, true]);
-    }
-
-    #[test]
-    fn unchanged_lists_and_unfollowed_rules_are_ignored_and_empty_pushes_held_back() {
-        let live = live();
-        let list = providers(&[(1, "zone=a")]);
-        assert!(matches!(
-            live.apply(list.clone())[0],
-            Report::Applied { .. }
-        ));
-        assert!(matches!(live.apply(list)[0], Report::Ignored { .. }));
-        assert!(matches!(
-            live.apply(rule("nobody", RuleEvent::Deleted))[0],
-            Report::Ignored { .. }
-        ));
-        let generation = live.chain().state().generation();
-        assert!(matches!(
-            live.apply(providers(&[]))[0],
-            Report::HeldBack { serving: 1, .. }
-        ));
-        assert_eq!(live.chain().state().generation(), generation);
-        assert_eq!(live.stats().held_back(), 1);
-        // A provider URL that does not parse is skipped alone; the others apply.
-        let reports = live.apply(providers(&[(2, "zone=a"), (3, "zone=a")]).clone());
-        assert!(matches!(reports[0], Report::Applied { .. }));
-        let bad = Update::Providers {
-            origin: "list".into(),
-            text: ProviderText::Lines(
-                "dubbo://10.0.0.2:20880/a?zone=a\n  dubbo://10.0.0.9:x/a\n".into(),
-            ),
-        };
-        let reports = live.apply(bad);
-        assert!(
-            matches!(&reports[0], Report::Skipped { location, .. } if location == "list:2:20"),
-            "{reports:?}"
-        );
-        assert_eq!(
-            reports[0].to_string(),
-            "skipped provider list:2:20: invalid provider URL: invalid port \"x\""
-        );
-        assert_eq!(live.stats().skipped(), 1);
-        assert_eq!(routed(&live), ["10.0.0.2:20880"]);
-    }
-
-    #[test]
-    fn a_chain_reload_recompiles_only_the_entries_whose_definition_or_rule_file_changed() {
-        let dir = std::env::temp_dir().join(format!("routechain-live-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
-        write("a.rule.yaml", "conditions: ['=> region = hz']\n");
-        write("b.rule.yaml", "conditions: ['=> zone = a']\n");
-        let chain_text = "routers:\n  - type: condition\n    rule_file: a.rule.yaml\n  \
-                          - type: condition\n    rule_file: b.rule.yaml\n";
-        write("c.yaml", chain_text);
-        let path = dir.join("c.yaml");
-        let file = ChainFile::load(&path).unwrap();
-        let live = LiveChain::new(
-            file,
-            routechain_routers::builtin_registry(),
-            LiveOptions::default(),
-        )
-        .unwrap();
-        live.apply(providers(&[
-            (1, "region=hz&zone=a"),
-            (2, "region=bj&zone=a"),
-        ]));
-        let same = |old: &ChainState, new: &ChainState| -> Vec<bool> {
-            old.entries()
-                .iter()
-                .zip(new.entries().iter())
-                .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
-                .collect()
-        };
-        let old = live.chain().state();
-        write("b.rule.yaml", "force: true\nconditions: ['=> zone = b']\n");
-        assert!(matches!(
-            live.apply(Update::ChainFile(path.clone()))[0],
-            Report::Applied { .. }
-        ));
-        let new = live.chain().state();
-        assert_eq!(same(&old, &new), [true, false]);
-        // The untouched router kept its prepared state too: routing reflects both rules.
-        assert_eq!(routed(&live), Vec::<String>::new());
-        write("b.rule.yaml", "conditions: ['=> zone = a']\n");
-        live.apply(Update::ChainFile(path.clone()));
-        assert_eq!(routed(&live), ["10.0.0.1:20880"]);
-        // Another service: everything compiles and prepares afresh.
-        let old = live.chain().state();
-        write("c.yaml", &format!("service: com.foo.Other\n{chain_text}"));
-        live.apply(Update::ChainFile(path.clone()));
-        let new = live.chain().state();
-        assert_eq!(same(&old, &new), [false, false]);
-        assert_eq!(new.service(), Some("com.foo.Other"));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

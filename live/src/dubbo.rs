@@ -97,14 +97,16 @@ pub fn parse_provider_node(name: &str) -> Result<Url, String> {
     Url::parse(&form).map_err(invalid)
 }
 
-/// The providers' application: the `application` parameter of the first provider that
-/// has one (Dubbo's `remote.application` on the consumer side). Tag and mesh rules are
-/// read under this name.
+/// The providers' application (Dubbo's `remote.application` on the consumer side): the
+/// `application` parameter of the most providers, the alphabetically first on a tie. Tag
+/// and mesh rules are read under this name.
+///
+/// Dubbo takes the first invoker's; the providers of one service normally all belong to one
+/// application, and a live chain's provider order is its own stable order (see
+/// `docs/live.md`), so the choice is made from the providers as a set, which a live chain
+/// and its ZooKeeper source also keep counted as providers come and go.
 pub fn providers_application<'a>(providers: impl IntoIterator<Item = &'a Url>) -> Option<String> {
-    providers
-        .into_iter()
-        .find_map(|p| p.param("application").filter(|a| !a.is_empty()))
-        .map(str::to_string)
+    crate::providers::AppCounts::of(providers).application()
 }
 
 /// Why a reference does not take a provider (see [`ServiceKey::exclusion`]).

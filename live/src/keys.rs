@@ -8,7 +8,6 @@ use std::collections::{BTreeSet, HashMap};
 
 use routechain_core::Url;
 use routechain_rules::{ChainFile, EntryDef, RuleOverride, RuleSource, YamlDoc};
-use std::sync::Arc;
 
 use crate::RuleKey;
 use crate::dubbo::ServiceKey;
@@ -53,24 +52,6 @@ pub(crate) fn follows_provider_app(def: &EntryDef) -> bool {
 /// entry without a rule of its own, `app` or `key`).
 pub(crate) fn follows_each_provider_app(def: &EntryDef) -> bool {
     def.type_name == RuleKey::MESH && follows_provider_app(def)
-}
-
-/// The provider applications whose mesh rules an entry following each one reads: every
-/// application present among `providers` (`remote.application`, else `application`).
-/// (The mesh router's `application_of`, restated here: the live crate does not depend on
-/// the routers.)
-pub(crate) fn provider_applications(providers: &[Arc<Url>]) -> BTreeSet<String> {
-    // Collected borrowed first: one string per application, not one per provider.
-    let apps: BTreeSet<&str> = providers
-        .iter()
-        .filter_map(|p| {
-            p.param("remote.application")
-                .filter(|a| !a.is_empty())
-                .or_else(|| p.param("application"))
-        })
-        .filter(|a| !a.is_empty() && *a != "unknown")
-        .collect();
-    apps.into_iter().map(str::to_string).collect()
 }
 
 /// Whether `def` follows the rule node `key`.

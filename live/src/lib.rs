@@ -56,11 +56,12 @@ mod keys;
 pub mod metrics;
 mod observe;
 mod overrides;
+mod providers;
 mod report;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
-pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching, parse_providers};
+pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
     parse_provider_node, providers_application, providers_path, rule_path,
@@ -69,6 +70,7 @@ pub use dubbo::{
 pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
+pub use providers::parse_providers;
 #[cfg(feature = "zookeeper")]
 pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
 

@@ -64,55 +64,63 @@ pub(crate) fn ordered<'a>(
 /// (provider-side items first, as the provider would have applied them before
 /// registering, then consumer-side items), and the providers that end up disabled left
 /// out (Dubbo's `RegistryDirectory`: `disabled` decides when present, else `enabled`).
+#[cfg(test)]
 pub(crate) fn apply(
     registered: &[Arc<Url>],
     entries: &[&OverrideEntry],
     cx: &OverrideContext<'_>,
 ) -> Vec<Arc<Url>> {
+    registered
+        .iter()
+        .filter_map(|p| apply_one(p, entries, cx))
+        .collect()
+}
+
+/// One provider as the consumer sees it (see [`apply`]): the same `Arc` when no entry
+/// changes it, `None` when it ends up disabled.
+pub(crate) fn apply_one(
+    p: &Arc<Url>,
+    entries: &[&OverrideEntry],
+    cx: &OverrideContext<'_>,
+) -> Option<Arc<Url>> {
     if entries.is_empty() {
-        return registered.to_vec();
+        return Some(p.clone());
     }
-    let mut out = Vec::with_capacity(registered.len());
-    for p in registered {
-        let mut changes: Vec<(String, String)> = Vec::new();
-        if cx.provider_side {
-            let view = View {
-                side: Side::Provider,
-                host: p.host(),
-                application: p.param("application"),
-            };
-            for e in entries {
-                changes.extend(e.configure(p, view).into_iter().flatten());
-            }
-        }
+    let mut changes: Vec<(String, String)> = Vec::new();
+    if cx.provider_side {
         let view = View {
-            side: Side::Consumer,
-            host: cx.consumer_host,
-            application: cx.consumer_app,
+            side: Side::Provider,
+            host: p.host(),
+            application: p.param("application"),
         };
         for e in entries {
             changes.extend(e.configure(p, view).into_iter().flatten());
         }
-        let url = if changes.iter().all(|(k, v)| p.param(k) == Some(v.as_str())) {
-            p.clone()
-        } else {
-            let mut params: Vec<(&str, &str)> = p.params().collect();
-            params.extend(changes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-            Arc::new(Url::from_parts(
-                p.protocol(),
-                p.host(),
-                p.port(),
-                p.path(),
-                params,
-            ))
-        };
-        let enabled = match url.param("disabled") {
-            Some(d) => d != "true",
-            None => url.param("enabled") != Some("false"),
-        };
-        if enabled {
-            out.push(url);
-        }
     }
-    out
+    let view = View {
+        side: Side::Consumer,
+        host: cx.consumer_host,
+        application: cx.consumer_app,
+    };
+    for e in entries {
+        changes.extend(e.configure(p, view).into_iter().flatten());
+    }
+    let url = if changes.iter().all(|(k, v)| p.param(k) == Some(v.as_str())) {
+        p.clone()
+    } else {
+        let mut params: Vec<(&str, &str)> = p.params().collect();
+        params.extend(changes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        Arc::new(Url::from_parts(
+            p.protocol(),
+            p.host(),
+            p.port(),
+            p.path(),
+            params,
+        ))
+    };
+    let enabled = match url.param("disabled") {
+        Some(d) => d != "true",
+        None => url.param("enabled") != Some("false"),
+    };
+    enabled.then_some(url)
 }

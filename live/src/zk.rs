@@ -28,14 +28,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
-use zookeeper_client::{
-    Acls, AddWatchMode, Client, CreateMode, Error as ZkClientError, EventType, SessionState,
-};
+use zookeeper_client::{AddWatchMode, Client, Error as ZkClientError, EventType, SessionState};
 
 use crate::dubbo::{
-    Exclusion, ServiceKey, decode_component, encode_component, parse_provider_node,
-    providers_application, providers_path, rule_path,
+    Exclusion, ServiceKey, decode_component, parse_provider_node, providers_path, rule_path,
 };
+use crate::providers::AppCounts;
+
+mod admin;
+pub use admin::ZkAdmin;
 use routechain_core::Url;
 
 use crate::{
@@ -66,7 +67,10 @@ pub enum ZkError {
     },
 }
 
-fn op_error<'p>(op: &'static str, path: &'p str) -> impl FnOnce(ZkClientError) -> ZkError + 'p {
+pub(crate) fn op_error<'p>(
+    op: &'static str,
+    path: &'p str,
+) -> impl FnOnce(ZkClientError) -> ZkError + 'p {
     move |source| ZkError::Op {
         op,
         path: path.to_string(),
@@ -74,7 +78,7 @@ fn op_error<'p>(op: &'static str, path: &'p str) -> impl FnOnce(ZkClientError) -
     }
 }
 
-async fn connect(servers: &str, session_timeout: Duration) -> Result<Client, ZkError> {
+pub(crate) async fn connect(servers: &str, session_timeout: Duration) -> Result<Client, ZkError> {
     let attempt = Client::connector()
         .with_session_timeout(session_timeout)
         .with_fail_eagerly()
@@ -89,143 +93,6 @@ async fn connect(servers: &str, session_timeout: Duration) -> Result<Client, ZkE
             servers: servers.to_string(),
             reason: "timed out".into(),
         }),
-    }
-}
-
-/// Writes and reads rules and providers in Dubbo's layout (what `routechain zk` uses, and
-/// what a test or an operator seeds ZooKeeper with). Needs a tokio runtime.
-#[derive(Debug, Clone)]
-pub struct ZkAdmin {
-    client: Client,
-}
-
-impl ZkAdmin {
-    /// Connects to `servers` (`host:port[,host:port...][/chroot]`).
-    pub async fn connect(servers: &str) -> Result<Self, ZkError> {
-        Ok(ZkAdmin {
-            client: connect(servers, Duration::from_secs(10)).await?,
-        })
-    }
-
-    async fn put(&self, path: &str, data: &[u8]) -> Result<(), ZkError> {
-        let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        if let Some((parent, _)) = path.rsplit_once('/')
-            && !parent.is_empty()
-        {
-            self.client
-                .mkdir(parent, &options)
-                .await
-                .map_err(op_error("mkdir", parent))?;
-        }
-        match self.client.create(path, data, &options).await {
-            Ok(_) => Ok(()),
-            Err(ZkClientError::NodeExists) => self
-                .client
-                .set_data(path, data, None)
-                .await
-                .map(|_| ())
-                .map_err(op_error("set", path)),
-            Err(e) => Err(op_error("create", path)(e)),
-        }
-    }
-
-    async fn remove(&self, path: &str) -> Result<bool, ZkError> {
-        match self.client.delete(path, None).await {
-            Ok(()) => Ok(true),
-            Err(ZkClientError::NoNode) => Ok(false),
-            Err(e) => Err(op_error("delete", path)(e)),
-        }
-    }
-
-    /// Creates or replaces the rule node of `key` with `text`.
-    pub async fn put_rule(&self, key: &RuleKey, text: &str) -> Result<(), ZkError> {
-        self.put(&rule_path(key), text.as_bytes()).await
-    }
-
-    /// The rule node's text, `None` when there is no such node.
-    pub async fn get_rule(&self, key: &RuleKey) -> Result<Option<String>, ZkError> {
-        let path = rule_path(key);
-        match self.client.get_data(&path).await {
-            Ok((data, _)) => Ok(Some(String::from_utf8_lossy(&data).into_owned())),
-            Err(ZkClientError::NoNode) => Ok(None),
-            Err(e) => Err(op_error("get", &path)(e)),
-        }
-    }
-
-    /// Deletes the rule node; false when there was none.
-    pub async fn delete_rule(&self, key: &RuleKey) -> Result<bool, ZkError> {
-        self.remove(&rule_path(key)).await
-    }
-
-    /// Registers a provider of `interface` as Dubbo's providers do: creates the ephemeral
-    /// child `/dubbo/<interface>/providers/<URL-encoded url>`, which lives as long as this
-    /// admin's session (drop the admin, or [`ZkAdmin::close`], and it is gone).
-    pub async fn register(&self, interface: &str, url: &str) -> Result<(), ZkError> {
-        let path = format!("{}/{}", providers_path(interface), encode_component(url));
-        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
-        self.client
-            .mkdir(&providers_path(interface), &persistent)
-            .await
-            .map_err(op_error("mkdir", &path))?;
-        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
-        match self.client.create(&path, b"", &ephemeral).await {
-            Ok(_) => Ok(()),
-            Err(ZkClientError::NodeExists) => {
-                // Another session's node (a restarted provider): take it over.
-                self.remove(&path).await?;
-                self.client
-                    .create(&path, b"", &ephemeral)
-                    .await
-                    .map(|_| ())
-                    .map_err(op_error("create", &path))
-            }
-            Err(e) => Err(op_error("create", &path)(e)),
-        }
-    }
-
-    /// Registers a provider with a persistent node, which stays until
-    /// [`ZkAdmin::unregister`] (like Dubbo's `dynamic=false` registrations).
-    pub async fn register_persistent(&self, interface: &str, url: &str) -> Result<(), ZkError> {
-        let path = format!("{}/{}", providers_path(interface), encode_component(url));
-        self.put(&path, b"").await
-    }
-
-    /// Closes the session now (its ephemeral nodes are removed by the server at once).
-    pub async fn close(self) {
-        // The session closes when the last client handle is dropped; wait (briefly) for
-        // the close to reach the server so that the ephemeral nodes are gone on return.
-        let mut states = self.client.state_watcher();
-        drop(self);
-        let _ = tokio::time::timeout(Duration::from_secs(3), async {
-            while !states.changed().await.is_terminated() {}
-        })
-        .await;
-    }
-
-    /// Removes a provider registered with `url`; false when there was none.
-    pub async fn unregister(&self, interface: &str, url: &str) -> Result<bool, ZkError> {
-        let path = format!("{}/{}", providers_path(interface), encode_component(url));
-        self.remove(&path).await
-    }
-
-    /// The decoded provider URLs registered under `interface`, sorted.
-    pub async fn providers(&self, interface: &str) -> Result<Vec<String>, ZkError> {
-        let path = providers_path(interface);
-        match self.client.list_children(&path).await {
-            Ok(children) => {
-                let mut urls: Vec<String> = children
-                    .iter()
-                    .map(|c| match parse_provider_node(c) {
-                        Ok(u) => u.raw().to_string(),
-                        Err(_) => decode_component(c).unwrap_or_else(|_| c.clone()),
-                    })
-                    .collect();
-                urls.sort();
-                Ok(urls)
-            }
-            Err(ZkClientError::NoNode) => Ok(Vec::new()),
-            Err(e) => Err(op_error("list", &path)(e)),
-        }
     }
 }
 
@@ -328,16 +195,60 @@ enum Node {
     Excluded(Exclusion),
 }
 
+/// A provider node read, and the last read of the list that held it.
+struct Seen {
+    node: Node,
+    round: u32,
+}
+
+/// The provider nodes read, counted: what the status line reports, and the applications
+/// of the providers taken.
+#[derive(Default)]
+struct NodeCounts {
+    /// Nodes that are not `empty://` markers.
+    registered: usize,
+    excluded: std::collections::BTreeMap<Exclusion, usize>,
+    apps: AppCounts,
+}
+
+impl NodeCounts {
+    fn count(&mut self, node: &Node, up: bool) {
+        let step = |n: &mut usize| {
+            if up { *n += 1 } else { *n -= 1 }
+        };
+        match node {
+            Node::Empty => return,
+            Node::Taken(u) if up => self.apps.add(u),
+            Node::Taken(u) => self.apps.remove(u),
+            Node::Excluded(why) => {
+                let n = self.excluded.entry(*why).or_default();
+                step(n);
+                if *n == 0 {
+                    self.excluded.remove(why);
+                }
+            }
+        }
+        step(&mut self.registered);
+    }
+}
+
 /// What the source last read: rule node data (`None`: no node) and the provider URLs.
 #[derive(Default)]
 struct View {
     rules: HashMap<RuleKey, Option<Vec<u8>>>,
-    /// The providers last pushed (the same `Arc`s the cache holds) and the skipped nodes.
-    providers: Option<(Vec<Arc<Url>>, Vec<String>)>,
-    /// Every provider node read last time, by its name, as it was read: a changed list
-    /// parses only the nodes that are new (a node's name is its whole URL: a node that
-    /// stays is the same provider).
-    nodes: HashMap<String, Node>,
+    /// The providers taken (the same `Arc`s the node cache holds), in the source's stable
+    /// order (the ones kept in their order, new ones appended by node name).
+    urls: Vec<Arc<Url>>,
+    /// The skipped nodes of the last list pushed; `None`: no list pushed since the view
+    /// was (re)started, so the next read pushes whatever it finds.
+    pushed: Option<Vec<String>>,
+    /// Every provider node read, by its name, as it was read, updated in place: a changed
+    /// list parses only the nodes that are new (a node's name is its whole URL: a node
+    /// that stays is the same provider).
+    nodes: HashMap<String, Seen, foldhash::fast::RandomState>,
+    /// The read of the provider list (`Seen::round` of the nodes it held).
+    round: u32,
+    counts: NodeCounts,
     /// The providers' application and the rule keys read under it.
     provider_app: Option<String>,
     app_keys: Vec<RuleKey>,
@@ -432,64 +343,87 @@ impl Ctx<'_> {
             Err(ZkClientError::NoNode) => Vec::new(),
             Err(e) => return Err(e),
         };
-        let mut children = children;
-        children.sort_unstable();
-        let mut urls = Vec::with_capacity(children.len());
+        // One look-up per child (children whose name was read before are neither decoded
+        // nor parsed again), the departed ones dropped in place, no sort of the list: a
+        // change costs hashing the names ZooKeeper lists, plus the changed nodes.
+        self.view.round = self.view.round.wrapping_add(1);
+        let round = self.view.round;
+        let mut seen = 0;
+        let mut added: Vec<(String, Node)> = Vec::new();
         let mut skipped = Vec::new();
-        let mut registered = 0;
-        let mut excluded: std::collections::BTreeMap<Exclusion, usize> = Default::default();
-        let mut old = std::mem::take(&mut self.view.nodes);
-        let mut nodes = HashMap::with_capacity(children.len());
-        for child in children {
-            // A node read before is not decoded, parsed nor checked again.
-            let node = match old.remove(&child) {
-                Some(node) => Ok(node),
-                None => parse_provider_node(&child).map(|u| {
-                    if u.protocol() == "empty" {
-                        Node::Empty
-                    } else {
-                        match service.exclusion(&u) {
-                            None => Node::Taken(Arc::new(u)),
-                            Some(why) => Node::Excluded(why),
-                        }
+        for (n, child) in children.into_iter().enumerate() {
+            // A first read parses every node: let the client's session task (on this
+            // single-threaded runtime) keep the session alive meanwhile.
+            if n % 1024 == 1023 {
+                tokio::task::yield_now().await;
+            }
+            if let Some(s) = self.view.nodes.get_mut(child.as_str()) {
+                if s.round != round {
+                    s.round = round;
+                    seen += 1;
+                }
+                continue;
+            }
+            let node = parse_provider_node(&child).map(|u| {
+                if u.protocol() == "empty" {
+                    Node::Empty
+                } else {
+                    match service.exclusion(&u) {
+                        None => Node::Taken(Arc::new(u)),
+                        Some(why) => Node::Excluded(why),
                     }
-                }),
-            };
+                }
+            });
             match node {
-                Ok(node) => {
-                    match &node {
-                        Node::Empty => {}
-                        Node::Taken(u) => {
-                            registered += 1;
-                            urls.push(u.clone());
-                        }
-                        Node::Excluded(why) => {
-                            registered += 1;
-                            *excluded.entry(*why).or_default() += 1;
-                        }
-                    }
-                    nodes.insert(child, node);
-                }
-                Err(reason) => {
-                    registered += 1;
-                    skipped.push(Skipped {
-                        location: format!("{dir}/{child}"),
-                        reason,
-                    })
-                }
+                Ok(node) => added.push((child, node)),
+                Err(reason) => skipped.push(Skipped {
+                    location: format!("{dir}/{child}"),
+                    reason,
+                }),
             }
         }
-        self.view.nodes = nodes;
+        let View { nodes, counts, .. } = &mut self.view;
+        let mut gone: Vec<Arc<Url>> = Vec::new();
+        if seen != nodes.len() {
+            nodes.retain(|_, s| {
+                let keep = s.round == round;
+                if !keep {
+                    counts.count(&s.node, false);
+                    if let Node::Taken(u) = &s.node {
+                        gone.push(u.clone());
+                    }
+                }
+                keep
+            });
+        }
+        // New nodes by name, so that a first read is in the registry's sorted order.
+        added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut came: Vec<Arc<Url>> = Vec::new();
+        for (name, node) in added {
+            counts.count(&node, true);
+            if let Node::Taken(u) = &node {
+                came.push(u.clone());
+            }
+            nodes.insert(name, Seen { node, round });
+        }
+        skipped.sort_unstable_by(|a, b| a.location.cmp(&b.location));
         let locations: Vec<String> = skipped.iter().map(|s| s.location.clone()).collect();
-        let same = self.view.providers.as_ref().is_some_and(|(u, l)| {
-            u.len() == urls.len()
-                && u.iter().zip(&urls).all(|(a, b)| Arc::ptr_eq(a, b))
-                && *l == locations
-        });
-        if same {
+        let unchanged = gone.is_empty() && came.is_empty();
+        if !gone.is_empty() {
+            let gone: std::collections::HashSet<usize> =
+                gone.iter().map(|u| Arc::as_ptr(u) as usize).collect();
+            self.view
+                .urls
+                .retain(|u| !gone.contains(&(Arc::as_ptr(u) as usize)));
+        }
+        self.view.urls.extend(came);
+        if unchanged && self.view.pushed.as_ref() == Some(&locations) {
             return Ok(Vec::new());
         }
-        self.view.providers = Some((urls.clone(), locations));
+        self.view.pushed = Some(locations);
+        let urls = self.view.urls.clone();
+        let registered = self.view.counts.registered + skipped.len();
+        let excluded = &self.view.counts.excluded;
         let mut message = format!(
             "{dir}: {registered} registered, {} match ({})",
             urls.len(),
@@ -506,8 +440,8 @@ impl Ctx<'_> {
             message.push_str(&format!("; {} skipped", skipped.len()));
         }
         self.status(message);
-        let app = providers_application(urls.iter().map(|u| &**u));
-        let apps = crate::keys::provider_applications(&urls);
+        let app = self.view.counts.apps.application();
+        let apps = self.view.counts.apps.applications();
         let now: std::collections::HashSet<String> =
             skipped.iter().map(|s| s.location.clone()).collect();
         self.view.skipped.retain(|l| now.contains(l));
@@ -597,8 +531,21 @@ impl Ctx<'_> {
         Ok(updates)
     }
 
-    /// Re-reads every node and pushes what changed as one batch.
+    /// Re-reads every node and pushes what changed as one batch. A read that fails half-way
+    /// sends nothing: the rule nodes' last pushed contents are put back and the provider
+    /// list is pushed by the next read whatever it finds (the provider nodes already
+    /// parsed are kept), so that no change read but not sent is lost.
     async fn resync(&mut self, client: &Client) -> Result<(), ZkClientError> {
+        let rules = self.view.rules.clone();
+        let result = self.resync_inner(client).await;
+        if result.is_err() {
+            self.view.rules = rules;
+            self.view.pushed = None;
+        }
+        result
+    }
+
+    async fn resync_inner(&mut self, client: &Client) -> Result<(), ZkClientError> {
         let mut updates = Vec::new();
         // Providers first: rules under the providers' application follow them.
         updates.extend(self.read_providers(client).await?);
@@ -625,8 +572,19 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Re-reads the node at `path` after a watch event.
+    /// Re-reads the node at `path` after a watch event (a failed read sends nothing and
+    /// is undone as in [`Ctx::resync`]).
     async fn changed(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
+        let rules = self.view.rules.clone();
+        let result = self.changed_inner(client, path).await;
+        if result.is_err() {
+            self.view.rules = rules;
+            self.view.pushed = None;
+        }
+        result
+    }
+
+    async fn changed_inner(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
         let mut updates = if Some(path) == self.providers_dir().as_deref() {
             self.read_providers(client).await?
         } else {

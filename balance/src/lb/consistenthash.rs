@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use routechain_core::{Candidates, RandomSource, Request, Snapshot};
+use routechain_core::{Candidates, RandomSource, Request, Snapshot, SnapshotEdit};
 
 use super::{Balancer, HashKeyPart, LoadBalanceKind, Shared};
 
@@ -85,10 +85,25 @@ impl Ring {
     /// Builds the ring over every provider of `snapshot`: for each provider, `nodes / 4`
     /// MD5 digests of `address + i`, four points each (Dubbo's construction).
     pub fn new(snapshot: &Snapshot, nodes: u32) -> Self {
+        Ring {
+            points: Self::points_of(snapshot, 0..snapshot.len(), nodes).into_boxed_slice(),
+            nodes,
+        }
+    }
+
+    /// The points of `snapshot`'s providers `range`, sorted.
+    fn points_of(
+        snapshot: &Snapshot,
+        range: std::ops::Range<usize>,
+        nodes: u32,
+    ) -> Vec<(u32, u32)> {
         let per = (nodes / 4) as usize;
-        let mut points = Vec::with_capacity(snapshot.len() * per * 4);
+        let mut points = Vec::with_capacity(range.len() * per * 4);
         let mut buf = [0u8; 20];
-        for (index, provider) in snapshot.providers().iter().enumerate() {
+        for index in range {
+            let Some(provider) = snapshot.providers().get(index) else {
+                break;
+            };
             let address = provider.address().as_bytes();
             for r in 0..per {
                 let digest = md5_of(&[address, fmt_usize(&mut buf, r)]);
@@ -98,10 +113,64 @@ impl Ring {
             }
         }
         points.sort_unstable();
+        points
+    }
+
+    /// The ring of `snapshot`, derived from this one (built over the snapshot `edit` started
+    /// from): the removed providers' points dropped, the survivors' renumbered (their order
+    /// is kept: the map from old to new positions is monotone), the added providers' points
+    /// hashed and merged in. Equal to [`Ring::new`]`(snapshot, nodes)`; only the added
+    /// providers are hashed. Time: the points, plus the added providers' MD5s.
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
+        // Old position → new position + 1 (0: removed), one pass over the old positions.
+        let map: Vec<u32> = {
+            let mut map = vec![0u32; edit.old_len()];
+            let mut removed = edit.removed().iter().peekable();
+            let mut next = 0u32;
+            for (old, slot) in map.iter_mut().enumerate() {
+                if removed.peek().is_some_and(|&&r| r as usize == old) {
+                    removed.next();
+                } else {
+                    next += 1;
+                    *slot = next;
+                }
+            }
+            map
+        };
+        let added = Self::points_of(snapshot, edit.added(), self.nodes);
+        let mut points = Vec::with_capacity(
+            self.points.len() / edit.old_len().max(1) * edit.survivors() + added.len(),
+        );
+        let mut add = added.into_iter().peekable();
+        for &(h, old) in self.points.iter() {
+            let Some(&n) = map.get(old as usize) else {
+                continue;
+            };
+            if n == 0 {
+                continue;
+            }
+            let point = (h, n - 1);
+            // Added points sort after survivors' points of the same hash (larger indexes).
+            while let Some(&a) = add.peek() {
+                if a < point {
+                    points.push(a);
+                    add.next();
+                } else {
+                    break;
+                }
+            }
+            points.push(point);
+        }
+        points.extend(add);
         Ring {
             points: points.into_boxed_slice(),
-            nodes,
+            nodes: self.nodes,
         }
+    }
+
+    /// The points: (hash, provider index), sorted by hash then index.
+    pub fn points(&self) -> &[(u32, u32)] {
+        &self.points
     }
 
     /// The virtual nodes per provider it was built with.

@@ -24,7 +24,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use routechain_core::{Candidates, RandomSource, Request, Snapshot};
+use routechain_core::{Candidates, RandomSource, Request, Snapshot, SnapshotEdit};
 
 mod config;
 pub mod consistenthash;
@@ -34,6 +34,8 @@ pub mod random;
 pub mod roundrobin;
 mod weights;
 
+#[cfg(test)]
+mod sampling_tests;
 #[cfg(test)]
 mod tests;
 
@@ -114,6 +116,16 @@ impl Shared {
     pub fn new(snapshot: &Snapshot) -> Self {
         Shared {
             weights: Weights::new(snapshot),
+            active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
+    /// The state of `snapshot`, derived from this one (of the snapshot `edit` started
+    /// from): the weights carried ([`Weights::edited`]), a zero in-flight count for each
+    /// provider (as [`Shared::new`]: calls in flight end on the state they started on).
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
+        Shared {
+            weights: self.weights.edited(edit, snapshot),
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
         }
     }
@@ -204,6 +216,55 @@ impl SlotBalancer {
             LoadBalanceKind::P2c => SlotBalancer::P2c(P2c),
         }
     }
+
+    /// The balancer of `spec` over `snapshot`, derived from this one (prepared over the
+    /// snapshot `edit` started from) when it is of the same algorithm: a consistent-hash
+    /// ring drops the removed providers' points and adds the new ones' ([`Ring::edited`]);
+    /// round-robin starts from zero current weights, as a fresh one. `rings` maps the old
+    /// rings (by address) to the new ones already derived, so shared rings stay shared.
+    /// Picks exactly as [`SlotBalancer::new`] over `snapshot`.
+    pub fn edited(
+        &self,
+        spec: &BalancerSpec,
+        edit: &SnapshotEdit,
+        snapshot: &Snapshot,
+        rings: &mut Vec<(*const Ring, Arc<Ring>)>,
+    ) -> Self {
+        match (self, spec.kind) {
+            (SlotBalancer::ConsistentHash(old), LoadBalanceKind::ConsistentHash)
+                if old.ring().nodes() == spec.hash_nodes =>
+            {
+                let key = Arc::as_ptr(old.ring());
+                let ring = match rings.iter().find(|(k, _)| *k == key) {
+                    Some((_, r)) => r.clone(),
+                    None => {
+                        let r = Arc::new(old.ring().edited(edit, snapshot));
+                        rings.push((key, r.clone()));
+                        r
+                    }
+                };
+                SlotBalancer::ConsistentHash(ConsistentHash::new(ring, &spec.hash_key))
+            }
+            // Another algorithm (or another ring size): prepared afresh.
+            _ => SlotBalancer::fresh(spec, snapshot, rings),
+        }
+    }
+
+    /// [`SlotBalancer::new`] sharing a ring already derived or built with the same number
+    /// of virtual nodes; a ring it builds joins `rings`.
+    fn fresh(
+        spec: &BalancerSpec,
+        snapshot: &Snapshot,
+        rings: &mut Vec<(*const Ring, Arc<Ring>)>,
+    ) -> Self {
+        let mut fresh: Vec<Arc<Ring>> = rings.iter().map(|(_, r)| r.clone()).collect();
+        let before = fresh.len();
+        let b = SlotBalancer::new(spec, snapshot, &mut fresh);
+        for r in fresh.drain(before..) {
+            rings.push((Arc::as_ptr(&r), r));
+        }
+        b
+    }
 }
 
 impl Balancer for SlotBalancer {
@@ -253,6 +314,31 @@ impl SnapshotBalance {
             .collect();
         SnapshotBalance {
             shared: Shared::new(snapshot),
+            slots,
+        }
+    }
+
+    /// The balancers of `config` over `snapshot`, derived from these (prepared over the
+    /// snapshot `edit` started from, with the same or another `config`): weights, class
+    /// masks and consistent-hash rings are carried, only the changed providers are read
+    /// (see [`Weights::edited`], [`Ring::edited`]). Picks exactly as
+    /// [`SnapshotBalance::new`]`(snapshot, config)` (same random draws, same choices);
+    /// in-flight counters and round-robin state start at zero, as in a fresh one. Time: the
+    /// tables' size (per-provider tables, mask words, ring points) plus the changed
+    /// providers, never a URL of a surviving provider.
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, config: &BalanceConfig) -> Self {
+        let mut rings = Vec::new();
+        let slots = (0..config.slots())
+            .map(|slot| {
+                let spec = config.spec(slot);
+                match self.slots.get(slot) {
+                    Some(old) => old.edited(spec, edit, snapshot, &mut rings),
+                    None => SlotBalancer::fresh(spec, snapshot, &mut rings),
+                }
+            })
+            .collect();
+        SnapshotBalance {
+            shared: self.shared.edited(edit, snapshot),
             slots,
         }
     }

@@ -1,7 +1,13 @@
 //! Provider weights per snapshot, grouped into *weight classes* (one mask per distinct
-//! weight) so the total weight of a candidate set is a few popcounts per word.
+//! weight) so the total weight of a candidate set is a few popcounts per word, plus what the
+//! sampling fast path of the weighted pick needs (the largest weight, the total over every
+//! provider: see [`super::random`]).
+//!
+//! [`Weights::edited`] carries the tables to a snapshot derived by a [`SnapshotEdit`]:
+//! the per-provider weights are copied, each class mask is shifted like any bitset
+//! ([`SnapshotEdit::bitset`]) and only the added providers' `weight` params are read.
 
-use routechain_core::{Candidates, Snapshot, popcount};
+use routechain_core::{BitSet, Candidates, Snapshot, SnapshotEdit, popcount};
 
 use super::{DEFAULT_WEIGHT, MAX_WEIGHT_CLASSES};
 
@@ -16,24 +22,120 @@ pub fn provider_weight(provider: &routechain_core::Provider) -> u32 {
 }
 
 /// Per-snapshot weights: each provider's weight, and the providers grouped by weight.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Weights {
     weights: Box<[u32]>,
     /// The providers grouped by their (non-zero) weight; `None` when there are more than
     /// [`MAX_WEIGHT_CLASSES`] distinct weights.
     pub(super) classes: Option<Classes>,
+    /// The largest weight (0 when every weight is zero).
+    pub(super) max: u32,
+    /// The sum of every provider's weight.
+    pub(super) sum: u64,
+    /// `2³² mod len`: the rejection threshold of an exact 32-bit uniform draw in
+    /// `0..len` (Lemire's method), for the sampling fast path.
+    pub(super) threshold: u32,
+    /// True when the pick samples before counting: some weight is positive, the provider
+    /// count fits 32 bits (at least two), and the weights are not too skewed
+    /// (`len × max ≤ SKEW × sum`).
+    pub(super) sampling: bool,
 }
+
+/// The weighted pick samples when `len × max weight ≤ SKEW × Σ weights`: a proposal over
+/// every provider is then accepted by weight at least a quarter as often as by membership.
+const SKEW: u128 = 4;
 
 /// Weight classes laid out for the per-call counting kernels
 /// ([`popcount::weighted_blocks`]): the class masks of one word side by side, so a pass
 /// over the candidates reads one contiguous run of masks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Classes {
     /// The distinct non-zero weights, increasing.
     pub(super) weights: Box<[u64]>,
     /// `masks[w * k + j]`: word `w` of the providers whose weight is `weights[j]`
     /// (`k = weights.len()`).
     pub(super) masks: Box<[u64]>,
+}
+
+impl Classes {
+    /// The classes of `weights` (the per-provider table), `None` with too many distinct
+    /// non-zero weights.
+    fn new(weights: &[u32]) -> Option<Self> {
+        let mut distinct: Vec<u32> = weights.iter().copied().filter(|w| *w > 0).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() > MAX_WEIGHT_CLASSES {
+            return None;
+        }
+        let k = distinct.len();
+        let mut masks = vec![0u64; weights.len().div_ceil(64) * k];
+        for (i, &w) in weights.iter().enumerate() {
+            if let Ok(j) = distinct.binary_search(&w) {
+                masks[(i / 64) * k + j] |= 1 << (i % 64);
+            }
+        }
+        Some(Classes {
+            weights: distinct.iter().map(|&w| u64::from(w)).collect(),
+            masks: masks.into_boxed_slice(),
+        })
+    }
+
+    /// The mask of class `j` over `len` providers, as a bitset.
+    fn mask(&self, j: usize, len: usize) -> BitSet {
+        let k = self.weights.len();
+        let words = self.masks.iter().skip(j).step_by(k).copied().collect();
+        BitSet::from_words(words, len)
+    }
+
+    /// The classes carried by `edit` (`weights` is the new per-provider table), `None` when
+    /// the new distinct weights are too many. Each surviving class's mask is shifted as a
+    /// bitset; the added providers are placed by their weight. Classes left empty by the
+    /// edit are dropped. Time: the masks' words plus the added providers.
+    fn edited(&self, edit: &SnapshotEdit, weights: &[u32]) -> Option<Self> {
+        let added = &weights[edit.added()];
+        let mut distinct: Vec<u64> = self.weights.to_vec();
+        distinct.extend(added.iter().filter(|w| **w > 0).map(|&w| u64::from(w)));
+        distinct.sort_unstable();
+        distinct.dedup();
+        let new_len = edit.new_len();
+        let mut masks: Vec<BitSet> = distinct
+            .iter()
+            .map(|&w| match self.weights.binary_search(&w) {
+                Ok(j) => edit.bitset(&self.mask(j, edit.old_len()), |i| {
+                    u64::from(weights[i]) == w
+                }),
+                Err(_) => BitSet::from_indexes(
+                    new_len,
+                    edit.added().filter(|&i| u64::from(weights[i]) == w),
+                ),
+            })
+            .collect();
+        let mut kept = Vec::with_capacity(distinct.len());
+        let mut j = 0;
+        masks.retain(|m| {
+            let keep = !m.is_empty();
+            if keep {
+                kept.push(distinct[j]);
+            }
+            j += 1;
+            keep
+        });
+        if kept.len() > MAX_WEIGHT_CLASSES {
+            return None;
+        }
+        let k = kept.len();
+        let words = new_len.div_ceil(64);
+        let mut interleaved = vec![0u64; words * k];
+        for (j, m) in masks.iter().enumerate() {
+            for (w, &x) in m.words().iter().enumerate() {
+                interleaved[w * k + j] = x;
+            }
+        }
+        Some(Classes {
+            weights: kept.into_boxed_slice(),
+            masks: interleaved.into_boxed_slice(),
+        })
+    }
 }
 
 impl Weights {
@@ -44,28 +146,77 @@ impl Weights {
             .iter()
             .map(|p| provider_weight(p))
             .collect();
-        let mut distinct: Vec<u32> = weights.iter().copied().filter(|w| *w > 0).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let classes = (distinct.len() <= MAX_WEIGHT_CLASSES).then(|| {
-            let k = distinct.len();
-            let mut masks = vec![0u64; weights.len().div_ceil(64) * k];
-            for (i, &w) in weights.iter().enumerate() {
-                if let Ok(j) = distinct.binary_search(&w) {
-                    masks[(i / 64) * k + j] |= 1 << (i % 64);
-                }
-            }
-            Classes {
-                weights: distinct.iter().map(|&w| u64::from(w)).collect(),
-                masks: masks.into_boxed_slice(),
-            }
-        });
-        Weights { weights, classes }
+        let classes = Classes::new(&weights);
+        Self::with_classes(weights, classes)
+    }
+
+    /// The weights of `snapshot`, derived from these (the weights of the snapshot `edit`
+    /// started from): survivors' weights and class masks are carried, only the added
+    /// providers' params are read. Equal to [`Weights::new`] of `snapshot`. Time: the
+    /// per-provider table and the masks' words, plus the added providers (plus one pass over
+    /// the table when the weights are too varied for classes).
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
+        debug_assert_eq!(edit.new_len(), snapshot.len());
+        let providers = snapshot.providers();
+        let weights: Box<[u32]> = edit
+            .table(&self.weights, |i| {
+                providers
+                    .get(i)
+                    .map_or(DEFAULT_WEIGHT, |p| provider_weight(p))
+            })
+            .into_boxed_slice();
+        let classes = match &self.classes {
+            Some(c) => c.edited(edit, &weights),
+            None => Classes::new(&weights),
+        };
+        Self::with_classes(weights, classes)
+    }
+
+    /// The weights of a per-provider table with its classes (`None`: too varied).
+    fn with_classes(weights: Box<[u32]>, classes: Option<Classes>) -> Self {
+        let max = match &classes {
+            // Every non-zero weight is a class: the largest is the last one.
+            Some(c) => c.weights.last().map_or(0, |&w| w as u32),
+            None => weights.iter().copied().max().unwrap_or(0),
+        };
+        let sum = weights.iter().map(|&w| u64::from(w)).sum();
+        let len = u32::try_from(weights.len()).unwrap_or(0);
+        let threshold = if len == 0 {
+            0
+        } else {
+            len.wrapping_neg() % len
+        };
+        let sampling =
+            max > 0 && len >= 2 && (len as u128) * u128::from(max) <= SKEW * u128::from(sum);
+        Weights {
+            weights,
+            classes,
+            max,
+            sum,
+            threshold,
+            sampling,
+        }
+    }
+
+    /// The number of providers.
+    pub fn len(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// True when there is no provider.
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_empty()
     }
 
     /// The weight of provider `i` (0 past the end).
+    #[inline]
     pub fn get(&self, i: usize) -> u32 {
         self.weights.get(i).copied().unwrap_or(0)
+    }
+
+    /// The largest weight of any provider (0 when every weight is zero).
+    pub fn max(&self) -> u32 {
+        self.max
     }
 
     /// The number of weight classes, `None` when the weights are too varied for classes.

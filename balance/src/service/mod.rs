@@ -45,7 +45,7 @@ use routechain_core::DegradedSet;
 use routechain_core::RandomSource;
 use routechain_core::Request;
 use routechain_core::{CallState, Chain, ChainState, NoProvider};
-use routechain_core::{Provider, Snapshot};
+use routechain_core::{Provider, Snapshot, SnapshotEdit};
 
 mod call;
 mod config;
@@ -87,8 +87,9 @@ pub enum SelectError {
 struct Prepared {
     balance: Arc<SnapshotBalance>,
     health: Arc<HealthTable>,
-    /// (address, index), sorted: exclusion and reports by address.
-    by_address: Arc<[(Box<str>, u32)]>,
+    /// The snapshot's positions sorted by (address, position): exclusion and reports by
+    /// address (see [`address_index`]).
+    by_address: Arc<[u32]>,
 }
 
 /// The published view: chain state plus balancer and health state over its snapshot, and
@@ -98,7 +99,7 @@ struct View {
     state: Arc<ChainState>,
     balance: Arc<SnapshotBalance>,
     health: Arc<HealthTable>,
-    by_address: Arc<[(Box<str>, u32)]>,
+    by_address: Arc<[u32]>,
     config: Arc<ServiceConfig>,
     /// Set once a newer view replaced this one: a pooled caller handle on it is dropped
     /// rather than kept (it would keep the old snapshot alive).
@@ -118,13 +119,13 @@ impl View {
     }
 
     fn indexes_of<'a>(&'a self, address: &'a str) -> impl Iterator<Item = usize> + 'a {
-        let start = self
-            .by_address
-            .partition_point(|(a, _)| a.as_ref() < address);
+        let providers = self.state.snapshot().providers();
+        let at = move |i: u32| providers.get(i as usize).map_or("", |p| p.address());
+        let start = self.by_address.partition_point(|&i| at(i) < address);
         self.by_address[start..]
             .iter()
-            .take_while(move |(a, _)| a.as_ref() == address)
-            .map(|(_, i)| *i as usize)
+            .take_while(move |&&i| at(i) == address)
+            .map(|&i| i as usize)
     }
 
     /// The address of provider `i` (empty past the end: the health table follows the
@@ -383,16 +384,83 @@ impl Service {
         config: Option<ServiceConfig>,
         f: impl FnOnce(&ChainState) -> Result<ChainState, E>,
     ) -> Result<Arc<ChainState>, E> {
+        self.publish(config, None, f)
+    }
+
+    /// [`Service::update`] for a new snapshot that follows the current one by `edit`
+    /// (providers removed, survivors kept in order, new ones appended:
+    /// [`routechain_core::Snapshot::edit_to`]): `f` gets the current state and the new
+    /// snapshot's degraded set, carried over by the edit ([`DegradedSet::edited`]), and
+    /// builds the new state (typically [`ChainState::with_edit`]).
+    ///
+    /// What the service holds per provider follows the edit too, in time proportional to
+    /// the snapshot's length in words plus the changed providers, with no string copied:
+    /// each surviving provider keeps its health (failures, cool-down, probation) and its
+    /// degraded mark; an added provider takes the health of the provider that had its
+    /// address, if any (as [`Service::update`] carries everything over); the address
+    /// index is carried and the added providers merged in. When the new state's snapshot
+    /// does not follow the current one by `edit` (their lengths disagree), everything is
+    /// carried over by address as [`Service::update`] does.
+    pub fn update_edited<E>(
+        &self,
+        config: Option<ServiceConfig>,
+        edit: &SnapshotEdit,
+        f: impl FnOnce(&ChainState, Arc<DegradedSet>) -> Result<ChainState, E>,
+    ) -> Result<Arc<ChainState>, E> {
+        self.publish(config, Some(edit), |cur| {
+            let degraded = if cur.degraded().len() == edit.old_len() {
+                cur.degraded().edited(edit)
+            } else {
+                DegradedSet::new(edit.new_len())
+            };
+            f(cur, Arc::new(degraded))
+        })
+    }
+
+    /// Replaces the provider list by an edited snapshot ([`Service::update_edited`] with
+    /// [`ChainState::with_edit`]): routers, balancers and health follow the edit.
+    pub fn update_snapshot_edit(
+        &self,
+        snapshot: Arc<Snapshot>,
+        edit: &SnapshotEdit,
+    ) -> Result<(), routechain_core::PrepareError> {
+        self.update_edited(None, edit, |s, degraded| {
+            s.with_edit(snapshot, edit, degraded)
+        })
+        .map(|_| ())
+    }
+
+    /// Builds the next state with `f` and publishes it with its view: prepared by `edit`
+    /// from the current view when the new snapshot follows the current one by it, else
+    /// carried over by address.
+    fn publish<E>(
+        &self,
+        config: Option<ServiceConfig>,
+        edit: Option<&SnapshotEdit>,
+        f: impl FnOnce(&ChainState) -> Result<ChainState, E>,
+    ) -> Result<Arc<ChainState>, E> {
         let _write = self.begin_write();
         let old = self.view.load_full();
         let config = config.map_or_else(|| old.config.clone(), Arc::new);
         let mut prepared = None;
         let state = self.chain.update(|cur| {
             let next = f(cur)?;
-            if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
-                old.carry_degraded(next.snapshot(), next.degraded());
+            let edit = edit.filter(|e| {
+                e.old_len() == cur.snapshot().len()
+                    && e.new_len() == next.snapshot().len()
+                    && e.new_len() == next.degraded().len()
+                    && Arc::ptr_eq(old.state.snapshot(), cur.snapshot())
+                    && old.by_address.len() == e.old_len()
+            });
+            match edit {
+                Some(e) => prepared = Some(prepare_edited(&next, &old, &config, e)),
+                None => {
+                    if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
+                        old.carry_degraded(next.snapshot(), next.degraded());
+                    }
+                    prepared = Some(prepare(&next, Some(&old), &config));
+                }
             }
-            prepared = Some(prepare(&next, Some(&old), &config));
             Ok(next)
         })?;
         let prepared = prepared.unwrap_or_else(|| prepare(&state, Some(&old), &config));
@@ -686,15 +754,77 @@ impl Service {
     }
 }
 
-fn address_index(snapshot: &Snapshot) -> Arc<[(Box<str>, u32)]> {
-    let mut v: Vec<(Box<str>, u32)> = snapshot
-        .providers()
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (Box::from(p.address()), i as u32))
-        .collect();
-    v.sort();
+/// The positions of `snapshot` sorted by (address, position): 4 bytes per provider, the
+/// addresses read through the snapshot (no copy of them).
+fn address_index(snapshot: &Snapshot) -> Arc<[u32]> {
+    let providers = snapshot.providers();
+    let mut v: Vec<u32> = (0..providers.len() as u32).collect();
+    v.sort_unstable_by(|&a, &b| {
+        providers[a as usize]
+            .address()
+            .cmp(providers[b as usize].address())
+            .then(a.cmp(&b))
+    });
     v.into()
+}
+
+/// The address index of a snapshot that follows `old`'s by `edit`: the removed positions
+/// dropped, the survivors renumbered (their order by address and position unchanged), the
+/// added ones sorted and merged in (each after the survivors of its address: its position
+/// is past theirs). Time: the index's length plus the added providers' look-ups, no
+/// address compared for the survivors.
+fn address_index_edited(old: &[u32], edit: &SnapshotEdit, snapshot: &Snapshot) -> Arc<[u32]> {
+    let providers = snapshot.providers();
+    let at = |i: u32| providers[i as usize].address();
+    let removed = edit.removed();
+    let kept: Vec<u32> = if removed.is_empty() {
+        old.to_vec()
+    } else {
+        old.iter()
+            .filter_map(|&i| match removed.binary_search(&i) {
+                Ok(_) => None,
+                Err(before) => Some(i - before as u32),
+            })
+            .collect()
+    };
+    let mut added: Vec<u32> = edit.added().map(|i| i as u32).collect();
+    added.sort_unstable_by(|&a, &b| at(a).cmp(at(b)).then(a.cmp(&b)));
+    let mut out = Vec::with_capacity(edit.new_len());
+    let mut from = 0;
+    for a in added {
+        let to = from + kept[from..].partition_point(|&k| at(k) <= at(a));
+        out.extend_from_slice(&kept[from..to]);
+        out.push(a);
+        from = to;
+    }
+    out.extend_from_slice(&kept[from..]);
+    out.into()
+}
+
+/// [`prepare`] for a state whose snapshot follows `old`'s by `edit` (checked by the
+/// caller): the address index and the health table carried over by the edit, the added
+/// providers' health taken by address from `old` (as [`prepare`] does for every provider).
+fn prepare_edited(
+    state: &ChainState,
+    old: &View,
+    config: &ServiceConfig,
+    edit: &SnapshotEdit,
+) -> Prepared {
+    // The balancer tables follow the edit (with the same or another configuration).
+    let balance = Arc::new(old.balance.edited(edit, state.snapshot(), &config.balance));
+    let by_address = address_index_edited(&old.by_address, edit, state.snapshot());
+    let health = Arc::new(old.health.edited(edit, state.degraded().clone()));
+    let providers = state.snapshot().providers();
+    for i in edit.added() {
+        if let Some(j) = old.indexes_of(providers[i].address()).next() {
+            health.set(i, old.health.get(j));
+        }
+    }
+    Prepared {
+        balance,
+        health,
+        by_address,
+    }
 }
 
 /// Prepares balancers, health and the address index over `state`, reusing what `old`

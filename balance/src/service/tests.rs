@@ -114,3 +114,124 @@ fn a_pooled_call_state_drops_a_handle_on_a_replaced_view() {
     buffers.recycle();
     assert!(buffers.call.routed.layer.is_none());
 }
+
+/// A snapshot of providers named by number: `dubbo://10.0.<n/250>.<n%250>:20880/svc`.
+fn numbered(ns: &[u32]) -> Vec<Arc<Url>> {
+    ns.iter()
+        .map(|n| {
+            Arc::new(
+                Url::parse(&format!(
+                    "dubbo://10.0.{}.{}:20880/svc?n={n}",
+                    n / 250,
+                    n % 250
+                ))
+                .unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Health and degraded marks, per provider address, of the service's current view.
+fn health_by_address(service: &Service) -> Vec<(String, crate::health::ProviderHealth, bool)> {
+    let state = service.state();
+    let mut out: Vec<_> = state
+        .snapshot()
+        .providers()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                p.address().to_string(),
+                service.health(i),
+                service.is_degraded(i),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_does() {
+    use crate::health::ManualClock;
+    use std::time::Duration;
+    let first = numbered(&(0..300).collect::<Vec<_>>());
+    let make = || {
+        let state = ChainState::new(
+            None,
+            Arc::new(Snapshot::from_shared(1, first.clone())),
+            Arc::new(Url::empty()),
+            vec![],
+        )
+        .unwrap();
+        let clock = Arc::new(ManualClock::new());
+        let service = Service::with_clock(
+            Arc::new(Chain::new(state)),
+            ServiceConfig::default(),
+            clock.clone(),
+        );
+        // Degraded: 3, 70, 200 (200 is removed, then its address comes back as a new
+        // provider); failures without degrading: 5 and 299; 71 on probation.
+        for i in [3usize, 70, 200, 71] {
+            service.degrade(i);
+        }
+        clock.advance(Duration::from_secs(1));
+        service.report_failure(5usize);
+        service.report_failure(299usize);
+        (service, clock)
+    };
+    let (by_address, clock_a) = make();
+    let (by_edit, clock_b) = make();
+    for (service, clock) in [(&by_address, &clock_a), (&by_edit, &clock_b)] {
+        // 71's cool-down ends: on probation (30 s default cool-down).
+        clock.advance(Duration::from_secs(40));
+        service.degrade(3usize);
+        service.degrade(70usize);
+        service.degrade(200usize);
+    }
+    let _ = by_address.select(&Request::new(), &[], &mut CallState::seeded(1));
+    let _ = by_edit.select(&Request::new(), &[], &mut CallState::seeded(1));
+    assert!(by_edit.health(71).probation && by_address.health(71).probation);
+    // Removed: 0, 1, 200, 250; added: 300, 301 and provider 200's address again (another URL).
+    let mut next: Vec<Arc<Url>> = first
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| ![0, 1, 200, 250].contains(i))
+        .map(|(_, p)| p.clone())
+        .collect();
+    next.extend(numbered(&[301, 300]));
+    next.push(Arc::new(
+        Url::parse("dubbo://10.0.0.200:20880/svc?n=200&again=true").unwrap(),
+    ));
+    let old = by_edit.state().snapshot().clone();
+    let (edited, edit) = old.edit_to(2, &next);
+    by_edit
+        .update_snapshot_edit(Arc::new(edited), &edit)
+        .unwrap();
+    by_address
+        .update_snapshot(Arc::new(Snapshot::from_shared(2, next)))
+        .unwrap();
+    assert_eq!(health_by_address(&by_edit), health_by_address(&by_address));
+    let state = by_edit.state();
+    let again = state
+        .snapshot()
+        .providers()
+        .iter()
+        .position(|p| p.param("again").is_some())
+        .unwrap();
+    assert!(by_edit.is_degraded(again), "the address's health came back");
+    assert_eq!(state.degraded().count(), 3, "3, 70 and the returned 200");
+    // Reports by address find the providers of the edited snapshot.
+    for (i, p) in state.snapshot().providers().iter().enumerate() {
+        let view = by_edit.view.load_full();
+        assert_eq!(view.indexes_of(p.address()).collect::<Vec<_>>(), [i]);
+    }
+    by_edit.report_success("10.0.0.5:20880");
+    let five = state
+        .snapshot()
+        .providers()
+        .iter()
+        .position(|p| p.address() == "10.0.0.5:20880")
+        .unwrap();
+    assert_eq!(by_edit.health(five).failures, 0);
+}

@@ -281,6 +281,13 @@ fn parse_terms(
         }
     }
     if errors.is_empty() {
+        // Sized to what they hold: a rule of 10,000 conditions keeps no growth slack (a
+        // vector's first push reserves four elements).
+        terms.shrink_to_fit();
+        for t in &mut terms {
+            t.matches.shrink_to_fit();
+            t.mismatches.shrink_to_fit();
+        }
         Ok(terms)
     } else {
         Err(errors)

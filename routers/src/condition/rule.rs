@@ -232,8 +232,10 @@ impl ConditionRule {
     /// when the fields are sound (a text error is then located inside its scalar).
     pub fn compile(raw: RawConditionRule, root: &FieldPath) -> Result<Self, Vec<RuleError>> {
         let v = raw.validate(root)?;
+        // The texts are copied out of the raw rule: it is not kept while they compile.
+        drop(raw);
         Ok(ConditionRule {
-            conditions: parse_conditions(&v.conditions)?,
+            conditions: parse_conditions(v.conditions)?,
             version: v.version,
             scope: v.scope,
             key: v.key,
@@ -255,12 +257,15 @@ impl ConditionRule {
 }
 
 /// Parses every condition text, reporting every problem.
-fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleError>> {
+fn parse_conditions(texts: ConditionTexts) -> Result<Vec<Condition>, Vec<RuleError>> {
     let mut errors = Vec::new();
-    let mut conditions = Vec::new();
+    let mut conditions = Vec::with_capacity(match &texts {
+        ConditionTexts::Text(t) => t.len(),
+        ConditionTexts::MultiDest(t) => t.len(),
+    });
     match texts {
         ConditionTexts::Text(texts) => {
-            for (i, t) in texts.iter().enumerate() {
+            for (i, t) in texts.into_iter().enumerate() {
                 match parse_text_condition(&t.text, &t.path, i) {
                     Ok(c) => conditions.push(Condition {
                         when: c.when,
@@ -268,14 +273,14 @@ fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleEr
                             None => Action::Blocklist,
                             Some(terms) => Action::Then(terms),
                         },
-                        source: ConditionSource::Text(t.clone()),
+                        source: ConditionSource::Text(t),
                     }),
                     Err(mut es) => errors.append(&mut es),
                 }
             }
         }
         ConditionTexts::MultiDest(items) => {
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in items.into_iter().enumerate() {
                 let mut parse = |text: &Option<SourceText>, side| match text {
                     None => Vec::new(),
                     Some(t) => parse_match(&t.text, side, &t.path, i).unwrap_or_else(|mut es| {
@@ -297,12 +302,12 @@ fn parse_conditions(texts: &ConditionTexts) -> Result<Vec<Condition>, Vec<RuleEr
                     ),
                 };
                 let source = ConditionSource::MultiDest {
-                    from: item.from.clone(),
+                    from: item.from,
                     to: item
                         .to
-                        .iter()
+                        .into_iter()
                         .flatten()
-                        .map(|d| d.match_text.clone())
+                        .map(|d| d.match_text)
                         .collect(),
                 };
                 conditions.push(Condition {

@@ -21,7 +21,7 @@
 use std::sync::{Arc, OnceLock, Weak};
 
 use routechain_core::weighted;
-use routechain_core::{BitSet, DegradedSet, DegradedTally, ProviderSet};
+use routechain_core::{BitSet, DegradedSet, DegradedTally, ProviderSet, SnapshotEdit};
 
 /// Provider counts of one IDC or region: all of them and the healthy ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +46,7 @@ impl Counts {
 /// One grouping (IDCs or regions): the group of each provider, and per group its totals.
 #[derive(Debug)]
 struct Grouping {
-    /// Provider → group, or [`DegradedTally::NONE`] (no group, or param-degraded: the tally
-    /// counts only providers the param does not already count).
+    /// Provider → group, or [`DegradedTally::NONE`] (no group).
     group: Box<[u32]>,
     total: Box<[u32]>,
     usable: Box<[u32]>,
@@ -63,18 +62,91 @@ impl Grouping {
             .map(|(i, g)| match *g {
                 Some(g) if g < groups => {
                     total[g] += 1;
-                    if param_degraded.contains(i) {
-                        DegradedTally::NONE
-                    } else {
+                    if !param_degraded.contains(i) {
                         usable[g] += 1;
-                        g as u32
                     }
+                    g as u32
                 }
                 _ => DegradedTally::NONE,
             })
             .collect();
         Grouping {
             group,
+            total: total.into_boxed_slice(),
+            usable: usable.into_boxed_slice(),
+        }
+    }
+
+    /// The tally's table: each provider's group, [`DegradedTally::NONE`] for a provider the
+    /// param degrades (the tally counts only providers the param does not already count).
+    fn tally_groups(&self, param_degraded: &BitSet) -> Box<[u32]> {
+        self.group
+            .iter()
+            .enumerate()
+            .map(|(i, &g)| {
+                if param_degraded.contains(i) {
+                    DegradedTally::NONE
+                } else {
+                    g
+                }
+            })
+            .collect()
+    }
+
+    /// The grouping carried over `edit`: `added[j]` is added provider `j`'s group in the
+    /// provisional numbering of `groups` groups, `remap` the map to the final numbering
+    /// (`None`: the same; see [`routechain_core::NamedSetsEdit::finish`]), `old_param` and
+    /// `new_param` the param-degraded providers before and after. The counts change by the
+    /// removed and added providers only; the table is copied (and renumbered when `remap`).
+    fn edited(
+        &self,
+        edit: &SnapshotEdit,
+        added: &[u32],
+        groups: usize,
+        remap: Option<&[u32]>,
+        param: [&BitSet; 2],
+    ) -> Self {
+        let [old_param, new_param] = param;
+        let mut total = self.total.to_vec();
+        let mut usable = self.usable.to_vec();
+        total.resize(groups, 0);
+        usable.resize(groups, 0);
+        for &r in edit.removed() {
+            let g = self.group[r as usize];
+            if g != DegradedTally::NONE {
+                total[g as usize] -= 1;
+                if !old_param.contains(r as usize) {
+                    usable[g as usize] -= 1;
+                }
+            }
+        }
+        let start = edit.added().start;
+        for (j, &g) in added.iter().enumerate() {
+            if g != DegradedTally::NONE {
+                total[g as usize] += 1;
+                if !new_param.contains(start + j) {
+                    usable[g as usize] += 1;
+                }
+            }
+        }
+        let mut group = edit.table(&self.group, |i| added[i - start]);
+        if let Some(remap) = remap {
+            for g in group.iter_mut().filter(|g| **g != DegradedTally::NONE) {
+                *g = remap[*g as usize];
+            }
+            let compact = |counts: Vec<u32>| -> Box<[u32]> {
+                counts
+                    .into_iter()
+                    .zip(remap)
+                    .filter(|(_, to)| **to != DegradedTally::NONE)
+                    .map(|(c, _)| c)
+                    .collect()
+            };
+            total = compact(total).into_vec();
+            usable = compact(usable).into_vec();
+        }
+        Grouping {
+            group: group.into_boxed_slice(),
             total: total.into_boxed_slice(),
             usable: usable.into_boxed_slice(),
         }
@@ -115,13 +187,40 @@ impl Health {
         }
     }
 
+    /// The counts carried over `edit` (see [`Grouping::edited`]): per added provider its IDC
+    /// and region in the provisional numbering of `idcs` and `regions` groups, with the
+    /// maps to the final numbering; `param` the param-degraded providers before and after.
+    /// Not attached (the new chain state attaches it to its own degraded set).
+    pub fn edited(
+        &self,
+        edit: &SnapshotEdit,
+        idcs: (&[u32], usize, Option<&[u32]>),
+        regions: (&[u32], usize, Option<&[u32]>),
+        param: [&BitSet; 2],
+    ) -> Self {
+        Health {
+            idcs: self.idcs.edited(edit, idcs.0, idcs.1, idcs.2, param),
+            regions: self
+                .regions
+                .edited(edit, regions.0, regions.1, regions.2, param),
+            attached: OnceLock::new(),
+        }
+    }
+
     /// Registers the tallies with `set` (once; a later call with another set is ignored and
-    /// that set is read by scanning).
-    pub fn attach(&self, set: &Arc<DegradedSet>) {
+    /// that set is read by scanning); `param_degraded` are the providers the degraded param
+    /// marks, which the tallies do not count.
+    pub fn attach(&self, set: &Arc<DegradedSet>, param_degraded: &BitSet) {
         self.attached.get_or_init(|| Attached {
             set: Arc::downgrade(set),
-            idcs: set.tally(self.idcs.group.clone(), self.idcs.total.len()),
-            regions: set.tally(self.regions.group.clone(), self.regions.total.len()),
+            idcs: set.tally(
+                self.idcs.tally_groups(param_degraded),
+                self.idcs.total.len(),
+            ),
+            regions: set.tally(
+                self.regions.tally_groups(param_degraded),
+                self.regions.total.len(),
+            ),
         });
     }
 
@@ -266,7 +365,7 @@ mod tests {
         let (h, param, sets) = health(200, &[0, 1, 150]);
         let attached = Arc::new(DegradedSet::new(200));
         let other = DegradedSet::new(200);
-        h.attach(&attached);
+        h.attach(&attached, &param);
         for set in [&*attached, &other] {
             assert_eq!(
                 h.idc(0, set, &sets[0], &param),

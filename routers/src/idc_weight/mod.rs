@@ -22,7 +22,9 @@
 //! region/IDC decision for the prepared consumer. The route tables are cumulative weights
 //! compiled with the rule. Per call: a few word scans (the region and target checks stop at
 //! the first hit) and one pass that narrows the candidates, at most one random draw; no
-//! allocation. The candidates minus degraded are copied into the scratch bitset only when
+//! allocation. A provider change carries the sets, the health counts and their per-provider
+//! tables over, classifying only the added providers ([`PreparedIdcWeight::edited`]). The
+//! candidates minus degraded are copied into the scratch bitset only when
 //! some provider is live-degraded (or an explain trace is recorded).
 
 //!
@@ -42,7 +44,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, DegradedSet, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError,
-    TypedRouter,
+    SnapshotEdit, TypedRouter,
 };
 
 pub use self::prepared::PreparedIdcWeight;
@@ -82,10 +84,20 @@ impl TypedRouter for IdcWeightRouter {
         Ok(PreparedIdcWeight::build(rule, cx))
     }
 
+    /// Carries the sets and counts over the edit, classifying only the added providers.
+    fn prepare_edit(
+        prepared: &PreparedIdcWeight,
+        _rule: &Arc<IdcWeightRule>,
+        edit: &SnapshotEdit,
+        cx: &PrepareContext<'_>,
+    ) -> Option<Result<PreparedIdcWeight, String>> {
+        Some(Ok(prepared.edited(edit, cx)))
+    }
+
     fn attach(prepared: &PreparedIdcWeight, degraded: &Arc<DegradedSet>) {
         let options = &prepared.rule.options;
         if options.overprovisioning.is_some() || options.panic_threshold > 0 {
-            prepared.health.attach(degraded);
+            prepared.health.attach(degraded, &prepared.degraded);
         }
     }
 
@@ -98,6 +110,8 @@ impl TypedRouter for IdcWeightRouter {
     }
 }
 
+#[cfg(test)]
+mod edit_tests;
 #[cfg(test)]
 mod health_tests;
 #[cfg(test)]

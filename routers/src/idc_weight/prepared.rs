@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use routechain_core::{BitSet, NamedSets, NamedSetsBuilder, PrepareContext, Url, stable_hash};
+use routechain_core::{
+    BitSet, DegradedTally, NamedSets, NamedSetsBuilder, NamedSetsEdit, PrepareContext,
+    SnapshotEdit, Url, stable_hash,
+};
 
 use super::health::Health;
 use super::route::HealthySets;
@@ -100,30 +103,12 @@ impl PreparedIdcWeight {
         let mut idc_of = Vec::with_capacity(n);
         let mut region_of = Vec::with_capacity(n);
         for (i, p) in cx.snapshot.providers().iter().enumerate() {
-            if p.get(&rule.degraded_param)
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-            {
+            if param_degraded(rule, p) {
                 degraded.insert(i);
             }
-            // The IDC param, else the IDC whose subnet holds the provider's address.
-            let idc = match param(p, &rule.idc_param) {
-                Some(v) => Some(idcs.add(v, i)),
-                None => rule
-                    .options
-                    .idc_cidrs
-                    .lookup(p.host())
-                    .inspect(|&k| idcs.add_to(k, i)),
-            };
+            let (idc, region) = classify(rule, p, i, &mut idcs, &mut regions);
             idc_of.push(idc);
-            region_of.push(match param(p, &rule.region_param) {
-                Some(v) => Some(regions.add(v, i)),
-                // No region param: the region the rule lists the provider's IDC under.
-                None => idc.filter(|&k| k < rule.idcs.len()).map(|k| {
-                    let r = rule.idcs[k].region;
-                    regions.add_to(r, i);
-                    r
-                }),
-            });
+            region_of.push(region);
         }
         let (regions, idcs) = (regions.finish(), idcs.finish());
         let health = Health::new(idcs.len(), &idc_of, regions.len(), &region_of, &degraded);
@@ -149,6 +134,63 @@ impl PreparedIdcWeight {
             degraded = prepared.degraded.count(),
             "idc-weight router prepared"
         );
+        prepared
+    }
+
+    /// The state for `cx.snapshot`, which follows this state's snapshot by `edit`: the
+    /// region and IDC sets, the param-degraded set and the health counts carried over, and
+    /// only the added providers classified ([`TypedRouter::prepare_edit`]). Routes exactly
+    /// as [`PreparedIdcWeight::build`] over `cx.snapshot` (a region or IDC name that lost
+    /// its last provider is dropped, a new one appended; positions of names the rule does
+    /// not list may differ from a fresh build's, which routing never observes: it finds
+    /// them by name). Time: the sets and tables in words plus the added providers.
+    ///
+    /// [`TypedRouter::prepare_edit`]: routechain_core::TypedRouter::prepare_edit
+    pub fn edited(&self, edit: &SnapshotEdit, cx: &PrepareContext<'_>) -> Self {
+        let rule = &self.rule;
+        let added = &cx.snapshot.providers()[edit.added()];
+        let start = edit.added().start;
+        let mut regions = self.regions.edit(edit);
+        let mut idcs = self.idcs.edit(edit);
+        let mut idc_of = Vec::with_capacity(added.len());
+        let mut region_of = Vec::with_capacity(added.len());
+        for (j, p) in added.iter().enumerate() {
+            let (idc, region) = classify(rule, p, start + j, &mut idcs, &mut regions);
+            let group = |g: Option<usize>| g.map_or(DegradedTally::NONE, |g| g as u32);
+            idc_of.push(group(idc));
+            region_of.push(group(region));
+        }
+        let degraded = edit.bitset(&self.degraded, |i| param_degraded(rule, &added[i - start]));
+        let (idcs, idc_remap) = idcs.finish();
+        let (regions, region_remap) = regions.finish();
+        // The provisional numbering: the old names, then the new ones.
+        let provisional = |sets: &NamedSets, remap: &Option<Vec<u32>>| {
+            remap.as_ref().map_or(sets.len(), Vec::len)
+        };
+        let health = self.health.edited(
+            edit,
+            (
+                &idc_of,
+                provisional(&idcs, &idc_remap),
+                idc_remap.as_deref(),
+            ),
+            (
+                &region_of,
+                provisional(&regions, &region_remap),
+                region_remap.as_deref(),
+            ),
+            [&self.degraded, &degraded],
+        );
+        let mut prepared = PreparedIdcWeight {
+            rule: rule.clone(),
+            any_degraded: !degraded.is_empty(),
+            degraded,
+            regions,
+            idcs,
+            health,
+            local: self.local,
+        };
+        prepared.local = prepared.resolve(rule, cx.consumer);
         prepared
     }
 
@@ -209,4 +251,68 @@ impl PreparedIdcWeight {
     pub(super) fn idc_name(&self, k: usize) -> &str {
         self.idcs.name(k)
     }
+}
+
+/// True when provider `p`'s `degraded_param` is `true`.
+fn param_degraded(rule: &IdcWeightRule, p: &Url) -> bool {
+    p.get(&rule.degraded_param)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Files names in a [`NamedSetsBuilder`] (a fresh preparation) or a [`NamedSetsEdit`] (an
+/// edit's added providers) alike.
+trait Names {
+    /// Files provider `i` under `name`; returns the set's position.
+    fn add(&mut self, name: &str, i: usize) -> usize;
+    /// Files provider `i` under the (pinned) set at position `k`.
+    fn add_to(&mut self, k: usize, i: usize);
+}
+
+impl Names for NamedSetsBuilder {
+    fn add(&mut self, name: &str, i: usize) -> usize {
+        NamedSetsBuilder::add(self, name, i)
+    }
+    fn add_to(&mut self, k: usize, i: usize) {
+        NamedSetsBuilder::add_to(self, k, i)
+    }
+}
+
+impl Names for NamedSetsEdit<'_> {
+    fn add(&mut self, name: &str, i: usize) -> usize {
+        NamedSetsEdit::add(self, name, i)
+    }
+    fn add_to(&mut self, k: usize, i: usize) {
+        NamedSetsEdit::add_to(self, k, i)
+    }
+}
+
+/// Files provider `p` (at position `i`) under its IDC and region; returns their positions.
+/// The IDC is the IDC param, else the IDC whose subnet holds the provider's address; the
+/// region the region param, else the region the rule lists the provider's IDC under.
+fn classify(
+    rule: &IdcWeightRule,
+    p: &Url,
+    i: usize,
+    idcs: &mut impl Names,
+    regions: &mut impl Names,
+) -> (Option<usize>, Option<usize>) {
+    let idc = match param(p, &rule.idc_param) {
+        Some(v) => Some(idcs.add(v, i)),
+        None => rule
+            .options
+            .idc_cidrs
+            .lookup(p.host())
+            .inspect(|&k| idcs.add_to(k, i)),
+    };
+    let region = match param(p, &rule.region_param) {
+        Some(v) => Some(regions.add(v, i)),
+        // No region param: the region the rule lists the provider's IDC under (the rule's
+        // IDCs are pinned first, at the same positions in a build and an edit).
+        None => idc.filter(|&k| k < rule.idcs.len()).map(|k| {
+            let r = rule.idcs[k].region;
+            regions.add_to(r, i);
+            r
+        }),
+    };
+    (idc, region)
 }

@@ -40,24 +40,28 @@ pub fn watch(live: &Arc<LiveChain>, source: Box<dyn Source>) -> (Watching, Recei
     (watching, rx)
 }
 
-/// The routed provider addresses for `request`, or the no-provider error.
+/// The routed provider addresses for `request`, sorted, or the no-provider error. Sorted:
+/// a live chain keeps its providers in its own stable order (those kept stay in place, new
+/// ones are appended), not the registry's; the order means nothing to routing.
 pub fn route(live: &LiveChain, request: &Request) -> Result<Vec<String>, NoProvider> {
     let state = live.chain().load();
     let mut call = CallState::seeded(1);
     state.route(request, &mut call)?;
-    Ok(call
+    let mut addresses: Vec<String> = call
         .candidates
         .iter()
         .map(|i| state.snapshot().providers()[i].address().to_string())
-        .collect())
+        .collect();
+    addresses.sort();
+    Ok(addresses)
 }
 
-/// Waits until routing an empty request gives exactly `expected` (addresses).
+/// Waits until routing an empty request gives exactly `expected` (addresses, sorted).
 pub fn wait_route(live: &LiveChain, expected: &[&str]) {
     wait_route_for(live, &Request::new(), expected);
 }
 
-/// Waits until routing `request` gives exactly `expected` (addresses).
+/// Waits until routing `request` gives exactly `expected` (addresses, sorted).
 pub fn wait_route_for(live: &LiveChain, request: &Request, expected: &[&str]) {
     let mut last = None;
     let found = std::time::Instant::now();

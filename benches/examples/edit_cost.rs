@@ -1,0 +1,94 @@
+//! The cost of one provider change by edit against a full preparation, per router chain
+//! (the condition and IDC-weight routers' `prepare_edit`), at `N` providers: each chain of
+//! `testkit::CHAINS`, the full chain and a condition rule with a `$host` reference prepared
+//! over `N` providers, then carried by
+//! `ChainState::with_edit` over one provider removed and one added (median of a few runs,
+//! wall time and this process's CPU time).
+//!
+//! Run: `cargo run --release -p routechain-benches --example edit_cost -- 100000`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use routechain::core::DegradedSet;
+use routechain_testkit::{self as testkit, cpu_seconds};
+
+/// Runs `f` `runs` times; prints and returns the median wall time in ms.
+fn time<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) -> f64 {
+    let mut walls = Vec::with_capacity(runs);
+    let cpu = cpu_seconds();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = f();
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(out);
+    }
+    walls.sort_by(f64::total_cmp);
+    let median = walls[walls.len() / 2];
+    println!(
+        "{name}: median {median:.3} ms (min {:.3}, max {:.3}) over {runs}, cpu {:.2} s total",
+        walls[0],
+        walls[walls.len() - 1],
+        cpu_seconds() - cpu
+    );
+    median
+}
+
+fn main() {
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(100_000);
+    let seed = 7;
+    let snapshot = Arc::new(testkit::snapshot(n, seed));
+    let added: Vec<_> = testkit::providers(1, seed + 1)
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+    // One provider removed from the middle, one appended.
+    let (next, edit) = snapshot.edited(2, vec![(n / 2) as u32], added);
+    let next = Arc::new(next);
+    let mut chains: Vec<(&str, String)> = testkit::CHAINS
+        .iter()
+        .map(|(name, text)| (*name, text()))
+        .collect();
+    chains.push(("full", testkit::full_chain_yaml()));
+    // A `$name` reference to a key with a value per provider: the per-call form keeps a
+    // value index of `host` (one set per provider), which an edit copies whole.
+    chains.push((
+        "condition ($host)",
+        format!(
+            "service: {}\nrouters:\n  - type: condition\n    rule:\n      conditions: \
+             [\"method = search => host != $host & region = shanghai\"]\n",
+            testkit::SERVICE
+        ),
+    ));
+    for (name, text) in chains {
+        let state = testkit::build_state(&text, snapshot.clone()).expect("prepares");
+        let full = time(&format!("{name}: prepare at {n}"), 5, || {
+            testkit::build_state(&text, next.clone()).expect("prepares")
+        });
+        let edited = time(
+            &format!("{name}: edit (1 removed, 1 added) at {n}"),
+            11,
+            || {
+                let degraded = Arc::new(DegradedSet::edited(state.degraded(), &edit));
+                state
+                    .with_edit(next.clone(), &edit, degraded)
+                    .expect("the edit prepares")
+            },
+        );
+        let state = state
+            .with_edit(next.clone(), &edit, Arc::new(DegradedSet::new(next.len())))
+            .expect("the edit prepares");
+        let derived: Vec<String> = state
+            .edited_routers()
+            .map(|(r, e)| format!("{r}{}", if e { "" } else { " (prepared)" }))
+            .collect();
+        println!(
+            "{name}: edit / prepare = {:.3} ({})",
+            edited / full,
+            derived.join(", ")
+        );
+    }
+}

@@ -1,0 +1,512 @@
+//! Provider lists as sources push them, turned into edits of the serving snapshot.
+//!
+//! A registry pushes the whole provider list on every change (ZooKeeper's children, a
+//! providers file), while one provider came or went. This module keeps the cost of such an
+//! update close to the size of the change:
+//!
+//! - [`TextCache`]: a line already parsed is reused by its text (the same shared URL), so a
+//!   list that differs from the last by one line parses one URL; the cache is updated in
+//!   place (the departed lines removed, the new ones inserted).
+//! - [`Registered`]: the registered providers in the live chain's *stable order* (the
+//!   providers kept stay in their order, new ones are appended: see
+//!   [`routechain_core::SnapshotEdit`]) and what the routers see of each one after the
+//!   override rules. [`Registered::derive`] turns a new registered list into an edit of the
+//!   serving snapshot: with the override rules unchanged, the rules are applied to the added
+//!   providers only (the others keep their already-overridden URLs).
+//! - [`AppCounts`]: the providers' applications counted as providers come and go (tag and
+//!   mesh rules are read under them), so that a change does not look at every provider.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
+use routechain_rules::configurators::OverrideEntry;
+
+use crate::overrides::{self, OverrideContext};
+use crate::{ProviderText, Skipped};
+
+/// The text cache's hasher. Provider URLs are long (about 330 characters in a Dubbo
+/// registry) and a pushed list is hashed whole on every change: the standard library's
+/// SipHash made hashing most of an update's cost. foldhash (hashbrown's default hasher, a
+/// well-kept crate) hashes long strings several times faster and is seeded per process;
+/// it is not built to resist chosen collisions as SipHash is, but the keys are the
+/// registry's provider URLs, and whoever writes those already decides where calls go.
+type FastHash = foldhash::fast::RandomState;
+
+struct Cached {
+    url: Arc<Url>,
+    /// The last list (round) the text was in.
+    round: u32,
+}
+
+/// Parsed provider URLs by their text (the text a source pushed, trimmed), kept from one
+/// list to the next: see the module documentation.
+#[derive(Default)]
+pub(crate) struct TextCache {
+    urls: HashMap<Box<str>, Cached, FastHash>,
+    round: u32,
+    /// Distinct texts seen in the current round.
+    seen: usize,
+}
+
+impl TextCache {
+    /// Starts a new list.
+    fn begin(&mut self) {
+        self.round = self.round.wrapping_add(1);
+        self.seen = 0;
+    }
+
+    /// The URL parsed from `text`: the cached one (one hash, one comparison), else parsed
+    /// now and inserted.
+    fn resolve(&mut self, text: &str) -> Result<Arc<Url>, UrlError> {
+        if let Some(c) = self.urls.get_mut(text) {
+            if c.round != self.round {
+                c.round = self.round;
+                self.seen += 1;
+            }
+            return Ok(c.url.clone());
+        }
+        let url = Arc::new(Url::parse(text)?);
+        self.urls.insert(
+            text.into(),
+            Cached {
+                url: url.clone(),
+                round: self.round,
+            },
+        );
+        self.seen += 1;
+        Ok(url)
+    }
+
+    /// Ends the list: the texts it did not hold leave the cache (one pass over the table,
+    /// only when some left). After it every entry is of the current round, so the round
+    /// counter may wrap.
+    fn end(&mut self) {
+        if self.seen != self.urls.len() {
+            let round = self.round;
+            self.urls.retain(|_, c| c.round == round);
+        }
+    }
+
+    /// The number of texts cached.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.urls.len()
+    }
+}
+
+/// Parses a provider list; an entry that does not parse is skipped alone and returned
+/// with its location (`file:line:column`, or the registry entry).
+pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+    parse_providers_reusing(origin, text, &mut TextCache::default())
+}
+
+/// [`parse_providers`], reusing the URLs of `cache` (the last list) and leaving the new
+/// list's URLs in it: a list that differs from the last by one line parses one URL.
+pub(crate) fn parse_providers_reusing(
+    origin: &str,
+    text: ProviderText,
+    cache: &mut TextCache,
+) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    match text {
+        ProviderText::Lines(text) => {
+            cache.begin();
+            // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
+            // numbers of skipped entries match what an editor and the rule files show.
+            for (n, line) in routechain_rules::located::lines(&text).enumerate() {
+                let trimmed = line.trim();
+                if trimmed.is_empty() || trimmed.starts_with('#') {
+                    continue;
+                }
+                let indent = line.len() - line.trim_start().len();
+                match cache.resolve(trimmed) {
+                    Ok(u) => out.push(u),
+                    Err(e) => skipped.push(Skipped {
+                        location: format!(
+                            "{origin}:{}:{}",
+                            n + 1,
+                            line[..indent].chars().count() + e.column
+                        ),
+                        reason: format!("invalid provider URL: {}", e.reason),
+                    }),
+                }
+            }
+            cache.end();
+        }
+        ProviderText::Urls(urls) => {
+            cache.begin();
+            out.reserve(urls.len());
+            for u in urls {
+                match cache.resolve(&u) {
+                    Ok(url) => out.push(url),
+                    Err(e) => skipped.push(Skipped {
+                        location: format!("{origin}: {u:?} column {}", e.column),
+                        reason: format!("invalid provider URL: {}", e.reason),
+                    }),
+                }
+            }
+            cache.end();
+        }
+        ProviderText::Parsed {
+            urls,
+            skipped: mut s,
+        } => {
+            out = urls;
+            skipped.append(&mut s);
+        }
+    }
+    (out, skipped)
+}
+
+/// The providers' applications, counted: tag rules are read under the providers'
+/// application ([`AppCounts::application`]) and a mesh entry without `app` reads the mesh
+/// rule of every application present ([`AppCounts::applications`]). Kept up to date as
+/// providers come and go, at the cost of the changed providers only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AppCounts {
+    /// Providers per `application` (non-empty).
+    app: BTreeMap<Box<str>, usize>,
+    /// Providers per `remote.application`, else `application` (non-empty, not `unknown`):
+    /// the mesh router's application of a provider.
+    each: BTreeMap<Box<str>, usize>,
+}
+
+impl AppCounts {
+    /// The counts of `providers`.
+    pub(crate) fn of<'a>(providers: impl IntoIterator<Item = &'a Url>) -> Self {
+        let mut counts = AppCounts::default();
+        for p in providers {
+            counts.add(p);
+        }
+        counts
+    }
+
+    /// A provider's `application`, and its application as the mesh router sees it
+    /// (`remote.application`, else `application`; the mesh router's `application_of`,
+    /// restated here: the live crate does not depend on the routers).
+    fn keys(p: &Url) -> (Option<&str>, Option<&str>) {
+        let app = p.param("application").filter(|a| !a.is_empty());
+        let each = p
+            .param("remote.application")
+            .filter(|a| !a.is_empty())
+            .or(app)
+            .filter(|a| !a.is_empty() && *a != "unknown");
+        (app, each)
+    }
+
+    /// Counts provider `p` in.
+    pub(crate) fn add(&mut self, p: &Url) {
+        fn up(map: &mut BTreeMap<Box<str>, usize>, key: Option<&str>) {
+            if let Some(k) = key {
+                match map.get_mut(k) {
+                    Some(n) => *n += 1,
+                    None => {
+                        map.insert(k.into(), 1);
+                    }
+                }
+            }
+        }
+        let (app, each) = Self::keys(p);
+        up(&mut self.app, app);
+        up(&mut self.each, each);
+    }
+
+    /// Counts provider `p` out.
+    pub(crate) fn remove(&mut self, p: &Url) {
+        fn down(map: &mut BTreeMap<Box<str>, usize>, key: Option<&str>) {
+            if let Some(k) = key
+                && let Some(n) = map.get_mut(k)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(k);
+                }
+            }
+        }
+        let (app, each) = Self::keys(p);
+        down(&mut self.app, app);
+        down(&mut self.each, each);
+    }
+
+    /// The providers' application: the `application` of the most providers, the
+    /// alphabetically first on a tie (see [`crate::providers_application`]).
+    pub(crate) fn application(&self) -> Option<String> {
+        most(&self.app)
+    }
+
+    /// Every provider application present.
+    pub(crate) fn applications(&self) -> BTreeSet<String> {
+        self.each.keys().map(|k| k.to_string()).collect()
+    }
+}
+
+/// The key with the largest count, the first one on a tie.
+pub(crate) fn most(counts: &BTreeMap<Box<str>, usize>) -> Option<String> {
+    let mut best: Option<(&str, usize)> = None;
+    for (k, &n) in counts {
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((k, n));
+        }
+    }
+    best.map(|(k, _)| k.to_string())
+}
+
+/// The registered providers, in the live chain's stable order, with what the routers see
+/// of each one: see the module documentation.
+///
+/// Invariant: the serving snapshot is the `effective` providers that are served, in the
+/// registered order (what [`Registered::derive`] keeps, and checks by length before an
+/// edit).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registered {
+    /// As registered. `None`: the serving snapshot's providers, every one served as
+    /// registered (no override rule changes any): the common case, which keeps no second
+    /// list (one list less to copy and drop per update).
+    list: Option<Snapshot>,
+    /// Per registered provider, the provider the routers see (the override rules applied;
+    /// `None`: disabled by them). `None` as a whole: every provider served as registered.
+    effective: Option<Vec<Option<Arc<Url>>>>,
+    /// The applications of the registered providers.
+    pub(crate) apps: AppCounts,
+}
+
+/// A new registered list and the serving snapshot that follows from it.
+pub(crate) struct Derived {
+    /// The new registered state.
+    pub(crate) registered: Registered,
+    /// The new serving snapshot.
+    pub(crate) snapshot: Snapshot,
+    /// How `snapshot` follows the serving one (`None`: it does not, prepare afresh).
+    pub(crate) edit: Option<SnapshotEdit>,
+}
+
+impl Registered {
+    /// The registered `list` (in its order) with `entries` applied, and the providers the
+    /// routers see, in order.
+    pub(crate) fn new(
+        list: Snapshot,
+        entries: &[&OverrideEntry],
+        cx: &OverrideContext<'_>,
+    ) -> (Self, Vec<Arc<Url>>) {
+        let apps = AppCounts::of(list.providers().iter().map(|p| &**p));
+        let effective: Vec<Option<Arc<Url>>> = list
+            .providers()
+            .iter()
+            .map(|p| overrides::apply_one(p, entries, cx))
+            .collect();
+        let served: Vec<Arc<Url>> = effective.iter().flatten().cloned().collect();
+        let effective = compress(&list, effective);
+        let registered = Registered {
+            list: effective.is_some().then_some(list),
+            effective,
+            apps,
+        };
+        (registered, served)
+    }
+
+    /// The registered list: its own, or the serving snapshot.
+    pub(crate) fn list<'a>(&'a self, serving: &'a Snapshot) -> &'a Snapshot {
+        self.list.as_ref().unwrap_or(serving)
+    }
+
+    /// The providers the routers see, in order (the serving snapshot's, by the invariant).
+    #[cfg(test)]
+    pub(crate) fn served(&self, serving: &Snapshot) -> Vec<Arc<Url>> {
+        match &self.effective {
+            None => self.list(serving).providers().to_vec(),
+            Some(v) => v.iter().flatten().cloned().collect(),
+        }
+    }
+
+    fn served_len(&self, serving: &Snapshot) -> usize {
+        match &self.effective {
+            None => self.list(serving).len(),
+            Some(v) => v.iter().flatten().count(),
+        }
+    }
+
+    /// The registered state after `next` (the new list in stable order and its edit from
+    /// this one, as [`follow`] makes them; `None`: the list is unchanged) with the override
+    /// `entries` (changed since the last derivation when `rules_changed`), and the serving
+    /// snapshot that follows from it as an edit of `serving` (which this state's served
+    /// providers are).
+    ///
+    /// The rules are applied to the added providers only, unless they changed; then to
+    /// every provider, and a provider whose result is unchanged (equal) keeps its URL, so
+    /// that only the providers whose view changed leave the snapshot and are appended
+    /// again. The registered order follows the snapshot's (those moved to the end), which
+    /// keeps the invariant.
+    pub(crate) fn derive(
+        &self,
+        next: Option<(Snapshot, SnapshotEdit, AppCounts)>,
+        rules_changed: bool,
+        entries: &[&OverrideEntry],
+        cx: &OverrideContext<'_>,
+        serving: &Snapshot,
+        generation: u64,
+    ) -> Derived {
+        let old_list = self.list(serving);
+        let (list, edit, apps) = next.unwrap_or_else(|| {
+            let n = old_list.len();
+            (
+                Snapshot::from_shared(generation, old_list.providers()),
+                SnapshotEdit::new(n, Vec::new(), 0),
+                self.apps.clone(),
+            )
+        });
+        if self.served_len(serving) != serving.len() {
+            // Not what serves (changed behind the live chain's back): derive afresh.
+            let (registered, served) = Registered::new(list, entries, cx);
+            return Derived {
+                registered,
+                snapshot: Snapshot::from_shared(generation, served),
+                edit: None,
+            };
+        }
+        if entries.is_empty() && self.effective.is_none() {
+            // Served as registered, and the registered list was the serving one: `list`
+            // is the new serving snapshot, and `edit` its edit.
+            let snapshot = if list.generation() == generation {
+                list
+            } else {
+                Snapshot::from_shared(generation, list.providers())
+            };
+            return Derived {
+                registered: Registered {
+                    list: None,
+                    effective: None,
+                    apps,
+                },
+                snapshot,
+                edit: Some(edit),
+            };
+        }
+        let old = old_list.providers();
+        let old_eff = |i: usize| match &self.effective {
+            None => Some(&old[i]),
+            Some(v) => v[i].as_ref(),
+        };
+        let removed = edit.removed();
+        let mut front: (Vec<Arc<Url>>, Vec<Option<Arc<Url>>>) = (
+            Vec::with_capacity(list.len()),
+            Vec::with_capacity(list.len()),
+        );
+        let mut moved: (Vec<Arc<Url>>, Vec<Option<Arc<Url>>>) = Default::default();
+        let mut removed_serving = Vec::new();
+        let (mut rank, mut k) = (0u32, 0usize);
+        for (i, reg) in old.iter().enumerate() {
+            let was = old_eff(i);
+            let at = was.map(|_| {
+                rank += 1;
+                rank - 1
+            });
+            if removed.get(k) == Some(&(i as u32)) {
+                k += 1;
+                removed_serving.extend(at);
+                continue;
+            }
+            let now = if rules_changed {
+                match (was, overrides::apply_one(reg, entries, cx)) {
+                    (Some(w), Some(n)) if Arc::ptr_eq(w, &n) || **w == *n => Some(w.clone()),
+                    (_, n) => n,
+                }
+            } else {
+                was.cloned()
+            };
+            let same = match (was, &now) {
+                (Some(w), Some(n)) => Arc::ptr_eq(w, n),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                removed_serving.extend(at);
+            }
+            let to = if same { &mut front } else { &mut moved };
+            to.0.push(reg.clone());
+            to.1.push(now);
+        }
+        for p in &list.providers()[edit.added()] {
+            moved.0.push(p.clone());
+            moved.1.push(overrides::apply_one(p, entries, cx));
+        }
+        let added: Vec<Arc<Url>> = moved.1.iter().flatten().cloned().collect();
+        let (snapshot, edit) = serving.edited(generation, removed_serving, added);
+        front.0.append(&mut moved.0);
+        front.1.append(&mut moved.1);
+        let list = Snapshot::from_shared(generation, front.0);
+        let effective = compress(&list, front.1);
+        Derived {
+            registered: Registered {
+                list: effective.is_some().then_some(list),
+                effective,
+                apps,
+            },
+            snapshot,
+            edit: Some(edit),
+        }
+    }
+}
+
+/// `list` (a registered list in stable order, whose applications are `apps`) followed by
+/// `next` (a provider list sharing the kept providers' URLs, in any order): the new list in
+/// stable order (generation `generation`), the edit from `list`, and the applications
+/// counted by the edit (the changed providers only).
+///
+/// A source that keeps its own stable order (the ZooKeeper source; a list grown or cut at
+/// its end) pushes the providers kept in `list`'s order: one pass comparing pointers finds
+/// the edit. Otherwise (a list in another order, a provider inserted in the middle), or
+/// when that pass finds many more changes than the lists' lengths differ by, the edit is
+/// computed by [`Snapshot::edit_to`] (a hash of every pointer).
+pub(crate) fn follow(
+    list: &Snapshot,
+    apps: &AppCounts,
+    next: &[Arc<Url>],
+    generation: u64,
+) -> (Snapshot, SnapshotEdit, AppCounts) {
+    let (new, edit) = match in_order(list.providers(), next) {
+        Some((removed, from)) => list.edited(generation, removed, next[from..].to_vec()),
+        None => list.edit_to(generation, next),
+    };
+    let mut apps = apps.clone();
+    for &r in edit.removed() {
+        apps.remove(&list.providers()[r as usize]);
+    }
+    for p in &new.providers()[edit.added()] {
+        apps.add(p);
+    }
+    (new, edit, apps)
+}
+
+/// When `next` is `old` with some providers removed and others appended, the removed
+/// positions and where the appended ones start; `None` when the greedy pass finds more
+/// removals than a small budget over the lengths' difference (a list in another order).
+fn in_order(old: &[Arc<Url>], next: &[Arc<Url>]) -> Option<(Vec<u32>, usize)> {
+    let budget = old.len().saturating_sub(next.len()) + (old.len() / 16).min(64);
+    let mut removed = Vec::new();
+    let mut j = 0;
+    for (i, p) in old.iter().enumerate() {
+        if next.get(j).is_some_and(|q| Arc::ptr_eq(p, q)) {
+            j += 1;
+        } else {
+            removed.push(i as u32);
+            if removed.len() > budget {
+                return None;
+            }
+        }
+    }
+    Some((removed, j))
+}
+
+/// `None` when every provider is served as registered (the same URL).
+fn compress(list: &Snapshot, effective: Vec<Option<Arc<Url>>>) -> Option<Vec<Option<Arc<Url>>>> {
+    let identity = effective
+        .iter()
+        .zip(list.providers())
+        .all(|(e, p)| e.as_ref().is_some_and(|e| Arc::ptr_eq(e, p)));
+    (!identity).then_some(effective)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+//! The provider-list edits against their definition: after any sequence of pushed lists
+//! and override-rule changes, the serving snapshot holds exactly the registered providers
+//! with the rules applied, and providers the rules did not touch keep their URLs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use routechain_core::{Snapshot, Url};
+use routechain_rules::configurators::OverrideRule;
+
+use super::{AppCounts, Registered, TextCache, follow, parse_providers_reusing};
+use crate::ProviderText;
+use crate::overrides::{self, OverrideContext};
+
+/// The override rules a step may serve under: none; a weight for three providers; two
+/// providers disabled and one weighted.
+const RULES: [&str; 3] = [
+    "",
+    "configVersion: v2.7\nkey: svc\nconfigs:\n  - side: consumer\n    \
+     providerAddresses: ['10.0.0.1:20880', '10.0.0.2:20880', '10.0.0.3:20880']\n    \
+     parameters: {weight: '7'}\n",
+    "configVersion: v2.7\nkey: svc\nconfigs:\n  - side: consumer\n    \
+     providerAddresses: ['10.0.0.2:20880', '10.0.0.5:20880']\n    \
+     parameters: {disabled: 'true'}\n  - side: consumer\n    \
+     providerAddresses: ['10.0.0.4:20880']\n    parameters: {weight: '3'}\n",
+];
+
+fn universe() -> Vec<Arc<Url>> {
+    (0..20)
+        .map(|i| {
+            Arc::new(
+                Url::parse(&format!(
+                    "dubbo://10.0.0.{i}:20880/svc?application={}",
+                    ["shop", "cart", ""][i % 3]
+                ))
+                .unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn raws(urls: &[Arc<Url>]) -> Vec<String> {
+    let mut v: Vec<String> = urls.iter().map(|u| u.raw().to_string()).collect();
+    v.sort();
+    v
+}
+
+proptest! {
+    #[test]
+    fn the_serving_snapshot_is_the_registered_list_with_the_rules_applied(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec(0usize..20, 0..25), 0usize..3), 1..12),
+    ) {
+        let all = universe();
+        let parsed: Vec<OverrideRule> = RULES[1..]
+            .iter()
+            .map(|t| OverrideRule::parse("rules", t).unwrap())
+            .collect();
+        let nodes: Vec<BTreeMap<crate::RuleKey, Arc<OverrideRule>>> = std::iter::once(BTreeMap::new())
+            .chain(parsed.iter().map(|r| {
+                BTreeMap::from([(crate::RuleKey::new("svc::", "configurators"), Arc::new(r.clone()))])
+            }))
+            .collect();
+        let cx = OverrideContext { consumer_host: "", consumer_app: None, provider_side: false };
+        let mut registered = Registered::default();
+        let mut serving = Snapshot::default();
+        let mut rule = 0;
+        for (generation, (picks, next_rule)) in steps.into_iter().enumerate() {
+            // A list may name a provider twice.
+            let list: Vec<Arc<Url>> = picks.iter().map(|&i| all[i].clone()).collect();
+            let entries = overrides::ordered(&nodes[next_rule], std::iter::empty());
+            let rules_changed = next_rule != rule;
+            rule = next_rule;
+            let generation = generation as u64 + 2;
+            let next = follow(registered.list(&serving), &registered.apps, &list, generation);
+            let d = registered.derive(
+                Some(next), rules_changed, &entries, &cx, &serving, generation,
+            );
+            let edit = d.edit.expect("an edit of the serving snapshot");
+            prop_assert_eq!(edit.old_len(), serving.len());
+            prop_assert_eq!(edit.new_len(), d.snapshot.len());
+            if !rules_changed {
+                // The providers kept are the same URLs, in their order.
+                for (i, p) in serving.providers().iter().enumerate() {
+                    if let Some(j) = edit.new_index(i) {
+                        prop_assert!(Arc::ptr_eq(p, &d.snapshot.providers()[j]));
+                    }
+                }
+            }
+            let want = overrides::apply(&list, &entries, &cx);
+            prop_assert_eq!(raws(d.snapshot.providers()), raws(&want));
+            // The invariant: the registered list's served providers are the snapshot's.
+            prop_assert_eq!(d.snapshot.generation(), generation);
+            let served = d.registered.served(&d.snapshot);
+            prop_assert_eq!(served.len(), d.snapshot.len());
+            prop_assert!(served.iter().zip(d.snapshot.providers()).all(|(a, b)| Arc::ptr_eq(a, b)));
+            prop_assert_eq!(raws(d.registered.list(&d.snapshot).providers()), raws(&list));
+            prop_assert_eq!(&d.registered.apps, &AppCounts::of(list.iter().map(|p| &**p)));
+            registered = d.registered;
+            serving = d.snapshot;
+        }
+    }
+}
+
+#[test]
+fn the_text_cache_keeps_the_lines_of_the_last_list_only() {
+    let mut cache = TextCache::default();
+    let line = |n: u8| format!("dubbo://10.0.0.{n}:20880/svc");
+    let push = |cache: &mut TextCache, ns: &[u8]| {
+        parse_providers_reusing(
+            "t",
+            ProviderText::Urls(ns.iter().map(|&n| line(n)).collect()),
+            cache,
+        )
+        .0
+    };
+    let first = push(&mut cache, &[1, 2, 3, 3]);
+    assert_eq!(cache.len(), 3);
+    assert!(Arc::ptr_eq(&first[2], &first[3]), "equal lines share a URL");
+    let second = push(&mut cache, &[3, 1, 4]);
+    assert_eq!(cache.len(), 3, "2 left, 4 came");
+    assert!(Arc::ptr_eq(&second[0], &first[2]) && Arc::ptr_eq(&second[1], &first[0]));
+    // Unchanged: nothing leaves; an empty list empties the cache.
+    push(&mut cache, &[3, 1, 4]);
+    assert_eq!(cache.len(), 3);
+    push(&mut cache, &[]);
+    assert_eq!(cache.len(), 0);
+}
+
+#[test]
+fn the_providers_application_is_the_most_common_one_alphabetically_first_on_a_tie() {
+    let url =
+        |app: &str| Url::parse(&format!("dubbo://10.0.0.1:20880/svc?application={app}")).unwrap();
+    let (a, b) = (url("orders"), url("billing"));
+    let mut counts = AppCounts::of([&a, &a, &b]);
+    assert_eq!(counts.application().as_deref(), Some("orders"));
+    counts.remove(&a);
+    assert_eq!(counts.application().as_deref(), Some("billing"), "a tie");
+    counts.remove(&a);
+    assert_eq!(counts.application().as_deref(), Some("billing"));
+    counts.remove(&b);
+    assert_eq!(counts.application(), None);
+    assert!(counts.applications().is_empty());
+}
+
+#[test]
+fn a_list_in_another_order_or_grown_in_the_middle_keeps_every_provider_in_place() {
+    let all = universe();
+    let list = Snapshot::from_shared(1, all.clone());
+    let apps = AppCounts::of(all.iter().map(|p| &**p));
+    // Reversed: nothing changes.
+    let reversed: Vec<Arc<Url>> = all.iter().rev().cloned().collect();
+    let (new, edit, counts) = follow(&list, &apps, &reversed, 2);
+    assert!(edit.is_identity(), "{edit:?}");
+    assert_eq!(new.generation(), 2);
+    assert_eq!(counts, apps);
+    // One inserted in the middle, one removed: exactly that edit.
+    let extra = Arc::new(Url::parse("dubbo://10.0.1.1:20880/svc?application=cart").unwrap());
+    let mut grown = all.clone();
+    grown.insert(7, extra.clone());
+    grown.remove(3);
+    let (new, edit, counts) = follow(&list, &apps, &grown, 3);
+    assert_eq!(edit.removed(), [3]);
+    assert_eq!(edit.added(), 19..20);
+    assert!(Arc::ptr_eq(&new.providers()[19], &extra));
+    assert_eq!(counts, AppCounts::of(grown.iter().map(|p| &**p)));
+    // Grown and cut at the end (a source keeping the same order): the pointer pass.
+    let mut cut = all[2..].to_vec();
+    cut.push(extra.clone());
+    let (_, edit, _) = follow(&list, &apps, &cut, 4);
+    assert_eq!(edit.removed(), [0, 1]);
+    assert_eq!(edit.added(), 18..19);
+}
