@@ -181,7 +181,10 @@ impl PreparedIdcWeight {
             ),
             [&self.degraded, &degraded],
         );
+        // Derived from the edited sets: rebuilt (O(rule names × providers / 64)).
+        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
         let mut prepared = PreparedIdcWeight {
+            healthy_sets,
             rule: rule.clone(),
             any_degraded: !degraded.is_empty(),
             degraded,
