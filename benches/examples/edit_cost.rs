@@ -8,31 +8,9 @@
 //! Run: `cargo run --release -p routechain-benches --example edit_cost -- 100000`.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use routechain::core::DegradedSet;
-use routechain_testkit::{self as testkit, cpu_seconds};
-
-/// Runs `f` `runs` times; prints and returns the median wall time in ms.
-fn time<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) -> f64 {
-    let mut walls = Vec::with_capacity(runs);
-    let cpu = cpu_seconds();
-    for _ in 0..runs {
-        let t = Instant::now();
-        let out = f();
-        walls.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(out);
-    }
-    walls.sort_by(f64::total_cmp);
-    let median = walls[walls.len() / 2];
-    println!(
-        "{name}: median {median:.3} ms (min {:.3}, max {:.3}) over {runs}, cpu {:.2} s total",
-        walls[0],
-        walls[walls.len() - 1],
-        cpu_seconds() - cpu
-    );
-    median
-}
+use routechain_testkit::{self as testkit, time_median};
 
 fn main() {
     let n: usize = std::env::args()
@@ -65,10 +43,10 @@ fn main() {
     ));
     for (name, text) in chains {
         let state = testkit::build_state(&text, snapshot.clone()).expect("prepares");
-        let full = time(&format!("{name}: prepare at {n}"), 5, || {
+        let full = time_median(&format!("{name}: prepare at {n}"), 5, || {
             testkit::build_state(&text, next.clone()).expect("prepares")
         });
-        let edited = time(
+        let edited = time_median(
             &format!("{name}: edit (1 removed, 1 added) at {n}"),
             11,
             || {

@@ -16,32 +16,10 @@
 //! Run: `cargo run --release -p routechain-benches --example update_cost -- 100000`.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use routechain::core::{ChainState, DegradedSet, Snapshot, Url};
 use routechain::live::{ProviderText, Update};
-use routechain_testkit::{self as testkit, cpu_seconds};
-
-/// Runs `f` `runs` times; prints and returns the median wall time in ms, and the total CPU.
-fn time<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) -> f64 {
-    let mut walls = Vec::with_capacity(runs);
-    let cpu = cpu_seconds();
-    for _ in 0..runs {
-        let t = Instant::now();
-        let out = f();
-        walls.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(out);
-    }
-    walls.sort_by(f64::total_cmp);
-    let median = walls[walls.len() / 2];
-    println!(
-        "{name}: median {median:.2} ms (min {:.2}, max {:.2}) over {runs}, cpu {:.2} s total",
-        walls[0],
-        walls[walls.len() - 1],
-        cpu_seconds() - cpu
-    );
-    median
-}
+use routechain_testkit::{self as testkit, time_median};
 
 fn main() {
     let n: usize = std::env::args()
@@ -51,7 +29,7 @@ fn main() {
     let seed = 7;
     let lines = testkit::provider_lines(n + 1, seed);
     let urls: Vec<String> = lines.lines().map(str::to_string).collect();
-    time(&format!("parse {n} URLs"), 3, || {
+    time_median(&format!("parse {n} URLs"), 3, || {
         urls[..n]
             .iter()
             .map(|u| Url::parse(u).expect("valid"))
@@ -60,12 +38,12 @@ fn main() {
     let snapshot = Arc::new(testkit::snapshot(n, seed));
     for (name, chain) in testkit::CHAINS {
         let text = chain();
-        time(&format!("prepare {name} alone at {n}"), 3, || {
+        time_median(&format!("prepare {name} alone at {n}"), 3, || {
             testkit::build_state(&text, snapshot.clone()).expect("prepares")
         });
     }
     let full = testkit::full_chain_yaml();
-    time(&format!("prepare full chain at {n}"), 3, || {
+    time_median(&format!("prepare full chain at {n}"), 3, || {
         testkit::build_state(&full, snapshot.clone()).expect("prepares")
     });
 
@@ -87,7 +65,7 @@ fn main() {
         .collect();
     pushes.reverse();
     let mut size = n;
-    time(
+    time_median(
         &format!("live: one provider added/removed at {n}, pushed as {n} URL texts"),
         6,
         || {
@@ -112,7 +90,7 @@ fn main() {
         .collect();
     lists.reverse();
     let mut size = n;
-    time(
+    time_median(
         &format!("live: one provider added/removed at {n}, shared URLs (registry source)"),
         10,
         || {
@@ -147,7 +125,7 @@ fn main() {
         .collect();
     lists.reverse();
     let mut size = n;
-    time(
+    time_median(
         &format!("live, no router: one provider added/removed at {n}, shared URLs"),
         10,
         || {
@@ -178,7 +156,7 @@ fn main() {
             }),
         })
         .collect();
-    time(&format!("live: whole list replaced at {n}"), 4, || {
+    time_median(&format!("live: whole list replaced at {n}"), 4, || {
         live.apply(lists.pop().expect("four lists"))
     });
 
@@ -244,11 +222,11 @@ fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
     let next = Arc::new(next);
     for (name, text) in chains {
         let state: ChainState = testkit::build_state(&text, snapshot.clone()).expect("prepares");
-        let prepare = time(&format!("prepare {name} at {n}"), 3, || {
+        let prepare = time_median(&format!("prepare {name} at {n}"), 3, || {
             testkit::build_state(&text, next.clone()).expect("prepares")
         });
         let mut derived = Vec::new();
-        let edited = time(
+        let edited = time_median(
             &format!("edit (1 removed + 1 added) {name} at {n}"),
             7,
             || {

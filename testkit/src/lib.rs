@@ -161,6 +161,29 @@ fn provider_line(i: usize, rng: &mut Seeded) -> String {
     )
 }
 
+/// Runs `f` `runs` times; prints the median, minimum and maximum wall time in ms and this
+/// process's CPU time over the runs ([`cpu_seconds`]), and returns the median: the timing of
+/// the measuring examples (`update_cost`, `edit_cost`).
+pub fn time_median<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) -> f64 {
+    let mut walls = Vec::with_capacity(runs);
+    let cpu = cpu_seconds();
+    for _ in 0..runs {
+        let t = std::time::Instant::now();
+        let out = f();
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(out);
+    }
+    walls.sort_by(f64::total_cmp);
+    let median = walls[walls.len() / 2];
+    println!(
+        "{name}: median {median:.3} ms (min {:.3}, max {:.3}) over {runs}, cpu {:.2} s total",
+        walls[0],
+        walls[walls.len() - 1],
+        cpu_seconds() - cpu
+    );
+    median
+}
+
 /// This process's CPU time so far (user + system), in seconds, from `/proc/self/stat`
 /// (clock ticks of 10 ms): the measuring examples print it next to wall time, so a figure
 /// taken on a shared machine can be compared. 0 where `/proc` is not available.
