@@ -21,6 +21,34 @@ use routechain::core::{ChainState, DegradedSet, Snapshot, Url};
 use routechain::live::{ProviderText, Update};
 use routechain_testkit::{self as testkit, time_median};
 
+/// Times ten pushes of `serving` to `live` as shared URLs (as a registry source pushes
+/// them), alternately with and without `extra` appended: one provider added, then removed.
+fn time_shared_pushes(
+    name: &str,
+    live: &routechain::live::LiveChain,
+    serving: &[Arc<Url>],
+    extra: &Arc<Url>,
+) {
+    let n = serving.len();
+    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
+        .map(|i| {
+            let mut l = serving.to_vec();
+            if i % 2 == 0 {
+                l.push(extra.clone());
+            }
+            l
+        })
+        .collect();
+    lists.reverse();
+    let mut size = n;
+    time_median(name, 10, || {
+        size = if size == n { n + 1 } else { n };
+        let reports = live.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
+        assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+        reports
+    });
+}
+
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
@@ -79,27 +107,11 @@ fn main() {
     // its own thread): the providers kept are the URLs already serving, one is new.
     let serving: Vec<Arc<Url>> = live.chain().load().snapshot().providers().to_vec();
     let extra = Arc::new(Url::parse(&urls[n]).expect("valid"));
-    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
-        .map(|i| {
-            let mut l = serving.clone();
-            if i % 2 == 0 {
-                l.push(extra.clone());
-            }
-            l
-        })
-        .collect();
-    lists.reverse();
-    let mut size = n;
-    time_median(
+    time_shared_pushes(
         &format!("live: one provider added/removed at {n}, shared URLs (registry source)"),
-        10,
-        || {
-            size = if size == n { n + 1 } else { n };
-            let reports =
-                live.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
-            assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
-            reports
-        },
+        &live,
+        &serving,
+        &extra,
     );
     // The same with no router: what the live chain and the service do themselves (the
     // edit of the list and snapshot, the balancer tables, health, the swap).
@@ -114,27 +126,11 @@ fn main() {
         Snapshot::from_shared(1, serving.clone()),
     )
     .expect("an empty chain builds");
-    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
-        .map(|i| {
-            let mut l = serving.clone();
-            if i % 2 == 0 {
-                l.push(extra.clone());
-            }
-            l
-        })
-        .collect();
-    lists.reverse();
-    let mut size = n;
-    time_median(
+    time_shared_pushes(
         &format!("live, no router: one provider added/removed at {n}, shared URLs"),
-        10,
-        || {
-            size = if size == n { n + 1 } else { n };
-            let reports =
-                bare.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
-            assert_eq!(bare.chain().load().snapshot().len(), size, "{reports:?}");
-            reports
-        },
+        &bare,
+        &serving,
+        &extra,
     );
     let state = live.chain().load();
     let edited: Vec<String> = state
