@@ -112,21 +112,7 @@ impl PreparedIdcWeight {
         }
         let (regions, idcs) = (regions.finish(), idcs.finish());
         let health = Health::new(idcs.len(), &idc_of, regions.len(), &region_of, &degraded);
-        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
-        let mut prepared = PreparedIdcWeight {
-            healthy_sets,
-            rule: rule.clone(),
-            any_degraded: !degraded.is_empty(),
-            degraded,
-            regions,
-            idcs,
-            health,
-            local: Local {
-                region: None,
-                target: Strategy::LocalWhole,
-            },
-        };
-        prepared.local = prepared.resolve(rule, cx.consumer);
+        let prepared = Self::assemble(rule, regions, idcs, degraded, health, cx.consumer);
         tracing::debug!(
             providers = n,
             regions = prepared.regions.len(),
@@ -181,19 +167,7 @@ impl PreparedIdcWeight {
             ),
             [&self.degraded, &degraded],
         );
-        // Derived from the edited sets: rebuilt (O(rule names × providers / 64)).
-        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
-        let mut prepared = PreparedIdcWeight {
-            healthy_sets,
-            rule: rule.clone(),
-            any_degraded: !degraded.is_empty(),
-            degraded,
-            regions,
-            idcs,
-            health,
-            local: self.local,
-        };
-        prepared.local = prepared.resolve(rule, cx.consumer);
+        let prepared = Self::assemble(rule, regions, idcs, degraded, health, cx.consumer);
         prepared
     }
 
@@ -223,6 +197,34 @@ impl PreparedIdcWeight {
                     .map(|k| &*rule.regions[rule.idcs[k].region].name)
             });
         (region, idc)
+    }
+
+    /// The state from its prepared sets (fresh or edited): the healthy sets are derived
+    /// from them (O(rule names × providers / 64)) and the consumer's local decision resolved.
+    fn assemble(
+        rule: &Arc<IdcWeightRule>,
+        regions: NamedSets,
+        idcs: NamedSets,
+        degraded: BitSet,
+        health: Health,
+        consumer: &Url,
+    ) -> Self {
+        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
+        let mut prepared = PreparedIdcWeight {
+            healthy_sets,
+            rule: rule.clone(),
+            any_degraded: !degraded.is_empty(),
+            degraded,
+            regions,
+            idcs,
+            health,
+            local: Local {
+                region: None,
+                target: Strategy::LocalWhole,
+            },
+        };
+        prepared.local = prepared.resolve(rule, consumer);
+        prepared
     }
 
     /// The local decision for `consumer` (no allocation).
