@@ -202,6 +202,18 @@ impl ProviderSet {
     }
 }
 
+/// Membership in a sorted list, asked in increasing position order (as the carry-over
+/// functions of an edit ask about added positions): a cursor, no search.
+fn member_of(list: &[u32]) -> impl FnMut(usize) -> bool + '_ {
+    let mut k = 0;
+    move |i| {
+        while list.get(k).is_some_and(|&x| (x as usize) < i) {
+            k += 1;
+        }
+        list.get(k) == Some(&(i as u32))
+    }
+}
+
 /// Word `w` of a sparse set: a binary search for the word's first index, then its bits.
 fn sparse_word(indexes: &[u32], w: usize) -> u64 {
     let lo = (w * 64) as u32;
@@ -270,16 +282,6 @@ impl ParamIndex {
             match value_of(&snapshot.providers()[i]) {
                 Some(v) => added.entry(v).or_default().push(i as u32),
                 None => added_missing.push(i as u32),
-            }
-        }
-        // `edited` asks in increasing position order: a cursor over the sorted list.
-        fn member_of(list: &[u32]) -> impl FnMut(usize) -> bool + '_ {
-            let mut k = 0;
-            move |i| {
-                while list.get(k).is_some_and(|&x| (x as usize) < i) {
-                    k += 1;
-                }
-                list.get(k) == Some(&(i as u32))
             }
         }
         let mut by_value = HashMap::with_capacity(self.by_value.len() + added.len());

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use super::{NamedSets, ProviderSet, caseless_hash};
+use super::{NamedSets, ProviderSet, caseless_hash, member_of};
 use crate::edit::SnapshotEdit;
 
 /// An edit of [`NamedSets`] in progress ([`NamedSets::edit`]): file each added provider
@@ -143,17 +143,6 @@ impl NamedSetsEdit<'_> {
             collided,
         };
         (sets, dropped.then_some(remap))
-    }
-}
-
-/// Membership in a sorted list, asked in increasing order: a cursor.
-fn member_of(list: &[u32]) -> impl FnMut(usize) -> bool + '_ {
-    let mut k = 0;
-    move |i| {
-        while list.get(k).is_some_and(|&x| (x as usize) < i) {
-            k += 1;
-        }
-        list.get(k) == Some(&(i as u32))
     }
 }
 
