@@ -167,8 +167,7 @@ impl PreparedIdcWeight {
             ),
             [&self.degraded, &degraded],
         );
-        let prepared = Self::assemble(rule, regions, idcs, degraded, health, cx.consumer);
-        prepared
+        Self::assemble(rule, regions, idcs, degraded, health, cx.consumer)
     }
 
     /// The local region and IDC names for `consumer`: the rule's `local`, else the consumer
