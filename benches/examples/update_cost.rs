@@ -173,21 +173,6 @@ tags:
       - {key: version, value: {exact: '2.0.0'}}
 ";
 
-/// A chain of one router entry with an inline rule.
-fn single(type_name: &str, priority: i32, rule: Option<&str>) -> String {
-    let mut text = format!(
-        "service: {}\nrouters:\n  - type: {type_name}\n    priority: {priority}\n",
-        testkit::SERVICE
-    );
-    if let Some(rule) = rule {
-        text.push_str("    rule:\n");
-        for line in rule.lines() {
-            text.push_str(&format!("      {line}\n"));
-        }
-    }
-    text
-}
-
 /// Incremental updates: for each single-router chain and the full chain, the time of
 /// [`ChainState::with_edit`] carrying the state over `snapshot` to one with a provider
 /// removed (in the middle) and one added (at the end), next to the chain's preparation
@@ -201,17 +186,17 @@ fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
     chains.push(("mesh".into(), testkit::mesh_chain_yaml()));
     chains.push((
         "tag (rule with addresses and match)".into(),
-        single("tag", 100, Some(TAG_RULE_YAML)),
+        testkit::chain_of(&[("tag", 100, Some(TAG_RULE_YAML))]),
     ));
     chains.push((
         "affinity".into(),
-        single(
+        testkit::chain_of(&[(
             "affinity",
             130,
             Some("configVersion: v3.1\naffinityAware: {key: region, ratio: 40}\n"),
-        ),
+        )]),
     ));
-    chains.push(("mock".into(), single("mock", -100, None)));
+    chains.push(("mock".into(), testkit::chain_of(&[("mock", -100, None)])));
     chains.push(("full chain".into(), testkit::full_chain_yaml()));
     let added = Arc::new(testkit::providers(1, seed + 2).remove(0));
     let (next, edit) = snapshot.edited(snapshot.generation() + 1, vec![n as u32 / 2], vec![added]);

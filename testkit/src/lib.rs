@@ -323,6 +323,16 @@ fn entry(type_name: &str, priority: i32, rule: Option<&str>) -> String {
     text
 }
 
+/// A chain file of the benchmarks' service with `entries` (router type, priority, rule
+/// text indented under `rule:`), in order.
+pub fn chain_of(entries: &[(&str, i32, Option<&str>)]) -> String {
+    let mut text = format!("service: {SERVICE}\nrouters:\n");
+    for (type_name, priority, rule) in entries {
+        text.push_str(&entry(type_name, *priority, *rule));
+    }
+    text
+}
+
 /// The mesh rule of the benchmarks (application `index-provider`, as a list of its two
 /// documents): gray-tagged calls to the staging subset (falling back to 2.0.0), `update`
 /// 90/10 between 1.0.0 and 1.1.0, everything else 80/15/5 over the three versions.

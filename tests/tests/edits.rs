@@ -52,23 +52,6 @@ const GROUP_RULE_YAML: &str = "force: false
 default_group: idx_user
 ";
 
-/// A chain of the given entries (type, priority, rule text).
-fn chain_of(entries: &[(&str, i32, Option<&str>)]) -> String {
-    let mut text = format!("service: {}\nrouters:\n", testkit::SERVICE);
-    for (type_name, priority, rule) in entries {
-        text.push_str(&format!(
-            "  - type: {type_name}\n    priority: {priority}\n"
-        ));
-        if let Some(rule) = rule {
-            text.push_str("    rule:\n");
-            for line in rule.lines() {
-                text.push_str(&format!("      {line}\n"));
-            }
-        }
-    }
-    text
-}
-
 /// The chains checked: each built-in router alone with a rule that uses its features over
 /// the testkit's providers, and the full chain.
 fn chains() -> Vec<(&'static str, String)> {
@@ -79,24 +62,30 @@ fn chains() -> Vec<(&'static str, String)> {
     chains.push(("mesh", testkit::mesh_chain_yaml()));
     chains.push(("full", testkit::full_chain_yaml()));
     let forced = forced_tag_rule();
-    chains.push(("tag rule", chain_of(&[("tag", 100, Some(TAG_RULE_YAML))])));
-    chains.push(("forced tag rule", chain_of(&[("tag", 100, Some(&forced))])));
+    chains.push((
+        "tag rule",
+        testkit::chain_of(&[("tag", 100, Some(TAG_RULE_YAML))]),
+    ));
+    chains.push((
+        "forced tag rule",
+        testkit::chain_of(&[("tag", 100, Some(&forced))]),
+    ));
     chains.push((
         "affinity",
-        chain_of(&[("affinity", 130, Some(AFFINITY_RULE_YAML))]),
+        testkit::chain_of(&[("affinity", 130, Some(AFFINITY_RULE_YAML))]),
     ));
     chains.push((
         "affinity idc",
-        chain_of(&[("affinity", 130, Some(AFFINITY_IDC_RULE_YAML))]),
+        testkit::chain_of(&[("affinity", 130, Some(AFFINITY_IDC_RULE_YAML))]),
     ));
-    chains.push(("mock", chain_of(&[("mock", -100, None)])));
+    chains.push(("mock", testkit::chain_of(&[("mock", -100, None)])));
     chains.push((
         "group rule",
-        chain_of(&[("group", 200, Some(GROUP_RULE_YAML))]),
+        testkit::chain_of(&[("group", 200, Some(GROUP_RULE_YAML))]),
     ));
     chains.push((
         "every router",
-        chain_of(&[
+        testkit::chain_of(&[
             ("mock", -100, None),
             ("mesh", -50, Some(testkit::MESH_RULE_YAML)),
             ("tag", 100, Some(TAG_RULE_YAML)),
@@ -193,7 +182,8 @@ mod small_universe {
     use routechain::core::{Snapshot, Url};
     use routechain_testkit::edits::{self, Churn};
 
-    use super::{AFFINITY_RULE_YAML, GROUP_RULE_YAML, TAG_RULE_YAML, chain_of, requests};
+    use super::{AFFINITY_RULE_YAML, GROUP_RULE_YAML, TAG_RULE_YAML, requests};
+    use routechain_testkit as testkit;
 
     /// One provider's URL from its choices.
     fn url(choice: (u8, u8, u8, u8, u8, u8, u8)) -> Url {
@@ -235,7 +225,7 @@ mod small_universe {
         let host_tag_rule = format!(
             "{TAG_RULE_YAML}  - name: hosts\n    match:\n      - {{key: version, value: {{exact: '1.1.0'}}}}\n"
         );
-        chain_of(&[
+        testkit::chain_of(&[
             ("mock", -100, None),
             ("mesh", -50, Some(routechain_testkit::MESH_RULE_YAML)),
             ("tag", 100, Some(&host_tag_rule)),
@@ -305,7 +295,7 @@ fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
         (shared_name, "dubbo://10.0.0.9:20880/svc?env=prod", false),
     ];
     for (rule, added, derives) in cases {
-        let chain = chain_of(&[("tag", 100, Some(&rule))]);
+        let chain = testkit::chain_of(&[("tag", 100, Some(&rule))]);
         let snapshot = Arc::new(Snapshot::from_shared(1, base.clone()));
         let state = testkit::build_state(&chain, snapshot.clone()).expect("prepares");
         let (next, edit) = snapshot.edited(2, vec![1], urls(&[added]));
@@ -328,19 +318,14 @@ fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
     }
 }
 
-/// A chain of `entries` (each a router type and its rule, indented under `rule:`).
+/// A chain of `entries` (each a router type and its rule), at priorities 100, 101…
 fn ruled_chain(entries: &[(&str, &str)]) -> String {
-    let mut text = format!("service: {}\nrouters:\n", testkit::SERVICE);
-    for (i, (type_name, rule)) in entries.iter().enumerate() {
-        text.push_str(&format!(
-            "  - type: {type_name}\n    priority: {}\n    rule:\n",
-            100 + i
-        ));
-        for line in rule.lines() {
-            text.push_str(&format!("      {line}\n"));
-        }
-    }
-    text
+    let entries: Vec<(&str, i32, Option<&str>)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (type_name, rule))| (*type_name, 100 + i as i32, Some(*rule)))
+        .collect();
+    testkit::chain_of(&entries)
 }
 
 /// Condition rules over the testkit's providers: method, argument, attachment and consumer
