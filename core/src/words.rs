@@ -196,7 +196,8 @@ fn any_word(n: usize, word: impl Fn(usize) -> u64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super as k;
+    use super::plain;
     use proptest::prelude::*;
 
     fn bits(words: &[u64]) -> Vec<bool> {
@@ -226,32 +227,32 @@ mod tests {
             let run = |f: &dyn Fn(&mut [u64])| { let mut v = c.clone(); f(&mut v); bits(&v) };
             let runp = |f: &dyn Fn(&mut [u64])| { let mut v = c.clone(); f(&mut v); bits(&v) };
 
-            prop_assert_eq!(run(&|v| and(v, &a)), model(&|i| cb[i] && ab[i]));
+            prop_assert_eq!(run(&|v| k::and(v, &a)), model(&|i| cb[i] && ab[i]));
             prop_assert_eq!(runp(&|v| plain::and(v, &a)), model(&|i| cb[i] && ab[i]));
-            prop_assert_eq!(run(&|v| or(v, &a)), model(&|i| cb[i] || ab[i]));
-            prop_assert_eq!(run(&|v| and_not(v, &x)), model(&|i| cb[i] && !xb[i]));
-            prop_assert_eq!(run(&|v| and_and_not(v, &a, &x)), model(&|i| cb[i] && ab[i] && !xb[i]));
-            prop_assert_eq!(run(&|v| and_and(v, &a, &b)), model(&|i| cb[i] && ab[i] && bb[i]));
+            prop_assert_eq!(run(&|v| k::or(v, &a)), model(&|i| cb[i] || ab[i]));
+            prop_assert_eq!(run(&|v| k::and_not(v, &x)), model(&|i| cb[i] && !xb[i]));
+            prop_assert_eq!(run(&|v| k::and_and_not(v, &a, &x)), model(&|i| cb[i] && ab[i] && !xb[i]));
+            prop_assert_eq!(run(&|v| k::and_and(v, &a, &b)), model(&|i| cb[i] && ab[i] && bb[i]));
             prop_assert_eq!(
-                run(&|v| and_and_and_not(v, &a, &b, &x)),
+                run(&|v| k::and_and_and_not(v, &a, &b, &x)),
                 model(&|i| cb[i] && ab[i] && bb[i] && !xb[i])
             );
             let mut v = c.clone();
-            let left = and_any(&mut v, &b);
+            let left = k::and_any(&mut v, &b);
             prop_assert_eq!(bits(&v), model(&|i| cb[i] && bb[i]));
             prop_assert_eq!(left, (0..cb.len()).any(|i| cb[i] && bb[i]));
 
             for set in [&c, &sparse] {
                 let sb = bits(set);
                 let some = |f: &dyn Fn(usize) -> bool| (0..sb.len()).any(f);
-                prop_assert_eq!(any(set), some(&|i| sb[i]));
+                prop_assert_eq!(k::any(set), some(&|i| sb[i]));
                 prop_assert_eq!(plain::any(set), some(&|i| sb[i]));
-                prop_assert_eq!(any_and(set, &b), some(&|i| sb[i] && bb[i]));
-                prop_assert_eq!(any_and_not(set, &x), some(&|i| sb[i] && !xb[i]));
-                prop_assert_eq!(any_and_and_not(set, &b, &x), some(&|i| sb[i] && bb[i] && !xb[i]));
-                prop_assert_eq!(any_and_and(set, &a, &b), some(&|i| sb[i] && ab[i] && bb[i]));
+                prop_assert_eq!(k::any_and(set, &b), some(&|i| sb[i] && bb[i]));
+                prop_assert_eq!(k::any_and_not(set, &x), some(&|i| sb[i] && !xb[i]));
+                prop_assert_eq!(k::any_and_and_not(set, &b, &x), some(&|i| sb[i] && bb[i] && !xb[i]));
+                prop_assert_eq!(k::any_and_and(set, &a, &b), some(&|i| sb[i] && ab[i] && bb[i]));
                 prop_assert_eq!(
-                    any_and_and_and_not(set, &a, &b, &x),
+                    k::any_and_and_and_not(set, &a, &b, &x),
                     some(&|i| sb[i] && ab[i] && bb[i] && !xb[i])
                 );
             }
@@ -264,13 +265,13 @@ mod tests {
             for at in 0..len {
                 let mut v = vec![0u64; len];
                 v[at] = 1 << (at % 64);
-                assert!(any(&v), "{len} {at}");
-                assert!(any_and(&v, &vec![!0; len]), "{len} {at}");
+                assert!(k::any(&v), "{len} {at}");
+                assert!(k::any_and(&v, &vec![!0; len]), "{len} {at}");
                 let mut c = vec![!0u64; len];
-                assert!(and_any(&mut c, &v));
+                assert!(k::and_any(&mut c, &v));
                 assert_eq!(c, v);
             }
-            assert!(!any(&vec![0; len]));
+            assert!(!k::any(&vec![0; len]));
         }
     }
 }
