@@ -11,6 +11,7 @@
 //!
 //! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -172,14 +173,18 @@ pub fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>
 }
 
 /// The documents of one rule value: a list of documents, one document (a mapping), or the
-/// multi-document text itself. An error locates a YAML problem inside a text.
-fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath)>, RuleError> {
+/// multi-document text itself. An error locates a YAML problem inside a text. The
+/// documents of a list are borrowed, not copied (a large rule's value is held once).
+fn documents_of<'v>(
+    value: &'v Value,
+    path: &FieldPath,
+) -> Result<Vec<(Cow<'v, Value>, FieldPath)>, RuleError> {
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items
             .iter()
             .enumerate()
-            .map(|(i, d)| (d.clone(), path.index(i)))
+            .map(|(i, d)| (Cow::Borrowed(d), path.index(i)))
             .collect()),
         Value::String(text) => {
             let doc = YamlDoc::parse_stream("rule text", text).map_err(|e| {
@@ -191,12 +196,16 @@ fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath
                     ),
                 )
             })?;
-            let Value::Array(items) = doc.value().clone() else {
+            let Some(Value::Array(items)) = doc.value_at(&FieldPath::root()) else {
                 return Ok(Vec::new());
             };
-            Ok(items.into_iter().map(|d| (d, path.clone())).collect())
+            drop(doc);
+            Ok(items
+                .into_iter()
+                .map(|d| (Cow::Owned(d), path.clone()))
+                .collect())
         }
-        other => Ok(vec![(other.clone(), path.clone())]),
+        other => Ok(vec![(Cow::Borrowed(other), path.clone())]),
     }
 }
 
@@ -204,8 +213,12 @@ fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath
 /// application: what a config-center update does (apply, clear, or refuse with errors).
 pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOutcome> {
     let root = FieldPath::root();
-    match documents_of(doc.value(), &root) {
-        Ok(docs) => rule::read_documents(docs.iter().map(|(v, p)| (v, p.clone())), tracing_prefix),
+    // Built for this reading only, not kept with the document.
+    let value = doc.value_at(&root).unwrap_or(Value::Null);
+    match documents_of(&value, &root) {
+        Ok(docs) => {
+            rule::read_documents(docs.iter().map(|(v, p)| (&**v, p.clone())), tracing_prefix)
+        }
         Err(e) => Checked {
             result: Err(vec![e]),
             warnings: Vec::new(),
@@ -239,7 +252,7 @@ fn read_app(
 ) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
     let docs = documents_of(value, path).map_err(|e| vec![e])?;
     let checked = rule::read_documents(
-        docs.iter().map(|(v, p)| (v, p.clone())),
+        docs.iter().map(|(v, p)| (&**v, p.clone())),
         options.tracing_prefix.as_deref(),
     );
     warnings.extend(checked.warnings);
@@ -305,7 +318,7 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
             value if from_config_center(spec) => {
                 let checked = match documents_of(value, doc.path) {
                     Ok(docs) => rule::read_documents(
-                        docs.iter().map(|(v, p)| (v, p.clone())),
+                        docs.iter().map(|(v, p)| (&**v, p.clone())),
                         options.tracing_prefix.as_deref(),
                     ),
                     Err(e) => Checked {
