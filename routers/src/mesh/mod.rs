@@ -233,8 +233,9 @@ fn read_static(
     path: &FieldPath,
     options: &MeshOptions,
     warnings: &mut Vec<RuleError>,
+    fetch: rule::Fetch<'_>,
 ) -> Result<Arc<AppRule>, Vec<RuleError>> {
-    read_app(value, path, options, warnings, false)?
+    read_app(value, path, options, warnings, false, fetch)?
         .ok_or_else(|| vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)])
 }
 
@@ -249,11 +250,13 @@ fn read_app(
     options: &MeshOptions,
     warnings: &mut Vec<RuleError>,
     clearable: bool,
+    fetch: rule::Fetch<'_>,
 ) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
     let docs = documents_of(value, path).map_err(|e| vec![e])?;
-    let checked = rule::read_documents(
+    let checked = rule::read_documents_with(
         docs.iter().map(|(v, p)| (&**v, p.clone())),
         options.tracing_prefix.as_deref(),
+        fetch,
     );
     warnings.extend(checked.warnings);
     match checked.result? {
@@ -272,15 +275,41 @@ fn from_config_center(spec: &RouterSpec<'_>) -> bool {
         .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
 }
 
+/// True for the path (from the rule) of a route detail of a standard document, in a rule
+/// that is one document or a list of documents: what the reader builds one at a time.
+fn is_route_detail(path: &FieldPath) -> bool {
+    use routechain_core::PathSegment::{Index, Key};
+    let detail = |p: &[routechain_core::PathSegment]| {
+        matches!(p, [Key(s), Key(d), Index(_), Key(r), Index(_)]
+            if s == "spec" && d == "dubbo" && r == "routedetail")
+    };
+    match &path.0[..] {
+        [Index(_), rest @ ..] => detail(rest),
+        all => detail(all),
+    }
+}
+
 /// Compiles a `mesh` entry: its options and rule, every error and warning located by field
 /// path. What `routechain check` shows for a mesh entry.
 pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let options = read_options(&spec.entry.value(), spec.entry.path, &mut errors);
-    let rules = match spec.rule {
+    // The rule as a value with each route detail a placeholder, built when it is read: the
+    // reader walks values, and a value takes about 25 times the text of a rule of many
+    // small mappings.
+    let placeholder = Value::Array(Vec::new());
+    let rule_value = spec
+        .rule
+        .map(|doc| doc.value_eliding(&is_route_detail, &placeholder));
+    let fetch = |at: &FieldPath| {
+        let doc = spec.rule?;
+        let relative = at.0.strip_prefix(&doc.path.0[..])?;
+        doc.tree_value_at(&FieldPath(relative.to_vec()))
+    };
+    let rules = match spec.rule.zip(rule_value.as_deref()) {
         None => AppRules::None,
-        Some(doc) => match &*doc.value() {
+        Some((doc, rule_value)) => match rule_value {
             Value::Object(map)
                 if map.contains_key(APPLICATIONS_KEY) && !map.contains_key("kind") =>
             {
@@ -298,6 +327,7 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                                 &options,
                                 &mut warnings,
                                 clearable,
+                                &fetch,
                             ) {
                                 Ok(Some(r)) => {
                                     per_app.insert(app.clone(), r);
@@ -317,9 +347,10 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
             // A config-center node (the entry names no rule of its own): its text may clear.
             value if from_config_center(spec) => {
                 let checked = match documents_of(value, doc.path) {
-                    Ok(docs) => rule::read_documents(
+                    Ok(docs) => rule::read_documents_with(
                         docs.iter().map(|(v, p)| (&**v, p.clone())),
                         options.tracing_prefix.as_deref(),
+                        &fetch,
                     ),
                     Err(e) => Checked {
                         result: Err(vec![e]),
@@ -336,7 +367,7 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                     }
                 }
             }
-            value => match read_static(value, doc.path, &options, &mut warnings) {
+            value => match read_static(value, doc.path, &options, &mut warnings, &fetch) {
                 Ok(r) => AppRules::Every(r),
                 Err(mut es) => {
                     errors.append(&mut es);
