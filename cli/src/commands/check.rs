@@ -458,7 +458,9 @@ pub fn check_rule(
         Err(es) => {
             report.problems = lint::invalid(es.iter().map(|e| doc.locate_error(e)));
         }
-        Ok(_) => {
+        Ok(router) => {
+            // Not kept while the lints compile the rule again (a large rule held twice).
+            drop(router);
             report.what = format!("{ty} rule");
             let rule = RuleRef {
                 type_name: ty,
@@ -512,7 +514,9 @@ fn check_chain(
     for def in &chain.entries {
         match chain.compile_entry(registry, def, RuleOverride::Own) {
             Err(es) => report.problems.extend(lint::invalid(es)),
-            Ok(_) => {
+            Ok(entry) => {
+                // Not kept while the lints compile the rule again (a large rule held twice).
+                drop(entry);
                 routers += 1;
                 let inline = def.path().key("rule");
                 let rule = match &def.rule {

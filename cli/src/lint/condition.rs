@@ -11,7 +11,7 @@
 use routechain::core::TypedFactory;
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
 use routechain::routers::condition::parser::{Side, parse_match, parse_text_condition};
-use routechain::routers::condition::{ConditionRouter, ConditionRule, SourceText};
+use routechain::routers::condition::{ConditionRouter, ConditionRule, SourceText, condition_texts};
 
 use super::{Code, Problem, RuleRef};
 
@@ -24,19 +24,21 @@ struct Text<'a> {
     index: usize,
 }
 
-/// The texts of a compiled condition rule: (condition index, text, `None` for a v3.0
-/// `when => then` text or the side of a v3.1 `match`).
-pub fn texts(rule: &ConditionRule) -> Vec<(usize, &SourceText, Option<Side>)> {
-    rule.conditions
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| {
-            c.source
-                .texts()
-                .into_iter()
-                .map(move |(t, side)| (i, t, side))
-        })
-        .collect()
+/// The texts of condition `index` of the compiled rule `def`, read again from the document
+/// (the compiled rule keeps none): `None` for a v3.0 `when => then` text or the side of a
+/// v3.1 `match`; a v3.1 destination without `match` is `(None, Some(Side::Then))`, so each
+/// destination has its entry. Read one condition at a time: a rule of 100,000 conditions
+/// never has every text and path copied at once.
+pub fn texts(
+    rule: RuleRef<'_>,
+    def: &ConditionRule,
+    index: usize,
+) -> Vec<(Option<SourceText>, Option<Side>)> {
+    let path = rule.path.key("conditions").index(index);
+    match rule.doc.value_at(&path) {
+        Some(item) => condition_texts(def.version, &item, &path),
+        None => Vec::new(),
+    }
 }
 
 /// The compiled condition rule, when it compiles (otherwise the router reports its errors).
@@ -47,14 +49,15 @@ pub fn definition(rule: RuleRef<'_>) -> Option<ConditionRule> {
         .ok()
 }
 
-/// Every text lint of a condition rule.
-pub fn lint(rule: RuleRef<'_>) -> Vec<Problem> {
-    let Some(def) = definition(rule) else {
-        return Vec::new();
-    };
+/// Every text lint of a condition rule, `def` its compiled form.
+pub fn lint(rule: RuleRef<'_>, def: &ConditionRule) -> Vec<Problem> {
     let mut out = Vec::new();
-    for (index, field, side) in texts(&def) {
-        lint_text(rule, &Text { field, side, index }, &mut out);
+    for index in 0..def.conditions.len() {
+        for (field, side) in texts(rule, def, index) {
+            if let Some(field) = &field {
+                lint_text(rule, &Text { field, side, index }, &mut out);
+            }
+        }
     }
     out
 }
@@ -250,14 +253,17 @@ mod tests {
         let yaml = format!("conditions:\n  - \"{text}\"\n");
         let doc = YamlDoc::parse("t.yaml", &yaml).unwrap();
         let root = FieldPath::root();
-        lint(RuleRef {
+        let rule = RuleRef {
             type_name: "condition",
             doc: &doc,
             path: &root,
-        })
-        .into_iter()
-        .map(|p| (p.code.as_str(), p.error.location.column))
-        .collect()
+        };
+        definition(rule)
+            .map(|def| lint(rule, &def))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| (p.code.as_str(), p.error.location.column))
+            .collect()
     }
 
     #[test]
@@ -316,7 +322,9 @@ mod tests {
             let yaml = format!("conditions:\n  - {:?}\n", text);
             if let Ok(doc) = YamlDoc::parse("t.yaml", &yaml) {
                 let root = FieldPath::root();
-                for p in lint(RuleRef { type_name: "condition", doc: &doc, path: &root }) {
+                let rule = RuleRef { type_name: "condition", doc: &doc, path: &root };
+                let problems = definition(rule).map(|def| lint(rule, &def)).unwrap_or_default();
+                for p in problems {
                     proptest::prop_assert!(p.error.location.line == 2);
                 }
             }

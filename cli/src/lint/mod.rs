@@ -269,8 +269,10 @@ impl RuleRef<'_> {
 /// The lints that need only the rule itself (no provider list).
 pub fn lint_rule(rule: RuleRef<'_>) -> Vec<Problem> {
     let mut out = fields::lint(rule);
-    if rule.type_name == "condition" {
-        out.extend(condition::lint(rule));
+    if rule.type_name == "condition"
+        && let Some(def) = condition::definition(rule)
+    {
+        out.extend(condition::lint(rule, &def));
     }
     out
 }

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use routechain::core::TypedFactory;
 use routechain::core::{Snapshot, Url};
-use routechain::routers::condition::Action;
-use routechain::routers::condition::SourceText;
 use routechain::routers::condition::matcher::{Key, Pattern, Term};
+use routechain::routers::condition::parser::Side;
+use routechain::routers::condition::{Action, SourceText};
 use routechain::routers::group::{GroupRouter, group_names};
 use routechain::routers::tag::{HostPort, TagRouter};
 use serde_json::Value;
@@ -74,30 +74,34 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
         return out;
     };
     let compiled = &def;
-    // The then-part texts, in order: one per v3.0 condition, one per v3.1 destination.
-    let then_texts: Vec<_> = texts(&def)
-        .into_iter()
-        .filter(|(_, _, side)| side != &Some(routechain::routers::condition::parser::Side::When))
-        .collect();
-    let mut then_text = then_texts.iter();
     let n = providers.len();
     let mut then_sets: Vec<Option<Vec<usize>>> = Vec::new();
     for (i, cond) in compiled.conditions.iter().enumerate() {
         let parts: Vec<&[Term]> = match &cond.action {
-            Action::Then(terms) => vec![terms.as_slice()],
+            Action::Then(terms) => vec![&terms[..]],
             Action::Destinations(ds) => ds.iter().map(|d| d.terms.as_slice()).collect(),
             Action::Blocklist | Action::TrafficDisabled => Vec::new(),
         };
+        // The then-part texts of this condition, in order: its v3.0 text, or one per v3.1
+        // destination (read from the document: the compiled rule keeps none).
+        let then_texts: Vec<Option<SourceText>> = if parts.is_empty() {
+            Vec::new()
+        } else {
+            texts(rule, compiled, i)
+                .into_iter()
+                .filter(|(_, side)| side != &Some(Side::When))
+                .map(|(text, _)| text)
+                .collect()
+        };
         let mut set = None;
-        for terms in parts {
-            let Some((_, field, _)) = then_text.next() else {
-                break;
-            };
+        for (terms, field) in parts.into_iter().zip(&then_texts) {
             if unresolved(terms, consumer) {
                 continue;
             }
-            for t in terms {
-                value_lints(rule, field, t, providers, consumer, &mut out);
+            if let Some(field) = field {
+                for t in terms {
+                    value_lints(rule, field, t, providers, consumer, &mut out);
+                }
             }
             let keep = kept(terms, providers, consumer);
             if keep.is_empty() && !terms.is_empty() {
@@ -106,10 +110,12 @@ fn condition(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) ->
                 } else {
                     "with `force: false` it is ignored and every provider stays"
                 };
+                // A part with terms was parsed from a text, so `field` is there.
+                let path = field.as_ref().map_or(rule.path, |f| &f.path);
                 let problem = Problem::at(
                     Code::ThenMatchesNoProvider,
                     rule.doc,
-                    &field.path,
+                    path,
                     None,
                     format!(
                         "condition #{i}: the then-part matches none of the {n} providers; {effect}"
@@ -422,4 +428,45 @@ fn affinity(rule: RuleRef<'_>, providers: &Snapshot) -> Vec<Problem> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use routechain::core::FieldPath;
+    use routechain::rules::YamlDoc;
+
+    /// `(code, line, column)` of the provider lints of the condition rule `yaml`.
+    fn located(yaml: &str) -> Vec<(&'static str, usize, usize)> {
+        let doc = YamlDoc::parse("r.yaml", yaml).unwrap();
+        let root = FieldPath::root();
+        let rule = RuleRef {
+            type_name: "condition",
+            doc: &doc,
+            path: &root,
+        };
+        let providers = Snapshot::parse_lines(1, "dubbo://10.0.0.1:20880/svc?version=1\n").unwrap();
+        lint(rule, &providers, None)
+            .into_iter()
+            .map(|p| {
+                let l = p.error.location;
+                (p.code.as_str(), l.line, l.column)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_then_part_is_located_in_its_own_text() {
+        // A blocklist condition before (its text has no then-part) ...
+        let v30 = "conditions:\n  - a = 1 => false\n  - b = 2 => version = 9\n";
+        assert_eq!(
+            located(v30),
+            [("RC203", 3, 24), ("RC204", 3, 5)],
+            "condition #1's then-part is in line 3"
+        );
+        // ... and a v3.1 destination without `match` before.
+        let v31 = "configVersion: v3.1\nconditions:\n  - to:\n      - weight: 10\n      \
+                   - match: version=9\n";
+        assert_eq!(located(v31), [("RC203", 5, 24), ("RC204", 5, 16)]);
+    }
 }

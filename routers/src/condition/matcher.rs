@@ -2,24 +2,28 @@
 //! match/mismatch sets ([`Term`]).
 //!
 //! Everything here is built once when a rule is compiled. Matching a value is a few byte
-//! compares: no allocation, no regex.
+//! compares: no allocation, no regex. Key names and values are `Arc<str>` shared through
+//! the rule (the parser interns them), so a name written in 10,000 conditions is stored
+//! once.
+
+use std::sync::Arc;
 
 use routechain_core::{Request, Url};
 
 /// Where a key's value comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Key {
     /// `method` / `methods` in a when-part: the request's method (the consumer URL's
     /// parameter of that name when the request has no method, as Dubbo with no invocation).
-    Method(Box<str>),
+    Method(Arc<str>),
     /// `arguments[n]` in a when-part: the string form of argument `n`.
     Argument(usize),
     /// `attachments[k]` in a when-part: attachment `k`.
-    Attachment(Box<str>),
+    Attachment(Arc<str>),
     /// Any other key in a when-part: the consumer URL (parameters and derived keys).
-    Consumer(Box<str>),
+    Consumer(Arc<str>),
     /// Any key in a then-part: each provider URL (parameters and derived keys).
-    Provider(Box<str>),
+    Provider(Arc<str>),
     /// A key whose value is never present: `arguments`/`attachments` without a valid
     /// `[...]`, or either of them in a then-part (a provider has no invocation).
     Absent,
@@ -53,14 +57,14 @@ impl Key {
 }
 
 /// A value pattern.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Pattern {
     /// `*`: any value.
     Any,
     /// An exact, case-sensitive value.
-    Exact(Box<str>),
+    Exact(Arc<str>),
     /// A glob with one or more `*`.
-    Glob(Box<str>),
+    Glob(Arc<str>),
     /// An inclusive integer range `a~b`, `~b` or `a~`.
     Range {
         /// Lower bound, if any.
@@ -69,7 +73,7 @@ pub enum Pattern {
         high: Option<i64>,
     },
     /// `$name` in a then-part: the consumer URL's value of `name`, itself matched as a glob.
-    ConsumerRef(Box<str>),
+    ConsumerRef(Arc<str>),
 }
 
 impl Pattern {
@@ -136,16 +140,16 @@ pub fn in_range(low: Option<i64>, high: Option<i64>, value: &str) -> bool {
 }
 
 /// One key of a condition side with its `=` patterns and `!=` patterns.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Term {
     /// The key as written (after `consumer.`/`provider.` removal).
-    pub name: Box<str>,
+    pub name: Arc<str>,
     /// Where the value comes from.
     pub key: Key,
     /// `=` patterns.
-    pub matches: Vec<Pattern>,
+    pub matches: Box<[Pattern]>,
     /// `!=` patterns.
-    pub mismatches: Vec<Pattern>,
+    pub mismatches: Box<[Pattern]>,
 }
 
 impl Term {

@@ -38,8 +38,8 @@ use routechain_core::{
 
 pub use self::prepared::PreparedCondition;
 pub use self::rule::{
-    Action, Condition, ConditionRule, ConditionSource, ConfigVersion, DEFAULT_DESTINATION_WEIGHT,
-    Destination, RawConditionRule, Scope, SourceText,
+    Action, Condition, ConditionRule, ConfigVersion, DEFAULT_DESTINATION_WEIGHT, Destination,
+    RawConditionRule, Scope, SourceText, condition_texts,
 };
 
 /// Dubbo's priority of a service-scope condition rule (and of an entry without a rule).

@@ -7,6 +7,9 @@
 //! last set. Errors name the condition index, the offending token and its character offset
 //! in the text as written (before `consumer.`/`provider.` removal).
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
 use routechain_core::{FieldPath, RuleError};
 
 use super::matcher::{Key, Pattern, Term};
@@ -29,10 +32,11 @@ pub struct TextCondition {
     pub then: Option<Vec<Term>>,
 }
 
-/// Where a text is, to locate errors: the field, the condition index, and the
+/// Where a text is, to locate errors: the field (built only when an error is reported, so
+/// a rule of 100,000 sound conditions builds no path), the condition index, and the
 /// original character offset of every character of the text being parsed.
 struct Located<'a> {
-    path: &'a FieldPath,
+    path: &'a dyn Fn() -> FieldPath,
     index: usize,
     offsets: &'a [usize],
 }
@@ -46,10 +50,42 @@ impl Located<'_> {
             .copied()
             .unwrap_or(0);
         RuleError::at_offset(
-            self.path.clone(),
+            (self.path)(),
             offset,
             format!("condition #{}: {message}", self.index),
         )
+    }
+}
+
+/// The strings and then-parts of one rule, shared: every key name and then-part value is
+/// stored once per rule (`region` written in 10,000 conditions is one `Arc<str>`), and so
+/// is every distinct then-part (which the preparation then resolves once). Dropped when the
+/// rule is compiled.
+#[derive(Default)]
+pub struct Interner {
+    strings: HashSet<Arc<str>>,
+    parts: HashSet<Arc<[Term]>>,
+}
+
+impl Interner {
+    /// The rule's copy of `s`.
+    pub fn str(&mut self, s: &str) -> Arc<str> {
+        if let Some(shared) = self.strings.get(s) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(s);
+        self.strings.insert(shared.clone());
+        shared
+    }
+
+    /// The rule's copy of the terms of a then-part (or a v3.1 destination).
+    pub fn part(&mut self, terms: Vec<Term>) -> Arc<[Term]> {
+        if let Some(shared) = self.parts.get(terms.as_slice()) {
+            return shared.clone();
+        }
+        let shared: Arc<[Term]> = Arc::from(terms);
+        self.parts.insert(shared.clone());
+        shared
     }
 }
 
@@ -78,6 +114,16 @@ pub fn parse_text_condition(
     path: &FieldPath,
     index: usize,
 ) -> Result<TextCondition, Vec<RuleError>> {
+    parse_text_in(text, &|| path.clone(), index, &mut Interner::default())
+}
+
+/// [`parse_text_condition`] with the rule's [`Interner`], the path built on an error only.
+pub(super) fn parse_text_in(
+    text: &str,
+    path: &dyn Fn() -> FieldPath,
+    index: usize,
+    interner: &mut Interner,
+) -> Result<TextCondition, Vec<RuleError>> {
     let mut chars: Vec<char> = text.chars().collect();
     let mut offsets: Vec<usize> = (0..chars.len()).collect();
     // Two more copies of the text only when there is something to remove.
@@ -104,15 +150,17 @@ pub fn parse_text_condition(
     let when_terms = match side_text(&chars, when) {
         None => Vec::new(),
         Some((s, e)) if is_word(&chars[s..e], "true") => Vec::new(),
-        Some((s, e)) => parse_terms(&chars[s..e], s, Side::When, &loc).unwrap_or_else(|mut es| {
-            errors.append(&mut es);
-            Vec::new()
-        }),
+        Some((s, e)) => {
+            parse_terms(&chars[s..e], s, Side::When, &loc, interner).unwrap_or_else(|mut es| {
+                errors.append(&mut es);
+                Vec::new()
+            })
+        }
     };
     let then_terms = match side_text(&chars, then) {
         None => None,
         Some((s, e)) if is_word(&chars[s..e], "false") => None,
-        Some((s, e)) => match parse_terms(&chars[s..e], s, Side::Then, &loc) {
+        Some((s, e)) => match parse_terms(&chars[s..e], s, Side::Then, &loc, interner) {
             Ok(t) => Some(t),
             Err(mut es) => {
                 errors.append(&mut es);
@@ -138,6 +186,23 @@ pub fn parse_match(
     path: &FieldPath,
     index: usize,
 ) -> Result<Vec<Term>, Vec<RuleError>> {
+    parse_match_in(
+        text,
+        side,
+        &|| path.clone(),
+        index,
+        &mut Interner::default(),
+    )
+}
+
+/// [`parse_match`] with the rule's [`Interner`], the path built on an error only.
+pub(super) fn parse_match_in(
+    text: &str,
+    side: Side,
+    path: &dyn Fn() -> FieldPath,
+    index: usize,
+    interner: &mut Interner,
+) -> Result<Vec<Term>, Vec<RuleError>> {
     let chars: Vec<char> = text.chars().collect();
     let offsets: Vec<usize> = (0..chars.len()).collect();
     let loc = Located {
@@ -152,7 +217,7 @@ pub fn parse_match(
     match side_text(&chars, (0, chars.len())) {
         None => Ok(Vec::new()),
         Some((s, e)) if is_word(&chars[s..e], word) => Ok(Vec::new()),
-        Some((s, e)) => parse_terms(&chars[s..e], s, side, &loc),
+        Some((s, e)) => parse_terms(&chars[s..e], s, side, &loc, interner),
     }
 }
 
@@ -202,15 +267,35 @@ fn tokens(chars: &[char]) -> Vec<(usize, String, String)> {
     out
 }
 
+/// A term being read: its `=` and `!=` patterns still growing.
+struct TermBuilder {
+    name: Arc<str>,
+    key: Key,
+    matches: Vec<Pattern>,
+    mismatches: Vec<Pattern>,
+}
+
+impl TermBuilder {
+    /// The `=` (`is_match`) or `!=` patterns.
+    fn patterns(&mut self, is_match: bool) -> &mut Vec<Pattern> {
+        if is_match {
+            &mut self.matches
+        } else {
+            &mut self.mismatches
+        }
+    }
+}
+
 fn parse_terms(
     chars: &[char],
     base: usize,
     side: Side,
     loc: &Located<'_>,
+    interner: &mut Interner,
 ) -> Result<Vec<Term>, Vec<RuleError>> {
-    let mut terms: Vec<Term> = Vec::new();
+    let mut terms: Vec<TermBuilder> = Vec::new();
     // Each key's term, so a side of 100,000 keys is read in linear time.
-    let mut by_name: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut by_name: HashMap<Arc<str>, usize> = HashMap::new();
     let mut errors = Vec::new();
     // The term being filled, and which of its sets the last value went to.
     let mut current: Option<usize> = None;
@@ -219,7 +304,6 @@ fn parse_terms(
         let at = base + start;
         match sep.as_str() {
             "" | "&" => {
-                let key = make_key(&content, side);
                 let existing = by_name.get(content.as_str()).copied();
                 let i = match existing {
                     // `&` reopens a key named before; a key with no separator replaces it.
@@ -230,10 +314,11 @@ fn parse_terms(
                         i
                     }
                     None => {
-                        by_name.insert(content.to_string(), terms.len());
-                        terms.push(Term {
-                            name: content.as_str().into(),
-                            key,
+                        let name = interner.str(&content);
+                        by_name.insert(name.clone(), terms.len());
+                        terms.push(TermBuilder {
+                            key: make_key(&name, side, interner),
+                            name,
                             matches: Vec::new(),
                             mismatches: Vec::new(),
                         });
@@ -252,8 +337,8 @@ fn parse_terms(
                     continue;
                 };
                 let is_match = sep == "=";
-                match make_pattern(&content, side) {
-                    Ok(p) => patterns(&mut terms[i], is_match).push(p),
+                match make_pattern(&content, side, interner) {
+                    Ok(p) => terms[i].patterns(is_match).push(p),
                     Err(m) => errors.push(loc.error(at + sep.len(), m)),
                 }
                 last_set = Some(is_match);
@@ -269,8 +354,8 @@ fn parse_terms(
                     ));
                     continue;
                 };
-                match make_pattern(&content, side) {
-                    Ok(p) => patterns(&mut terms[i], is_match).push(p),
+                match make_pattern(&content, side, interner) {
+                    Ok(p) => terms[i].patterns(is_match).push(p),
                     Err(m) => errors.push(loc.error(at + 1, m)),
                 }
             }
@@ -283,33 +368,27 @@ fn parse_terms(
     if errors.is_empty() {
         // Sized to what they hold: a rule of 10,000 conditions keeps no growth slack (a
         // vector's first push reserves four elements).
-        terms.shrink_to_fit();
-        for t in &mut terms {
-            t.matches.shrink_to_fit();
-            t.mismatches.shrink_to_fit();
-        }
-        Ok(terms)
+        let mut out = Vec::with_capacity(terms.len());
+        out.extend(terms.into_iter().map(|t| Term {
+            name: t.name,
+            key: t.key,
+            matches: t.matches.into_boxed_slice(),
+            mismatches: t.mismatches.into_boxed_slice(),
+        }));
+        Ok(out)
     } else {
         Err(errors)
     }
 }
 
-/// The `=` (`is_match`) or `!=` patterns of `term`.
-fn patterns(term: &mut Term, is_match: bool) -> &mut Vec<Pattern> {
-    if is_match {
-        &mut term.matches
-    } else {
-        &mut term.mismatches
-    }
-}
-
 /// The key a name reads, per side.
-fn make_key(name: &str, side: Side) -> Key {
+fn make_key(shared: &Arc<str>, side: Side, interner: &mut Interner) -> Key {
+    let name: &str = shared;
     let request_key = name.starts_with("arguments") || name.starts_with("attachments");
     match side {
         Side::Then if request_key => Key::Absent,
-        Side::Then => Key::Provider(name.into()),
-        Side::When if name == "method" || name == "methods" => Key::Method(name.into()),
+        Side::Then => Key::Provider(shared.clone()),
+        Side::When if name == "method" || name == "methods" => Key::Method(shared.clone()),
         Side::When if name.starts_with("arguments") => {
             // As Dubbo: the part before the first `.` holds `arguments[<digits>]`.
             let head = name.split('.').next().unwrap_or(name);
@@ -329,14 +408,14 @@ fn make_key(name: &str, side: Side) -> Key {
             name.strip_prefix("attachments[")
                 .and_then(|r| r.rfind(']').map(|e| &r[..e]))
                 .filter(|k| !k.is_empty())
-                .map_or(Key::Absent, |k| Key::Attachment(k.into()))
+                .map_or(Key::Absent, |k| Key::Attachment(interner.str(k)))
         }
-        Side::When => Key::Consumer(name.into()),
+        Side::When => Key::Consumer(shared.clone()),
     }
 }
 
 /// Compiles one value: range, `$name` (then-part), `*`, glob, or exact.
-fn make_pattern(value: &str, side: Side) -> Result<Pattern, String> {
+fn make_pattern(value: &str, side: Side, interner: &mut Interner) -> Result<Pattern, String> {
     if value.contains('~') {
         let bad = || {
             format!(
@@ -363,14 +442,20 @@ fn make_pattern(value: &str, side: Side) -> Result<Pattern, String> {
     if side == Side::Then
         && let Some(name) = value.strip_prefix('$')
     {
-        return Ok(Pattern::ConsumerRef(name.into()));
+        return Ok(Pattern::ConsumerRef(interner.str(name)));
     }
+    // A then-part's values are shared (then-parts repeat, and are stored once); a
+    // when-part's are mostly distinct (`method = mI` per condition), and not looked up.
+    let mut text = |value: &str| match side {
+        Side::Then => interner.str(value),
+        Side::When => Arc::from(value),
+    };
     Ok(if value == "*" {
         Pattern::Any
     } else if value.contains('*') {
-        Pattern::Glob(value.into())
+        Pattern::Glob(text(value))
     } else {
-        Pattern::Exact(value.into())
+        Pattern::Exact(text(value))
     })
 }
 
@@ -390,8 +475,8 @@ mod tests {
         Term {
             name: name.into(),
             key,
-            matches: m,
-            mismatches: mm,
+            matches: m.into(),
+            mismatches: mm.into(),
         }
     }
 
@@ -476,19 +561,22 @@ mod tests {
                 &Key::Absent,
             ]
         );
-        assert_eq!(c.when[0].matches, vec![exact("app")]);
+        assert_eq!(c.when[0].matches.to_vec(), vec![exact("app")]);
         let then = c.then.unwrap();
         assert_eq!(then[0].key, Key::Provider("region".into()));
-        assert_eq!(then[0].matches, vec![Pattern::ConsumerRef("region".into())]);
+        assert_eq!(
+            then[0].matches.to_vec(),
+            vec![Pattern::ConsumerRef("region".into())]
+        );
         assert_eq!(then[1].key, Key::Absent);
     }
 
     #[test]
     fn dollar_is_literal_in_the_when_part() {
         let c = parse("host = $host => host = $host").unwrap();
-        assert_eq!(c.when[0].matches, vec![exact("$host")]);
+        assert_eq!(c.when[0].matches.to_vec(), vec![exact("$host")]);
         assert_eq!(
-            c.then.unwrap()[0].matches,
+            c.then.unwrap()[0].matches.to_vec(),
             vec![Pattern::ConsumerRef("host".into())]
         );
     }

@@ -16,11 +16,13 @@ use super::rule::{Action, ConditionRule};
 
 mod edit;
 
-/// A condition's action over the snapshot.
+/// A condition's action over the snapshot. A v3.0 then-part written alike in several
+/// conditions is one compiled then-part (the parser shares it), resolved once: its set is
+/// shared.
 pub(super) enum PreparedAction {
     Blocklist,
     TrafficDisabled,
-    Then(SetExpr),
+    Then(Arc<SetExpr>),
     Destinations(Vec<(SetExpr, u32)>),
 }
 
@@ -48,10 +50,17 @@ impl PreparedCondition {
     pub fn build(rule: &Arc<ConditionRule>, cx: &PrepareContext<'_>) -> Self {
         let mut indexes = Indexes::new(cx.snapshot);
         let empty_request = Request::new();
-        let conditions = rule
-            .conditions
-            .iter()
-            .map(|c| PreparedCond {
+        // Each distinct then-part once (by the address of its shared terms).
+        let mut shared: HashMap<*const Term, Arc<SetExpr>> = HashMap::new();
+        let mut then_set = |terms: &Arc<[Term]>, indexes: &mut Indexes<'_>| {
+            shared
+                .entry(terms.as_ptr())
+                .or_insert_with(|| Arc::new(indexes.set_expr(terms, cx.consumer)))
+                .clone()
+        };
+        let mut conditions = Vec::with_capacity(rule.conditions.len());
+        conditions.extend(rule.conditions.iter().map(|c| {
+            PreparedCond {
                 consumer_ok: c
                     .when
                     .iter()
@@ -60,17 +69,16 @@ impl PreparedCondition {
                 action: match &c.action {
                     Action::Blocklist => PreparedAction::Blocklist,
                     Action::TrafficDisabled => PreparedAction::TrafficDisabled,
-                    Action::Then(terms) => {
-                        PreparedAction::Then(indexes.set_expr(terms, cx.consumer))
-                    }
+                    Action::Then(terms) => PreparedAction::Then(then_set(terms, &mut indexes)),
                     Action::Destinations(ds) => PreparedAction::Destinations(
                         ds.iter()
                             .map(|d| (indexes.set_expr(&d.terms, cx.consumer), d.weight))
                             .collect(),
                     ),
                 },
-            })
-            .collect();
+            }
+        }));
+        drop(shared);
         PreparedCondition {
             rule: rule.clone(),
             conditions,
@@ -115,7 +123,7 @@ struct KeyIndex {
 /// A glob or range pattern, as a cache key.
 #[derive(PartialEq, Eq, Hash)]
 enum PatternKey {
-    Glob(Box<str>),
+    Glob(Arc<str>),
     Range(Option<i64>, Option<i64>),
 }
 
@@ -293,7 +301,7 @@ impl<'a> Indexes<'a> {
             let no_pattern = term.matches.is_empty() && term.mismatches.is_empty();
             let absent = !no_pattern && !self.any_has(name);
             if absent {
-                self.absent.push(name.clone());
+                self.absent.push(Box::from(&**name));
             }
             if no_pattern || absent {
                 // No pattern, or no provider has the key: whatever the consumer, no provider
@@ -532,7 +540,7 @@ enum DynPat {
     /// A pattern without reference, resolved at prepare time.
     Fixed(ProviderSet),
     /// `$name`.
-    Ref(Box<str>),
+    Ref(Arc<str>),
 }
 
 /// A pattern resolved for one call.

@@ -18,12 +18,14 @@
 //! when they are sound, parses every condition text ([`super::parser`]) into compiled
 //! [`Term`]s, each error located at its field path and character offset.
 
+use std::sync::Arc;
+
 use routechain_core::{FieldPath, RuleError, StickyKey};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::matcher::Term;
-use super::parser::{Side, parse_match, parse_text_condition};
+use super::parser::{Interner, Side, parse_match_in, parse_text_in};
 use crate::dubbo::parse_bool;
 
 /// The weight of a v3.1 destination that names none (Dubbo's default): its share of the
@@ -98,7 +100,9 @@ impl Scope {
 
 /// A condition text as written, with its absolute field path: errors (and the command
 /// line's lints) inside the text are located at a character offset in it
-/// ([`RuleError::at_offset`] at this path).
+/// ([`RuleError::at_offset`] at this path). The compiled rule keeps neither (a rule of
+/// 100,000 conditions would hold every text and path again); [`condition_texts`] reads them
+/// from the document for the lints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceText {
     /// The text.
@@ -111,7 +115,7 @@ pub struct SourceText {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct DestinationText {
     /// `match` (absent: every provider).
-    match_text: Option<SourceText>,
+    match_text: Option<String>,
     /// `weight` (default [`DEFAULT_DESTINATION_WEIGHT`]).
     weight: u32,
 }
@@ -120,16 +124,17 @@ struct DestinationText {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MultiDestText {
     /// `from.match` (absent: every request).
-    from: Option<SourceText>,
+    from: Option<String>,
     /// `to` (absent: traffic disabled).
     to: Option<Vec<DestinationText>>,
 }
 
-/// The conditions of a rule whose fields are sound, texts not yet parsed.
+/// The conditions of a rule whose fields are sound, texts not yet parsed (moved out of the
+/// document as read, not copied; their paths are built only for an error).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum ConditionTexts {
     /// v3.0 text conditions.
-    Text(Vec<SourceText>),
+    Text(Vec<String>),
     /// v3.1 from/to conditions.
     MultiDest(Vec<MultiDestText>),
 }
@@ -140,7 +145,8 @@ pub enum Action {
     /// v3.0 with an empty or `false` then-part: no provider.
     Blocklist,
     /// v3.0: keep the providers matching every term (`force` decides an empty result).
-    Then(Vec<Term>),
+    /// Conditions with the same then-part share it (the rule stores it once).
+    Then(Arc<[Term]>),
     /// v3.1 without `to` (or with an empty `to`): traffic disabled, no provider.
     TrafficDisabled,
     /// v3.1: one non-empty destination, picked with probability weight / sum.
@@ -156,42 +162,45 @@ pub struct Destination {
     pub weight: u32,
 }
 
-/// One compiled condition.
+/// One compiled condition. Its texts are not kept: [`condition_texts`] reads them from the
+/// document.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {
     /// When-part terms (empty: every request).
-    pub when: Vec<Term>,
+    pub when: Box<[Term]>,
     /// What happens when the when-part matches.
     pub action: Action,
-    /// The texts it was compiled from.
-    pub source: ConditionSource,
 }
 
-/// The texts a condition was compiled from, with their field paths.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConditionSource {
-    /// v3.0: the `when => then` text.
-    Text(SourceText),
-    /// v3.1: `from.match` and each destination's `match`, when written.
-    MultiDest {
-        /// `from.match`.
-        from: Option<SourceText>,
-        /// Each destination's `match`, in order.
-        to: Vec<Option<SourceText>>,
-    },
-}
-
-impl ConditionSource {
-    /// Every text with the part it is: `None` for a v3.0 `when => then` text, `Some(side)`
-    /// for a v3.1 `match` (`from` is the when side, a destination the then side).
-    pub fn texts(&self) -> Vec<(&SourceText, Option<Side>)> {
-        match self {
-            ConditionSource::Text(t) => vec![(t, None)],
-            ConditionSource::MultiDest { from, to } => from
-                .iter()
-                .map(|t| (t, Some(Side::When)))
-                .chain(to.iter().flatten().map(|t| (t, Some(Side::Then))))
-                .collect(),
+/// The texts of condition `item` (one element of `conditions`, at `path`) of a rule of
+/// `version`, each with the part it is: `None` for a v3.0 `when => then` text, `Some(side)`
+/// for a v3.1 `match` (`from` is the when side, a destination the then side, one entry per
+/// destination in order, `None` for a destination without `match`). What the compiled rule
+/// was parsed from, read again from the document by the command line's lints.
+pub fn condition_texts(
+    version: ConfigVersion,
+    item: &Value,
+    path: &FieldPath,
+) -> Vec<(Option<SourceText>, Option<Side>)> {
+    let text = |v: Option<&Value>, path: FieldPath| {
+        let text = match v? {
+            Value::String(s) => s.clone(),
+            Value::Bool(b) => b.to_string(),
+            _ => return None,
+        };
+        Some(SourceText { text, path })
+    };
+    match version {
+        ConfigVersion::V30 => vec![(text(Some(item), path.clone()), None)],
+        ConfigVersion::V31 => {
+            let from = item.get("from").and_then(|f| f.get("match"));
+            let mut out = vec![(text(from, path.key("from").key("match")), Some(Side::When))];
+            let to = item.get("to").and_then(Value::as_array);
+            for (j, d) in to.into_iter().flatten().enumerate() {
+                let path = path.key("to").index(j).key("match");
+                out.push((text(d.get("match"), path), Some(Side::Then)));
+            }
+            out
         }
     }
 }
@@ -231,11 +240,11 @@ impl ConditionRule {
     /// document's path. The fields are checked first; the condition texts are parsed only
     /// when the fields are sound (a text error is then located inside its scalar).
     pub fn compile(raw: RawConditionRule, root: &FieldPath) -> Result<Self, Vec<RuleError>> {
+        // The texts are moved out of the raw rule (not copied), and each is dropped once
+        // parsed.
         let v = raw.validate(root)?;
-        // The texts are copied out of the raw rule: it is not kept while they compile.
-        drop(raw);
         Ok(ConditionRule {
-            conditions: parse_conditions(v.conditions)?,
+            conditions: parse_conditions(v.conditions, &root.key("conditions"))?,
             version: v.version,
             scope: v.scope,
             key: v.key,
@@ -256,24 +265,29 @@ impl ConditionRule {
     }
 }
 
-/// Parses every condition text, reporting every problem.
-fn parse_conditions(texts: ConditionTexts) -> Result<Vec<Condition>, Vec<RuleError>> {
+/// Parses every condition text, reporting every problem; `cpath` is the path of
+/// `conditions`. Key names, values and then-parts are shared through the rule's
+/// [`Interner`].
+fn parse_conditions(
+    texts: ConditionTexts,
+    cpath: &FieldPath,
+) -> Result<Vec<Condition>, Vec<RuleError>> {
     let mut errors = Vec::new();
+    let mut interner = Interner::default();
     let mut conditions = Vec::with_capacity(match &texts {
         ConditionTexts::Text(t) => t.len(),
         ConditionTexts::MultiDest(t) => t.len(),
     });
     match texts {
         ConditionTexts::Text(texts) => {
-            for (i, t) in texts.into_iter().enumerate() {
-                match parse_text_condition(&t.text, &t.path, i) {
+            for (i, text) in texts.into_iter().enumerate() {
+                match parse_text_in(&text, &|| cpath.index(i), i, &mut interner) {
                     Ok(c) => conditions.push(Condition {
-                        when: c.when,
+                        when: c.when.into_boxed_slice(),
                         action: match c.then {
                             None => Action::Blocklist,
-                            Some(terms) => Action::Then(terms),
+                            Some(terms) => Action::Then(interner.part(terms)),
                         },
-                        source: ConditionSource::Text(t),
                     }),
                     Err(mut es) => errors.append(&mut es),
                 }
@@ -281,39 +295,37 @@ fn parse_conditions(texts: ConditionTexts) -> Result<Vec<Condition>, Vec<RuleErr
         }
         ConditionTexts::MultiDest(items) => {
             for (i, item) in items.into_iter().enumerate() {
-                let mut parse = |text: &Option<SourceText>, side| match text {
+                let mut parse = |text: Option<&str>, side, path: &dyn Fn() -> FieldPath| match text
+                {
                     None => Vec::new(),
-                    Some(t) => parse_match(&t.text, side, &t.path, i).unwrap_or_else(|mut es| {
-                        errors.append(&mut es);
-                        Vec::new()
-                    }),
+                    Some(t) => {
+                        parse_match_in(t, side, path, i, &mut interner).unwrap_or_else(|mut es| {
+                            errors.append(&mut es);
+                            Vec::new()
+                        })
+                    }
                 };
-                let when = parse(&item.from, Side::When);
+                let when = parse(item.from.as_deref(), Side::When, &|| {
+                    cpath.index(i).key("from").key("match")
+                });
                 let action = match &item.to {
                     None => Action::TrafficDisabled,
                     Some(to) if to.is_empty() => Action::TrafficDisabled,
                     Some(to) => Action::Destinations(
                         to.iter()
-                            .map(|d| Destination {
-                                terms: parse(&d.match_text, Side::Then),
+                            .enumerate()
+                            .map(|(j, d)| Destination {
+                                terms: parse(d.match_text.as_deref(), Side::Then, &|| {
+                                    cpath.index(i).key("to").index(j).key("match")
+                                }),
                                 weight: d.weight,
                             })
                             .collect(),
                     ),
                 };
-                let source = ConditionSource::MultiDest {
-                    from: item.from,
-                    to: item
-                        .to
-                        .into_iter()
-                        .flatten()
-                        .map(|d| d.match_text)
-                        .collect(),
-                };
                 conditions.push(Condition {
-                    when,
+                    when: when.into_boxed_slice(),
                     action,
-                    source,
                 });
             }
         }
@@ -341,8 +353,9 @@ struct Validated {
 }
 
 impl RawConditionRule {
-    /// Checks every field, reporting every problem; `root` is the document's path.
-    fn validate(&self, root: &FieldPath) -> Result<Validated, Vec<RuleError>> {
+    /// Checks every field, reporting every problem; `root` is the document's path. The
+    /// condition texts are moved out of the rule.
+    fn validate(self, root: &FieldPath) -> Result<Validated, Vec<RuleError>> {
         let mut errors = Vec::new();
         let version = match &self.config_version {
             None | Some(Value::Null) => ConfigVersion::V30,
@@ -426,7 +439,7 @@ impl RawConditionRule {
             },
         };
         let cpath = root.key("conditions");
-        let conditions = match &self.conditions {
+        let conditions = match self.conditions {
             None | Some(Value::Null) => {
                 errors.push(RuleError::new(
                     root.clone(),
@@ -444,14 +457,14 @@ impl RawConditionRule {
             Some(Value::Array(items)) => Some(match version {
                 ConfigVersion::V30 => ConditionTexts::Text(
                     items
-                        .iter()
+                        .into_iter()
                         .enumerate()
-                        .filter_map(|(i, item)| text_condition(item, cpath.index(i), &mut errors))
+                        .filter_map(|(i, item)| text_condition(item, &cpath, i, &mut errors))
                         .collect(),
                 ),
                 ConfigVersion::V31 => ConditionTexts::MultiDest(
                     items
-                        .iter()
+                        .into_iter()
                         .enumerate()
                         .filter_map(|(i, item)| multi_dest(item, cpath.index(i), &mut errors))
                         .collect(),
@@ -532,24 +545,20 @@ fn integer(v: &Value) -> Option<i64> {
     }
 }
 
+/// A v3.0 condition text (`conditions[i]`), moved out of the document.
 fn text_condition(
-    item: &Value,
-    path: FieldPath,
+    item: Value,
+    cpath: &FieldPath,
+    i: usize,
     errors: &mut Vec<RuleError>,
-) -> Option<SourceText> {
+) -> Option<String> {
     match item {
-        Value::String(s) => Some(SourceText {
-            text: s.clone(),
-            path,
-        }),
+        Value::String(s) => Some(s),
         // An unquoted `true`/`false` is a YAML boolean; Dubbo reads it as the text.
-        Value::Bool(b) => Some(SourceText {
-            text: b.to_string(),
-            path,
-        }),
+        Value::Bool(b) => Some(b.to_string()),
         Value::Object(_) => {
             errors.push(RuleError::new(
-                path,
+                cpath.index(i),
                 "a v3.0 condition is a text `when => then`; from/to conditions need \
                  `configVersion: v3.1`",
             ));
@@ -557,7 +566,7 @@ fn text_condition(
         }
         other => {
             errors.push(RuleError::new(
-                path,
+                cpath.index(i),
                 format!("a condition is a text `when => then`, found {other}"),
             ));
             None
@@ -566,23 +575,17 @@ fn text_condition(
 }
 
 fn match_text(
-    value: Option<&Value>,
-    path: FieldPath,
+    value: Option<Value>,
+    path: impl FnOnce() -> FieldPath,
     errors: &mut Vec<RuleError>,
-) -> Option<SourceText> {
+) -> Option<String> {
     match value {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(SourceText {
-            text: s.clone(),
-            path,
-        }),
-        Some(Value::Bool(b)) => Some(SourceText {
-            text: b.to_string(),
-            path,
-        }),
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Bool(b)) => Some(b.to_string()),
         Some(other) => {
             errors.push(RuleError::new(
-                path,
+                path(),
                 format!("`match` must be a condition text such as \"env=gray\", found {other}"),
             ));
             None
@@ -590,24 +593,29 @@ fn match_text(
     }
 }
 
-fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<MultiDestText> {
-    let Some(map) = item.as_object() else {
-        errors.push(RuleError::new(
-            path,
-            if item.is_string() {
-                "a v3.1 condition is a mapping with `from` and `to`; text conditions need \
-                 `configVersion: v3.0`"
-                    .to_string()
-            } else {
-                format!("a v3.1 condition is a mapping with `from` and `to`, found {item}")
-            },
-        ));
-        return None;
+fn multi_dest(item: Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Option<MultiDestText> {
+    let mut map = match item {
+        Value::Object(map) => map,
+        item => {
+            errors.push(RuleError::new(
+                path,
+                if item.is_string() {
+                    "a v3.1 condition is a mapping with `from` and `to`; text conditions need \
+                     `configVersion: v3.0`"
+                        .to_string()
+                } else {
+                    format!("a v3.1 condition is a mapping with `from` and `to`, found {item}")
+                },
+            ));
+            return None;
+        }
     };
     let before = errors.len();
-    let from = match map.get("from") {
+    let from = match map.remove("from") {
         None | Some(Value::Null) => None,
-        Some(Value::Object(f)) => match_text(f.get("match"), path.key("from").key("match"), errors),
+        Some(Value::Object(mut f)) => {
+            match_text(f.remove("match"), || path.key("from").key("match"), errors)
+        }
         Some(other) => {
             errors.push(RuleError::new(
                 path.key("from"),
@@ -616,11 +624,11 @@ fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Opt
             None
         }
     };
-    let to = match map.get("to") {
+    let to = match map.remove("to") {
         None | Some(Value::Null) => None,
         Some(Value::Array(items)) => Some(
             items
-                .iter()
+                .into_iter()
                 .enumerate()
                 .filter_map(|(j, d)| destination(d, path.key("to").index(j), errors))
                 .collect(),
@@ -637,19 +645,22 @@ fn multi_dest(item: &Value, path: FieldPath, errors: &mut Vec<RuleError>) -> Opt
 }
 
 fn destination(
-    item: &Value,
+    item: Value,
     path: FieldPath,
     errors: &mut Vec<RuleError>,
 ) -> Option<DestinationText> {
-    let Some(map) = item.as_object() else {
-        errors.push(RuleError::new(
-            path,
-            format!("a destination is a mapping `{{match, weight}}`, found {item}"),
-        ));
-        return None;
+    let mut map = match item {
+        Value::Object(map) => map,
+        item => {
+            errors.push(RuleError::new(
+                path,
+                format!("a destination is a mapping `{{match, weight}}`, found {item}"),
+            ));
+            return None;
+        }
     };
     let before = errors.len();
-    let match_text = match_text(map.get("match"), path.key("match"), errors);
+    let match_text = match_text(map.remove("match"), || path.key("match"), errors);
     let weight = match map.get("weight") {
         None | Some(Value::Null) => DEFAULT_DESTINATION_WEIGHT,
         Some(v) => match integer(v).and_then(|w| u32::try_from(w).ok()) {
@@ -702,8 +713,46 @@ mod tests {
         let ConditionTexts::Text(t) = d.conditions else {
             panic!("v3.0 expected")
         };
-        assert_eq!(t[1].text, "true");
-        assert_eq!(t[1].path.to_string(), "conditions[1]");
+        assert_eq!(t[1], "true");
+    }
+
+    #[test]
+    fn a_then_part_written_alike_is_compiled_and_prepared_once() {
+        let root = FieldPath::root();
+        let v = json!({"conditions": [
+            "method = a => region = hz & env != gray",
+            "method = b => region = hz & env != gray",
+            "method = c => region = bj",
+        ]});
+        let raw: RawConditionRule = RuleDoc::new(&v, &root).parse().unwrap();
+        let rule = Arc::new(ConditionRule::compile(raw, &root).unwrap());
+        let then = |i: usize| match &rule.conditions[i].action {
+            Action::Then(terms) => terms.clone(),
+            other => panic!("a then-part expected, found {other:?}"),
+        };
+        assert!(Arc::ptr_eq(&then(0), &then(1)));
+        assert!(!Arc::ptr_eq(&then(0), &then(2)));
+        // Key names are shared too: `region` is stored once.
+        assert!(Arc::ptr_eq(&then(0)[0].name, &then(2)[0].name));
+
+        let snapshot = routechain_core::Snapshot::parse_lines(
+            1,
+            "dubbo://10.0.0.1:20880/s?region=hz&env=prod\ndubbo://10.0.0.2:20880/s?region=bj\n",
+        )
+        .unwrap();
+        let consumer = routechain_core::Url::empty();
+        let cx = routechain_core::PrepareContext {
+            snapshot: &snapshot,
+            consumer: &consumer,
+            service: None,
+        };
+        let prepared = super::super::PreparedCondition::build(&rule, &cx);
+        let set = |i: usize| match &prepared.conditions[i].action {
+            super::super::prepared::PreparedAction::Then(set) => set.clone(),
+            _ => panic!("a then-part expected"),
+        };
+        assert!(Arc::ptr_eq(&set(0), &set(1)));
+        assert!(!Arc::ptr_eq(&set(0), &set(2)));
     }
 
     #[test]
@@ -776,9 +825,6 @@ mod tests {
         assert_eq!((to[0].weight, to[1].weight), (100, 900));
         assert!(c[1].to.is_none());
         assert!(c[2].from.is_none());
-        assert_eq!(
-            c[0].from.as_ref().unwrap().path.to_string(),
-            "conditions[0].from.match"
-        );
+        assert_eq!(c[0].from.as_deref(), Some("env=gray"));
     }
 }

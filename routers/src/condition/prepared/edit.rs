@@ -35,6 +35,9 @@ struct EditCx<'e, 'a> {
     indexes: HashMap<*const ValueIndex, Arc<ValueIndex>>,
     /// Indexes over the new snapshot, for the sets prepared again (see the module docs).
     fresh: Option<Indexes<'a>>,
+    /// The then-part sets carried already, by the old set's address (conditions with the
+    /// same then-part share a set, and keep sharing it).
+    then_sets: HashMap<*const SetExpr, Arc<SetExpr>>,
 }
 
 impl PreparedCondition {
@@ -67,6 +70,7 @@ impl PreparedCondition {
                 .collect(),
             indexes: HashMap::new(),
             fresh: None,
+            then_sets: HashMap::new(),
         };
         let mut conditions = Vec::with_capacity(self.conditions.len());
         for (c, old) in self.rule.conditions.iter().zip(&self.conditions) {
@@ -76,7 +80,12 @@ impl PreparedCondition {
                     PreparedAction::TrafficDisabled
                 }
                 (Action::Then(terms), PreparedAction::Then(set)) => {
-                    PreparedAction::Then(set.edited(terms, &mut ecx)?)
+                    let carried = match ecx.then_sets.get(&Arc::as_ptr(set)) {
+                        Some(carried) => carried.clone(),
+                        None => Arc::new(set.edited(terms, &mut ecx)?),
+                    };
+                    ecx.then_sets.insert(Arc::as_ptr(set), carried.clone());
+                    PreparedAction::Then(carried)
                 }
                 (Action::Destinations(ds), PreparedAction::Destinations(sets))
                     if ds.len() == sets.len() =>
