@@ -39,10 +39,6 @@ struct Inputs {
     /// Every provider application present (a mesh entry without `app` reads each one's
     /// `<app>.MESHAPPRULE`).
     provider_apps: BTreeSet<String>,
-    /// The state replaced by the last swap, kept until the next one so that the applier,
-    /// not a call that still held it, usually frees it (a 10,000-provider state is not free
-    /// to drop).
-    retired: Option<Arc<ChainState>>,
 }
 
 /// A chain whose rules, providers and service settings change while it serves.
@@ -142,7 +138,6 @@ impl LiveChain {
                 file,
                 overrides: HashMap::new(),
                 configurators: BTreeMap::new(),
-                retired: None,
             }),
             parsed: Mutex::new(TextCache::default()),
             stats: LiveStats::default(),

@@ -219,10 +219,10 @@ impl LiveChain {
                         None => follow(
                             inputs.registered.list(current.snapshot()),
                             &inputs.registered.apps,
-                            &providers,
+                            providers,
                             generation,
                         ),
-                        Some((list, _, counts, _)) => follow(list, counts, &providers, generation),
+                        Some((list, _, counts, _)) => follow(list, counts, providers, generation),
                     };
                     let app = counts.application();
                     let apps = counts.applications();
@@ -433,7 +433,9 @@ impl LiveChain {
                 }
                 inputs.provider_app = provider_app;
                 inputs.provider_apps = provider_apps;
-                inputs.retired = Some(current);
+                // The replaced state is freed off the update path (a 100,000-provider
+                // state is not free to drop), and not kept: one state per live chain.
+                crate::providers::drop_later(current);
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");
                 reports.push(Report::Applied {
