@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use routechain_balance::{Service, SystemClock};
-use routechain_core::{Chain, ChainState, Registry, Snapshot, Url};
+use routechain_core::{Chain, Registry, Snapshot, Url};
 use routechain_rules::{ChainFile, LocatedError, YamlDoc};
 
 use crate::dubbo::ServiceKey;

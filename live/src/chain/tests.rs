@@ -2,7 +2,7 @@
 use super::*;
 use crate::providers::parse_providers;
 use crate::{ProviderText, RuleEvent, Update};
-use routechain_core::{CallState, Request};
+use routechain_core::{CallState, ChainState, Request};
 
 #[test]
 fn provider_lines_end_at_lf_crlf_and_a_lone_cr() {
