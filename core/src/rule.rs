@@ -202,6 +202,80 @@ impl<'a> RuleDoc<'a> {
         }
     }
 
+    /// The document as a JSON value, each non-scalar value at a path (relative to this
+    /// document) that `elide` accepts read as `placeholder` rather than built: a reader that
+    /// walks a large rule as a value builds its many parts one at a time
+    /// ([`RuleDoc::tree_value_at`]). Borrowed, nothing elided, when the document is a value.
+    pub fn value_eliding(
+        &self,
+        elide: &dyn Fn(&FieldPath) -> bool,
+        placeholder: &serde_json::Value,
+    ) -> std::borrow::Cow<'a, serde_json::Value> {
+        fn build(
+            tree: &dyn DocTree,
+            node: u32,
+            path: &mut FieldPath,
+            elide: &dyn Fn(&FieldPath) -> bool,
+            placeholder: &serde_json::Value,
+        ) -> serde_json::Value {
+            match tree.doc_node(node) {
+                DocNode::Scalar(v) => v,
+                _ if elide(path) => placeholder.clone(),
+                DocNode::Seq(items) => serde_json::Value::Array(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &n)| {
+                            path.0.push(PathSegment::Index(i));
+                            let v = build(tree, n, path, elide, placeholder);
+                            path.0.pop();
+                            v
+                        })
+                        .collect(),
+                ),
+                DocNode::Map(entries) => serde_json::Value::Object(
+                    entries
+                        .iter()
+                        .map(|&n| {
+                            let key = tree.doc_key(n).to_string();
+                            path.0.push(PathSegment::Key(key.clone()));
+                            let v = build(tree, n, path, elide, placeholder);
+                            path.0.pop();
+                            (key, v)
+                        })
+                        .collect(),
+                ),
+            }
+        }
+        match self.repr {
+            DocRepr::Tree(t, Some(n)) => {
+                std::borrow::Cow::Owned(build(t, n, &mut FieldPath::root(), elide, placeholder))
+            }
+            _ => self.value(),
+        }
+    }
+
+    /// The value at `relative` (a path from this document), built from the tree; `None` when
+    /// nothing is there, or when the document is a value (which holds it already).
+    pub fn tree_value_at(&self, relative: &FieldPath) -> Option<serde_json::Value> {
+        let DocRepr::Tree(tree, Some(mut node)) = self.repr else {
+            return None;
+        };
+        for seg in &relative.0 {
+            node = match (seg, tree.doc_node(node)) {
+                (PathSegment::Index(i), DocNode::Seq(items)) => *items.get(*i)?,
+                (PathSegment::Key(k), DocNode::Map(entries)) => {
+                    // Sorted by key.
+                    let at = entries.partition_point(|&e| tree.doc_key(e) < k.as_str());
+                    let &e = entries.get(at)?;
+                    (tree.doc_key(e) == k).then_some(e)?
+                }
+                _ => return None,
+            };
+        }
+        Some(tree_value(tree, node))
+    }
+
     /// True when the document is null (or absent).
     pub fn is_null(&self) -> bool {
         match self.repr {

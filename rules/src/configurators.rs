@@ -23,7 +23,7 @@
 
 use std::net::IpAddr;
 
-use routechain_core::{FieldPath, RuleError, Url};
+use routechain_core::{FieldPath, PathSegment, RuleError, Url};
 use serde_json::Value;
 
 use crate::yaml::{LocatedError, YamlDoc};
@@ -107,8 +107,12 @@ impl OverrideRule {
         let root = FieldPath::root();
         let mut errors: Vec<RuleError> = Vec::new();
         let mut entries = Vec::new();
-        // Built for this reading only, not kept with the document.
-        let value = doc.value_at(&root).unwrap_or(Value::Null);
+        // Built for this reading only, not kept with the document; and without its
+        // `configs` items, each built when it is read (a rule of 20,000 items never has
+        // them all as values at once: a value takes about 15 times its text).
+        let is_item = |p: &FieldPath| matches!(&p.0[..], [PathSegment::Key(k), PathSegment::Index(_)] if k == "configs");
+        let value = doc.value_eliding(&is_item, Value::Array(Vec::new()));
+        let item_at = |i: usize| doc.value_at(&root.key("configs").index(i));
         match &value {
             // Dubbo's compatible form: a list of override URLs.
             Value::Array(items) => {
@@ -125,7 +129,7 @@ impl OverrideRule {
                     }
                 }
             }
-            Value::Object(map) => parse_config(map, &mut entries, &mut errors),
+            Value::Object(map) => parse_config(map, &item_at, &mut entries, &mut errors),
             Value::Null => errors.push(RuleError::new(root, "the override rule is empty")),
             _ => errors.push(RuleError::new(
                 root,
@@ -184,8 +188,11 @@ fn scalar(v: &Value) -> String {
     }
 }
 
+/// Reads an override rule's mapping; `item_at(i)` builds `configs[i]` (the mapping holds
+/// a placeholder for each item that is not a scalar).
 fn parse_config(
     map: &serde_json::Map<String, Value>,
+    item_at: &dyn Fn(usize) -> Option<Value>,
     entries: &mut Vec<OverrideEntry>,
     errors: &mut Vec<RuleError>,
 ) {
@@ -225,7 +232,10 @@ fn parse_config(
     };
     for (i, item) in configs.iter().enumerate() {
         let path = root.key("configs").index(i);
-        let Some(item) = item.as_object() else {
+        let built = matches!(item, Value::Object(_) | Value::Array(_))
+            .then(|| item_at(i))
+            .flatten();
+        let Some(item) = built.as_ref().unwrap_or(item).as_object() else {
             errors.push(RuleError::new(path, "an override item is a mapping"));
             continue;
         };

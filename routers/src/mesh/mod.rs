@@ -11,6 +11,7 @@
 //!
 //! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -172,14 +173,18 @@ pub fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>
 }
 
 /// The documents of one rule value: a list of documents, one document (a mapping), or the
-/// multi-document text itself. An error locates a YAML problem inside a text.
-fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath)>, RuleError> {
+/// multi-document text itself. An error locates a YAML problem inside a text. The
+/// documents of a list are borrowed, not copied (a large rule's value is held once).
+fn documents_of<'v>(
+    value: &'v Value,
+    path: &FieldPath,
+) -> Result<Vec<(Cow<'v, Value>, FieldPath)>, RuleError> {
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Array(items) => Ok(items
             .iter()
             .enumerate()
-            .map(|(i, d)| (d.clone(), path.index(i)))
+            .map(|(i, d)| (Cow::Borrowed(d), path.index(i)))
             .collect()),
         Value::String(text) => {
             let doc = YamlDoc::parse_stream("rule text", text).map_err(|e| {
@@ -191,12 +196,16 @@ fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath
                     ),
                 )
             })?;
-            let Value::Array(items) = doc.value().clone() else {
+            let Some(Value::Array(items)) = doc.value_at(&FieldPath::root()) else {
                 return Ok(Vec::new());
             };
-            Ok(items.into_iter().map(|d| (d, path.clone())).collect())
+            drop(doc);
+            Ok(items
+                .into_iter()
+                .map(|d| (Cow::Owned(d), path.clone()))
+                .collect())
         }
-        other => Ok(vec![(other.clone(), path.clone())]),
+        other => Ok(vec![(Cow::Borrowed(other), path.clone())]),
     }
 }
 
@@ -204,8 +213,12 @@ fn documents_of(value: &Value, path: &FieldPath) -> Result<Vec<(Value, FieldPath
 /// application: what a config-center update does (apply, clear, or refuse with errors).
 pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOutcome> {
     let root = FieldPath::root();
-    match documents_of(doc.value(), &root) {
-        Ok(docs) => rule::read_documents(docs.iter().map(|(v, p)| (v, p.clone())), tracing_prefix),
+    // Built for this reading only, not kept with the document.
+    let value = doc.value_at(&root).unwrap_or(Value::Null);
+    match documents_of(&value, &root) {
+        Ok(docs) => {
+            rule::read_documents(docs.iter().map(|(v, p)| (&**v, p.clone())), tracing_prefix)
+        }
         Err(e) => Checked {
             result: Err(vec![e]),
             warnings: Vec::new(),
@@ -220,8 +233,9 @@ fn read_static(
     path: &FieldPath,
     options: &MeshOptions,
     warnings: &mut Vec<RuleError>,
+    fetch: rule::Fetch<'_>,
 ) -> Result<Arc<AppRule>, Vec<RuleError>> {
-    read_app(value, path, options, warnings, false)?
+    read_app(value, path, options, warnings, false, fetch)?
         .ok_or_else(|| vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)])
 }
 
@@ -236,11 +250,13 @@ fn read_app(
     options: &MeshOptions,
     warnings: &mut Vec<RuleError>,
     clearable: bool,
+    fetch: rule::Fetch<'_>,
 ) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
     let docs = documents_of(value, path).map_err(|e| vec![e])?;
-    let checked = rule::read_documents(
-        docs.iter().map(|(v, p)| (v, p.clone())),
+    let checked = rule::read_documents_with(
+        docs.iter().map(|(v, p)| (&**v, p.clone())),
         options.tracing_prefix.as_deref(),
+        fetch,
     );
     warnings.extend(checked.warnings);
     match checked.result? {
@@ -259,15 +275,41 @@ fn from_config_center(spec: &RouterSpec<'_>) -> bool {
         .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
 }
 
+/// True for the path (from the rule) of a route detail of a standard document, in a rule
+/// that is one document or a list of documents: what the reader builds one at a time.
+fn is_route_detail(path: &FieldPath) -> bool {
+    use routechain_core::PathSegment::{Index, Key};
+    let detail = |p: &[routechain_core::PathSegment]| {
+        matches!(p, [Key(s), Key(d), Index(_), Key(r), Index(_)]
+            if s == "spec" && d == "dubbo" && r == "routedetail")
+    };
+    match &path.0[..] {
+        [Index(_), rest @ ..] => detail(rest),
+        all => detail(all),
+    }
+}
+
 /// Compiles a `mesh` entry: its options and rule, every error and warning located by field
 /// path. What `routechain check` shows for a mesh entry.
 pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
     let options = read_options(&spec.entry.value(), spec.entry.path, &mut errors);
-    let rules = match spec.rule {
+    // The rule as a value with each route detail a placeholder, built when it is read: the
+    // reader walks values, and a value takes about 25 times the text of a rule of many
+    // small mappings.
+    let placeholder = Value::Array(Vec::new());
+    let rule_value = spec
+        .rule
+        .map(|doc| doc.value_eliding(&is_route_detail, &placeholder));
+    let fetch = |at: &FieldPath| {
+        let doc = spec.rule?;
+        let relative = at.0.strip_prefix(&doc.path.0[..])?;
+        doc.tree_value_at(&FieldPath(relative.to_vec()))
+    };
+    let rules = match spec.rule.zip(rule_value.as_deref()) {
         None => AppRules::None,
-        Some(doc) => match &*doc.value() {
+        Some((doc, rule_value)) => match rule_value {
             Value::Object(map)
                 if map.contains_key(APPLICATIONS_KEY) && !map.contains_key("kind") =>
             {
@@ -285,6 +327,7 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                                 &options,
                                 &mut warnings,
                                 clearable,
+                                &fetch,
                             ) {
                                 Ok(Some(r)) => {
                                     per_app.insert(app.clone(), r);
@@ -304,9 +347,10 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
             // A config-center node (the entry names no rule of its own): its text may clear.
             value if from_config_center(spec) => {
                 let checked = match documents_of(value, doc.path) {
-                    Ok(docs) => rule::read_documents(
-                        docs.iter().map(|(v, p)| (v, p.clone())),
+                    Ok(docs) => rule::read_documents_with(
+                        docs.iter().map(|(v, p)| (&**v, p.clone())),
                         options.tracing_prefix.as_deref(),
+                        &fetch,
                     ),
                     Err(e) => Checked {
                         result: Err(vec![e]),
@@ -323,7 +367,7 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                     }
                 }
             }
-            value => match read_static(value, doc.path, &options, &mut warnings) {
+            value => match read_static(value, doc.path, &options, &mut warnings, &fetch) {
                 Ok(r) => AppRules::Every(r),
                 Err(mut es) => {
                     errors.append(&mut es);

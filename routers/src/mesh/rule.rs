@@ -141,10 +141,25 @@ pub struct Checked<T> {
     pub warnings: Vec<RuleError>,
 }
 
+/// Builds a part of a document that was read as a placeholder (see [`read_documents_with`]):
+/// the value at an absolute field path, `None` when the value read is the part itself.
+pub type Fetch<'f> = &'f dyn Fn(&FieldPath) -> Option<Value>;
+
 /// Reads the documents of one node text (each with its path) into an application's rule.
 pub fn read_documents<'v>(
     documents: impl IntoIterator<Item = (&'v Value, FieldPath)>,
     tracing_prefix: Option<&str>,
+) -> Checked<TextOutcome> {
+    read_documents_with(documents, tracing_prefix, &|_| None)
+}
+
+/// [`read_documents`] for documents whose route details (`spec.dubbo[i].routedetail[j]`,
+/// when not scalars) may be placeholders: `fetch` builds each when it is read, so a rule of
+/// 10,000 details never holds them all as values at once.
+pub fn read_documents_with<'v>(
+    documents: impl IntoIterator<Item = (&'v Value, FieldPath)>,
+    tracing_prefix: Option<&str>,
+    fetch: Fetch<'_>,
 ) -> Checked<TextOutcome> {
     let mut r = Reader::new(tracing_prefix.map(str::to_string));
     let mut standard = Vec::new();
@@ -214,7 +229,7 @@ pub fn read_documents<'v>(
             warnings: r.warnings,
         };
     }
-    let rule = read_standard(&mut r, &standard);
+    let rule = read_standard(&mut r, &standard, fetch);
     let result = match rule {
         Some(rule) if r.errors.is_empty() => Ok(TextOutcome::Apply(rule)),
         _ => Err(r.errors),
@@ -229,7 +244,7 @@ type Doc<'v> = (&'v serde_json::Map<String, Value>, FieldPath, String);
 
 const DOCUMENT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
-fn read_standard(r: &mut Reader, docs: &[Doc<'_>]) -> Option<AppRule> {
+fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<AppRule> {
     let mut destination_rules = Vec::new();
     let mut subsets: Vec<Subset> = Vec::new();
     let mut vs_docs = Vec::new();
@@ -276,7 +291,7 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>]) -> Option<AppRule> {
     }
     let virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(map, path, name)| read_virtual_service(r, map, path, name, &subsets))
+        .filter_map(|(map, path, name)| read_virtual_service(r, map, path, name, &subsets, fetch))
         .collect();
     Some(AppRule {
         destination_rules,
@@ -351,6 +366,7 @@ fn read_virtual_service(
     path: &FieldPath,
     name: &str,
     subsets: &[Subset],
+    fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
     let sp = path.key("spec");
     let Some(spec) = map.get("spec").filter(|v| !v.is_null()) else {
@@ -384,7 +400,7 @@ fn read_virtual_service(
                         ),
                     );
                 }
-                if let Some(route) = read_route(r, item, &ip, subsets) {
+                if let Some(route) = read_route(r, item, &ip, subsets, fetch) {
                     if route.services.is_empty() && catch_all.is_none() {
                         catch_all = Some(i);
                     }
@@ -404,6 +420,7 @@ fn read_route(
     value: &Value,
     path: &FieldPath,
     subsets: &[Subset],
+    fetch: Fetch<'_>,
 ) -> Option<DubboRoute> {
     let map = r.object(
         value,
@@ -442,6 +459,10 @@ fn read_route(
                         format!("unreachable: routedetail[{at}] has no `match` and takes every call first"),
                     );
                 }
+                let built = matches!(item, Value::Object(_) | Value::Array(_))
+                    .then(|| fetch(&ip))
+                    .flatten();
+                let item = built.as_ref().unwrap_or(item);
                 if let Some(d) = read_detail(r, item, &ip, subsets) {
                     if d.matches.is_empty() && catch_all.is_none() {
                         catch_all = Some(i);

@@ -142,3 +142,58 @@ fn an_edit_drops_an_application_whose_last_provider_leaves_and_adds_a_new_one() 
     }
     assert_eq!(edited.subset_members("app3", Some("b")), Some(vec![1]));
 }
+
+/// A rule read from the document's tree (each route detail built when it is read) and from
+/// its `serde_json::Value` (read whole) gives the same rule, errors and warnings, each at
+/// the same path: for a list of documents and for one document.
+#[test]
+fn route_details_built_one_at_a_time_read_as_the_whole_value() {
+    let both = |yaml: &str| {
+        let doc = YamlDoc::parse("r", yaml).unwrap();
+        let entry = Value::Null;
+        let ep = FieldPath::root().key("routers").index(0);
+        let root = FieldPath::root();
+        let value = doc.value_at(&root).unwrap();
+        let checked = |rule| {
+            let c = check(&RouterSpec {
+                type_name: "mesh",
+                entry: routechain_core::RuleDoc::new(&entry, &ep),
+                rule: Some(rule),
+                base_dir: None,
+                service: None,
+            });
+            let errors = c.result.as_ref().err().cloned().unwrap_or_default();
+            let rule = c.result.ok().map(|r| format!("{:?}", r.rules));
+            (rule, errors, c.warnings)
+        };
+        let tree = checked(doc.rule_doc(&root).unwrap());
+        let whole = checked(routechain_core::RuleDoc::new(&value, &root));
+        assert_eq!(tree, whole);
+        tree
+    };
+    let detail = "        - name: typo\n          match: [{ method: { nameMatch: { exact: a } } }]\n          \
+                  route: [{ destination: { subset: a } }]\n";
+    let list = format!(
+        "- kind: DestinationRule\n  metadata: {{ name: app1 }}\n  spec:\n    subsets: [{{ name: a, \
+         labels: {{ ver: a }} }}]\n- kind: VirtualService\n  metadata: {{ name: app1 }}\n  spec:\n    \
+         dubbo:\n      - routedetail:\n{detail}        - name: bad\n          route: 3\n"
+    );
+    let (rule, errors, warnings) = both(&list);
+    assert!(rule.is_none());
+    assert_eq!(
+        errors[0].path.to_string(),
+        "[1].spec.dubbo[0].routedetail[1].route"
+    );
+    assert!(
+        warnings.iter().any(|w| w
+            .path
+            .to_string()
+            .starts_with("[1].spec.dubbo[0].routedetail[0].match")),
+        "{warnings:?}"
+    );
+    // One document (a VirtualService alone is no standard rule; read alike all the same).
+    let one = format!(
+        "kind: VirtualService\nmetadata: {{ name: app1 }}\nspec:\n  dubbo:\n    - routedetail:\n{detail}"
+    );
+    both(&one);
+}
