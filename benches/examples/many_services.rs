@@ -4,11 +4,22 @@
 //! alone. Prints the resident memory (from `/proc/self/status`) before and after building
 //! the services, and the median wall time of one provider added/removed in one service.
 //!
+//! Then where the memory goes: the same build in four fresh processes (this program run
+//! again with `--part`), each reporting its resident growth, so that no part reuses memory
+//! another freed:
+//!
+//! - `urls`: the providers' parsed URLs alone (`Arc<Url>`, interned strings included);
+//! - `empty`: the live chains with no provider (what a service costs whatever its size);
+//! - `shared`: the parsed URLs and the live chains fed them as shared URLs (as the
+//!   ZooKeeper source pushes them: no text cache);
+//! - `text`: the live chains fed their lists as URL texts (the first figure above).
+//!
 //! Run: `cargo run --release -p routechain-benches --example many_services -- [services] [providers]`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use routechain::core::Snapshot;
+use routechain::core::{Snapshot, Url};
 use routechain::live::{LiveChain, ProviderText, Update};
 use routechain_testkit as testkit;
 
@@ -52,27 +63,100 @@ fn one_change(live: &LiveChain, lines: &[String], n: usize, runs: usize) -> f64 
     times[times.len() / 2]
 }
 
+/// The lines of service `s` (each service its own providers, distinct addresses, and one
+/// spare line after them for the change).
+fn lines_of(all: &[String], s: usize, per: usize) -> &[String] {
+    &all[s * (per + 1)..s * (per + 1) + per]
+}
+
+/// One part of the breakdown, built in this (fresh) process: prints its resident growth.
+fn part(name: &str, all: &[String], services: usize, per: usize) {
+    // Let the pushed texts and replaced states freed off the update path go first.
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = rss();
+    let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
+    match name {
+        "urls" | "shared" => {
+            let urls: Vec<Vec<Arc<Url>>> = (0..services)
+                .map(|s| {
+                    lines_of(all, s, per)
+                        .iter()
+                        .map(|l| Arc::new(Url::parse(l).expect("valid")))
+                        .collect()
+                })
+                .collect();
+            if name == "shared" {
+                for list in &urls {
+                    let live =
+                        testkit::live_full_chain("many.chain.yaml", Snapshot::new(1, Vec::new()));
+                    live.apply_shared_providers("many_services", list.clone());
+                    keep.push(Box::new(live));
+                }
+            }
+            keep.push(Box::new(urls));
+        }
+        "empty" => {
+            for _ in 0..services {
+                keep.push(Box::new(testkit::live_full_chain(
+                    "many.chain.yaml",
+                    Snapshot::new(1, Vec::new()),
+                )));
+            }
+        }
+        _ => {
+            for s in 0..services {
+                keep.push(Box::new(service(lines_of(all, s, per))));
+            }
+        }
+    }
+    settle();
+    println!("part {name} {}", rss().saturating_sub(before));
+    drop(keep);
+}
+
+/// Runs this program again with `--part name` and returns the resident growth it reports.
+fn measure_part(name: &str, services: usize, per: usize) -> Option<f64> {
+    let out = std::process::Command::new(std::env::current_exe().ok()?)
+        .args([
+            services.to_string(),
+            per.to_string(),
+            "--part".into(),
+            name.into(),
+        ])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("part {name} ")))
+        .and_then(|b| b.trim().parse().ok())
+}
+
 fn main() {
-    let arg = |i: usize, default: usize| {
-        std::env::args()
-            .nth(i)
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(default)
-    };
+    let args: Vec<String> = std::env::args().collect();
+    let arg =
+        |i: usize, default: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
     let (services, per) = (arg(1, 500), arg(2, 200));
-    // Each service its own providers (distinct addresses), one spare line for the change.
     let all: Vec<String> = testkit::provider_lines(services * (per + 1), 7)
         .lines()
         .map(str::to_string)
         .collect();
-    let alone = service(&all[..per]);
+    if args.get(3).map(String::as_str) == Some("--part") {
+        part(
+            args.get(4).map_or("text", String::as_str),
+            &all,
+            services,
+            per,
+        );
+        return;
+    }
+    let alone = service(lines_of(&all, 0, per));
     let alone_ms = one_change(&alone, &all[..per + 1], per, 21);
     drop(alone);
 
     let before = rss();
     let t = Instant::now();
     let chains: Vec<LiveChain> = (0..services)
-        .map(|s| service(&all[s * (per + 1)..s * (per + 1) + per]))
+        .map(|s| service(lines_of(&all, s, per)))
         .collect();
     let built = t.elapsed();
     let bytes = rss().saturating_sub(before);
@@ -83,13 +167,51 @@ fn main() {
         per,
         21,
     );
+    let n = (services * per) as f64;
     println!(
         "{services} services x {per} providers: built in {:.2} s, resident +{:.1} MB ({:.0} B per provider)",
         built.as_secs_f64(),
         bytes as f64 / 1e6,
-        bytes as f64 / (services * per) as f64
+        bytes as f64 / n
     );
     println!(
         "one provider added/removed in one service: {many_ms:.3} ms with {services} services, {alone_ms:.3} ms alone (median of 21)"
+    );
+    drop(chains);
+
+    let parts: Vec<Option<f64>> = ["urls", "empty", "shared", "text"]
+        .iter()
+        .map(|p| measure_part(p, services, per))
+        .collect();
+    let [Some(urls), Some(empty), Some(shared), Some(text)] = parts[..] else {
+        println!("breakdown: a part did not run ({parts:?})");
+        return;
+    };
+    println!("where it goes (resident growth, each part in a fresh process), per provider:");
+    let rows = [
+        (
+            "the providers' parsed URLs (Arc<Url>, interned strings)",
+            urls / n,
+        ),
+        (
+            "each live chain with no provider (per service / providers per service)",
+            empty / n,
+        ),
+        (
+            "the rest of a live chain (snapshot, routers, balancer, health, lists)",
+            (shared - urls - empty) / n,
+        ),
+        (
+            "the text cache (lists pushed as text; each text known by a hash)",
+            (text - shared) / n,
+        ),
+        ("total, lists pushed as text", text / n),
+    ];
+    for (what, b) in rows {
+        println!("  {b:>7.0} B  {what}");
+    }
+    println!(
+        "  (a live chain with no provider: {:.1} KB per service)",
+        empty / services as f64 / 1e3
     );
 }

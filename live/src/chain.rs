@@ -37,10 +37,6 @@ struct Inputs {
     /// Every provider application present (a mesh entry without `app` reads each one's
     /// `<app>.MESHAPPRULE`).
     provider_apps: BTreeSet<String>,
-    /// The state replaced by the last swap, kept until the next one so that the applier,
-    /// not a call that still held it, usually frees it (a 10,000-provider state is not free
-    /// to drop).
-    retired: Option<Arc<ChainState>>,
 }
 
 /// A chain whose rules, providers and service settings change while it serves.
@@ -140,7 +136,6 @@ impl LiveChain {
                 file,
                 overrides: HashMap::new(),
                 configurators: BTreeMap::new(),
-                retired: None,
             }),
             parsed: Mutex::new(TextCache::default()),
             stats: LiveStats::default(),
@@ -617,10 +612,10 @@ impl LiveChain {
                         None => follow(
                             inputs.registered.list(current.snapshot()),
                             &inputs.registered.apps,
-                            &providers,
+                            providers,
                             generation,
                         ),
-                        Some((list, _, counts, _)) => follow(list, counts, &providers, generation),
+                        Some((list, _, counts, _)) => follow(list, counts, providers, generation),
                     };
                     let app = counts.application();
                     let apps = counts.applications();
@@ -828,7 +823,9 @@ impl LiveChain {
                 }
                 inputs.provider_app = provider_app;
                 inputs.provider_apps = provider_apps;
-                inputs.retired = Some(current);
+                // The replaced state is freed off the update path (a 100,000-provider
+                // state is not free to drop), and not kept: one state per live chain.
+                crate::providers::drop_later(current);
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");
                 reports.push(Report::Applied {

@@ -6,7 +6,8 @@
 //!
 //! - [`TextCache`]: a line already parsed is reused by its text (the same shared URL), so a
 //!   list that differs from the last by one line parses one URL; the cache is updated in
-//!   place (the departed lines removed, the new ones inserted).
+//!   place (the departed lines removed, the new ones inserted) and knows each text by a
+//!   keyed 128-bit hash ([`TextKey`]), not by a copy of it.
 //! - [`Registered`]: the registered providers in the live chain's *stable order* (the
 //!   providers kept stay in their order, new ones are appended: see
 //!   [`routechain_core::SnapshotEdit`]) and what the routers see of each one after the
@@ -16,22 +17,19 @@
 //! - [`AppCounts`]: the providers' applications counted as providers come and go (tag and
 //!   mesh rules are read under them), so that a change does not look at every provider.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
 
 use crate::overrides::{self, OverrideContext};
-use crate::{ProviderText, Skipped};
+pub(crate) use reclaim::drop_later;
+pub(crate) use text_key::{KeyMap, TextKey};
 
-/// The text cache's hasher. Provider URLs are long (about 330 characters in a Dubbo
-/// registry) and a pushed list is hashed whole on every change: the standard library's
-/// SipHash made hashing most of an update's cost. foldhash (hashbrown's default hasher, a
-/// well-kept crate) hashes long strings several times faster and is seeded per process;
-/// it is not built to resist chosen collisions as SipHash is, but the keys are the
-/// registry's provider URLs, and whoever writes those already decides where calls go.
-type FastHash = foldhash::fast::RandomState;
+mod reclaim;
+mod text_key;
+use crate::{ProviderText, Skipped};
 
 struct Cached {
     url: Arc<Url>,
@@ -40,10 +38,12 @@ struct Cached {
 }
 
 /// Parsed provider URLs by their text (the text a source pushed, trimmed), kept from one
-/// list to the next: see the module documentation.
+/// list to the next: see the module documentation. A text is known by its keyed 128-bit
+/// hash ([`TextKey`]: no copy of the text is kept, 32 bytes per provider, and a look-up
+/// compares 16 bytes; why a hash is an acceptable key is said there).
 #[derive(Default)]
 pub(crate) struct TextCache {
-    urls: HashMap<Box<str>, Cached, FastHash>,
+    urls: KeyMap<Cached>,
     round: u32,
     /// Distinct texts seen in the current round.
     seen: usize,
@@ -56,10 +56,11 @@ impl TextCache {
         self.seen = 0;
     }
 
-    /// The URL parsed from `text`: the cached one (one hash, one comparison), else parsed
-    /// now and inserted.
+    /// The URL parsed from `text`: the cached one (one hash of the text, one look-up),
+    /// else parsed now and inserted.
     fn resolve(&mut self, text: &str) -> Result<Arc<Url>, UrlError> {
-        if let Some(c) = self.urls.get_mut(text) {
+        let key = TextKey::of(text);
+        if let Some(c) = self.urls.get_mut(&key) {
             if c.round != self.round {
                 c.round = self.round;
                 self.seen += 1;
@@ -68,7 +69,7 @@ impl TextCache {
         }
         let url = Arc::new(Url::parse(text)?);
         self.urls.insert(
-            text.into(),
+            key,
             Cached {
                 url: url.clone(),
                 round: self.round,
@@ -79,12 +80,15 @@ impl TextCache {
     }
 
     /// Ends the list: the texts it did not hold leave the cache (one pass over the table,
-    /// only when some left). After it every entry is of the current round, so the round
-    /// counter may wrap.
+    /// only when some left; the table shrinks when it is mostly empty). After it every
+    /// entry is of the current round, so the round counter may wrap.
     fn end(&mut self) {
         if self.seen != self.urls.len() {
             let round = self.round;
             self.urls.retain(|_, c| c.round == round);
+            if self.urls.capacity() > 4 * self.urls.len() + 16 {
+                self.urls.shrink_to_fit();
+            }
         }
     }
 
@@ -94,6 +98,36 @@ impl TextCache {
         self.urls.len()
     }
 }
+
+/// The lines of `text` with their 0-based numbers, ending at `\n`, `\r\n` or a lone `\r`
+/// as every other input does (`routechain_rules::located::lines`), so the line numbers of
+/// skipped entries match what an editor shows; found with `memchr` (a pushed list is
+/// 100,000 lines of ~330 characters: a search by `char` was most of an update's cost).
+fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        if at >= bytes.len() {
+            return None;
+        }
+        let start = at;
+        let end = memchr::memchr2(b'\n', b'\r', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        at = if bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n') {
+            end + 2
+        } else {
+            end + 1
+        };
+        n += 1;
+        // Breaks are ASCII: `start` and `end` are character boundaries.
+        Some((n - 1, &text[start..end]))
+    })
+}
+
+/// A pushed text this long (bytes) is freed by [`drop_later`], off the update path.
+const LARGE_TEXT: usize = 1 << 20;
+/// A pushed list of this many URL strings is freed by [`drop_later`].
+const LARGE_LIST: usize = 4096;
 
 /// Parses a provider list; an entry that does not parse is skipped alone and returned
 /// with its location (`file:line:column`, or the registry entry).
@@ -115,7 +149,7 @@ pub(crate) fn parse_providers_reusing(
             cache.begin();
             // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
             // numbers of skipped entries match what an editor and the rule files show.
-            for (n, line) in routechain_rules::located::lines(&text).enumerate() {
+            for (n, line) in numbered_lines(&text) {
                 let trimmed = line.trim();
                 if trimmed.is_empty() || trimmed.starts_with('#') {
                     continue;
@@ -134,12 +168,15 @@ pub(crate) fn parse_providers_reusing(
                 }
             }
             cache.end();
+            if text.len() >= LARGE_TEXT {
+                drop_later(text);
+            }
         }
         ProviderText::Urls(urls) => {
             cache.begin();
             out.reserve(urls.len());
-            for u in urls {
-                match cache.resolve(&u) {
+            for u in &urls {
+                match cache.resolve(u) {
                     Ok(url) => out.push(url),
                     Err(e) => skipped.push(Skipped {
                         location: format!("{origin}: {u:?} column {}", e.column),
@@ -148,6 +185,10 @@ pub(crate) fn parse_providers_reusing(
                 }
             }
             cache.end();
+            if urls.len() >= LARGE_LIST {
+                // 100,000 strings are 100,000 frees: not on the update path.
+                drop_later(urls);
+            }
         }
         ProviderText::Parsed {
             urls,
@@ -456,18 +497,25 @@ impl Registered {
 ///
 /// A source that keeps its own stable order (the ZooKeeper source; a list grown or cut at
 /// its end) pushes the providers kept in `list`'s order: one pass comparing pointers finds
-/// the edit. Otherwise (a list in another order, a provider inserted in the middle), or
-/// when that pass finds many more changes than the lists' lengths differ by, the edit is
-/// computed by [`Snapshot::edit_to`] (a hash of every pointer).
+/// the edit, and `next` itself becomes the new list (no provider's reference count is
+/// touched: at 100,000 providers each touch is a cache miss). Otherwise (a list in another
+/// order, a provider inserted in the middle), or when that pass finds many more changes
+/// than the lists' lengths differ by, the edit is computed by [`Snapshot::edit_to`] (a hash
+/// of every pointer).
 pub(crate) fn follow(
     list: &Snapshot,
     apps: &AppCounts,
-    next: &[Arc<Url>],
+    next: Vec<Arc<Url>>,
     generation: u64,
 ) -> (Snapshot, SnapshotEdit, AppCounts) {
-    let (new, edit) = match in_order(list.providers(), next) {
-        Some((removed, from)) => list.edited(generation, removed, next[from..].to_vec()),
-        None => list.edit_to(generation, next),
+    let (new, edit) = match in_order(list.providers(), &next) {
+        Some((removed, from)) => {
+            // `next` is the kept providers in their order, then the added ones: the new
+            // list as it is.
+            let edit = SnapshotEdit::new(list.len(), removed, next.len() - from);
+            (Snapshot::from_shared(generation, next), edit)
+        }
+        None => list.edit_to(generation, &next),
     };
     let mut apps = apps.clone();
     for &r in edit.removed() {

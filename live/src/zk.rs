@@ -33,7 +33,7 @@ use zookeeper_client::{AddWatchMode, Client, Error as ZkClientError, EventType, 
 use crate::dubbo::{
     Exclusion, ServiceKey, decode_component, parse_provider_node, providers_path, rule_path,
 };
-use crate::providers::AppCounts;
+use crate::providers::{AppCounts, KeyMap, TextKey};
 
 mod admin;
 pub use admin::ZkAdmin;
@@ -244,8 +244,10 @@ struct View {
     pushed: Option<Vec<String>>,
     /// Every provider node read, by its name, as it was read, updated in place: a changed
     /// list parses only the nodes that are new (a node's name is its whole URL: a node
-    /// that stays is the same provider).
-    nodes: HashMap<String, Seen, foldhash::fast::RandomState>,
+    /// that stays is the same provider). A name is known by its keyed 128-bit hash
+    /// ([`TextKey`]: no copy of the name is kept; why a hash is an acceptable key is said
+    /// there).
+    nodes: KeyMap<Seen>,
     /// The read of the provider list (`Seen::round` of the nodes it held).
     round: u32,
     counts: NodeCounts,
@@ -349,7 +351,7 @@ impl Ctx<'_> {
         self.view.round = self.view.round.wrapping_add(1);
         let round = self.view.round;
         let mut seen = 0;
-        let mut added: Vec<(String, Node)> = Vec::new();
+        let mut added: Vec<(String, TextKey, Node)> = Vec::new();
         let mut skipped = Vec::new();
         for (n, child) in children.into_iter().enumerate() {
             // A first read parses every node: let the client's session task (on this
@@ -357,7 +359,8 @@ impl Ctx<'_> {
             if n % 1024 == 1023 {
                 tokio::task::yield_now().await;
             }
-            if let Some(s) = self.view.nodes.get_mut(child.as_str()) {
+            let key = TextKey::of(&child);
+            if let Some(s) = self.view.nodes.get_mut(&key) {
                 if s.round != round {
                     s.round = round;
                     seen += 1;
@@ -375,7 +378,7 @@ impl Ctx<'_> {
                 }
             });
             match node {
-                Ok(node) => added.push((child, node)),
+                Ok(node) => added.push((child, key, node)),
                 Err(reason) => skipped.push(Skipped {
                     location: format!("{dir}/{child}"),
                     reason,
@@ -395,16 +398,19 @@ impl Ctx<'_> {
                 }
                 keep
             });
+            if nodes.capacity() > 4 * nodes.len() + 16 {
+                nodes.shrink_to_fit();
+            }
         }
         // New nodes by name, so that a first read is in the registry's sorted order.
         added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut came: Vec<Arc<Url>> = Vec::new();
-        for (name, node) in added {
+        for (_, key, node) in added {
             counts.count(&node, true);
             if let Node::Taken(u) = &node {
                 came.push(u.clone());
             }
-            nodes.insert(name, Seen { node, round });
+            nodes.insert(key, Seen { node, round });
         }
         skipped.sort_unstable_by(|a, b| a.location.cmp(&b.location));
         let locations: Vec<String> = skipped.iter().map(|s| s.location.clone()).collect();

@@ -73,7 +73,7 @@ proptest! {
             let rules_changed = next_rule != rule;
             rule = next_rule;
             let generation = generation as u64 + 2;
-            let next = follow(registered.list(&serving), &registered.apps, &list, generation);
+            let next = follow(registered.list(&serving), &registered.apps, list.clone(), generation);
             let d = registered.derive(
                 Some(next), rules_changed, &entries, &cx, &serving, generation,
             );
@@ -151,7 +151,7 @@ fn a_list_in_another_order_or_grown_in_the_middle_keeps_every_provider_in_place(
     let apps = AppCounts::of(all.iter().map(|p| &**p));
     // Reversed: nothing changes.
     let reversed: Vec<Arc<Url>> = all.iter().rev().cloned().collect();
-    let (new, edit, counts) = follow(&list, &apps, &reversed, 2);
+    let (new, edit, counts) = follow(&list, &apps, reversed, 2);
     assert!(edit.is_identity(), "{edit:?}");
     assert_eq!(new.generation(), 2);
     assert_eq!(counts, apps);
@@ -160,7 +160,7 @@ fn a_list_in_another_order_or_grown_in_the_middle_keeps_every_provider_in_place(
     let mut grown = all.clone();
     grown.insert(7, extra.clone());
     grown.remove(3);
-    let (new, edit, counts) = follow(&list, &apps, &grown, 3);
+    let (new, edit, counts) = follow(&list, &apps, grown.clone(), 3);
     assert_eq!(edit.removed(), [3]);
     assert_eq!(edit.added(), 19..20);
     assert!(Arc::ptr_eq(&new.providers()[19], &extra));
@@ -168,7 +168,69 @@ fn a_list_in_another_order_or_grown_in_the_middle_keeps_every_provider_in_place(
     // Grown and cut at the end (a source keeping the same order): the pointer pass.
     let mut cut = all[2..].to_vec();
     cut.push(extra.clone());
-    let (_, edit, _) = follow(&list, &apps, &cut, 4);
+    let (_, edit, _) = follow(&list, &apps, cut, 4);
     assert_eq!(edit.removed(), [0, 1]);
     assert_eq!(edit.added(), 18..19);
+}
+
+proptest! {
+    /// The text cache (keyed by hashes of the texts) gives, for any sequence of lists pushed
+    /// as lines or as URLs, exactly what parsing each list afresh gives (the same providers
+    /// in order, the same skipped entries), reuses the URL of every text it held, and holds
+    /// the valid texts of the last list only.
+    #[test]
+    fn the_text_cache_gives_what_a_fresh_parse_gives(
+        steps in proptest::collection::vec(
+            (proptest::collection::vec((0usize..12, 0usize..4), 0..16), any::<bool>()), 1..8),
+    ) {
+        // Valid URLs, one that does not parse, and lines the file format skips.
+        let text = |i: usize| match i {
+            10 => "dubbo://10.0.0.1:x/svc".to_string(),
+            11 => "# a comment".to_string(),
+            i => format!("dubbo://10.0.0.{i}:20880/svc?application=shop&k={}", "v".repeat(i * 40)),
+        };
+        let breaks = ["\n", "\r\n", "\r", "\n\n"];
+        let mut cache = TextCache::default();
+        let mut last: std::collections::HashMap<String, Arc<Url>> = Default::default();
+        for (entries, as_lines) in steps {
+            let pushed = if as_lines {
+                let mut s = String::new();
+                for &(i, b) in &entries {
+                    s.push_str(&text(i));
+                    s.push_str(breaks[b]);
+                }
+                ProviderText::Lines(s)
+            } else {
+                ProviderText::Urls(entries.iter().filter(|e| e.0 != 11).map(|e| text(e.0)).collect())
+            };
+            let (fresh, fresh_skipped) = super::parse_providers("t", pushed.clone());
+            let (got, skipped) = parse_providers_reusing("t", pushed, &mut cache);
+            prop_assert_eq!(
+                got.iter().map(|u| u.raw()).collect::<Vec<_>>(),
+                fresh.iter().map(|u| u.raw()).collect::<Vec<_>>()
+            );
+            prop_assert_eq!(skipped, fresh_skipped);
+            let mut now: std::collections::HashMap<String, Arc<Url>> = Default::default();
+            for u in &got {
+                if let Some(before) = last.get(&*u.raw()) {
+                    prop_assert!(Arc::ptr_eq(before, u), "a text cached is reused");
+                }
+                if let Some(same) = now.get(&*u.raw()) {
+                    prop_assert!(Arc::ptr_eq(same, u), "equal texts share a URL");
+                }
+                now.insert(u.raw().to_string(), u.clone());
+            }
+            prop_assert_eq!(cache.len(), now.len());
+            last = now;
+        }
+    }
+
+    /// Lines end at `\n`, `\r\n` or a lone `\r`, as in every other input.
+    #[test]
+    fn lines_split_as_the_rule_files_do(text in "[a\r\n ]{0,24}") {
+        let ours: Vec<(usize, &str)> = super::numbered_lines(&text).collect();
+        let theirs: Vec<(usize, &str)> =
+            routechain_rules::located::lines(&text).enumerate().collect();
+        prop_assert_eq!(ours, theirs);
+    }
 }
