@@ -364,6 +364,22 @@ impl ChainState {
         edit: &SnapshotEdit,
         degraded: Arc<DegradedSet>,
     ) -> Result<Self, PrepareError> {
+        self.with_edit_and_entries(snapshot, edit, degraded, self.entries.clone())
+    }
+
+    /// [`ChainState::with_edit`] and [`ChainState::with_entries`] at once (one atomic swap):
+    /// a new snapshot following this state's by `edit`, and new routers. A router that is
+    /// the same `Arc` as before (its rule unchanged) derives its state by the edit
+    /// ([`PreparedRouter::prepare_edit`]); the others (new or recompiled rules) prepare
+    /// over `snapshot`. Routes exactly as [`ChainState::with_snapshot_and_entries`] would.
+    /// When `edit` does not lead from this snapshot to `snapshot`, every router prepares.
+    pub fn with_edit_and_entries(
+        &self,
+        snapshot: Arc<Snapshot>,
+        edit: &SnapshotEdit,
+        degraded: Arc<DegradedSet>,
+        entries: impl Into<Arc<[ChainEntry]>>,
+    ) -> Result<Self, PrepareError> {
         let fits = edit.old_len() == self.snapshot.len() && edit.new_len() == snapshot.len();
         Self::assemble(
             self.generation + 1,
@@ -371,7 +387,7 @@ impl ChainState {
             snapshot,
             self.consumer.clone(),
             degraded,
-            self.entries.clone(),
+            entries.into(),
             if fits {
                 Prior::Edited(self, edit)
             } else {

@@ -6,6 +6,9 @@
 //! providers, not to providers × values.
 //!
 //! - [`ParamIndex`]: one parameter's exact values → providers, and the providers without it.
+//! - [`ValueIndex`]: the same, stored flat so that a provider edit costs a few passes over
+//!   arrays even when every provider has its own value (a `$host` reference's index); its
+//!   sets are read as [`SetRef`]s.
 //! - [`NamedSets`]: names compared case-insensitively → providers, some names pinned at
 //!   fixed positions (a rule's regions or datacenters), looked up without allocating;
 //!   [`NamedSetsEdit`] carries them over a [`crate::SnapshotEdit`].
@@ -18,7 +21,9 @@ use crate::bitset::{BitSet, Candidates};
 use crate::snapshot::Snapshot;
 
 mod named_edit;
+mod values;
 pub use named_edit::NamedSetsEdit;
+pub use values::ValueIndex;
 
 /// A set of providers of one snapshot, stored dense or sparse by size.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,31 +123,16 @@ impl ProviderSet {
     pub fn and_into(&self, candidates: &mut Candidates) {
         match self {
             ProviderSet::Dense(b) => candidates.and_assign(b),
-            // O(members) word updates plus clearing the words between them (`fill`, a
-            // memset): no per-word search, so a set of a few providers over a large
-            // snapshot costs little more than its members.
-            ProviderSet::Sparse { indexes, .. } => {
-                let words = candidates.words_mut();
-                let mut cleared_to = 0;
-                let mut k = 0;
-                while let Some(&first) = indexes.get(k) {
-                    let w = first as usize / 64;
-                    if w >= words.len() {
-                        break;
-                    }
-                    let mut mask = 0u64;
-                    while let Some(&i) = indexes.get(k)
-                        && i as usize / 64 == w
-                    {
-                        mask |= 1 << (i % 64);
-                        k += 1;
-                    }
-                    words[cleared_to..w].fill(0);
-                    words[w] &= mask;
-                    cleared_to = w + 1;
-                }
-                words[cleared_to..].fill(0);
-            }
+            ProviderSet::Sparse { indexes, .. } => sparse_and_into(indexes, candidates),
+        }
+    }
+
+    /// The set as a [`SetRef`] (what [`ValueIndex`] gives), for code reading both.
+    #[inline]
+    pub fn as_set_ref(&self) -> SetRef<'_> {
+        match self {
+            ProviderSet::Dense(b) => SetRef::Dense(b),
+            ProviderSet::Sparse { indexes, .. } => SetRef::Sparse(indexes),
         }
     }
 
@@ -202,6 +192,100 @@ impl ProviderSet {
     }
 }
 
+/// `candidates &= {indexes}` (sorted positions): O(members) word updates plus clearing the
+/// words between them (`fill`, a memset): no per-word search, so a set of a few providers
+/// over a large snapshot costs little more than its members.
+fn sparse_and_into(indexes: &[u32], candidates: &mut Candidates) {
+    let words = candidates.words_mut();
+    let mut cleared_to = 0;
+    let mut k = 0;
+    while let Some(&first) = indexes.get(k) {
+        let w = first as usize / 64;
+        if w >= words.len() {
+            break;
+        }
+        let mut mask = 0u64;
+        while let Some(&i) = indexes.get(k)
+            && i as usize / 64 == w
+        {
+            mask |= 1 << (i % 64);
+            k += 1;
+        }
+        words[cleared_to..w].fill(0);
+        words[w] &= mask;
+        cleared_to = w + 1;
+    }
+    words[cleared_to..].fill(0);
+}
+
+/// A borrowed set of providers: a bitset, or sorted positions. What a [`ValueIndex`] gives
+/// for a value ([`ProviderSet::as_set_ref`] gives one for a stored set); read per call
+/// without allocating.
+#[derive(Debug, Clone, Copy)]
+pub enum SetRef<'a> {
+    /// A bitset over the snapshot.
+    Dense(&'a BitSet),
+    /// Sorted, distinct positions.
+    Sparse(&'a [u32]),
+}
+
+impl SetRef<'_> {
+    /// The number of members.
+    pub fn count(&self) -> usize {
+        match self {
+            SetRef::Dense(b) => b.count(),
+            SetRef::Sparse(ix) => ix.len(),
+        }
+    }
+
+    /// True when `i` is a member.
+    pub fn contains(&self, i: usize) -> bool {
+        match self {
+            SetRef::Dense(b) => b.contains(i),
+            SetRef::Sparse(ix) => ix.binary_search(&(i as u32)).is_ok(),
+        }
+    }
+
+    /// `candidates &= self`, without allocating.
+    #[inline]
+    pub fn and_into(&self, candidates: &mut Candidates) {
+        match self {
+            SetRef::Dense(b) => candidates.and_assign(b),
+            SetRef::Sparse(ix) => sparse_and_into(ix, candidates),
+        }
+    }
+
+    /// `candidates &= !self`, without allocating.
+    #[inline]
+    pub fn and_not_into(&self, candidates: &mut Candidates) {
+        match self {
+            SetRef::Dense(b) => candidates.and_not_assign(b),
+            SetRef::Sparse(ix) => {
+                for &i in ix.iter() {
+                    candidates.remove(i as usize);
+                }
+            }
+        }
+    }
+
+    /// Word `w` of the set as a bitset word (see [`ProviderSet::word`]).
+    #[inline]
+    pub fn word(&self, w: usize) -> u64 {
+        match self {
+            SetRef::Dense(b) => b.words().get(w).copied().unwrap_or(0),
+            SetRef::Sparse(ix) => sparse_word(ix, w),
+        }
+    }
+
+    /// The set as a bitset over `len` providers.
+    pub fn to_bitset(&self, len: usize) -> BitSet {
+        match self {
+            SetRef::Dense(b) => (*b).clone(),
+            SetRef::Sparse(ix) => BitSet::from_indexes(len, ix.iter().map(|&i| i as usize)),
+        }
+    }
+}
+
 /// Membership in a sorted list, asked in increasing position order (as the carry-over
 /// functions of an edit ask about added positions): a cursor, no search.
 fn member_of(list: &[u32]) -> impl FnMut(usize) -> bool + '_ {
@@ -236,7 +320,8 @@ pub struct ParamIndex {
 impl ParamIndex {
     /// Indexes `key` (a parameter or a derived key, see [`crate::Url::get`]) over `snapshot`.
     pub fn build(snapshot: &Snapshot, key: &str) -> Self {
-        Self::build_with(snapshot, |p| p.get(key))
+        let key = crate::UrlKey::new(key);
+        Self::build_with(snapshot, |p| p.get_key(&key))
     }
 
     /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
@@ -245,7 +330,9 @@ impl ParamIndex {
         mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
     ) -> Self {
         let len = snapshot.len();
-        let mut by_value: HashMap<&str, Vec<u32>> = HashMap::new();
+        // foldhash: a value per provider is hashed here, and SipHash was a tenth of a full
+        // preparation at 100,000 providers.
+        let mut by_value: HashMap<&str, Vec<u32>, foldhash::fast::RandomState> = HashMap::default();
         let mut missing = Vec::new();
         for (i, p) in snapshot.providers().iter().enumerate() {
             match value_of(p) {
@@ -276,7 +363,7 @@ impl ParamIndex {
         mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
     ) -> Self {
         let len = edit.new_len();
-        let mut added: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut added: HashMap<&str, Vec<u32>, foldhash::fast::RandomState> = HashMap::default();
         let mut added_missing = Vec::new();
         for i in edit.added() {
             match value_of(&snapshot.providers()[i]) {
@@ -415,6 +502,21 @@ pub struct NamedSetsBuilder {
     /// Other names' members, in increasing provider order.
     members: Vec<(Box<str>, Vec<u32>)>,
     lower: String,
+    /// The position recently found for a name, by the name's address and length
+    /// (direct-mapped): the names of a snapshot are mostly interned strings, the same text
+    /// at the same address, so a repeated name skips the pinned scan, the lower-casing and
+    /// the hash. A hit is checked against the set's name, so a reused address cannot mislead.
+    recent: Box<[(usize, usize, usize); RECENT]>,
+}
+
+/// Entries of [`NamedSetsBuilder`]'s memo of recent names.
+const RECENT: usize = 64;
+
+/// The memo slot of a name, by its address and length.
+fn recent_slot(name: &str) -> usize {
+    let x =
+        (name.as_ptr() as usize ^ name.len().rotate_left(20)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 58) % RECENT
 }
 
 impl NamedSetsBuilder {
@@ -426,12 +528,38 @@ impl NamedSetsBuilder {
             others: HashMap::new(),
             members: Vec::new(),
             lower: String::new(),
+            recent: Box::new([(0, 0, usize::MAX); RECENT]),
         }
     }
 
     /// Adds provider `i` to the set of `name` (case-insensitive); returns the set's
     /// position. Providers must be added in increasing order.
     pub fn add(&mut self, name: &str, i: usize) -> usize {
+        let slot = recent_slot(name);
+        let (at, len, k) = self.recent[slot];
+        if at == name.as_ptr() as usize && len == name.len() {
+            let pinned = self.pinned.len();
+            // Case-insensitive equality is transitive: a name equal to the one that found
+            // `k` is found at `k` (the first pinned match, or its own other name).
+            if let Some(p) = self.pinned.get_mut(k) {
+                if p.0.eq_ignore_ascii_case(name) {
+                    p.1.insert(i);
+                    return k;
+                }
+            } else if let Some(m) = self.members.get_mut(k.wrapping_sub(pinned)) {
+                if m.0.eq_ignore_ascii_case(name) {
+                    m.1.push(i as u32);
+                    return k;
+                }
+            }
+        }
+        let k = self.add_slow(name, i);
+        self.recent[slot] = (name.as_ptr() as usize, name.len(), k);
+        k
+    }
+
+    /// [`NamedSetsBuilder::add`] without the memo.
+    fn add_slow(&mut self, name: &str, i: usize) -> usize {
         if let Some(k) = self
             .pinned
             .iter()
@@ -547,6 +675,46 @@ mod tests {
             (members(0), members(1), members(3)),
             (vec![0], vec![2], vec![3, 4])
         );
+    }
+
+    /// A key resolved once reads every URL as `Url::get` does: derived keys, present and
+    /// absent parameters, a key never interned, a key first interned after the `UrlKey`
+    /// was made, and URLs whose keys sit at different positions (the remembered position
+    /// misses).
+    #[test]
+    fn a_url_key_reads_as_get() {
+        let late = crate::UrlKey::new("late-key-of-the-url-key-test");
+        let urls = [
+            "dubbo://10.0.0.1:20880/s?a=1&b=2&g=x&weight=100",
+            "dubbo://10.0.0.2/s?g=y&zz=3",
+            "dubbo://[::1]:7/s?b=&late-key-of-the-url-key-test=v&weight=7",
+            "tri://h/p",
+            "dubbo://10.0.0.3:1/s?weight=5&a=%20x&g=x",
+        ]
+        .map(|u| crate::Url::parse(u).unwrap());
+        let keys = [
+            "protocol",
+            "host",
+            "port",
+            "path",
+            "address",
+            "a",
+            "b",
+            "g",
+            "zz",
+            "weight",
+            "never-a-key-anywhere",
+            "late-key-of-the-url-key-test",
+        ];
+        for key in keys {
+            let k = crate::UrlKey::new(key);
+            for _ in 0..2 {
+                for u in &urls {
+                    assert_eq!(u.get_key(&k), u.get(key), "{key} of {u}");
+                    assert_eq!(u.get_key(&late), u.get(late.as_str()), "{u}");
+                }
+            }
+        }
     }
 
     proptest! {

@@ -257,6 +257,17 @@ impl Lookup {
     }
 }
 
+/// The id of `text` when it is interned, without interning it: lock-free, except that a
+/// miss looks again under the insert mutex (a table being replaced may lack a new id).
+pub(crate) fn find(text: &str) -> Option<u32> {
+    let hash = INTERNER.hash(text);
+    if let Some(id) = INTERNER.index.load().find(hash, text) {
+        return Some(id);
+    }
+    let _w = INTERNER.writer.lock().unwrap_or_else(|e| e.into_inner());
+    INTERNER.index.load().find(hash, text)
+}
+
 /// The id of one of [`DERIVED_KEYS`](crate::url::DERIVED_KEYS) (interned first, in order).
 pub(crate) fn derived_key(i: usize) -> u32 {
     LazyLock::force(&INTERNER);

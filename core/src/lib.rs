@@ -76,7 +76,9 @@ pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
-pub use index::{NamedSets, NamedSetsBuilder, NamedSetsEdit, ParamIndex, ProviderSet};
+pub use index::{
+    NamedSets, NamedSetsBuilder, NamedSetsEdit, ParamIndex, ProviderSet, SetRef, ValueIndex,
+};
 pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
@@ -88,5 +90,5 @@ pub use router::{
 pub use rule::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
-pub use url::{DERIVED_KEYS, Url, UrlError};
+pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};
 pub use weighted::{Draw, KeyPart, StickyKey};

@@ -352,6 +352,112 @@ impl Url {
     }
 }
 
+/// A key resolved once for reading it from many URLs ([`Url::get_key`]): what a
+/// preparation uses when it reads one key of every provider of a snapshot.
+///
+/// [`Url::get`] compares the key's text with the URL's keys (a binary search, each step
+/// resolving an interned key to its text); a `UrlKey` knows the derived key it names, or
+/// the key's interned id, so reading a parameter of a URL whose keys are all interned (every
+/// URL but those parsed past the interner's limits) is a scan of 16-bit ids, no string
+/// compared. Same answers as [`Url::get`].
+#[derive(Debug)]
+pub struct UrlKey {
+    text: Box<str>,
+    kind: KeyKind,
+    /// The position the key was last found at: the URLs of one service mostly have the
+    /// same keys, so it is usually where the next URL has it.
+    hint: std::sync::atomic::AtomicUsize,
+}
+
+impl Clone for UrlKey {
+    fn clone(&self) -> Self {
+        UrlKey {
+            text: self.text.clone(),
+            kind: self.kind,
+            hint: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum KeyKind {
+    Protocol,
+    Host,
+    Port,
+    Path,
+    Address,
+    /// A query parameter; its interned id when the key is interned.
+    Param(Option<u32>),
+}
+
+impl UrlKey {
+    /// The key `key` (a derived key or a query parameter, as [`Url::get`] takes it).
+    pub fn new(key: &str) -> Self {
+        let kind = match key {
+            "protocol" => KeyKind::Protocol,
+            "host" => KeyKind::Host,
+            "port" => KeyKind::Port,
+            "path" => KeyKind::Path,
+            "address" => KeyKind::Address,
+            _ => KeyKind::Param(crate::intern::find(key).filter(|&id| id <= u32::from(u16::MAX))),
+        };
+        UrlKey {
+            text: key.into(),
+            kind,
+            hint: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// The key's text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl Url {
+    /// The value a matcher sees for `key`: exactly [`Url::get`] of the key's text.
+    #[inline]
+    pub fn get_key(&self, key: &UrlKey) -> Option<&str> {
+        match key.kind {
+            KeyKind::Protocol => Some(self.protocol()),
+            KeyKind::Host => Some(self.host()),
+            KeyKind::Port => (self.port() > 0).then(|| self.port_text()),
+            KeyKind::Path => Some(self.path()),
+            KeyKind::Address => Some(self.address()),
+            KeyKind::Param(id) => self.param_key(id, key),
+        }
+    }
+
+    /// The query parameter `text`, whose interned id is `id` (`None`: not interned when the
+    /// key was resolved).
+    fn param_key(&self, id: Option<u32>, key: &UrlKey) -> Option<&str> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.flags() & store::WIDE_KEYS != 0 {
+            return self.param(&key.text);
+        }
+        // Every key of this URL is an interned 16-bit id, and one text has one id: the key
+        // is present exactly when its id is. A key not interned when the `UrlKey` was made
+        // may have been since (a URL parsed later): look it up by text.
+        let Some(id) = id else {
+            return self.param(&key.text);
+        };
+        let id = id as u16;
+        let start = self.params_start();
+        let n = self.param_count();
+        let keys = self.data.get(start..start + 2 * n)?;
+        let key_at = |i: usize| u16::from_le_bytes([keys[2 * i], keys[2 * i + 1]]);
+        let hint = key.hint.load(Relaxed);
+        let i = if hint < n && key_at(hint) == id {
+            hint
+        } else {
+            let i = (0..n).find(|&i| key_at(i) == id)?;
+            key.hint.store(i, Relaxed);
+            i
+        };
+        Some(self.field(start + 2 * n + 4 * i))
+    }
+}
+
 impl PartialEq for Url {
     /// Equal parts and equal text (whether each string is interned or inline does not
     /// matter). Allocation-free: a routed call compares its consumer with the chain's.

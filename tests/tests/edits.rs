@@ -486,3 +486,96 @@ fn condition_and_idc_weight_features_route_after_each_edit_exactly_as_a_fresh_pr
         }
     }
 }
+
+/// A batch that changes the providers and some routers' rules at once
+/// (`ChainState::with_edit_and_entries`, what the live chain applies): the routers whose
+/// rule is unchanged (the same compiled router) derive their state by the edit, the ones
+/// with a new rule prepare over the new snapshot, and every request routes exactly as the
+/// new chain prepared from scratch over the new snapshot.
+#[test]
+fn providers_and_rules_changed_together_route_as_a_fresh_preparation() {
+    use std::sync::Arc;
+
+    use routechain::core::{CallState, ChainEntry, ChainState, DegradedSet};
+
+    let forced = forced_tag_rule();
+    let before = ruled_chain(&[
+        ("condition", CONDITION_RULES[0]),
+        ("idc-weight", IDC_RULES[0]),
+        ("tag", TAG_RULE_YAML),
+        ("group", GROUP_RULE_YAML),
+    ]);
+    let after = ruled_chain(&[
+        ("condition", CONDITION_RULES[1]),
+        ("idc-weight", IDC_RULES[0]),
+        ("tag", &forced),
+        ("group", GROUP_RULE_YAML),
+    ]);
+    let requests = requests_with_other_consumers();
+    for (seed, (n, max_change)) in [(0usize, 5usize), (1, 1), (64, 40), (300, 3)]
+        .into_iter()
+        .enumerate()
+    {
+        let base = Arc::new(testkit::snapshot(n, seed as u64 + 23));
+        let mut state = testkit::build_state(&before, base.clone()).expect("prepares");
+        // The recompiled entries (condition, tag) come from the other chain file; the
+        // idc-weight and group entries stay the same routers.
+        let recompiled = testkit::build_state(&after, base).expect("prepares");
+        for (step, update) in edits::churn(n, 4, max_change, seed as u64 + 90)
+            .iter()
+            .enumerate()
+        {
+            let entries: Vec<ChainEntry> = state
+                .entries()
+                .iter()
+                .zip(recompiled.entries().iter())
+                .enumerate()
+                .map(|(k, (old, new))| if k % 2 == 0 { new } else { old }.clone())
+                .collect();
+            let added = update.added.iter().cloned().map(Arc::new).collect();
+            let (snapshot, edit) = state.snapshot().edited(
+                state.snapshot().generation() + 1,
+                update.removed.clone(),
+                added,
+            );
+            let snapshot = Arc::new(snapshot);
+            let next = state
+                .with_edit_and_entries(
+                    snapshot.clone(),
+                    &edit,
+                    Arc::new(DegradedSet::new(snapshot.len())),
+                    entries.clone(),
+                )
+                .expect("the edit prepares");
+            let fresh = ChainState::new(
+                state.service().map(Arc::from),
+                snapshot.clone(),
+                state.consumer().clone(),
+                entries,
+            )
+            .expect("the chain prepares");
+            // Run order = configuration order here (priorities 100, 101…): the recompiled
+            // entries (even positions) prepared on the first step; the others derived.
+            let derived: Vec<bool> = next.edited_routers().map(|(_, e)| e).collect();
+            let expected: Vec<bool> = (0..4).map(|k| step > 0 || k % 2 == 1).collect();
+            assert_eq!(derived, expected, "{n} providers, update {step}");
+            for i in (step % 5..snapshot.len()).step_by(5) {
+                next.degraded().mark(i);
+                fresh.degraded().mark(i);
+            }
+            for (k, request) in requests.iter().enumerate() {
+                let mut a = CallState::seeded(k as u64 + 1);
+                let mut b = CallState::seeded(k as u64 + 1);
+                let (ra, rb) = (next.route(request, &mut a), fresh.route(request, &mut b));
+                assert_eq!(ra, rb, "{n} providers, update {step}, request {k}");
+                assert_eq!(
+                    a.candidates.iter().collect::<Vec<_>>(),
+                    b.candidates.iter().collect::<Vec<_>>(),
+                    "{n} providers, update {step}, request {k}: the edited chain routes \
+                     differently from a fresh preparation"
+                );
+            }
+            state = next;
+        }
+    }
+}

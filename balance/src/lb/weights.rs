@@ -15,7 +15,12 @@ use super::{DEFAULT_WEIGHT, MAX_WEIGHT_CLASSES};
 /// integer → 100. (Dubbo's warm-up reduction from `timestamp`/`warmup` is not applied: see
 /// `docs/load-balancing.md`.)
 pub fn provider_weight(provider: &routechain_core::Provider) -> u32 {
-    match provider.get("weight").map(|w| w.trim().parse::<i64>()) {
+    weight_of(provider.get("weight"))
+}
+
+/// The weight of a `weight` param value (see [`provider_weight`]).
+fn weight_of(value: Option<&str>) -> u32 {
+    match value.map(|w| w.trim().parse::<i64>()) {
         Some(Ok(w)) => w.clamp(0, u32::MAX as i64) as u32,
         _ => DEFAULT_WEIGHT,
     }
@@ -141,10 +146,12 @@ impl Classes {
 impl Weights {
     /// The weights of `snapshot`'s providers.
     pub fn new(snapshot: &Snapshot) -> Self {
+        // The key resolved once: each provider's `weight` read without comparing strings.
+        let key = routechain_core::UrlKey::new("weight");
         let weights: Box<[u32]> = snapshot
             .providers()
             .iter()
-            .map(|p| provider_weight(p))
+            .map(|p| weight_of(p.get_key(&key)))
             .collect();
         let classes = Classes::new(&weights);
         Self::with_classes(weights, classes)

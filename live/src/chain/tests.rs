@@ -1,8 +1,8 @@
 //! The live chain's unit tests: provider lists, rules, batches and reloads.
 use super::*;
-use crate::ProviderText;
 use crate::providers::parse_providers;
-use routechain_core::{CallState, Request};
+use crate::{ProviderText, RuleEvent, Update};
+use routechain_core::{CallState, ChainState, Request};
 
 #[test]
 fn provider_lines_end_at_lf_crlf_and_a_lone_cr() {
@@ -397,4 +397,53 @@ fn a_chain_reload_recompiles_only_the_entries_whose_definition_or_rule_file_chan
     assert_eq!(same(&old, &new), [false, false]);
     assert_eq!(new.service(), Some("com.foo.Other"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_batch_of_providers_and_a_rule_edits_the_other_routers_and_prepares_the_changed_one() {
+    let live = live();
+    live.apply(providers(&[
+        (1, "region=hz&zone=a"),
+        (2, "region=bj&zone=a"),
+        (3, "region=bj&zone=b"),
+    ]));
+    let reports = live.apply(Update::Batch(vec![
+        rule(
+            "web",
+            RuleEvent::Added("conditions: ['=> region = bj']".into()),
+        ),
+        providers(&[
+            (1, "region=hz&zone=a"),
+            (3, "region=bj&zone=b"),
+            (4, "region=bj&zone=a"),
+        ]),
+    ]));
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert!(
+        matches!(&reports[0], Report::Applied { providers: 3, .. }),
+        "{reports:?}"
+    );
+    let state = live.chain().state();
+    // The entry following `web` has a new rule: prepared; the other two followed the edit.
+    let derived: Vec<bool> = state.edited_routers().map(|(_, e)| e).collect();
+    assert_eq!(derived, [true, false, true]);
+    assert_eq!(routed(&live), ["10.0.0.4:20880"], "zone a and region bj");
+    // The same batch's state prepared from scratch routes the same.
+    let fresh = ChainState::new(
+        state.service().map(Arc::from),
+        state.snapshot().clone(),
+        state.consumer().clone(),
+        state.entries().clone(),
+    )
+    .expect("prepares");
+    let mut a = CallState::seeded(1);
+    let mut b = CallState::seeded(1);
+    assert_eq!(
+        state.route(&Request::new(), &mut a),
+        fresh.route(&Request::new(), &mut b)
+    );
+    assert_eq!(
+        a.candidates.iter().collect::<Vec<_>>(),
+        b.candidates.iter().collect::<Vec<_>>()
+    );
 }

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, ParamIndex, PrepareContext, ProviderSet, Request, RouteContext, Snapshot,
-    Url,
+    BitSet, Candidates, ParamIndex, PrepareContext, ProviderSet, Request, RouteContext, SetRef,
+    Snapshot, Url, ValueIndex,
 };
 
 use super::matcher::{Key, Pattern, Term, glob_match};
@@ -112,6 +112,9 @@ const CACHE_BYTES: usize = 64 << 20;
 /// patterns decided already, so a rule repeating a pattern 10,000 times decides it once.
 struct KeyIndex {
     ix: Arc<ParamIndex>,
+    /// The same index in the form the per-call terms keep (carried cheaply by an edit),
+    /// built for the first term with a `$name` on the key.
+    values: Option<Arc<ValueIndex>>,
     present: BitSet,
     sorted: Option<SortedValues>,
     decided: HashMap<PatternKey, ProviderSet>,
@@ -270,6 +273,7 @@ impl<'a> Indexes<'a> {
             present.and_not_assign(&ix.missing().to_bitset());
             KeyIndex {
                 ix,
+                values: None,
                 present,
                 sorted: None,
                 decided: HashMap::new(),
@@ -341,7 +345,10 @@ impl<'a> Indexes<'a> {
                     matches,
                     mismatches,
                     present: ProviderSet::from_bitset(k.present.clone()),
-                    index: k.ix.clone(),
+                    index: k
+                        .values
+                        .get_or_insert_with(|| Arc::new(ValueIndex::from_index(&k.ix)))
+                        .clone(),
                 });
             } else {
                 fixed.and_assign(t);
@@ -526,7 +533,7 @@ struct DynTerm {
     mismatches: Vec<DynPat>,
     /// The providers having the key.
     present: ProviderSet,
-    index: Arc<ParamIndex>,
+    index: Arc<ValueIndex>,
 }
 
 enum DynPat {
@@ -543,7 +550,7 @@ enum Resolved<'s> {
     /// Every provider having the key (a `*` value).
     Present,
     /// These providers.
-    Set(&'s ProviderSet),
+    Set(SetRef<'s>),
     /// The consumer's value is a glob: decided per distinct value.
     Glob,
 }
@@ -555,7 +562,7 @@ const INLINE_PATTERNS: usize = 8;
 impl DynTerm {
     fn resolve<'s>(&'s self, p: &'s DynPat, consumer: &Url) -> Resolved<'s> {
         match p {
-            DynPat::Fixed(s) => Resolved::Set(s),
+            DynPat::Fixed(s) => Resolved::Set(s.as_set_ref()),
             DynPat::Ref(name) => match consumer.get(name) {
                 None => Resolved::Nothing,
                 Some("*") => Resolved::Present,
@@ -578,14 +585,14 @@ impl DynTerm {
                     acc.clear();
                     return;
                 }
-                Resolved::Set(s) => and_not_into(s, acc),
+                Resolved::Set(s) => s.and_not_into(acc),
                 Resolved::Glob => return self.apply_by_value(acc, consumer),
             }
         }
         if self.matches.is_empty() {
             return;
         }
-        let mut sets = [&self.present; INLINE_PATTERNS];
+        let mut sets = [self.present.as_set_ref(); INLINE_PATTERNS];
         let mut n = 0;
         for p in &self.matches {
             match self.resolve(p, consumer) {
@@ -613,19 +620,7 @@ impl DynTerm {
         self.present.and_into(acc);
         for (v, s) in self.index.values() {
             if !self.term.matches_value(Some(v), Some(consumer)) {
-                and_not_into(s, acc);
-            }
-        }
-    }
-}
-
-/// `acc &= !set`, without allocating.
-fn and_not_into(set: &ProviderSet, acc: &mut BitSet) {
-    match set {
-        ProviderSet::Dense(b) => acc.and_not_assign(b),
-        ProviderSet::Sparse { indexes, .. } => {
-            for &i in indexes.iter() {
-                acc.remove(i as usize);
+                s.and_not_into(acc);
             }
         }
     }

@@ -75,11 +75,12 @@ impl TypedRouter for GroupRouter {
         edit: &SnapshotEdit,
         cx: &PrepareContext<'_>,
     ) -> Option<Result<PreparedGroup, String>> {
+        let key = routechain_core::UrlKey::new(&rule.provider_param);
         Some(Ok(PreparedGroup {
             rule: rule.clone(),
             index: prepared
                 .index
-                .edited(edit, cx.snapshot, |p| p.get(&rule.provider_param)),
+                .edited(edit, cx.snapshot, |p| p.get_key(&key)),
         }))
     }
 

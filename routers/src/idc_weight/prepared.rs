@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     BitSet, DegradedTally, NamedSets, NamedSetsBuilder, NamedSetsEdit, PrepareContext,
-    SnapshotEdit, Url, stable_hash,
+    SnapshotEdit, Url, UrlKey, stable_hash,
 };
 
 use super::health::Health;
@@ -16,6 +16,29 @@ use super::rule::IdcWeightRule;
 /// A URL's value for `key`, trimmed; `None` when absent or blank.
 fn param<'u>(url: &'u Url, key: &str) -> Option<&'u str> {
     url.get(key).map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The rule's provider keys, resolved once per preparation ([`UrlKey`]: every provider's
+/// keys are read without comparing strings).
+struct Keys {
+    idc: UrlKey,
+    region: UrlKey,
+    degraded: UrlKey,
+}
+
+impl Keys {
+    fn new(rule: &IdcWeightRule) -> Self {
+        Keys {
+            idc: UrlKey::new(&rule.idc_param),
+            region: UrlKey::new(&rule.region_param),
+            degraded: UrlKey::new(&rule.degraded_param),
+        }
+    }
+}
+
+/// A provider's value for `key`, trimmed; `None` when absent or blank (as [`param`]).
+fn provider_param<'u>(url: &'u Url, key: &UrlKey) -> Option<&'u str> {
+    url.get_key(key).map(str::trim).filter(|v| !v.is_empty())
 }
 
 /// The caller's side of the decision: its region and what its IDC implies.
@@ -102,11 +125,12 @@ impl PreparedIdcWeight {
         // Each provider's IDC and region index, for the health counts.
         let mut idc_of = Vec::with_capacity(n);
         let mut region_of = Vec::with_capacity(n);
+        let keys = Keys::new(rule);
         for (i, p) in cx.snapshot.providers().iter().enumerate() {
-            if param_degraded(rule, p) {
+            if param_degraded(&keys, p) {
                 degraded.insert(i);
             }
-            let (idc, region) = classify(rule, p, i, &mut idcs, &mut regions);
+            let (idc, region) = classify(rule, &keys, p, i, &mut idcs, &mut regions);
             idc_of.push(idc);
             region_of.push(region);
         }
@@ -140,13 +164,14 @@ impl PreparedIdcWeight {
         let mut idcs = self.idcs.edit(edit);
         let mut idc_of = Vec::with_capacity(added.len());
         let mut region_of = Vec::with_capacity(added.len());
+        let keys = Keys::new(rule);
         for (j, p) in added.iter().enumerate() {
-            let (idc, region) = classify(rule, p, start + j, &mut idcs, &mut regions);
+            let (idc, region) = classify(rule, &keys, p, start + j, &mut idcs, &mut regions);
             let group = |g: Option<usize>| g.map_or(DegradedTally::NONE, |g| g as u32);
             idc_of.push(group(idc));
             region_of.push(group(region));
         }
-        let degraded = edit.bitset(&self.degraded, |i| param_degraded(rule, &added[i - start]));
+        let degraded = edit.bitset(&self.degraded, |i| param_degraded(&keys, &added[i - start]));
         let (idcs, idc_remap) = idcs.finish();
         let (regions, region_remap) = regions.finish();
         // The provisional numbering: the old names, then the new ones.
@@ -258,8 +283,8 @@ impl PreparedIdcWeight {
 }
 
 /// True when provider `p`'s `degraded_param` is `true`.
-fn param_degraded(rule: &IdcWeightRule, p: &Url) -> bool {
-    p.get(&rule.degraded_param)
+fn param_degraded(keys: &Keys, p: &Url) -> bool {
+    p.get_key(&keys.degraded)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
@@ -295,12 +320,13 @@ impl Names for NamedSetsEdit<'_> {
 /// region the region param, else the region the rule lists the provider's IDC under.
 fn classify(
     rule: &IdcWeightRule,
+    keys: &Keys,
     p: &Url,
     i: usize,
     idcs: &mut impl Names,
     regions: &mut impl Names,
 ) -> (Option<usize>, Option<usize>) {
-    let idc = match param(p, &rule.idc_param) {
+    let idc = match provider_param(p, &keys.idc) {
         Some(v) => Some(idcs.add(v, i)),
         None => rule
             .options
@@ -308,7 +334,7 @@ fn classify(
             .lookup(p.host())
             .inspect(|&k| idcs.add_to(k, i)),
     };
-    let region = match param(p, &rule.region_param) {
+    let region = match provider_param(p, &keys.region) {
         Some(v) => Some(regions.add(v, i)),
         // No region param: the region the rule lists the provider's IDC under (the rule's
         // IDCs are pinned first, at the same positions in a build and an edit).

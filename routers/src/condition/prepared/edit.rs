@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use routechain_core::{ParamIndex, PrepareContext, ProviderSet, SnapshotEdit, Url};
+use routechain_core::{PrepareContext, ProviderSet, SnapshotEdit, Url, UrlKey, ValueIndex};
 
 use super::{
     DERIVED_KEYS, DynPat, DynSet, DynTerm, Indexes, PreparedAction, PreparedCond,
@@ -32,7 +32,7 @@ struct EditCx<'e, 'a> {
     present: HashSet<&'e str>,
     /// Value indexes already carried, by the old index's address (sets share an index per
     /// key, and keep sharing it).
-    indexes: HashMap<*const ParamIndex, Arc<ParamIndex>>,
+    indexes: HashMap<*const ValueIndex, Arc<ValueIndex>>,
     /// Indexes over the new snapshot, for the sets prepared again (see the module docs).
     fresh: Option<Indexes<'a>>,
     /// The then-part sets carried already, by the old set's address (conditions with the
@@ -211,7 +211,10 @@ impl DynTerm {
         let index = e
             .indexes
             .entry(Arc::as_ptr(&self.index))
-            .or_insert_with(|| Arc::new(self.index.edited(edit, snapshot, |p| p.get(name))))
+            .or_insert_with(|| {
+                let key = UrlKey::new(name);
+                Arc::new(self.index.edited(edit, snapshot, |p| p.get_key(&key)))
+            })
             .clone();
         Some(DynTerm {
             term: self.term.clone(),

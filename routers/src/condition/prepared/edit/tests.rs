@@ -125,8 +125,11 @@ fn shape(set: &SetExpr) -> String {
                         })
                         .collect()
                 };
-                let index: BTreeMap<&str, Vec<usize>> =
-                    t.index.values().map(|(v, s)| (v, members(s))).collect();
+                let index: BTreeMap<&str, Vec<usize>> = t
+                    .index
+                    .values()
+                    .map(|(v, s)| (v, s.to_bitset(t.index.len()).iter().collect()))
+                    .collect();
                 format!(
                     "{} present {:?} matches {:?} mismatches {:?} index {index:?} missing {:?}",
                     t.term.name,
