@@ -3,7 +3,8 @@
 //! the other processes' load):
 //!
 //! - parsing `N` provider URLs;
-//! - preparing each router of the full chain alone, and the full chain, over `N` providers;
+//! - preparing each router of the full chain alone, and the full chain, over `N` providers,
+//!   and the balancer's per-snapshot tables (the rest of a full rebuild of a service);
 //! - a [`LiveChain`] at `N` providers applying one provider added, then one removed
 //!   (parse of the new URL, the edit of the snapshot, the routers', balancers' and health
 //!   tables' edits, swap), with the list pushed as `N` URL texts (each looked up in the
@@ -74,6 +75,15 @@ fn main() {
     time_median(&format!("prepare full chain at {n}"), 3, || {
         testkit::build_state(&full, snapshot.clone()).expect("prepares")
     });
+    // What a full rebuild of a service adds to the chain's preparation: the balancer's
+    // per-snapshot tables (weights and weight classes, in-flight counters) for the default
+    // balancing.
+    let balance = routechain::balance::BalanceConfig::default();
+    time_median(
+        &format!("balancer tables (default balancing) at {n}"),
+        3,
+        || routechain::balance::SnapshotBalance::new(&snapshot, &balance),
+    );
 
     // A live chain at n providers: one added, one removed, as a registry pushes them (the
     // whole list, as text).

@@ -101,6 +101,14 @@ impl BitSet {
         self.fill();
     }
 
+    /// Resizes to `len` providers without filling: the members are unspecified until the
+    /// caller writes every word (the chain's first router, [`crate::PreparedRouter::route_from_full`]).
+    /// Allocates only when the buffer must grow.
+    pub(crate) fn resize_unfilled(&mut self, len: usize) {
+        self.len = len;
+        self.words.resize(words_for(len), 0);
+    }
+
     /// Makes this set a copy of `other`. Allocates only when the buffer must grow.
     pub fn copy_from(&mut self, other: &BitSet) {
         self.len = other.len;
@@ -139,8 +147,13 @@ impl BitSet {
     }
 
     /// True when no provider is a member.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
+        // A member in the first word (the common answer on the call path) without a call.
+        match self.words.first() {
+            Some(&w) if w != 0 => false,
+            _ => !crate::words::any(&self.words),
+        }
     }
 
     /// True when `i` is a member.
@@ -165,33 +178,37 @@ impl BitSet {
     /// `self = self AND other`.
     pub fn and_assign(&mut self, other: &BitSet) {
         debug_assert_eq!(self.len, other.len, "bitsets over different snapshots");
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a &= b;
-        }
+        crate::words::and(&mut self.words, &other.words);
+    }
+
+    /// `self = self AND other`, and whether a member is left (one pass, instead of
+    /// [`BitSet::intersects`] then [`BitSet::and_assign`] when an empty result is acceptable).
+    pub fn and_assign_any(&mut self, other: &BitSet) -> bool {
+        debug_assert_eq!(self.len, other.len, "bitsets over different snapshots");
+        crate::words::and_any(&mut self.words, &other.words)
     }
 
     /// `self = self AND NOT other`.
     pub fn and_not_assign(&mut self, other: &BitSet) {
         debug_assert_eq!(self.len, other.len, "bitsets over different snapshots");
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a &= !b;
-        }
+        crate::words::and_not(&mut self.words, &other.words);
     }
 
     /// `self = self OR other`.
     pub fn or_assign(&mut self, other: &BitSet) {
         debug_assert_eq!(self.len, other.len, "bitsets over different snapshots");
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a |= b;
-        }
+        crate::words::or(&mut self.words, &other.words);
     }
 
     /// True when `self AND other` is not empty (eight words tested at a time, as
     /// [`BitSet::any_mask`]).
+    #[inline]
     pub fn intersects(&self, other: &BitSet) -> bool {
-        let n = self.words.len().min(other.words.len());
-        let (a, b) = (&self.words[..n], &other.words[..n]);
-        any_word(n, |i| a[i] & b[i])
+        // A shared member in the first word (the common answer) without a call.
+        match (self.words.first(), other.words.first()) {
+            (Some(a), Some(b)) if a & b != 0 => true,
+            _ => crate::words::any_and(&self.words, &other.words),
+        }
     }
 
     /// The number of members of `self AND other`.
@@ -240,24 +257,15 @@ impl BitSet {
             return false;
         }
         let c = &mut self.words[..];
-        // One loop per operand combination, each a plain zip the compiler vectorizes.
+        // One kernel per operand combination (crate::words: vectorized, AVX2 when present).
+        use crate::words as k;
         match (mask.and, mask.also, mask.not) {
             (None, None, None) => {}
-            (Some(a), None, None) => c.iter_mut().zip(a).for_each(|(c, a)| *c &= a),
-            (None, None, Some(x)) => c.iter_mut().zip(x).for_each(|(c, x)| *c &= !x),
-            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => c
-                .iter_mut()
-                .zip(a.iter().zip(x))
-                .for_each(|(c, (a, x))| *c &= a & !x),
-            (None, Some(b), None) => c.iter_mut().zip(b).for_each(|(c, b)| *c &= b),
-            (Some(a), Some(b), None) => c
-                .iter_mut()
-                .zip(a.iter().zip(b))
-                .for_each(|(c, (a, b))| *c &= a & b),
-            (Some(a), Some(b), Some(x)) => c
-                .iter_mut()
-                .zip(a.iter().zip(b).zip(x))
-                .for_each(|(c, ((a, b), x))| *c &= a & b & !x),
+            (Some(a), None, None) | (None, Some(a), None) => k::and(c, a),
+            (None, None, Some(x)) => k::and_not(c, x),
+            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => k::and_and_not(c, a, x),
+            (Some(a), Some(b), None) => k::and_and(c, a, b),
+            (Some(a), Some(b), Some(x)) => k::and_and_and_not(c, a, b, x),
         }
         true
     }
@@ -265,23 +273,20 @@ impl BitSet {
     /// Whether `self AND mask` has a member (stops at the first non-zero word), as
     /// [`BitSet::and_mask`]: `None` when an operand does not range over this set's providers.
     #[inline]
-    pub fn any_mask<'a>(&self, mask: WordMask<'a>) -> Option<bool> {
+    pub fn any_mask(&self, mask: WordMask<'_>) -> Option<bool> {
         let n = self.words.len();
         if !mask.fits(n) {
             return None;
         }
         let c = &self.words[..];
-        // Slices cut to `n` words, so the indexed loops of `any_word` need no bounds check.
-        let cut = |o: Option<&'a [u64]>| o.map(|o| &o[..n]);
-        Some(match (cut(mask.and), cut(mask.also), cut(mask.not)) {
-            (None, None, None) => any_word(n, |i| c[i]),
-            (Some(a), None, None) | (None, Some(a), None) => any_word(n, |i| c[i] & a[i]),
-            (None, None, Some(x)) => any_word(n, |i| c[i] & !x[i]),
-            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => {
-                any_word(n, |i| c[i] & a[i] & !x[i])
-            }
-            (Some(a), Some(b), None) => any_word(n, |i| c[i] & a[i] & b[i]),
-            (Some(a), Some(b), Some(x)) => any_word(n, |i| c[i] & a[i] & b[i] & !x[i]),
+        use crate::words as k;
+        Some(match (mask.and, mask.also, mask.not) {
+            (None, None, None) => k::any(c),
+            (Some(a), None, None) | (None, Some(a), None) => k::any_and(c, a),
+            (None, None, Some(x)) => k::any_and_not(c, x),
+            (Some(a), None, Some(x)) | (None, Some(a), Some(x)) => k::any_and_and_not(c, a, x),
+            (Some(a), Some(b), None) => k::any_and_and(c, a, b),
+            (Some(a), Some(b), Some(x)) => k::any_and_and_and_not(c, a, b, x),
         })
     }
 
@@ -303,28 +308,6 @@ impl BitSet {
     pub fn nth(&self, n: usize) -> Option<usize> {
         crate::popcount::nth(&self.words, n)
     }
-}
-
-/// True when `word(i)` is non-zero for some `i < n`: the first eight words one by one (a
-/// dense set answers at its first word), then eight words OR-ed per test, so a long scan
-/// branches once per eight words (and vectorizes) yet still stops early.
-#[inline(always)]
-fn any_word(n: usize, word: impl Fn(usize) -> u64) -> bool {
-    const BLOCK: usize = 8;
-    if (0..n.min(BLOCK)).any(|i| word(i) != 0) {
-        return true;
-    }
-    let blocks = n / BLOCK;
-    for b in 1..blocks {
-        let mut acc = 0;
-        for j in 0..BLOCK {
-            acc |= word(b * BLOCK + j);
-        }
-        if acc != 0 {
-            return true;
-        }
-    }
-    (blocks * BLOCK..n).any(|i| word(i) != 0)
 }
 
 /// The words of `and AND also AND NOT not` for a fused pass ([`BitSet::and_mask`],

@@ -515,7 +515,15 @@ impl ChainState {
         mut trace: Option<&mut Trace>,
     ) -> Result<(), NoProvider> {
         let n = self.snapshot.len();
-        call.candidates.reset_full(n);
+        // The first router writes the candidates from the full set itself
+        // (`route_from_full`: a copy of its prepared set, not a fill and an AND); a traced
+        // call, which counts the input first, and a chain of no router start full.
+        let from_full = trace.is_none() && !self.steps.is_empty();
+        if from_full {
+            call.candidates.resize_unfilled(n);
+        } else {
+            call.candidates.reset_full(n);
+        }
         if call.scratch.len() != n {
             call.scratch.reset_full(n);
         }
@@ -556,7 +564,11 @@ impl ChainState {
                 reason: reason.as_mut(),
                 outcome: 0,
             };
-            let evaluation = step.prepared.route(&mut cx, &mut call.candidates);
+            let evaluation = if position == 0 && from_full {
+                step.prepared.route_from_full(&mut cx, &mut call.candidates)
+            } else {
+                step.prepared.route(&mut cx, &mut call.candidates)
+            };
             if cx.outcome != 0 {
                 step.count_outcome(cx.outcome);
             }

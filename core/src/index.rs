@@ -312,7 +312,10 @@ fn sparse_word(indexes: &[u32], w: usize) -> u64 {
 /// without the key.
 #[derive(Debug, Clone)]
 pub struct ParamIndex {
-    by_value: HashMap<Box<str>, ProviderSet>,
+    /// Hashed with `foldhash`: routers look a request's value up per call (SipHash cost
+    /// about 190 instructions per lookup, the chain's largest fixed cost after the word
+    /// passes).
+    by_value: HashMap<Box<str>, ProviderSet, foldhash::fast::RandomState>,
     missing: ProviderSet,
     len: usize,
 }
@@ -371,7 +374,10 @@ impl ParamIndex {
                 None => added_missing.push(i as u32),
             }
         }
-        let mut by_value = HashMap::with_capacity(self.by_value.len() + added.len());
+        let mut by_value = HashMap::with_capacity_and_hasher(
+            self.by_value.len() + added.len(),
+            foldhash::fast::RandomState::default(),
+        );
         for (value, set) in &self.by_value {
             let extra = added.remove(&**value);
             let set = set.edited(edit, member_of(extra.as_deref().unwrap_or_default()));
@@ -502,15 +508,39 @@ pub struct NamedSetsBuilder {
     /// Other names' members, in increasing provider order.
     members: Vec<(Box<str>, Vec<u32>)>,
     lower: String,
-    /// The position recently found for a name, by the name's address and length
-    /// (direct-mapped): the names of a snapshot are mostly interned strings, the same text
-    /// at the same address, so a repeated name skips the pinned scan, the lower-casing and
-    /// the hash. A hit is checked against the set's name, so a reused address cannot mislead.
-    recent: Box<[(usize, usize, usize); RECENT]>,
+    /// The position recently found for a name, by the name's address (direct-mapped):
+    /// the names of a snapshot are mostly interned strings, the same text at the same
+    /// address, so a repeated name skips the pinned scan, the lower-casing and the hash. A
+    /// hit compares the text exactly, so a reused address cannot mislead.
+    recent: Box<[Recent; RECENT]>,
 }
 
 /// Entries of [`NamedSetsBuilder`]'s memo of recent names.
 const RECENT: usize = 64;
+
+/// One memo entry: a name (up to 22 bytes) and the position it was filed at.
+#[derive(Debug, Clone, Copy)]
+struct Recent {
+    at: usize,
+    k: usize,
+    len: u8,
+    text: [u8; 22],
+}
+
+impl Recent {
+    const EMPTY: Recent = Recent {
+        at: 0,
+        k: 0,
+        len: u8::MAX,
+        text: [0; 22],
+    };
+
+    fn is(&self, name: &str) -> bool {
+        self.at == name.as_ptr() as usize
+            && usize::from(self.len) == name.len()
+            && self.text[..name.len()] == *name.as_bytes()
+    }
+}
 
 /// The memo slot of a name, by its address and length.
 fn recent_slot(name: &str) -> usize {
@@ -528,7 +558,7 @@ impl NamedSetsBuilder {
             others: HashMap::new(),
             members: Vec::new(),
             lower: String::new(),
-            recent: Box::new([(0, 0, usize::MAX); RECENT]),
+            recent: Box::new([Recent::EMPTY; RECENT]),
         }
     }
 
@@ -536,25 +566,28 @@ impl NamedSetsBuilder {
     /// position. Providers must be added in increasing order.
     pub fn add(&mut self, name: &str, i: usize) -> usize {
         let slot = recent_slot(name);
-        let (at, len, k) = self.recent[slot];
-        if at == name.as_ptr() as usize && len == name.len() {
-            let pinned = self.pinned.len();
-            // Case-insensitive equality is transitive: a name equal to the one that found
-            // `k` is found at `k` (the first pinned match, or its own other name).
-            if let Some(p) = self.pinned.get_mut(k) {
-                if p.0.eq_ignore_ascii_case(name) {
-                    p.1.insert(i);
-                    return k;
-                }
-            } else if let Some(m) = self.members.get_mut(k.wrapping_sub(pinned)) {
-                if m.0.eq_ignore_ascii_case(name) {
-                    m.1.push(i as u32);
-                    return k;
-                }
+        let hit = self.recent[slot];
+        if hit.is(name) {
+            // The same text was filed at `k` (added to nothing else since: positions only
+            // grow), so it files there again.
+            let k = hit.k;
+            match self.pinned.get_mut(k) {
+                Some(p) => p.1.insert(i),
+                None => self.members[k - self.pinned.len()].1.push(i as u32),
             }
+            return k;
         }
         let k = self.add_slow(name, i);
-        self.recent[slot] = (name.as_ptr() as usize, name.len(), k);
+        if name.len() <= 22 {
+            let mut text = [0u8; 22];
+            text[..name.len()].copy_from_slice(name.as_bytes());
+            self.recent[slot] = Recent {
+                at: name.as_ptr() as usize,
+                k,
+                len: name.len() as u8,
+                text,
+            };
+        }
         k
     }
 

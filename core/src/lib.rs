@@ -9,7 +9,8 @@
 //! - [`Request`]: one call (consumer, method, arguments, attachments, attributes), passed
 //!   explicitly — never through thread-locals.
 //! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place;
-//!   [`popcount`]: its member counts, with the CPU's `POPCNT` when it has one.
+//!   [`popcount`]: its member counts, with the CPU's `POPCNT` when it has one; [`words`]:
+//!   its AND passes and scans, with the CPU's AVX2 when it has one.
 //! - [`TypedRouter`]: the router contract authors implement (raw rule → compiled rule →
 //!   prepared state → per-call route); [`Router`] / [`PreparedRouter`]: its object-safe
 //!   twins the chain stores, derived by [`TypedFactory`].
@@ -71,6 +72,7 @@ pub mod snapshot;
 pub mod trace;
 pub mod url;
 pub mod weighted;
+pub mod words;
 
 pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};

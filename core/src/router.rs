@@ -153,6 +153,22 @@ pub trait TypedRouter: Send + Sync + 'static {
         candidates: &mut Candidates,
     ) -> Evaluation;
 
+    /// Routes a call whose input is every provider (the chain's first router, when no trace
+    /// is recorded): `candidates` ranges over the snapshot but its words are unspecified,
+    /// and the router must write every word of the routed set — e.g. copy its prepared set
+    /// instead of filling the set and ANDing into it. The result must be exactly what
+    /// [`TypedRouter::route`] leaves from the full set, which is the default: fill, then
+    /// route.
+    #[inline]
+    fn route_from_full(
+        prepared: &Self::Prepared,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        candidates.fill();
+        Self::route(prepared, cx, candidates)
+    }
+
     /// Called off the call path once a prepared state is part of a chain state, with that
     /// state's live degraded set ([`PreparedRouter::attach`]). The default does nothing.
     fn attach(prepared: &Self::Prepared, degraded: &Arc<DegradedSet>) {
@@ -204,6 +220,20 @@ pub trait PreparedRouter: Send + Sync + 'static {
     /// Narrows `candidates` in place for this call. Must not allocate (except to write the
     /// explain reason, which only happens when a trace is recorded) and must not lock.
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation;
+
+    /// Routes a call whose input is every provider: `candidates` ranges over the snapshot
+    /// but its words are unspecified, and the router must write every word of the routed
+    /// set ([`TypedRouter::route_from_full`]). The chain calls it for its first router when
+    /// no trace is recorded, so the full set is never written only to be narrowed. The
+    /// default fills the set, then routes.
+    fn route_from_full(
+        &self,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        candidates.fill();
+        self.route(cx, candidates)
+    }
 
     /// Called off the call path once this state is part of a chain state, with that state's
     /// live degraded set (again when a later state over the same snapshot reuses it). A
@@ -366,6 +396,15 @@ impl<T: TypedRouter> PreparedRouter for Prepared<T> {
     #[inline]
     fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {
         T::route(&self.state, cx, candidates)
+    }
+
+    #[inline]
+    fn route_from_full(
+        &self,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        T::route_from_full(&self.state, cx, candidates)
     }
 
     fn attach(&self, degraded: &Arc<DegradedSet>) {

@@ -51,8 +51,10 @@ struct Inputs {
 /// swaps it in whole, together with the reloaded chain file's service settings, so a call
 /// sees the old state and settings or the new ones, never a mix. A rule change recompiles
 /// only the entries that subscribe to that rule (the others keep their prepared state); a
-/// provider change re-prepares every router over the new snapshot; both in one update make
-/// one swap.
+/// provider change is an edit of the serving snapshot, which every router follows
+/// (`ChainState::with_edit`); both in one update make one swap, in which the routers whose
+/// rule is unchanged follow the edit and the recompiled ones prepare
+/// (`ChainState::with_edit_and_entries`).
 pub struct LiveChain {
     service: Arc<Service>,
     registry: Registry,

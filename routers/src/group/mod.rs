@@ -24,8 +24,8 @@ pub mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, ParamIndex, PrepareContext, RouteContext, RouterSpec, RuleError,
-    SnapshotEdit, TypedRouter,
+    Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext, RouterSpec,
+    RuleError, SnapshotEdit, TypedRouter,
 };
 
 pub use self::rule::{GroupRule, RawGroupRule, group_names};
@@ -119,7 +119,16 @@ impl Source {
 }
 
 fn non_blank(v: &str) -> Option<&str> {
-    (!v.trim().is_empty()).then_some(v)
+    (!trim(v).is_empty()).then_some(v)
+}
+
+/// `v.trim()`, without scanning when both ends are visible ASCII (the usual group name).
+#[inline]
+fn trim(v: &str) -> &str {
+    match (v.as_bytes().first(), v.as_bytes().last()) {
+        (Some(f), Some(l)) if f.is_ascii_graphic() && l.is_ascii_graphic() => v,
+        _ => v.trim(),
+    }
 }
 
 impl PreparedGroup {
@@ -150,7 +159,7 @@ impl PreparedGroup {
 
         let matched = if !value.contains(',') {
             // One group: a lookup and an AND.
-            let group = value.trim();
+            let group = trim(value);
             if group == "*" {
                 cx.explain(format_args!(
                     "group `*` ({}): every provider passes",
@@ -159,6 +168,9 @@ impl PreparedGroup {
                 return Evaluation::Runtime;
             }
             match self.index.get(group) {
+                // With `force`, no candidate in the group leaves none: AND and test in one
+                // pass (the empty result is the forced one).
+                Some(ProviderSet::Dense(set)) if rule.force => candidates.and_assign_any(set),
                 Some(set) if set.intersects(candidates) => {
                     set.and_into(candidates);
                     true

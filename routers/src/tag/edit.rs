@@ -236,6 +236,8 @@ impl PreparedTag {
             static_max_len,
             untagged,
             dynamic,
+            // The consumer is the one this state was prepared for.
+            consumer: self.consumer.clone(),
         })
     }
 }

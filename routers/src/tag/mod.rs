@@ -60,7 +60,9 @@ impl TypedRouter for TagRouter {
     }
 
     fn prepare(rule: &Arc<TagRule>, cx: &PrepareContext<'_>) -> Result<PreparedTag, String> {
-        Ok(PreparedTag::build(cx.snapshot, Some(rule)))
+        let mut prepared = PreparedTag::build(cx.snapshot, Some(rule));
+        prepared.consumer = ConsumerTag::of(cx.consumer);
+        Ok(prepared)
     }
 
     /// The static index and the dynamic tags carried over the edit (see `edit.rs`); `None`
@@ -81,6 +83,80 @@ impl TypedRouter for TagRouter {
         candidates: &mut Candidates,
     ) -> Evaluation {
         prepared.route(cx, candidates)
+    }
+
+    /// The first router of a chain writes its set instead of ANDing into the full one.
+    fn route_from_full(
+        prepared: &PreparedTag,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+    ) -> Evaluation {
+        prepared.route_input(cx, candidates, Input::Full)
+    }
+}
+
+/// The prepared consumer's `dubbo.tag` and `dubbo.force.tag` parameters, read once per
+/// snapshot instead of per call (a call without a tag attachment falls back to them).
+#[derive(Debug, Clone, Default)]
+struct ConsumerTag {
+    /// False when not read (a state built by [`PreparedTag::build`] alone): calls read the
+    /// consumer URL.
+    known: bool,
+    /// The consumer's non-empty `dubbo.tag`.
+    tag: Option<Box<str>>,
+    /// The consumer's `dubbo.force.tag` is `true` (any case).
+    force: bool,
+}
+
+impl ConsumerTag {
+    fn of(consumer: &routechain_core::Url) -> Self {
+        ConsumerTag {
+            known: true,
+            tag: non_empty(consumer.param(TAG_KEY)).map(Box::from),
+            force: consumer_forces(consumer),
+        }
+    }
+}
+
+/// The consumer URL's `dubbo.force.tag` is `true` (any case).
+fn consumer_forces(consumer: &routechain_core::Url) -> bool {
+    consumer
+        .param(FORCE_TAG_KEY)
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// What the router narrows: the candidates as given, or every provider (their words then
+/// unspecified: each path writes the whole set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    Candidates,
+    Full,
+}
+
+impl Input {
+    /// Whether `set` has a candidate.
+    #[inline]
+    fn intersects(self, set: &ProviderSet, candidates: &Candidates) -> bool {
+        match (self, set) {
+            (Input::Candidates, _) => set.intersects(candidates),
+            (Input::Full, ProviderSet::Dense(b)) => !b.is_empty(),
+            (Input::Full, ProviderSet::Sparse { indexes, .. }) => !indexes.is_empty(),
+        }
+    }
+
+    /// `candidates &= set`.
+    #[inline]
+    fn keep(self, set: &ProviderSet, candidates: &mut Candidates) {
+        match (self, set) {
+            (Input::Candidates, _) => set.and_into(candidates),
+            (Input::Full, ProviderSet::Dense(b)) => candidates.copy_from(b),
+            (Input::Full, ProviderSet::Sparse { indexes, .. }) => {
+                candidates.clear();
+                for &i in indexes.iter() {
+                    candidates.insert(i as usize);
+                }
+            }
+        }
     }
 }
 
@@ -111,6 +187,8 @@ pub struct PreparedTag {
     /// Providers with no (or an empty) static tag.
     untagged: ProviderSet,
     dynamic: Option<Dynamic>,
+    /// The prepared consumer's tag parameters.
+    consumer: ConsumerTag,
 }
 
 /// Sets of a tag rule resolved over a snapshot, for tests and diagnostics.
@@ -181,6 +259,7 @@ impl PreparedTag {
             static_max_len,
             untagged,
             dynamic,
+            consumer: ConsumerTag::default(),
         }
     }
 
@@ -483,21 +562,36 @@ impl PreparedTag {
         if candidates.is_empty() {
             return Evaluation::Runtime;
         }
+        self.route_input(cx, candidates, Input::Candidates)
+    }
+
+    /// Routes one call from `input` (every provider, or non-empty candidates).
+    #[inline]
+    fn route_input(
+        &self,
+        cx: &mut RouteContext<'_>,
+        candidates: &mut Candidates,
+        input: Input,
+    ) -> Evaluation {
         let request = cx.request();
         let consumer = cx.consumer();
-        let tag = non_empty(request.attachments.get(TAG_KEY))
-            .or_else(|| non_empty(consumer.param(TAG_KEY)));
+        // The prepared consumer's parameters were read once per snapshot.
+        let prepared = (self.consumer.known && cx.consumer_is_prepared()).then_some(&self.consumer);
+        let tag = non_empty(request.attachments.get(TAG_KEY)).or_else(|| match prepared {
+            Some(c) => c.tag.as_deref(),
+            None => non_empty(consumer.param(TAG_KEY)),
+        });
         let Some(tag) = tag else {
             // An untagged request never reaches a tagged provider.
             match &self.dynamic {
                 Some(d) => {
-                    d.failover.and_into(candidates);
+                    input.keep(&d.failover, candidates);
                     cx.explain(format_args!(
                         "no request tag: providers in no dynamic tag and with no static tag"
                     ));
                 }
                 None => {
-                    self.untagged.and_into(candidates);
+                    input.keep(&self.untagged, candidates);
                     cx.explain(format_args!("no request tag: providers with no static tag"));
                 }
             }
@@ -507,16 +601,17 @@ impl PreparedTag {
         let shown = Short(tag);
         let forced = match non_empty(request.attachments.get(FORCE_TAG_KEY)) {
             Some(v) => v.eq_ignore_ascii_case("true"),
-            None => consumer
-                .param(FORCE_TAG_KEY)
-                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            None => match prepared {
+                Some(c) => c.force,
+                None => consumer_forces(consumer),
+            },
         };
         let fallback = match &self.dynamic {
             Some(d) => {
                 if let Some((level, set)) = select_level(&d.by_tag, tag, forced) {
                     let shown_level = Short(level);
-                    if set.intersects(candidates) {
-                        set.and_into(candidates);
+                    if input.intersects(set, candidates) {
+                        input.keep(set, candidates);
                         cx.explain(format_args!(
                             "tag {shown:?}: dynamic addresses of tag {shown_level:?}"
                         ));
@@ -533,7 +628,7 @@ impl PreparedTag {
                             "tag {shown:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else {
-                        d.failover.and_into(candidates);
+                        input.keep(&d.failover, candidates);
                         cx.note_fallback();
                         cx.explain(format_args!(
                             "tag {shown:?}: dynamic addresses of tag {shown_level:?} match no candidate; FAILOVER to untagged (in no dynamic tag, no static tag)"
@@ -551,8 +646,8 @@ impl PreparedTag {
             .then(|| self.static_tags.get(tag))
             .flatten();
         match static_set {
-            Some(set) if set.intersects(candidates) => {
-                set.and_into(candidates);
+            Some(set) if input.intersects(set, candidates) => {
+                input.keep(set, candidates);
                 cx.explain(format_args!("tag {shown:?}: static tag"));
             }
             _ if forced => {
@@ -563,7 +658,7 @@ impl PreparedTag {
                 ));
             }
             _ => {
-                fallback.and_into(candidates);
+                input.keep(fallback, candidates);
                 if self.dynamic.is_some() {
                     cx.note_fallback();
                     cx.explain(format_args!(
