@@ -126,6 +126,16 @@ fn the_text_cache_keeps_the_lines_of_the_last_list_only() {
     assert_eq!(cache.len(), 3);
     push(&mut cache, &[]);
     assert_eq!(cache.len(), 0);
+    // Lists that keep changing: the cache holds the last one and a few texts more.
+    for k in 0..40u8 {
+        push(&mut cache, &(k..k + 50).collect::<Vec<u8>>());
+        assert_eq!(cache.len(), 50);
+        assert!(
+            cache.held() <= 50 + 8 + cache.held() / 64,
+            "{}",
+            cache.held()
+        );
+    }
 }
 
 #[test]
@@ -221,6 +231,8 @@ proptest! {
                 now.insert(u.raw().to_string(), u.clone());
             }
             prop_assert_eq!(cache.len(), now.len());
+            // Texts of earlier lists are forgotten within a small slack.
+            prop_assert!(cache.held() <= now.len() + 8 + cache.held() / 64);
             last = now;
         }
     }

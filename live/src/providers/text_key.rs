@@ -38,7 +38,7 @@ use std::sync::OnceLock;
 /// A provider text known by its keyed 128-bit hash (see the module documentation).
 /// Aligned to 8 bytes (two words, not a `u128`), so a cache entry of a key, a pointer and
 /// a 32-bit counter takes 32 bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TextKey([u64; 2]);
 
 impl TextKey {

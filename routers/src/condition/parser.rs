@@ -38,17 +38,20 @@ pub struct TextCondition {
 struct Located<'a> {
     path: &'a dyn Fn() -> FieldPath,
     index: usize,
-    offsets: &'a [usize],
+    /// `None`: nothing was removed, every character is where it was written (no map of 8
+    /// bytes per character is built).
+    offsets: Option<&'a [usize]>,
+    /// The number of characters parsed.
+    len: usize,
 }
 
 impl Located<'_> {
     fn error(&self, at: usize, message: String) -> RuleError {
-        let offset = self
-            .offsets
-            .get(at)
-            .or(self.offsets.last())
-            .copied()
-            .unwrap_or(0);
+        let offset = match self.offsets {
+            Some(offsets) => offsets.get(at).or(offsets.last()).copied().unwrap_or(0),
+            None if at < self.len => at,
+            None => self.len.saturating_sub(1),
+        };
         RuleError::at_offset(
             (self.path)(),
             offset,
@@ -125,16 +128,19 @@ pub(super) fn parse_text_in(
     interner: &mut Interner,
 ) -> Result<TextCondition, Vec<RuleError>> {
     let mut chars: Vec<char> = text.chars().collect();
-    let mut offsets: Vec<usize> = (0..chars.len()).collect();
-    // Two more copies of the text only when there is something to remove.
+    // The original offsets and two more copies of the text only when there is something to
+    // remove.
+    let mut offsets: Option<Vec<usize>> = None;
     if text.contains("consumer.") || text.contains("provider.") {
-        remove_all(&mut chars, &mut offsets, "consumer.");
-        remove_all(&mut chars, &mut offsets, "provider.");
+        let o = offsets.insert((0..chars.len()).collect());
+        remove_all(&mut chars, o, "consumer.");
+        remove_all(&mut chars, o, "provider.");
     }
     let loc = Located {
         path,
         index,
-        offsets: &offsets,
+        offsets: offsets.as_deref(),
+        len: chars.len(),
     };
     if chars.iter().all(|c| c.is_whitespace()) {
         return Err(vec![
@@ -204,11 +210,11 @@ pub(super) fn parse_match_in(
     interner: &mut Interner,
 ) -> Result<Vec<Term>, Vec<RuleError>> {
     let chars: Vec<char> = text.chars().collect();
-    let offsets: Vec<usize> = (0..chars.len()).collect();
     let loc = Located {
         path,
         index,
-        offsets: &offsets,
+        offsets: None,
+        len: chars.len(),
     };
     let word = match side {
         Side::When => "true",
@@ -236,35 +242,43 @@ fn is_sep(c: char) -> bool {
     matches!(c, '&' | '!' | '=' | ',')
 }
 
-/// The tokens of a side: `(start, separator, content)` with `start` the token's index.
-fn tokens(chars: &[char]) -> Vec<(usize, String, String)> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < chars.len() {
-        let mut j = pos;
-        while j < chars.len() && is_sep(chars[j]) {
-            j += 1;
-        }
-        let mut k = j;
-        while k < chars.len() && chars[k].is_whitespace() {
-            k += 1;
-        }
-        if k < chars.len() && !is_sep(chars[k]) {
-            let mut m = k;
-            while m < chars.len() && !is_sep(chars[m]) && !chars[m].is_whitespace() {
-                m += 1;
+/// The tokens of a side, one at a time: `(start, separator, content)` with `start` the
+/// token's index; the separator and content are read into the two buffers given, so a side
+/// of 100,000 tokens allocates no string per token.
+struct Tokens<'c> {
+    chars: &'c [char],
+    pos: usize,
+}
+
+impl Tokens<'_> {
+    fn next_into(&mut self, sep: &mut String, content: &mut String) -> Option<usize> {
+        let chars = self.chars;
+        while self.pos < chars.len() {
+            let pos = self.pos;
+            let mut j = pos;
+            while j < chars.len() && is_sep(chars[j]) {
+                j += 1;
             }
-            out.push((
-                pos,
-                chars[pos..j].iter().collect(),
-                chars[k..m].iter().collect(),
-            ));
-            pos = m;
-        } else {
-            pos += 1;
+            let mut k = j;
+            while k < chars.len() && chars[k].is_whitespace() {
+                k += 1;
+            }
+            if k < chars.len() && !is_sep(chars[k]) {
+                let mut m = k;
+                while m < chars.len() && !is_sep(chars[m]) && !chars[m].is_whitespace() {
+                    m += 1;
+                }
+                sep.clear();
+                sep.extend(&chars[pos..j]);
+                content.clear();
+                content.extend(&chars[k..m]);
+                self.pos = m;
+                return Some(pos);
+            }
+            self.pos = pos + 1;
         }
+        None
     }
-    out
 }
 
 /// A term being read: its `=` and `!=` patterns still growing.
@@ -300,7 +314,9 @@ fn parse_terms(
     // The term being filled, and which of its sets the last value went to.
     let mut current: Option<usize> = None;
     let mut last_set: Option<bool> = None; // Some(true): matches, Some(false): mismatches
-    for (start, sep, content) in tokens(chars) {
+    let mut tokens = Tokens { chars, pos: 0 };
+    let (mut sep, mut content) = (String::new(), String::new());
+    while let Some(start) = tokens.next_into(&mut sep, &mut content) {
         let at = base + start;
         match sep.as_str() {
             "" | "&" => {
