@@ -56,12 +56,12 @@
 
 pub mod bitset;
 pub mod chain;
+mod cpu;
 pub mod degraded;
 pub mod edit;
 pub mod index;
 pub mod intern;
 pub mod metrics;
-pub mod popcount;
 pub mod registry;
 pub mod request;
 pub mod rng;
@@ -72,10 +72,10 @@ pub mod snapshot;
 pub mod trace;
 pub mod url;
 pub mod weighted;
-pub mod words;
 
 pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
+pub use cpu::{popcount, words};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
 pub use index::{

@@ -6,70 +6,16 @@
 //! it narrows. The default `x86_64` target compiles them with SSE2 (two words per
 //! instruction, about 2.75 instructions per word for an AND); AVX2 (every x86-64 CPU since
 //! 2013–2015) works four words per instruction and takes unaligned memory operands, so a
-//! pass costs about a third of the instructions. As in [`crate::popcount`], each kernel is
-//! compiled twice on x86-64 — plainly, and inside a `#[target_feature(enable = "avx2")]`
-//! function — and the second is called when the CPU reports the feature at run time
-//! (`is_x86_feature_detected!`, a cached load after the first call). On other targets only
-//! the plain version exists.
-//!
-//! **Why `unsafe` here.** Calling a `#[target_feature]` function is `unsafe`: on a CPU without
-//! the feature it would execute an illegal instruction. Every call is guarded by the run-time
-//! check right before it (see the `// SAFETY:` comment in `dispatch!`). The kernels are safe
-//! Rust; both builds compute exactly the same words (tested below against the plain build
-//! and a bit-by-bit model).
+//! pass costs about a third of the instructions. As with [`crate::popcount`], each kernel is
+//! compiled twice and dispatched at run time as the parent module describes
+//! (`core/src/cpu.rs`, the one place that allows `unsafe`).
 //!
 //! Every kernel works on the first `n` words, `n` the shortest operand's length (callers pass
 //! operands of one length; [`crate::BitSet::and_mask`] checks it).
-#![allow(unsafe_code)]
-
-/// Runs `$kernel($args)` compiled with AVX2 when the CPU has it, else the plain build.
-macro_rules! dispatch {
-    ($kernel:ident($($arg:expr),*)) => {{
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports `avx2` (checked just above), the only
-                // requirement of calling a `#[target_feature(enable = "avx2")]` function.
-                return unsafe { with_avx2::$kernel($($arg),*) };
-            }
-        }
-        plain::$kernel($($arg),*)
-    }};
-}
-
-/// Defines every kernel twice: plainly (`plain`) and with AVX2 enabled (`with_avx2`), and
-/// the public dispatching function.
-macro_rules! kernels {
-    ($($(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),*) -> $ret:ty $body:block)*) => {
-        mod plain {
-            $(
-                #[inline(always)]
-                #[allow(clippy::unused_unit)]
-                pub(super) fn $name($($arg: $ty),*) -> $ret $body
-            )*
-        }
-        #[cfg(target_arch = "x86_64")]
-        mod with_avx2 {
-            $(
-                #[target_feature(enable = "avx2")]
-                #[allow(clippy::unused_unit)]
-                pub(super) fn $name($($arg: $ty),*) -> $ret {
-                    super::plain::$name($($arg),*)
-                }
-            )*
-        }
-        $(
-            $(#[doc = $doc])*
-            #[inline]
-            #[allow(clippy::unused_unit)]
-            pub fn $name($($arg: $ty),*) -> $ret {
-                dispatch!($name($($arg),*))
-            }
-        )*
-    };
-}
 
 kernels! {
+    pub "avx2", with_avx2;
+
     /// `c &= a`.
     fn and(c: &mut [u64], a: &[u64]) -> () {
         let n = c.len().min(a.len());
@@ -225,10 +171,9 @@ mod tests {
             let (cb, ab, bb, xb) = (bits(&c), bits(&a), bits(&b), bits(&x));
             let model = |f: &dyn Fn(usize) -> bool| -> Vec<bool> { (0..cb.len()).map(f).collect() };
             let run = |f: &dyn Fn(&mut [u64])| { let mut v = c.clone(); f(&mut v); bits(&v) };
-            let runp = |f: &dyn Fn(&mut [u64])| { let mut v = c.clone(); f(&mut v); bits(&v) };
 
             prop_assert_eq!(run(&|v| k::and(v, &a)), model(&|i| cb[i] && ab[i]));
-            prop_assert_eq!(runp(&|v| plain::and(v, &a)), model(&|i| cb[i] && ab[i]));
+            prop_assert_eq!(run(&|v| plain::and(v, &a)), model(&|i| cb[i] && ab[i]));
             prop_assert_eq!(run(&|v| k::or(v, &a)), model(&|i| cb[i] || ab[i]));
             prop_assert_eq!(run(&|v| k::and_not(v, &x)), model(&|i| cb[i] && !xb[i]));
             prop_assert_eq!(run(&|v| k::and_and_not(v, &a, &x)), model(&|i| cb[i] && ab[i] && !xb[i]));

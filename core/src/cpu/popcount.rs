@@ -6,56 +6,13 @@
 //! find the n-th member. On the default `x86_64` target Rust
 //! compiles `u64::count_ones` without the `POPCNT` instruction (the baseline x86-64 has
 //! none): a 12-instruction bit trick per word. Building with `-C target-cpu=x86-64-v2`
-//! fixes it, but users build with defaults. So these kernels are compiled twice on x86-64 —
-//! once plainly, once inside a `#[target_feature(enable = "popcnt")]` function — and the
-//! second is called when the CPU reports the feature at run time (`is_x86_feature_detected!`,
-//! a cached load after the first call). On other targets only the plain version exists.
-//!
-//! **Why `unsafe` here.** Calling a `#[target_feature]` function is `unsafe`: on a CPU without
-//! the feature it would execute an illegal instruction. This module is the only place of
-//! the library crates (outside plugin crates) that allows `unsafe_code`; every call is
-//! guarded by the run-time check right before it (see each `// SAFETY:` comment). The
-//! kernels themselves are safe Rust; both versions compute exactly the same results
-//! (tested below against the plain version).
-#![allow(unsafe_code)]
-
-/// Runs `$kernel($args)` compiled with `POPCNT` when the CPU has it, else the plain build.
-macro_rules! dispatch {
-    ($kernel:ident($($arg:expr),*)) => {{
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("popcnt") {
-                // SAFETY: the CPU supports `popcnt` (checked just above), the only
-                // requirement of calling a `#[target_feature(enable = "popcnt")]` function.
-                return unsafe { with_popcnt::$kernel($($arg),*) };
-            }
-        }
-        plain::$kernel($($arg),*)
-    }};
-}
-
-/// Defines every kernel twice: plainly (`plain`) and with `POPCNT` enabled (`with_popcnt`).
-macro_rules! kernels {
-    ($(fn $name:ident($($arg:ident : $ty:ty),*) -> $ret:ty $body:block)*) => {
-        mod plain {
-            $(
-                #[inline(always)]
-                pub(super) fn $name($($arg: $ty),*) -> $ret $body
-            )*
-        }
-        #[cfg(target_arch = "x86_64")]
-        mod with_popcnt {
-            $(
-                #[target_feature(enable = "popcnt")]
-                pub(super) fn $name($($arg: $ty),*) -> $ret {
-                    super::plain::$name($($arg),*)
-                }
-            )*
-        }
-    };
-}
+//! fixes it, but users build with defaults. So these kernels are compiled twice and
+//! dispatched at run time as the parent module describes (`core/src/cpu.rs`, the one place
+//! that allows `unsafe`).
 
 kernels! {
+    "popcnt", with_popcnt;
+
     fn count(words: &[u64]) -> usize {
         words.iter().map(|w| w.count_ones() as usize).sum()
     }
@@ -197,7 +154,7 @@ fn word_weight(x: u64, masks: &[u64], weights: &[u64]) -> u64 {
 
 /// The number of set bits in `words`.
 pub fn count(words: &[u64]) -> usize {
-    dispatch!(count(words))
+    dispatch!("popcnt", with_popcnt::count(words))
 }
 
 /// The number of set bits in every `step`-th word of `words` (words `0, step, 2 step, …`):
@@ -206,17 +163,17 @@ pub fn count_strided(words: &[u64], step: usize) -> usize {
     if step == 0 {
         return 0;
     }
-    dispatch!(count_strided(words, step))
+    dispatch!("popcnt", with_popcnt::count_strided(words, step))
 }
 
 /// The number of set bits in `a AND b` (over the shorter of the two).
 pub fn count_and(a: &[u64], b: &[u64]) -> usize {
-    dispatch!(count_and(a, b))
+    dispatch!("popcnt", with_popcnt::count_and(a, b))
 }
 
 /// The position of the `n`-th set bit (0-based) of `words`.
 pub fn nth(words: &[u64], n: usize) -> Option<usize> {
-    dispatch!(nth(words, n))
+    dispatch!("popcnt", with_popcnt::nth(words, n))
 }
 
 /// Member counts by blocks of words: `sums[b]` becomes the number of set bits in words
@@ -226,7 +183,7 @@ pub fn count_blocks(words: &[u64], block: usize, sums: &mut [u64]) -> u64 {
     if block == 0 {
         return 0;
     }
-    dispatch!(count_blocks(words, block, sums))
+    dispatch!("popcnt", with_popcnt::count_blocks(words, block, sums))
 }
 
 /// Weighted member counts by blocks of words, for a weighted pick over weight classes.
@@ -245,7 +202,10 @@ pub fn weighted_blocks(
     if weights.is_empty() || block == 0 {
         return 0;
     }
-    dispatch!(weighted_blocks(candidates, masks, weights, block, sums))
+    dispatch!(
+        "popcnt",
+        with_popcnt::weighted_blocks(candidates, masks, weights, block, sums)
+    )
 }
 
 /// The word of `candidates` holding the weighted point `offset` (as in
@@ -260,7 +220,10 @@ pub fn find_word(
     if weights.is_empty() {
         return None;
     }
-    dispatch!(find_word(candidates, masks, weights, offset))
+    dispatch!(
+        "popcnt",
+        with_popcnt::find_word(candidates, masks, weights, offset)
+    )
 }
 
 #[cfg(test)]
