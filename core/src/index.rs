@@ -83,51 +83,37 @@ impl ProviderSet {
     }
 
     /// The number of members.
+    #[inline]
     pub fn count(&self) -> usize {
-        match self {
-            ProviderSet::Dense(b) => b.count(),
-            ProviderSet::Sparse { indexes, .. } => indexes.len(),
-        }
+        self.as_set_ref().count()
     }
 
     /// True when `i` is a member.
+    #[inline]
     pub fn contains(&self, i: usize) -> bool {
-        match self {
-            ProviderSet::Dense(b) => b.contains(i),
-            ProviderSet::Sparse { indexes, .. } => indexes.binary_search(&(i as u32)).is_ok(),
-        }
+        self.as_set_ref().contains(i)
     }
 
     /// True when the set and `candidates` share a member.
+    #[inline]
     pub fn intersects(&self, candidates: &Candidates) -> bool {
-        match self {
-            ProviderSet::Dense(b) => b.intersects(candidates),
-            ProviderSet::Sparse { indexes, .. } => {
-                indexes.iter().any(|&i| candidates.contains(i as usize))
-            }
-        }
+        self.as_set_ref().intersects(candidates)
     }
 
     /// The number of members shared with `candidates`.
+    #[inline]
     pub fn count_and(&self, candidates: &Candidates) -> usize {
-        match self {
-            ProviderSet::Dense(b) => b.count_and(candidates),
-            ProviderSet::Sparse { indexes, .. } => indexes
-                .iter()
-                .filter(|&&i| candidates.contains(i as usize))
-                .count(),
-        }
+        self.as_set_ref().count_and(candidates)
     }
 
     /// `candidates &= self`, without allocating.
+    #[inline]
     pub fn and_into(&self, candidates: &mut Candidates) {
-        match self {
-            ProviderSet::Dense(b) => candidates.and_assign(b),
-            ProviderSet::Sparse { indexes, .. } => sparse_and_into(indexes, candidates),
-        }
+        self.as_set_ref().and_into(candidates);
     }
 
-    /// The set as a [`SetRef`] (what [`ValueIndex`] gives), for code reading both.
+    /// The set as a [`SetRef`] (what [`ValueIndex`] gives): every read of a set is
+    /// [`SetRef`]'s, for stored and borrowed sets alike.
     #[inline]
     pub fn as_set_ref(&self) -> SetRef<'_> {
         match self {
@@ -155,10 +141,7 @@ impl ProviderSet {
     /// call per word cost more than the word operation itself (measured in BENCHMARKS.md).
     #[inline]
     pub fn word(&self, w: usize) -> u64 {
-        match self {
-            ProviderSet::Dense(b) => b.words().get(w).copied().unwrap_or(0),
-            ProviderSet::Sparse { indexes, .. } => sparse_word(indexes, w),
-        }
+        self.as_set_ref().word(w)
     }
 
     /// The set as a bitset.
@@ -231,6 +214,7 @@ pub enum SetRef<'a> {
 
 impl SetRef<'_> {
     /// The number of members.
+    #[inline]
     pub fn count(&self) -> usize {
         match self {
             SetRef::Dense(b) => b.count(),
@@ -239,10 +223,31 @@ impl SetRef<'_> {
     }
 
     /// True when `i` is a member.
+    #[inline]
     pub fn contains(&self, i: usize) -> bool {
         match self {
             SetRef::Dense(b) => b.contains(i),
             SetRef::Sparse(ix) => ix.binary_search(&(i as u32)).is_ok(),
+        }
+    }
+
+    /// True when the set and `candidates` share a member.
+    #[inline]
+    pub fn intersects(&self, candidates: &Candidates) -> bool {
+        match self {
+            SetRef::Dense(b) => b.intersects(candidates),
+            SetRef::Sparse(ix) => ix.iter().any(|&i| candidates.contains(i as usize)),
+        }
+    }
+
+    /// The number of members shared with `candidates`.
+    pub fn count_and(&self, candidates: &Candidates) -> usize {
+        match self {
+            SetRef::Dense(b) => b.count_and(candidates),
+            SetRef::Sparse(ix) => ix
+                .iter()
+                .filter(|&&i| candidates.contains(i as usize))
+                .count(),
         }
     }
 
