@@ -17,21 +17,36 @@ use routechain_testkit::hostile::{conditions, providers, tag_rule_chain};
 fn peak_multiple(text: &str) -> f64 {
     let snapshot = providers(1_000);
     let registry = routechain::registry();
-    let counted = allocation_counter::measure(|| {
+    peak_over("load", text, || {
         let file = ChainFile::parse("big.chain.yaml", text, None).expect("the chain parses");
         let state =
             routechain::rules::load::build_state(&file, &registry, Arc::clone(&snapshot), None)
                 .expect("the chain prepares");
         drop(state);
         drop(file);
-    });
+    })
+}
+
+/// The peak heap bytes in use while `work` runs (counted by the global allocator) over the
+/// size of `text`, printed with `label`.
+fn peak_over(label: &str, text: &str, work: impl FnOnce()) -> f64 {
+    let counted = allocation_counter::measure(work);
     let multiple = counted.bytes_max as f64 / text.len() as f64;
     println!(
-        "{} bytes: peak {} bytes, {multiple:.2}x",
+        "{label}: {} bytes: peak {} bytes, {multiple:.2}x",
         text.len(),
         counted.bytes_max
     );
     multiple
+}
+
+/// Fails when `multiple` (of a rule `what`, written as `text`) is over `bound`.
+fn assert_bounded(what: &str, text: &str, multiple: f64, bound: f64) {
+    assert!(
+        multiple <= bound,
+        "{what} of {} bytes peaked at {multiple:.1}x its size",
+        text.len()
+    );
 }
 
 /// The peak heap bytes of reading `text` (a chain of one condition router) as `routechain
@@ -41,7 +56,7 @@ fn peak_multiple(text: &str) -> f64 {
 /// lints, which read every condition text back from the document and parse it.
 fn check_peak_multiple(text: &str) -> f64 {
     let registry = routechain::registry();
-    let counted = allocation_counter::measure(|| {
+    peak_over("check", text, || {
         let text = text.to_string();
         let (file, errors) = ChainFile::parse_lenient("big.chain.yaml", &text, None);
         assert!(errors.is_empty(), "{errors:?}");
@@ -67,14 +82,7 @@ fn check_peak_multiple(text: &str) -> f64 {
         }
         drop(def);
         drop(file);
-    });
-    let multiple = counted.bytes_max as f64 / text.len() as f64;
-    println!(
-        "check: {} bytes: peak {} bytes, {multiple:.2}x",
-        text.len(),
-        counted.bytes_max
-    );
-    multiple
+    })
 }
 
 #[test]
@@ -82,11 +90,7 @@ fn a_large_tag_rule_takes_at_most_a_bounded_multiple_of_its_size() {
     // 20,000 tags of two exact addresses, about 1.5 MB.
     let text = tag_rule_chain(20_000);
     let multiple = peak_multiple(&text);
-    assert!(
-        multiple <= TAG_BOUND,
-        "a tag rule of {} bytes peaked at {multiple:.1}x its size",
-        text.len()
-    );
+    assert_bounded("a tag rule", &text, multiple, TAG_BOUND);
 }
 
 #[test]
@@ -94,21 +98,18 @@ fn a_large_condition_rule_takes_at_most_a_bounded_multiple_of_its_size() {
     // 20,000 conditions `method = mI => region = rJ & env != eK`, about 1.1 MB.
     let text = conditions(20_000);
     let multiple = peak_multiple(&text);
-    assert!(
-        multiple <= CONDITION_BOUND,
-        "a condition rule of {} bytes peaked at {multiple:.1}x its size",
-        text.len()
-    );
+    assert_bounded("a condition rule", &text, multiple, CONDITION_BOUND);
 }
 
 #[test]
 fn checking_a_large_condition_rule_takes_at_most_a_bounded_multiple_of_its_size() {
     let text = conditions(20_000);
     let multiple = check_peak_multiple(&text);
-    assert!(
-        multiple <= CONDITION_CHECK_BOUND,
-        "checking a condition rule of {} bytes peaked at {multiple:.1}x its size",
-        text.len()
+    assert_bounded(
+        "checking a condition rule",
+        &text,
+        multiple,
+        CONDITION_CHECK_BOUND,
     );
 }
 
@@ -158,11 +159,7 @@ fn mesh_chain(n: usize) -> String {
 fn a_large_mesh_rule_takes_at_most_a_bounded_multiple_of_its_size() {
     let text = mesh_chain(5_000);
     let multiple = peak_multiple(&text);
-    assert!(
-        multiple <= MESH_BOUND,
-        "a mesh rule of {} bytes peaked at {multiple:.1}x its size",
-        text.len()
-    );
+    assert_bounded("a mesh rule", &text, multiple, MESH_BOUND);
 }
 
 /// An override rule of `n` configs (an address, a side, a weight each).
@@ -185,23 +182,13 @@ fn override_rule(n: usize) -> String {
 #[test]
 fn a_large_override_rule_takes_at_most_a_bounded_multiple_of_its_size() {
     let text = override_rule(20_000);
-    let counted = allocation_counter::measure(|| {
+    let multiple = peak_over("override", &text, || {
         let rule =
             routechain::rules::configurators::OverrideRule::parse("big.configurators", &text)
                 .expect("the override rule parses");
         drop(rule);
     });
-    let multiple = counted.bytes_max as f64 / text.len() as f64;
-    println!(
-        "override: {} bytes: peak {} bytes, {multiple:.2}x",
-        text.len(),
-        counted.bytes_max
-    );
-    assert!(
-        multiple <= OVERRIDE_BOUND,
-        "an override rule of {} bytes peaked at {multiple:.1}x its size",
-        text.len()
-    );
+    assert_bounded("an override rule", &text, multiple, OVERRIDE_BOUND);
 }
 
 /// The bound for mesh rules (measured 13.9x: the document 3.8x, the compiled rule 9x; 64x
