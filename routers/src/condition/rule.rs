@@ -415,7 +415,11 @@ impl RawConditionRule {
                 None => {
                     errors.push(RuleError::new(
                         root.key("priority"),
-                        format!("priority must be an integer, found {v}"),
+                        format!(
+                            "priority must be an integer from {} to {}, found {v}",
+                            i64::MIN,
+                            i64::MAX
+                        ),
                     ));
                     None
                 }

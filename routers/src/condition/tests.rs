@@ -1126,6 +1126,34 @@ fn rule_errors_are_all_reported_with_index_and_token() {
 }
 
 #[test]
+fn a_rule_priority_that_is_no_integer_or_too_large_says_the_accepted_range() {
+    for (priority, found) in [
+        (json!("99999999999999999999"), "\"99999999999999999999\""),
+        (json!("high"), "\"high\""),
+        (json!(1.5), "1.5"),
+    ] {
+        let doc = json!({"priority": priority, "conditions": ["=> host = 1"]});
+        let e = from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:#?}");
+        assert_eq!(e[0].path.to_string(), "priority");
+        assert_eq!(
+            e[0].message,
+            format!(
+                "priority must be an integer from -9223372036854775808 to 9223372036854775807, \
+                 found {found}"
+            )
+        );
+    }
+    let doc = json!({"priority": "-7", "conditions": ["=> host = 1"]});
+    assert_eq!(
+        from_doc(&RuleDoc::new(&doc, &FieldPath::root()))
+            .unwrap()
+            .priority,
+        Some(-7)
+    );
+}
+
+#[test]
 fn chain_file_errors_have_file_line_and_column() {
     let text = "\
 routers:
