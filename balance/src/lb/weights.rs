@@ -169,7 +169,7 @@ impl Weights {
             .table(&self.weights, |i| {
                 providers
                     .get(i)
-                    .map_or(DEFAULT_WEIGHT, |p| provider_weight(p))
+                    .map_or(DEFAULT_WEIGHT, provider_weight)
             })
             .into_boxed_slice();
         let classes = match &self.classes {
