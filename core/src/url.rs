@@ -59,6 +59,20 @@ pub struct Url {
     data: ThinArc<(), u8>,
 }
 
+/// Where a URL's parameter table is in its block (see `store.rs`).
+struct Table {
+    /// The first key.
+    keys: usize,
+    /// The first value.
+    values: usize,
+    /// Number of parameters.
+    n: usize,
+    /// Width of a reference (3 or 4).
+    w: usize,
+    /// Keys are references (else 16-bit ids).
+    wide_keys: bool,
+}
+
 /// The decimal text of a port, without allocating.
 struct PortText {
     buf: [u8; 5],
@@ -202,8 +216,11 @@ impl Url {
         self.bytes().first().copied().unwrap_or(0)
     }
 
-    fn field(&self, at: usize) -> &str {
-        store::string(self.bytes(), store::read_u32(self.bytes(), at))
+    /// The reference `i` of the header (protocol, path, address, then the optional ones).
+    #[inline]
+    fn field(&self, i: usize) -> &str {
+        let w = store::ref_width(self.flags());
+        store::string_at(self.bytes(), store::REFS + w * i, w)
     }
 
     /// The optional field `flag` (user name, password, raw text), if present.
@@ -213,32 +230,45 @@ impl Url {
             return None;
         }
         let before = flags & (flag - 1) & (store::HAS_USERNAME | store::HAS_PASSWORD);
-        Some(self.field(store::FIXED + 4 * before.count_ones() as usize))
+        Some(self.field(store::OPTIONAL + before.count_ones() as usize))
     }
 
-    fn params_start(&self) -> usize {
-        let optional = self.flags() & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
-        store::FIXED + 4 * optional.count_ones() as usize
-    }
-
-    fn param_count(&self) -> usize {
-        store::read_u32(self.bytes(), store::N_PARAMS) as usize
-    }
-
-    /// The key and value of parameter `i` (sorted order).
-    fn param_at(&self, i: usize) -> (&str, &str) {
-        let start = self.params_start();
-        if self.flags() & store::WIDE_KEYS != 0 {
-            let at = start + 8 * i;
-            (self.field(at), self.field(at + 4))
+    /// Where the parameter table is, read once for the reads of a call.
+    #[inline]
+    fn table(&self) -> Table {
+        let flags = self.flags();
+        let w = store::ref_width(flags);
+        let optional = flags & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
+        let mut start = store::REFS + w * (store::OPTIONAL + optional.count_ones() as usize);
+        let n = if flags & store::MANY_PARAMS == 0 {
+            usize::from(self.bytes().get(store::N_PARAMS).copied().unwrap_or(0))
         } else {
-            let key = store::read_u16(self.bytes(), start + 2 * i);
-            let value = start + 2 * self.param_count() + 4 * i;
-            (
-                store::string(self.bytes(), u32::from(key)),
-                self.field(value),
-            )
+            start += 4;
+            store::read_u32(self.bytes(), start - 4) as usize
+        };
+        let key_width = if flags & store::WIDE_KEYS != 0 { w } else { 2 };
+        Table {
+            keys: start,
+            values: start + key_width * n,
+            n,
+            w,
+            wide_keys: flags & store::WIDE_KEYS != 0,
         }
+    }
+
+    /// The key and value of parameter `i` (sorted order) of `table` (this URL's).
+    #[inline]
+    fn param_at(&self, table: &Table, i: usize) -> (&str, &str) {
+        let data = self.bytes();
+        let key = if table.wide_keys {
+            store::string_at(data, table.keys + table.w * i, table.w)
+        } else {
+            store::string(data, u32::from(store::read_u16(data, table.keys + 2 * i)))
+        };
+        (
+            key,
+            store::string_at(data, table.values + table.w * i, table.w),
+        )
     }
 
     /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]):
@@ -361,10 +391,11 @@ impl Url {
     }
     /// A query parameter (not the derived keys).
     pub fn param(&self, key: &str) -> Option<&str> {
-        let (mut low, mut high) = (0, self.param_count());
+        let table = self.table();
+        let (mut low, mut high) = (0, table.n);
         while low < high {
             let mid = low + (high - low) / 2;
-            let (k, v) = self.param_at(mid);
+            let (k, v) = self.param_at(&table, mid);
             match k.cmp(key) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
@@ -375,7 +406,8 @@ impl Url {
     }
     /// Every query parameter, sorted by key.
     pub fn params(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        (0..self.param_count()).map(|i| self.param_at(i))
+        let table = self.table();
+        (0..table.n).map(move |i| self.param_at(&table, i))
     }
     /// The value a matcher sees for `key`: a derived key (`protocol`, `host`, `port` when
     /// greater than zero, `path`, `address`) or else the query parameter.
@@ -481,9 +513,9 @@ impl Url {
             return self.param(&key.text);
         };
         let id = id as u16;
-        let start = self.params_start();
-        let n = self.param_count();
-        let keys = self.bytes().get(start..start + 2 * n)?;
+        let table = self.table();
+        let n = table.n;
+        let keys = self.bytes().get(table.keys..table.keys + 2 * n)?;
         let hint = key.hint.load(Relaxed);
         let at = |i: usize| match (keys.get(2 * i), keys.get(2 * i + 1)) {
             (Some(&a), Some(&b)) => Some(u16::from_le_bytes([a, b])),
@@ -496,7 +528,11 @@ impl Url {
             key.hint.store(i, Relaxed);
             i
         };
-        Some(self.field(start + 2 * n + 4 * i))
+        Some(store::string_at(
+            self.bytes(),
+            table.values + table.w * i,
+            table.w,
+        ))
     }
 }
 
