@@ -13,15 +13,18 @@
 //! name after decoding it once.
 //!
 //! Memory: a snapshot holds one `Url` per provider, so a `Url` is one reference-counted
-//! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 32-bit
-//! references, each naming a string of the process-wide [interner](crate::intern) (every
+//! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 3-byte
+//! references (4 in a URL past 8 MiB), each naming a string of the process-wide
+//! [interner](crate::intern) (every
 //! key; the protocol, path and the values that repeat across providers) or a string stored
 //! inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
 //! The raw text is not kept when the canonical rendering gives it back (protocol, user
 //! info, address, path, parameters sorted by key as `k=v` joined by `&`: how registries
 //! write provider URLs); [`Url::raw`] and [`Display`](fmt::Display) then render it from the
-//! parts. A generated provider URL of ~330 characters and 15–17 parameters takes about 150
-//! bytes, plus 16 for the block's reference count and length and 8 for the `Url` pointer,
+//! parts. A generated provider URL of ~330 characters and 15–17 parameters takes about 156
+//! bytes (13 of header, 5 per parameter: a 16-bit key id and a 3-byte value reference, then
+//! the inline strings), plus 16 for the block's reference count and length and 8 for the
+//! `Url` pointer,
 //! against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
 //! BENCHMARKS.md, "Memory", has the measurements. Reading a part or a parameter is
 //! lock-free and allocation-free.
@@ -503,7 +506,10 @@ impl Url {
     /// key was resolved).
     fn param_key(&self, id: Option<u32>, key: &UrlKey) -> Option<&str> {
         use std::sync::atomic::Ordering::Relaxed;
-        if self.flags() & store::WIDE_KEYS != 0 {
+        // The common block (16-bit keys, 3-byte references, the count in a byte) is read
+        // with its widths known; any other by text.
+        let flags = self.flags();
+        if flags & (store::WIDE_KEYS | store::WIDE_REFS | store::MANY_PARAMS) != 0 {
             return self.param(&key.text);
         }
         // Every key of this URL is an interned 16-bit id, and one text has one id: the key
@@ -513,9 +519,10 @@ impl Url {
             return self.param(&key.text);
         };
         let id = id as u16;
-        let table = self.table();
-        let n = table.n;
-        let keys = self.bytes().get(table.keys..table.keys + 2 * n)?;
+        let optional = flags & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
+        let start = store::REFS + 3 * (store::OPTIONAL + optional.count_ones() as usize);
+        let n = usize::from(*self.bytes().get(store::N_PARAMS)?);
+        let keys = self.bytes().get(start..start + 2 * n)?;
         let hint = key.hint.load(Relaxed);
         let at = |i: usize| match (keys.get(2 * i), keys.get(2 * i + 1)) {
             (Some(&a), Some(&b)) => Some(u16::from_le_bytes([a, b])),
@@ -528,11 +535,7 @@ impl Url {
             key.hint.store(i, Relaxed);
             i
         };
-        Some(store::string_at(
-            self.bytes(),
-            table.values + table.w * i,
-            table.w,
-        ))
+        Some(store::string_at(self.bytes(), start + 2 * n + 3 * i, 3))
     }
 }
 

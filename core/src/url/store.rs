@@ -116,20 +116,37 @@ pub(super) fn string(data: &[u8], r: u32) -> &str {
     }
 }
 
-/// Writes the reference `r` (32-bit form) in `out`'s `w` bytes (3: `r`'s id or offset is
-/// below [`NARROW_LIMIT`]).
-pub(super) fn put_ref(out: &mut [u8], r: u32, w: usize) {
-    let r = if w == 3 {
+/// The reference `r` (32-bit form) as stored in `w` bytes (the low `w` bytes of the
+/// result; 3: `r`'s id or offset is below [`NARROW_LIMIT`], its top bit moved to bit 23).
+#[inline]
+fn encode(r: u32, w: usize) -> u32 {
+    if w == 3 {
         debug_assert!(r & !INLINE < NARROW_LIMIT);
         (r & !INLINE) | ((r & INLINE) >> 8)
     } else {
         r
-    };
-    // (Constant-length copies: no call to copy.)
-    let bytes = r.to_le_bytes();
-    match w {
-        3 => out[..3].copy_from_slice(&bytes[..3]),
-        _ => out[..4].copy_from_slice(&bytes),
+    }
+}
+
+/// Writes the reference `r` (32-bit form) in `out`'s `w` bytes.
+#[cfg(test)]
+fn put_ref(out: &mut [u8], r: u32, w: usize) {
+    put_refs(out, w, [r].into_iter());
+}
+
+/// Writes `refs` (32-bit form) in `out`, `w` bytes each (one loop per width, its stores of
+/// constant size).
+#[inline]
+fn put_refs(out: &mut [u8], w: usize, refs: impl Iterator<Item = u32>) {
+    fn each<const W: usize>(out: &mut [u8], refs: impl Iterator<Item = u32>) {
+        for (o, r) in out.chunks_exact_mut(W).zip(refs) {
+            o.copy_from_slice(&encode(r, W).to_le_bytes()[..W]);
+        }
+    }
+    if w == 3 {
+        each::<3>(out, refs);
+    } else {
+        each::<4>(out, refs);
     }
 }
 
@@ -458,8 +475,19 @@ impl<'l> Builder<'l> {
         let n_optional = optional.iter().flatten().count();
         let n = self.params.len();
         let many = n > FEW_PARAMS;
-        // Keys are 16-bit ids unless one is not (an id past 16 bits, an inline key).
-        let wide_keys = self.params.iter().any(|&(k, _)| k >= u32::from(u16::MAX));
+        // Keys are 16-bit ids unless one is not (an id past 16 bits, an inline key); the
+        // ids and tail offsets OR-ed (below).
+        let (wide_keys, ids) = self.params.iter().fold(
+            (
+                false,
+                parts.protocol
+                    | parts.path
+                    | parts.address
+                    | parts.username.unwrap_or(0)
+                    | parts.password.unwrap_or(0),
+            ),
+            |(wide, ids), &(k, v)| (wide | (k >= u32::from(u16::MAX)), ids | k | v),
+        );
         // Where the inline strings start with references of width `w`.
         let head = |w: usize| {
             REFS + w * (OPTIONAL + n_optional)
@@ -471,14 +499,6 @@ impl<'l> Builder<'l> {
         // (OR-ed; the interner's are below 2^20) and the last inline string's offset (the
         // raw text's when kept, else the tail's last string).
         let narrow_head = head(3);
-        let ids = self.params.iter().fold(
-            parts.protocol
-                | parts.path
-                | parts.address
-                | parts.username.unwrap_or(0)
-                | parts.password.unwrap_or(0),
-            |acc, &(k, v)| acc | k | v,
-        );
         let last_offset = narrow_head
             + if raw.is_some() {
                 self.tail.len()
@@ -521,38 +541,51 @@ impl<'l> Builder<'l> {
         data[0] = flags;
         data[PORT..PORT + 2].copy_from_slice(&parts.port.to_le_bytes());
         data[N_PARAMS] = if many { u8::MAX } else { n as u8 };
-        let mut at = REFS;
-        for r in [parts.protocol, parts.path, parts.address]
-            .into_iter()
-            .chain(parts.username)
-            .chain(parts.password)
+        // The header's references, without an iterator chain over the optional ones.
+        let mut header = [
+            reloc(parts.protocol),
+            reloc(parts.path),
+            reloc(parts.address),
+            0,
+            0,
+            0,
+        ];
+        let mut count = OPTIONAL;
+        for r in [
+            parts.username.map(reloc),
+            parts.password.map(reloc),
+            raw.map(|_| INLINE | raw_at as u32),
+        ]
+        .into_iter()
+        .flatten()
         {
-            put_ref(&mut data[at..at + w], reloc(r), w);
-            at += w;
+            header[count] = r;
+            count += 1;
         }
-        if raw.is_some() {
-            put_ref(&mut data[at..at + w], INLINE | raw_at as u32, w);
-            at += w;
-        }
+        let header_end = REFS + w * (OPTIONAL + n_optional);
+        put_refs(
+            &mut data[REFS..header_end],
+            w,
+            header[..count].iter().copied(),
+        );
+        let mut at = header_end;
         if many {
             data[at..at + 4].copy_from_slice(&(n as u32).to_le_bytes());
             at += 4;
         }
-        let key_width = if wide_keys { w } else { 2 };
-        let (keys, values) = data[at..head].split_at_mut(key_width * n);
-        for ((key, value), &(k, v)) in keys
-            .chunks_exact_mut(key_width)
-            .zip(values.chunks_exact_mut(w))
-            .zip(&self.params)
-        {
-            if wide_keys {
-                put_ref(key, reloc(k), w);
-            } else {
+        if wide_keys {
+            let keys = self.params.iter().map(|&(k, _)| reloc(k));
+            put_refs(&mut data[at..at + w * n], w, keys);
+            at += w * n;
+        } else {
+            for (key, &(k, _)) in data[at..at + 2 * n].chunks_exact_mut(2).zip(&self.params) {
                 // Interned ids below 2^16 (checked above).
                 key.copy_from_slice(&(k as u16).to_le_bytes());
             }
-            put_ref(value, reloc(v), w);
+            at += 2 * n;
         }
+        let values = self.params.iter().map(|&(_, v)| reloc(v));
+        put_refs(&mut data[at..head], w, values);
         data[head..raw_at].copy_from_slice(&self.tail);
         if let Some(r) = raw {
             let mut len = Vec::with_capacity(5);
