@@ -60,9 +60,11 @@ fn shard_count() -> usize {
         .clamp(4, 64)
 }
 
-/// `K` counters, sharded: one padded array of `K` atomics per shard.
+/// `K` counters, sharded: one padded array of `K` atomics per shard. Clones share the
+/// counters (the routers' counter sets share their chain's blocks).
+#[derive(Clone)]
 struct Sharded<const K: usize> {
-    shards: Box<[CachePadded<[AtomicU64; K]>]>,
+    shards: Arc<[CachePadded<[AtomicU64; K]>]>,
 }
 
 impl<const K: usize> Sharded<K> {
@@ -112,16 +114,16 @@ const BLOCK: usize = BLOCK_SLOTS * 3;
 
 /// The block counters are allocated in, and its next free set of three.
 struct Blocks {
-    current: Arc<Sharded<BLOCK>>,
+    current: Sharded<BLOCK>,
     next: usize,
 }
 
 impl Blocks {
     /// A set of three counters: the next free one of the current block, else the first of
     /// a new block.
-    fn take(&mut self) -> (Arc<Sharded<BLOCK>>, usize) {
+    fn take(&mut self) -> (Sharded<BLOCK>, usize) {
         if self.next == BLOCK_SLOTS {
-            self.current = Arc::new(Sharded::new());
+            self.current = Sharded::new();
             self.next = 0;
         }
         let base = self.next * 3;
@@ -139,7 +141,7 @@ pub struct RouterCounters {
     name: Arc<str>,
     kind: Arc<str>,
     /// The block this router's three counters are in, from `base` on.
-    block: Arc<Sharded<BLOCK>>,
+    block: Sharded<BLOCK>,
     base: usize,
 }
 
@@ -232,7 +234,7 @@ impl PickCounter {
 /// The call-path counters of one chain: see the module documentation.
 pub struct ChainMetrics {
     /// The first block: the call counters are its first set of three.
-    calls: Arc<Sharded<BLOCK>>,
+    calls: Sharded<BLOCK>,
     /// Where the next router's counters go.
     blocks: Mutex<Blocks>,
     /// Per-provider pick counters by address (`None`: not counted, the default).
@@ -261,7 +263,7 @@ impl Default for ChainMetrics {
 impl ChainMetrics {
     /// Counters at zero.
     pub fn new() -> Self {
-        let calls = Arc::new(Sharded::new());
+        let calls = Sharded::new();
         ChainMetrics {
             blocks: Mutex::new(Blocks {
                 current: calls.clone(),
@@ -459,11 +461,12 @@ mod tests {
         let routers: Vec<_> = (0..12)
             .map(|i| m.router(&format!("r{i}"), "mock"))
             .collect();
-        assert!(Arc::ptr_eq(&routers[0].block, &m.calls));
-        assert!(Arc::ptr_eq(&routers[3].block, &m.calls));
-        assert!(!Arc::ptr_eq(&routers[4].block, &m.calls));
-        assert!(Arc::ptr_eq(&routers[4].block, &routers[8].block));
-        assert!(!Arc::ptr_eq(&routers[9].block, &routers[8].block));
+        let same = |a: &Sharded<BLOCK>, b: &Sharded<BLOCK>| Arc::ptr_eq(&a.shards, &b.shards);
+        assert!(same(&routers[0].block, &m.calls));
+        assert!(same(&routers[3].block, &m.calls));
+        assert!(!same(&routers[4].block, &m.calls));
+        assert!(same(&routers[4].block, &routers[8].block));
+        assert!(!same(&routers[9].block, &routers[8].block));
         for (i, r) in routers.iter().enumerate() {
             for _ in 0..i {
                 r.count_no_provider();
