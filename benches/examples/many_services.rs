@@ -10,7 +10,7 @@
 //! with `--part`), each reporting its resident growth and its allocated bytes, so that no
 //! part reuses memory another freed:
 //!
-//! - `urls`: the providers' parsed URLs alone (`Arc<Url>`, interned strings included);
+//! - `urls`: the providers' parsed URLs alone (one `Url` block each, interned strings included);
 //! - `empty`: the live chains with no provider, built from one template (what a service
 //!   costs whatever its size);
 //! - `separate`: the same, each service parsing its own chain file and building its own
@@ -21,7 +21,6 @@
 //!
 //! Run: `cargo run --release -p routechain-benches --example many_services -- [services] [providers]`.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use routechain::core::{Snapshot, Url};
@@ -50,7 +49,7 @@ fn template() -> ChainTemplate {
 fn empty(template: &ChainTemplate) -> LiveChain {
     template
         .live_chain(LiveOptions {
-            consumer: Some(Arc::new(testkit::consumer())),
+            consumer: Some(testkit::consumer()),
             ..LiveOptions::default()
         })
         .expect("the full chain builds")
@@ -111,11 +110,11 @@ fn part(name: &str, all: &[String], services: usize, per: usize) {
         let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
         match name {
             "urls" | "shared" => {
-                let urls: Vec<Vec<Arc<Url>>> = (0..services)
+                let urls: Vec<Vec<Url>> = (0..services)
                     .map(|s| {
                         lines_of(all, s, per)
                             .iter()
-                            .map(|l| Arc::new(Url::parse(l).expect("valid")))
+                            .map(|l| Url::parse(l).expect("valid"))
                             .collect()
                     })
                     .collect();
@@ -248,7 +247,7 @@ fn main() {
     );
     let rows = [
         (
-            "the providers' parsed URLs (Arc<Url>, interned strings)",
+            "the providers' parsed URLs (Url blocks, interned strings)",
             urls,
         ),
         (

@@ -18,7 +18,6 @@
 //!   mesh rules are read under them), so that a change does not look at every provider.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
@@ -32,7 +31,7 @@ mod text_key;
 use crate::{ProviderText, Skipped};
 
 struct Cached {
-    url: Arc<Url>,
+    url: Url,
     /// The last list (round) the text was in.
     round: u32,
 }
@@ -58,7 +57,7 @@ impl TextCache {
 
     /// The URL parsed from `text` (whose key is `key`): the cached one (one look-up), else
     /// parsed now and inserted.
-    fn resolve(&mut self, key: TextKey, text: &str) -> Result<Arc<Url>, UrlError> {
+    fn resolve(&mut self, key: TextKey, text: &str) -> Result<Url, UrlError> {
         if let Some(c) = self.urls.get_mut(&key) {
             if c.round != self.round {
                 c.round = self.round;
@@ -66,7 +65,7 @@ impl TextCache {
             }
             return Ok(c.url.clone());
         }
-        let url = Arc::new(Url::parse(text)?);
+        let url = Url::parse(text)?;
         self.urls.insert(
             key,
             Cached {
@@ -90,7 +89,7 @@ impl TextCache {
     fn resolve_batch<'t>(
         &mut self,
         batch: &[Entry<'t>],
-        out: &mut Vec<Arc<Url>>,
+        out: &mut Vec<Url>,
         failed: &mut impl FnMut(&Entry<'t>, UrlError),
     ) {
         let mut keys = [TextKey::default(); BATCH];
@@ -99,7 +98,7 @@ impl TextCache {
         }
         for k in &keys[..batch.len()] {
             if let Some(c) = self.urls.get(k) {
-                std::hint::black_box(Arc::strong_count(&c.url));
+                std::hint::black_box(Url::strong_count(&c.url));
             }
         }
         for (k, e) in keys.iter().zip(batch) {
@@ -186,7 +185,7 @@ struct Entry<'t> {
 
 /// Parses a provider list; an entry that does not parse is skipped alone and returned
 /// with its location (`file:line:column`, or the registry entry).
-pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipped>) {
     parse_providers_reusing(origin, text, &mut TextCache::default())
 }
 
@@ -196,7 +195,7 @@ pub(crate) fn parse_providers_reusing(
     origin: &str,
     text: ProviderText,
     cache: &mut TextCache,
-) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+) -> (Vec<Url>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     match text {
@@ -382,7 +381,7 @@ pub(crate) struct Registered {
     list: Option<Snapshot>,
     /// Per registered provider, the provider the routers see (the override rules applied;
     /// `None`: disabled by them). `None` as a whole: every provider served as registered.
-    effective: Option<Vec<Option<Arc<Url>>>>,
+    effective: Option<Vec<Option<Url>>>,
     /// The applications of the registered providers.
     pub(crate) apps: AppCounts,
 }
@@ -404,14 +403,14 @@ impl Registered {
         list: Snapshot,
         entries: &[&OverrideEntry],
         cx: &OverrideContext<'_>,
-    ) -> (Self, Vec<Arc<Url>>) {
-        let apps = AppCounts::of(list.providers().iter().map(|p| &**p));
-        let effective: Vec<Option<Arc<Url>>> = list
+    ) -> (Self, Vec<Url>) {
+        let apps = AppCounts::of(list.providers().iter());
+        let effective: Vec<Option<Url>> = list
             .providers()
             .iter()
             .map(|p| overrides::apply_one(p, entries, cx))
             .collect();
-        let served: Vec<Arc<Url>> = effective.iter().flatten().cloned().collect();
+        let served: Vec<Url> = effective.iter().flatten().cloned().collect();
         let effective = compress(&list, effective);
         let registered = Registered {
             list: effective.is_some().then_some(list),
@@ -428,7 +427,7 @@ impl Registered {
 
     /// The providers the routers see, in order (the serving snapshot's, by the invariant).
     #[cfg(test)]
-    pub(crate) fn served(&self, serving: &Snapshot) -> Vec<Arc<Url>> {
+    pub(crate) fn served(&self, serving: &Snapshot) -> Vec<Url> {
         match &self.effective {
             None => self.list(serving).providers().to_vec(),
             Some(v) => v.iter().flatten().cloned().collect(),
@@ -504,11 +503,11 @@ impl Registered {
             Some(v) => v[i].as_ref(),
         };
         let removed = edit.removed();
-        let mut front: (Vec<Arc<Url>>, Vec<Option<Arc<Url>>>) = (
+        let mut front: (Vec<Url>, Vec<Option<Url>>) = (
             Vec::with_capacity(list.len()),
             Vec::with_capacity(list.len()),
         );
-        let mut moved: (Vec<Arc<Url>>, Vec<Option<Arc<Url>>>) = Default::default();
+        let mut moved: (Vec<Url>, Vec<Option<Url>>) = Default::default();
         let mut removed_serving = Vec::new();
         let (mut rank, mut k) = (0u32, 0usize);
         for (i, reg) in old.iter().enumerate() {
@@ -524,14 +523,14 @@ impl Registered {
             }
             let now = if rules_changed {
                 match (was, overrides::apply_one(reg, entries, cx)) {
-                    (Some(w), Some(n)) if Arc::ptr_eq(w, &n) || **w == *n => Some(w.clone()),
+                    (Some(w), Some(n)) if Url::ptr_eq(w, &n) || *w == n => Some(w.clone()),
                     (_, n) => n,
                 }
             } else {
                 was.cloned()
             };
             let same = match (was, &now) {
-                (Some(w), Some(n)) => Arc::ptr_eq(w, n),
+                (Some(w), Some(n)) => Url::ptr_eq(w, n),
                 (None, None) => true,
                 _ => false,
             };
@@ -546,7 +545,7 @@ impl Registered {
             moved.0.push(p.clone());
             moved.1.push(overrides::apply_one(p, entries, cx));
         }
-        let added: Vec<Arc<Url>> = moved.1.iter().flatten().cloned().collect();
+        let added: Vec<Url> = moved.1.iter().flatten().cloned().collect();
         let (snapshot, edit) = serving.edited(generation, removed_serving, added);
         front.0.append(&mut moved.0);
         front.1.append(&mut moved.1);
@@ -579,7 +578,7 @@ impl Registered {
 pub(crate) fn follow(
     list: &Snapshot,
     apps: &AppCounts,
-    next: Vec<Arc<Url>>,
+    next: Vec<Url>,
     generation: u64,
 ) -> (Snapshot, SnapshotEdit, AppCounts) {
     let (new, edit) = match in_order(list.providers(), &next) {
@@ -604,12 +603,12 @@ pub(crate) fn follow(
 /// When `next` is `old` with some providers removed and others appended, the removed
 /// positions and where the appended ones start; `None` when the greedy pass finds more
 /// removals than a small budget over the lengths' difference (a list in another order).
-fn in_order(old: &[Arc<Url>], next: &[Arc<Url>]) -> Option<(Vec<u32>, usize)> {
+fn in_order(old: &[Url], next: &[Url]) -> Option<(Vec<u32>, usize)> {
     let budget = old.len().saturating_sub(next.len()) + (old.len() / 16).min(64);
     let mut removed = Vec::new();
     let mut j = 0;
     for (i, p) in old.iter().enumerate() {
-        if next.get(j).is_some_and(|q| Arc::ptr_eq(p, q)) {
+        if next.get(j).is_some_and(|q| Url::ptr_eq(p, q)) {
             j += 1;
         } else {
             removed.push(i as u32);
@@ -622,11 +621,11 @@ fn in_order(old: &[Arc<Url>], next: &[Arc<Url>]) -> Option<(Vec<u32>, usize)> {
 }
 
 /// `None` when every provider is served as registered (the same URL).
-fn compress(list: &Snapshot, effective: Vec<Option<Arc<Url>>>) -> Option<Vec<Option<Arc<Url>>>> {
+fn compress(list: &Snapshot, effective: Vec<Option<Url>>) -> Option<Vec<Option<Url>>> {
     let identity = effective
         .iter()
         .zip(list.providers())
-        .all(|(e, p)| e.as_ref().is_some_and(|e| Arc::ptr_eq(e, p)));
+        .all(|(e, p)| e.as_ref().is_some_and(|e| Url::ptr_eq(e, p)));
     (!identity).then_some(effective)
 }
 
