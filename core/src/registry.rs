@@ -53,6 +53,14 @@ pub trait RouterFactory: Send + Sync {
     /// Compiles the entry into a router, reporting every problem found. The router knows
     /// its default priority ([`Router::default_priority`]).
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>>;
+
+    /// Whether a router this factory builds may depend on the chain's service
+    /// ([`RouterSpec::service`]). When it does not, the services a process builds from one
+    /// chain configuration for different references (`routechain_live::ChainTemplate`)
+    /// share the router compiled once instead of compiling one each. Default `true`.
+    fn reads_service(&self) -> bool {
+        true
+    }
 }
 
 /// Type name → factory.

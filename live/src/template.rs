@@ -6,8 +6,10 @@
 //! holds its own parsed chain file (its YAML document and tree, the entry definitions),
 //! its own registry of factories and its own compiled routers: about 10 KB a service of the
 //! shipped full chain before a single provider. A template parses and compiles once; the
-//! live chains built from it share the parsed file, the registry and, when they route the
-//! same service, the compiled routers. What stays per service is what differs: the
+//! live chains built from it share the parsed file, the registry and the compiled routers
+//! (all of them when they route the template's service; for another service, those whose
+//! factory does not read the service, [`routechain_core::RouterFactory::reads_service`]:
+//! every built-in router). What stays per service is what differs: the
 //! reference, the providers, the rules a config center pushes, the prepared state, the
 //! balancer and health tables and the call counters.
 //!
@@ -19,8 +21,8 @@
 use std::sync::Arc;
 
 use routechain_core::{ChainEntry, Registry, Snapshot};
-use routechain_rules::ChainFile;
 use routechain_rules::load::LoadError;
+use routechain_rules::{ChainFile, RuleOverride};
 
 use crate::LiveChain;
 use crate::dubbo::ServiceKey;
@@ -137,11 +139,30 @@ impl ChainTemplate {
         }
         // A factory is handed the chain's service (`RouterSpec::service`) and nothing else
         // of the reference: the routers compiled for the template's service are the ones
-        // this service would compile.
-        let entries = if file.service == inner.file.service {
+        // this service would compile, and so are those of factories that do not read it.
+        let entries: Arc<[ChainEntry]> = if file.service == inner.file.service {
             inner.entries.clone()
         } else {
-            file.compile(&inner.registry)?.into()
+            let mut entries = Vec::with_capacity(inner.entries.len());
+            let mut errors = Vec::new();
+            for (def, compiled) in file.entries.iter().zip(inner.entries.iter()) {
+                let reads = inner
+                    .registry
+                    .get(&def.type_name)
+                    .is_none_or(|f| f.reads_service());
+                if !reads {
+                    entries.push(compiled.clone());
+                    continue;
+                }
+                match file.compile_entry(&inner.registry, def, RuleOverride::Own) {
+                    Ok(e) => entries.push(e),
+                    Err(mut es) => errors.append(&mut es),
+                }
+            }
+            if !errors.is_empty() {
+                return Err(errors.into());
+            }
+            entries.into()
         };
         LiveChain::build(
             file,
@@ -324,6 +345,56 @@ routers:
         assert_eq!(live.subscriptions(), alone.subscriptions());
         assert_eq!(live.service_name().as_deref(), Some("com.foo.OtherService"));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Builds routers named after the chain's service (a factory that reads it).
+    struct ByService;
+
+    impl routechain_core::RouterFactory for ByService {
+        fn build(
+            &self,
+            spec: &routechain_core::RouterSpec<'_>,
+        ) -> Result<Arc<dyn routechain_core::Router>, Vec<routechain_core::RuleError>> {
+            let name = format!("by-service({})", spec.service.unwrap_or_default());
+            Ok(Arc::new(routechain_core::router_fn(name, |_, _| {})))
+        }
+    }
+
+    #[test]
+    fn another_reference_shares_the_routers_whose_factory_does_not_read_the_service() {
+        let mut registry = routechain_routers::builtin_registry();
+        registry.register("by-service", Arc::new(ByService));
+        let text = "service: com.foo.BarService\nrouters:\n  - type: by-service\n  \
+                    - type: condition\n    rule: {conditions: ['=> zone = a']}\n";
+        let file = ChainFile::parse("t.yaml", text, None).unwrap();
+        let template = ChainTemplate::new(file, registry).unwrap();
+        let own = template.live_chain(LiveOptions::default()).unwrap();
+        let other = template
+            .live_chain_for(&ServiceKey::parse(OTHER), LiveOptions::default())
+            .unwrap();
+        let (own, other) = (own.chain().state(), other.chain().state());
+        let names = |s: &routechain_core::ChainState| -> Vec<String> {
+            s.entries()
+                .iter()
+                .map(|e| e.router.name().to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(&own),
+            ["by-service(com.foo.BarService)", "condition(service)"]
+        );
+        assert_eq!(
+            names(&other),
+            ["by-service(com.foo.OtherService)", "condition(service)"]
+        );
+        assert!(!Arc::ptr_eq(
+            &own.entries()[0].router,
+            &other.entries()[0].router
+        ));
+        assert!(Arc::ptr_eq(
+            &own.entries()[1].router,
+            &other.entries()[1].router
+        ));
     }
 
     #[test]
