@@ -15,6 +15,8 @@
 //!   costs whatever its size);
 //! - `separate`: the same, each service parsing its own chain file and building its own
 //!   registry (as `testkit::live_full_chain` does; the way before the template);
+//! - `distinct`: the same from one template, each service for a reference of its own (an
+//!   interface per service, as a consumer's references are: each compiles its routers);
 //! - `shared`: the parsed URLs and the live chains fed them as shared URLs (as the
 //!   ZooKeeper source pushes them: no text cache);
 //! - `text`: the live chains fed their lists as URL texts (the first figure above).
@@ -24,7 +26,7 @@
 use std::time::Instant;
 
 use routechain::core::{Snapshot, Url};
-use routechain::live::{ChainTemplate, LiveChain, LiveOptions, ProviderText, Update};
+use routechain::live::{ChainTemplate, LiveChain, LiveOptions, ProviderText, ServiceKey, Update};
 use routechain::rules::ChainFile;
 use routechain_testkit as testkit;
 
@@ -132,6 +134,17 @@ fn part(name: &str, all: &[String], services: usize, per: usize) {
                     keep.push(Box::new(empty(&template)));
                 }
             }
+            "distinct" => {
+                for s in 0..services {
+                    let reference = ServiceKey::parse(&format!("com.example.Service{s}"));
+                    let options = LiveOptions {
+                        consumer: Some(testkit::consumer()),
+                        ..LiveOptions::default()
+                    };
+                    let live = template.live_chain_for(&reference, options);
+                    keep.push(Box::new(live.expect("the full chain builds")));
+                }
+            }
             "separate" => {
                 for _ in 0..services {
                     keep.push(Box::new(testkit::live_full_chain(
@@ -226,7 +239,7 @@ fn main() {
     );
     drop(chains);
 
-    let names = ["urls", "empty", "separate", "shared", "text"];
+    let names = ["urls", "empty", "separate", "distinct", "shared", "text"];
     let parts: Vec<Option<(f64, f64)>> = names
         .iter()
         .map(|p| measure_part(p, services, per))
@@ -235,6 +248,7 @@ fn main() {
         Some(urls),
         Some(empty),
         Some(separate),
+        Some(distinct),
         Some(shared),
         Some(text),
     ] = parts[..]
@@ -267,11 +281,14 @@ fn main() {
     for (what, (resident, allocated)) in rows {
         println!("  {:>7.0} B {:>7.0} B  {what}", resident / n, allocated / n);
     }
+    let kb = |b: f64| b / services as f64 / 1e3;
     println!(
-        "  a live chain with no provider: {:.1} KB resident, {:.1} KB allocated per service from one template; {:.1} KB, {:.1} KB each built separately",
-        empty.0 / services as f64 / 1e3,
-        empty.1 / services as f64 / 1e3,
-        separate.0 / services as f64 / 1e3,
-        separate.1 / services as f64 / 1e3,
+        "  a live chain with no provider: {:.1} KB resident, {:.1} KB allocated per service from one template; {:.1} KB, {:.1} KB each for a reference of its own; {:.1} KB, {:.1} KB each built separately",
+        kb(empty.0),
+        kb(empty.1),
+        kb(distinct.0),
+        kb(distinct.1),
+        kb(separate.0),
+        kb(separate.1),
     );
 }
