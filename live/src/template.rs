@@ -330,11 +330,18 @@ routers:
         let live = template
             .live_chain_for(&other, LiveOptions::default())
             .unwrap();
+        let sibling = template.live_chain(LiveOptions::default()).unwrap();
         let alone = alone(Some(&other));
         assert_eq!(live.subscriptions(), alone.subscriptions());
         assert_eq!(live.reference(), Some(other.clone()));
         assert_eq!(live.chain().state().service(), Some("com.foo.OtherService"));
-        // The file is edited and reloaded: the reference stays the service's.
+        let list = [(1, "zone=a"), (2, "zone=b")];
+        live.apply(providers(&other.interface, &list));
+        sibling.apply(providers("com.foo.BarService", &list));
+        let request = Request::new();
+        assert_eq!(routed(&live, &request), ["10.0.0.1:20880"]);
+        // The file is edited and reloaded by one service: the reference stays the
+        // service's, and the other service of the template keeps its own chain file.
         std::fs::write(&path, CHAIN.replace("zone = a", "zone = b")).unwrap();
         let reports = live.apply(Update::ChainFile(path.clone()));
         assert!(
@@ -344,6 +351,8 @@ routers:
         assert_eq!(live.reference(), Some(other));
         assert_eq!(live.subscriptions(), alone.subscriptions());
         assert_eq!(live.service_name().as_deref(), Some("com.foo.OtherService"));
+        assert_eq!(routed(&live, &request), ["10.0.0.2:20880"]);
+        assert_eq!(routed(&sibling, &request), ["10.0.0.1:20880"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
