@@ -178,6 +178,11 @@ impl RouterCounters {
     fn sum(&self, k: usize) -> u64 {
         self.block.sum(self.base + k)
     }
+
+    /// The router's name.
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.name
+    }
 }
 
 /// What one router's counters hold, summed over the shards.
@@ -328,14 +333,29 @@ impl ChainMetrics {
     /// The counters of the router named `name` (created at zero on first use). Off the call
     /// path: a chain state resolves its routers' counters once, when it is assembled.
     pub fn router(&self, name: &str, kind: &str) -> Arc<RouterCounters> {
+        self.router_named(name, || (Arc::from(name), Arc::from(kind)))
+    }
+
+    /// [`ChainMetrics::router`] with the kind a chain entry holds: new counters share it,
+    /// and the chain's steps share the counters' name ([`RouterCounters::name`]).
+    pub(crate) fn router_of_kind(&self, name: &str, kind: &Arc<str>) -> Arc<RouterCounters> {
+        self.router_named(name, || (Arc::from(name), kind.clone()))
+    }
+
+    fn router_named(
+        &self,
+        name: &str,
+        names: impl FnOnce() -> (Arc<str>, Arc<str>),
+    ) -> Arc<RouterCounters> {
         let mut routers = self.routers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = routers.iter().find(|r| &*r.name == name) {
             return r.clone();
         }
         let (block, base) = self.blocks.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (name, kind) = names();
         let r = Arc::new(RouterCounters {
-            name: Arc::from(name),
-            kind: Arc::from(kind),
+            name,
+            kind,
             block,
             base,
         });
