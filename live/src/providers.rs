@@ -17,8 +17,11 @@
 //! - [`AppCounts`]: the providers' applications counted as providers come and go (tag and
 //!   mesh rules are read under them), so that a change does not look at every provider.
 
+use std::collections::hash_map::Entry as Slot;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, OnceLock};
 
 use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
@@ -33,19 +36,40 @@ use crate::{ProviderText, Skipped};
 
 struct Cached {
     url: Arc<Url>,
-    /// The last list (round) the text was in.
-    round: u32,
+    /// The last list (round) the text was in. Atomic so that the threads resolving the two
+    /// halves of a long list can mark it through a shared reference (plain relaxed loads
+    /// and stores: see [`TextCache::resolve_part`]).
+    round: AtomicU32,
 }
 
 /// Parsed provider URLs by their text (the text a source pushed, trimmed), kept from one
 /// list to the next: see the module documentation. A text is known by its keyed 128-bit
 /// hash ([`TextKey`]: no copy of the text is kept, 32 bytes per provider, and a look-up
 /// compares 16 bytes; why a hash is an acceptable key is said there).
+///
+/// A pushed list is resolved in stretches ([`TextCache::resolve_part`], reading the cache
+/// only), which are then merged in order ([`TextCache::merge`], inserting the new texts):
+/// a long list (at least [`PARALLEL_TEXTS`] URLs or [`PARALLEL_BYTES`] of lines) in two
+/// halves at once, on this thread and one more, when the machine has two processors.
 #[derive(Default)]
 pub(crate) struct TextCache {
     urls: KeyMap<Cached>,
     round: u32,
-    /// Distinct texts seen in the current round.
+    /// Distinct texts seen in the current round (a text listed in both halves of a list
+    /// resolved on two threads may be counted twice: only the forgetting slack reads it).
+    seen: usize,
+}
+
+/// A stretch of a pushed list resolved against the cache, which it only read (so that two
+/// stretches can be resolved at once): see [`TextCache::resolve_part`].
+struct Part<'t> {
+    /// The stretch's URLs, in order: the cached ones, and the new ones parsed here.
+    urls: Vec<Arc<Url>>,
+    /// The texts parsed here (not cached): their index in `urls` and their key, in order.
+    new: Vec<(usize, TextKey)>,
+    /// The entries that do not parse, in order.
+    failed: Vec<(Entry<'t>, UrlError)>,
+    /// Cached texts marked with the current round here.
     seen: usize,
 }
 
@@ -56,57 +80,110 @@ impl TextCache {
         self.seen = 0;
     }
 
-    /// The URL parsed from `text` (whose key is `key`): the cached one (one look-up), else
-    /// parsed now and inserted.
-    fn resolve(&mut self, key: TextKey, text: &str) -> Result<Arc<Url>, UrlError> {
-        if let Some(c) = self.urls.get_mut(&key) {
-            if c.round != self.round {
-                c.round = self.round;
-                self.seen += 1;
+    /// Resolves the texts of `entries`, in order, against the cache (read only): each
+    /// cached text's URL is taken (and its entry marked with the current round), each
+    /// other text parsed. [`TextCache::merge`] then inserts the new texts.
+    ///
+    /// In batches of [`BATCH`] texts, because at 100,000 providers the cost is memory,
+    /// not computation: each look-up reads a random place of a 4 MB table, and each URL
+    /// reused has its reference count incremented, a locked instruction that waits alone
+    /// for its cache line. So a batch is hashed first, then its entries and reference
+    /// counts are read with plain loads (which the processor overlaps), then the counts
+    /// are incremented, now in the cache.
+    ///
+    /// The round is marked with a relaxed load and store, not a read-modify-write: the
+    /// only race is a text listed in both halves of a list resolved on two threads, both
+    /// of which may then count it in [`TextCache::seen`] (which only decides when stale
+    /// texts are forgotten); the round itself is the same either way.
+    fn resolve_part<'t>(
+        &self,
+        entries: impl Iterator<Item = Entry<'t>>,
+        capacity: usize,
+    ) -> Part<'t> {
+        let mut part = Part {
+            urls: Vec::with_capacity(capacity),
+            new: Vec::new(),
+            failed: Vec::new(),
+            seen: 0,
+        };
+        let mut entries = entries.peekable();
+        let mut batch = [Entry::default(); BATCH];
+        let mut keys = [TextKey::default(); BATCH];
+        while entries.peek().is_some() {
+            let mut len = 0;
+            for (slot, e) in batch.iter_mut().zip(entries.by_ref()) {
+                *slot = e;
+                len += 1;
             }
-            return Ok(c.url.clone());
+            for (k, e) in keys.iter_mut().zip(&batch[..len]) {
+                *k = TextKey::of(e.text);
+            }
+            let mut found: [Option<&Cached>; BATCH] = [None; BATCH];
+            for (f, k) in found.iter_mut().zip(&keys[..len]) {
+                *f = self.urls.get(k);
+                if let Some(c) = f {
+                    std::hint::black_box(Arc::strong_count(&c.url));
+                }
+            }
+            for ((e, k), f) in batch[..len].iter().zip(keys).zip(found) {
+                match f {
+                    Some(c) => {
+                        if c.round.load(Relaxed) != self.round {
+                            c.round.store(self.round, Relaxed);
+                            part.seen += 1;
+                        }
+                        part.urls.push(c.url.clone());
+                    }
+                    None => match Url::parse(e.text) {
+                        Ok(url) => {
+                            part.new.push((part.urls.len(), k));
+                            part.urls.push(Arc::new(url));
+                        }
+                        Err(err) => part.failed.push((*e, err)),
+                    },
+                }
+            }
         }
-        let url = Arc::new(Url::parse(text)?);
-        self.urls.insert(
-            key,
-            Cached {
-                url: url.clone(),
-                round: self.round,
-            },
-        );
-        self.seen += 1;
-        Ok(url)
+        part
     }
 
-    /// Resolves the texts of `batch` in order ([`TextCache::resolve`]), pushing each URL
-    /// to `out` and calling `failed` with each entry that does not parse.
-    ///
-    /// In a batch, not one text at a time, because at 100,000 providers the cost is
-    /// memory, not computation: each look-up reads a random place of a 4 MB table, and
-    /// each URL reused has its reference count incremented, a locked instruction that
-    /// waits alone for its cache line. So the batch is hashed first, then its entries and
-    /// reference counts are read with plain loads (which the processor overlaps), then
-    /// the counts are incremented, now in the cache.
-    fn resolve_batch<'t>(
+    /// Appends the URLs of `part` (the next stretch of the list) to `out`, inserting its
+    /// new texts (a text new to this list and already inserted from an earlier stretch,
+    /// or earlier in this one, takes that URL: equal texts share one), and calls `failed`
+    /// with each entry that does not parse, its line number moved by `line_base` (the
+    /// lines before the stretch).
+    fn merge<'t>(
         &mut self,
-        batch: &[Entry<'t>],
+        mut part: Part<'t>,
         out: &mut Vec<Arc<Url>>,
+        line_base: usize,
         failed: &mut impl FnMut(&Entry<'t>, UrlError),
     ) {
-        let mut keys = [TextKey::default(); BATCH];
-        for (k, e) in keys.iter_mut().zip(batch) {
-            *k = TextKey::of(e.text);
+        let base = out.len();
+        if base == 0 {
+            std::mem::swap(out, &mut part.urls);
+        } else {
+            out.append(&mut part.urls);
         }
-        for k in &keys[..batch.len()] {
-            if let Some(c) = self.urls.get(k) {
-                std::hint::black_box(Arc::strong_count(&c.url));
+        for (i, key) in part.new {
+            match self.urls.entry(key) {
+                Slot::Occupied(c) => out[base + i] = c.get().url.clone(),
+                Slot::Vacant(v) => {
+                    v.insert(Cached {
+                        url: out[base + i].clone(),
+                        round: AtomicU32::new(self.round),
+                    });
+                    self.seen += 1;
+                }
             }
         }
-        for (k, e) in keys.iter().zip(batch) {
-            match self.resolve(*k, e.text) {
-                Ok(u) => out.push(u),
-                Err(err) => failed(e, err),
-            }
+        self.seen += part.seen;
+        for (e, err) in part.failed {
+            let e = Entry {
+                tag: e.tag + line_base,
+                ..e
+            };
+            failed(&e, err);
         }
     }
 
@@ -118,10 +195,10 @@ impl TextCache {
     /// pass leaves every entry of the current round; a stale entry whose round the counter
     /// wraps around to (after 2³² lists) would stay one pass longer.
     fn end(&mut self) {
-        let stale = self.urls.len() - self.seen;
+        let stale = self.urls.len().saturating_sub(self.seen);
         if stale > 8 + self.urls.len() / 64 {
             let round = self.round;
-            self.urls.retain(|_, c| c.round == round);
+            self.urls.retain(|_, c| *c.round.get_mut() == round);
             if self.urls.capacity() > 4 * self.urls.len() + 16 {
                 self.urls.shrink_to_fit();
             }
@@ -131,7 +208,11 @@ impl TextCache {
     /// The number of texts of the last list cached.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.seen
+        let round = self.round;
+        self.urls
+            .values()
+            .filter(|c| c.round.load(Relaxed) == round)
+            .count()
     }
 
     /// The number of texts cached, those of earlier lists not yet forgotten included.
@@ -141,28 +222,74 @@ impl TextCache {
     }
 }
 
-/// The lines of `text` with their 0-based numbers, ending at `\n`, `\r\n` or a lone `\r`
+/// The lines of a text with their 0-based numbers, ending at `\n`, `\r\n` or a lone `\r`
 /// as every other input does (`routechain_rules::located::lines`), so the line numbers of
 /// skipped entries match what an editor shows; found with `memchr` (a pushed list is
 /// 100,000 lines of ~330 characters: a search by `char` was most of an update's cost).
-fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    let mut n = 0;
-    std::iter::from_fn(move || {
-        if at >= bytes.len() {
+struct NumberedLines<'t> {
+    text: &'t str,
+    /// Where the next line starts.
+    at: usize,
+    /// Lines read so far.
+    read: usize,
+}
+
+/// The lines of `text` ([`NumberedLines`]).
+fn numbered_lines(text: &str) -> NumberedLines<'_> {
+    NumberedLines {
+        text,
+        at: 0,
+        read: 0,
+    }
+}
+
+impl<'t> Iterator for NumberedLines<'t> {
+    type Item = (usize, &'t str);
+
+    fn next(&mut self) -> Option<(usize, &'t str)> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        if start >= bytes.len() {
             return None;
         }
-        let start = at;
         let end = memchr::memchr2(b'\n', b'\r', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        at = if bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n') {
+        self.at = if bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n') {
             end + 2
         } else {
             end + 1
         };
-        n += 1;
+        self.read += 1;
         // Breaks are ASCII: `start` and `end` are character boundaries.
-        Some((n - 1, &text[start..end]))
+        Some((self.read - 1, &self.text[start..end]))
+    }
+}
+
+/// Where `text` splits into two stretches of whole lines: just after the first line break
+/// at or after byte `from` (a `\r\n` taken whole); `None` when there is none. The lines of
+/// the two stretches, the second's numbered on from the first's count, are the lines of
+/// `text`.
+fn split_lines(text: &str, from: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let i = from + memchr::memchr2(b'\n', b'\r', bytes.get(from..)?)?;
+    Some(if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+        i + 2
+    } else {
+        i + 1
+    })
+}
+
+/// The provider entry of line `n` (its indentation and trimmed text), unless it is blank
+/// or a `#` comment.
+fn line_entry((n, line): (usize, &str)) -> Option<Entry<'_>> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        return None;
+    }
+    let indent = line.len() - line.trim_start().len();
+    Some(Entry {
+        tag: n,
+        lead: &line[..indent],
+        text: trimmed,
     })
 }
 
@@ -171,10 +298,49 @@ const LARGE_TEXT: usize = 1 << 20;
 /// A pushed list of this many URL strings is freed by [`drop_later`].
 const LARGE_LIST: usize = 4096;
 
-/// The texts resolved together by [`TextCache::resolve_batch`].
+/// The texts resolved together by [`TextCache::resolve_part`].
 const BATCH: usize = 16;
 
+/// A list of at least this many URL strings is resolved in two halves at once.
+const PARALLEL_TEXTS: usize = 8192;
+/// A list of lines at least this long (bytes) is resolved in two halves at once.
+const PARALLEL_BYTES: usize = 2 << 20;
+
+/// Whether this machine runs two threads at once (asked once).
+fn two_processors() -> bool {
+    static TWO: OnceLock<bool> = OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
+/// `a()` on this thread and `b()` on another at once (a scoped thread, so both may borrow
+/// from here), or one after the other when no thread can be started (`b` copies only
+/// references, so the copy handed to a thread that failed to start is not needed).
+fn both<A, B>(a: impl FnOnce() -> A, b: impl Fn() -> B + Send + Copy) -> (A, B)
+where
+    B: Send,
+{
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("routechain-live-texts".into())
+            .spawn_scoped(s, b)
+        {
+            Ok(other) => {
+                let a = a();
+                let b = other
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                (a, b)
+            }
+            Err(e) => {
+                tracing::debug!(target: "routechain::live", "texts resolved on one thread: {e}");
+                (a(), b())
+            }
+        }
+    })
+}
+
 /// A provider text of a pushed list, with what locates it.
+#[derive(Debug, Clone, Copy, Default)]
 struct Entry<'t> {
     /// The line's index (lines), unused for a list of URLs.
     tag: usize,
@@ -197,12 +363,44 @@ pub(crate) fn parse_providers_reusing(
     text: ProviderText,
     cache: &mut TextCache,
 ) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+    let split = two_processors().then(|| match &text {
+        ProviderText::Lines(t) if t.len() >= PARALLEL_BYTES => split_lines(t, t.len() / 2),
+        ProviderText::Urls(u) if u.len() >= PARALLEL_TEXTS => Some(u.len() / 2),
+        _ => None,
+    });
+    parse_split(origin, text, cache, split.flatten())
+}
+/// A stretch of whole lines resolved ([`TextCache::resolve_part`]), and its number of
+/// lines.
+fn resolve_lines<'t>(cache: &TextCache, text: &'t str, capacity: usize) -> (Part<'t>, usize) {
+    let mut lines = numbered_lines(text);
+    let part = cache.resolve_part(lines.by_ref().filter_map(line_entry), capacity);
+    (part, lines.read)
+}
+
+/// A stretch of a list of URLs resolved ([`TextCache::resolve_part`]).
+fn resolve_urls<'t>(cache: &TextCache, urls: &'t [String], capacity: usize) -> Part<'t> {
+    let entries = urls.iter().map(|u| Entry {
+        tag: 0,
+        lead: "",
+        text: u,
+    });
+    cache.resolve_part(entries, capacity)
+}
+
+/// [`parse_providers_reusing`] with the list resolved in two stretches split at `split`
+/// (lines: the byte where the second starts, just after a line break; URLs: the index of
+/// its first URL) on two threads, or in one stretch on this thread (`None`).
+fn parse_split(
+    origin: &str,
+    text: ProviderText,
+    cache: &mut TextCache,
+    split: Option<usize>,
+) -> (Vec<Arc<Url>>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     match text {
         ProviderText::Lines(text) => {
-            // About as many providers as the last list.
-            out.reserve(cache.urls.len());
             cache.begin();
             let mut failed = |e: &Entry<'_>, err: UrlError| {
                 skipped.push(Skipped {
@@ -214,26 +412,23 @@ pub(crate) fn parse_providers_reusing(
                     reason: format!("invalid provider URL: {}", err.reason),
                 });
             };
-            let mut batch = Vec::with_capacity(BATCH);
-            // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
-            // numbers of skipped entries match what an editor and the rule files show.
-            for (n, line) in numbered_lines(&text) {
-                let trimmed = line.trim();
-                if trimmed.is_empty() || trimmed.starts_with('#') {
-                    continue;
+            // About as many providers as the last list.
+            let capacity = cache.urls.len() + cache.urls.len() / 64 + 16;
+            let (c, t) = (&*cache, text.as_str());
+            match split {
+                Some(at) => {
+                    let ((first, lines), (second, _)) = both(
+                        || resolve_lines(c, &t[..at], capacity),
+                        move || resolve_lines(c, &t[at..], capacity / 2),
+                    );
+                    cache.merge(first, &mut out, 0, &mut failed);
+                    cache.merge(second, &mut out, lines, &mut failed);
                 }
-                let indent = line.len() - line.trim_start().len();
-                batch.push(Entry {
-                    tag: n,
-                    lead: &line[..indent],
-                    text: trimmed,
-                });
-                if batch.len() == BATCH {
-                    cache.resolve_batch(&batch, &mut out, &mut failed);
-                    batch.clear();
+                None => {
+                    let (part, _) = resolve_lines(c, t, capacity);
+                    cache.merge(part, &mut out, 0, &mut failed);
                 }
             }
-            cache.resolve_batch(&batch, &mut out, &mut failed);
             cache.end();
             if text.len() >= LARGE_TEXT {
                 drop_later(text);
@@ -241,22 +436,27 @@ pub(crate) fn parse_providers_reusing(
         }
         ProviderText::Urls(urls) => {
             cache.begin();
-            out.reserve(urls.len());
             let mut failed = |e: &Entry<'_>, err: UrlError| {
                 skipped.push(Skipped {
                     location: format!("{origin}: {:?} column {}", e.text, err.column),
                     reason: format!("invalid provider URL: {}", err.reason),
                 });
             };
-            let mut batch = Vec::with_capacity(BATCH);
-            for chunk in urls.chunks(BATCH) {
-                batch.clear();
-                batch.extend(chunk.iter().map(|u| Entry {
-                    tag: 0,
-                    lead: "",
-                    text: u,
-                }));
-                cache.resolve_batch(&batch, &mut out, &mut failed);
+            let (c, us) = (&*cache, urls.as_slice());
+            match split {
+                Some(at) => {
+                    let at = at.min(us.len());
+                    let (first, second) = both(
+                        || resolve_urls(c, &us[..at], us.len()),
+                        move || resolve_urls(c, &us[at..], us.len() - at),
+                    );
+                    cache.merge(first, &mut out, 0, &mut failed);
+                    cache.merge(second, &mut out, 0, &mut failed);
+                }
+                None => {
+                    let part = resolve_urls(c, us, us.len());
+                    cache.merge(part, &mut out, 0, &mut failed);
+                }
             }
             cache.end();
             if urls.len() >= LARGE_LIST {
