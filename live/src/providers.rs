@@ -121,9 +121,9 @@ impl TextCache {
             let mut found: [Option<&Cached>; BATCH] = [None; BATCH];
             for (f, k) in found.iter_mut().zip(&keys[..len]) {
                 *f = self.urls.get(k);
-                if let Some(c) = f {
-                    std::hint::black_box(Arc::strong_count(&c.url));
-                }
+            }
+            for c in found[..len].iter().flatten() {
+                std::hint::black_box(Arc::strong_count(&c.url));
             }
             for ((e, k), f) in batch[..len].iter().zip(keys).zip(found) {
                 match f {
