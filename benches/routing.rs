@@ -159,12 +159,10 @@ routers:
         - \"=> region = $region & idc != $idc\"
 ";
     let caller = |params: &str| {
-        Arc::new(
-            routechain::core::Url::parse(&format!(
-                "consumer://10.201.0.1/com.example.search.IndexService?application=other&{params}"
-            ))
-            .expect("consumer URL"),
-        )
+        routechain::core::Url::parse(&format!(
+            "consumer://10.201.0.1/com.example.search.IndexService?application=other&{params}"
+        ))
+        .expect("consumer URL")
     };
     for n in [1_000, 10_000] {
         let snapshot = Arc::new(testkit::snapshot(n, SEED));
@@ -207,7 +205,7 @@ fn updates(c: &mut Criterion) {
         };
         // A changed provider list: the same list with one provider replaced.
         let mut changed: Vec<_> = snapshot.providers().to_vec();
-        changed[n / 2] = Arc::new(testkit::providers(1, SEED + 1).remove(0));
+        changed[n / 2] = testkit::providers(1, SEED + 1).remove(0);
         let changed = Arc::new(Snapshot::from_shared(2, changed));
         let mut group = c.benchmark_group("update-providers");
         tune(&mut group, n);

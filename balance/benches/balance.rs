@@ -28,7 +28,7 @@ fn service(n: usize, kind: LoadBalanceKind) -> Service {
         0,
         Arc::new(router_fn("zone", move |_, c| c.and_assign(&zone0))),
     );
-    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), vec![keep]).unwrap();
+    let state = ChainState::new(None, snapshot, Url::empty(), vec![keep]).unwrap();
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()

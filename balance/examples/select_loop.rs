@@ -48,8 +48,7 @@ fn main() {
         0,
         Arc::new(router_fn("zone", move |_, c| c.and_assign(&zone0))),
     );
-    let state =
-        ChainState::new(None, snapshot, Arc::new(Url::empty()), vec![keep]).expect("a valid chain");
+    let state = ChainState::new(None, snapshot, Url::empty(), vec![keep]).expect("a valid chain");
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()

@@ -14,7 +14,7 @@ fn service(n: usize, config: ServiceConfig) -> Arc<Service> {
         .map(|i| format!("dubbo://10.0.0.{}:20880/svc\n", i + 1))
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), vec![]).unwrap();
+    let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
     Arc::new(Service::with_clock(
         Arc::new(Chain::new(state)),
         config,

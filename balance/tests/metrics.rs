@@ -27,7 +27,7 @@ fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> Arc<Chain> {
     let state = ChainState::new(
         None,
         snapshot,
-        Arc::new(Url::empty()),
+        Url::empty(),
         vec![
             ChainEntry::new("pick", 0, pick),
             ChainEntry::new("plugin", 1, pass),
@@ -106,7 +106,7 @@ fn every_call_path_counter_counts_what_it_says() {
             ChainState::new(
                 None,
                 s.snapshot().clone(),
-                Arc::new(Url::empty()),
+                Url::empty(),
                 s.entries().clone(),
             )
         })

@@ -17,7 +17,7 @@ fn snapshot(generation: u64, n: usize) -> Arc<Snapshot> {
 }
 
 fn service(n: usize, kind: LoadBalanceKind) -> Arc<Service> {
-    let state = ChainState::new(None, snapshot(1, n), Arc::new(Url::empty()), vec![]).unwrap();
+    let state = ChainState::new(None, snapshot(1, n), Url::empty(), vec![]).unwrap();
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()

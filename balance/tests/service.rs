@@ -19,7 +19,7 @@ fn service(
     entries: Vec<ChainEntry>,
 ) -> (Service, Arc<ManualClock>) {
     let snapshot = Arc::new(Snapshot::parse_lines(1, &providers(n)).unwrap());
-    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), entries).unwrap();
+    let state = ChainState::new(None, snapshot, Url::empty(), entries).unwrap();
     let clock = Arc::new(ManualClock::new());
     let svc = Service::with_clock(Arc::new(Chain::new(state)), config, clock.clone());
     (svc, clock)

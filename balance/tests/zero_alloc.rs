@@ -27,7 +27,7 @@ fn routing_allocates_nothing() {
         ChainState::new(
             None,
             snapshot,
-            Arc::new(Url::empty()),
+            Url::empty(),
             vec![ChainEntry::new("odd", 0, keep)],
         )
         .unwrap(),
@@ -59,8 +59,7 @@ fn selecting_allocates_nothing_for_any_balancer() {
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     for kind in LoadBalanceKind::ALL {
-        let state =
-            ChainState::new(None, snapshot.clone(), Arc::new(Url::empty()), vec![]).unwrap();
+        let state = ChainState::new(None, snapshot.clone(), Url::empty(), vec![]).unwrap();
         let config = ServiceConfig {
             balance: BalanceConfig::new(BalancerSpec::new(kind)),
             skip_degraded: true,
@@ -95,7 +94,7 @@ fn calling_allocates_nothing_once_warm() {
         .map(|i| format!("dubbo://10.0.{}.{}:20880/svc\n", i / 250, i % 250))
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), vec![]).unwrap();
+    let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::LeastActive)),
         ..ServiceConfig::default()

@@ -19,10 +19,7 @@ fn main() {
         .unwrap_or(100_000);
     let seed = 7;
     let snapshot = Arc::new(testkit::snapshot(n, seed));
-    let added: Vec<_> = testkit::providers(1, seed + 1)
-        .into_iter()
-        .map(Arc::new)
-        .collect();
+    let added = testkit::providers(1, seed + 1);
     // One provider removed from the middle, one appended.
     let (next, edit) = snapshot.edited(2, vec![(n / 2) as u32], added);
     let next = Arc::new(next);

@@ -8,7 +8,7 @@
 //! again with `--part`), each reporting its resident growth, so that no part reuses memory
 //! another freed:
 //!
-//! - `urls`: the providers' parsed URLs alone (`Arc<Url>`, interned strings included);
+//! - `urls`: the providers' parsed URLs alone (one `Url` block each, interned strings included);
 //! - `empty`: the live chains with no provider (what a service costs whatever its size);
 //! - `shared`: the parsed URLs and the live chains fed them as shared URLs (as the
 //!   ZooKeeper source pushes them: no text cache);
@@ -16,7 +16,6 @@
 //!
 //! Run: `cargo run --release -p routechain-benches --example many_services -- [services] [providers]`.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use routechain::core::{Snapshot, Url};
@@ -77,11 +76,11 @@ fn part(name: &str, all: &[String], services: usize, per: usize) {
     let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
     match name {
         "urls" | "shared" => {
-            let urls: Vec<Vec<Arc<Url>>> = (0..services)
+            let urls: Vec<Vec<Url>> = (0..services)
                 .map(|s| {
                     lines_of(all, s, per)
                         .iter()
-                        .map(|l| Arc::new(Url::parse(l).expect("valid")))
+                        .map(|l| Url::parse(l).expect("valid"))
                         .collect()
                 })
                 .collect();
@@ -190,7 +189,7 @@ fn main() {
     println!("where it goes (resident growth, each part in a fresh process), per provider:");
     let rows = [
         (
-            "the providers' parsed URLs (Arc<Url>, interned strings)",
+            "the providers' parsed URLs (Url blocks, interned strings)",
             urls / n,
         ),
         (

@@ -15,7 +15,6 @@
 //! Run: `cargo run --release -p routechain-benches --example text_push -- 100000 [urls|lines]
 //! [full|bare] [runs] [--pause-ms P]`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use routechain::core::Snapshot;
@@ -62,7 +61,7 @@ fn main() {
                 .expect("an empty chain parses"),
             routechain::registry(),
             routechain::live::LiveOptions {
-                consumer: Some(Arc::new(testkit::consumer())),
+                consumer: Some(testkit::consumer()),
                 ..routechain::live::LiveOptions::default()
             },
             snapshot,

@@ -28,11 +28,11 @@ use routechain_testkit::{self as testkit, time_median, time_median_settled};
 fn time_shared_pushes(
     name: &str,
     live: &routechain::live::LiveChain,
-    serving: &[Arc<Url>],
-    extra: &Arc<Url>,
+    serving: &[Url],
+    extra: &Url,
 ) {
     let n = serving.len();
-    let mut lists: Vec<Vec<Arc<Url>>> = (0..10)
+    let mut lists: Vec<Vec<Url>> = (0..10)
         .map(|i| {
             let mut l = serving.to_vec();
             if i % 2 == 0 {
@@ -125,8 +125,8 @@ fn main() {
     }
     // As a registry source pushes them (the ZooKeeper source reads its nodes by name on
     // its own thread): the providers kept are the URLs already serving, one is new.
-    let serving: Vec<Arc<Url>> = live.chain().load().snapshot().providers().to_vec();
-    let extra = Arc::new(Url::parse(&urls[n]).expect("valid"));
+    let serving: Vec<Url> = live.chain().load().snapshot().providers().to_vec();
+    let extra = Url::parse(&urls[n]).expect("valid");
     time_shared_pushes(
         &format!("live: one provider added/removed at {n}, shared URLs (registry source)"),
         &live,
@@ -140,7 +140,7 @@ fn main() {
             .expect("an empty chain parses"),
         routechain::registry(),
         routechain::live::LiveOptions {
-            consumer: Some(Arc::new(testkit::consumer())),
+            consumer: Some(testkit::consumer()),
             ..routechain::live::LiveOptions::default()
         },
         Snapshot::from_shared(1, serving.clone()),
@@ -218,7 +218,7 @@ fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
     ));
     chains.push(("mock".into(), testkit::chain_of(&[("mock", -100, None)])));
     chains.push(("full chain".into(), testkit::full_chain_yaml()));
-    let added = Arc::new(testkit::providers(1, seed + 2).remove(0));
+    let added = testkit::providers(1, seed + 2).remove(0);
     let (next, edit) = snapshot.edited(snapshot.generation() + 1, vec![n as u32 / 2], vec![added]);
     let next = Arc::new(next);
     for (name, text) in chains {

@@ -178,7 +178,7 @@ pub struct ChainState {
     generation: u64,
     service: Option<Arc<str>>,
     snapshot: Arc<Snapshot>,
-    consumer: Arc<Url>,
+    consumer: Url,
     degraded: Arc<DegradedSet>,
     entries: Arc<[ChainEntry]>,
     steps: Box<[Step]>,
@@ -203,7 +203,7 @@ impl ChainState {
     pub fn new(
         service: Option<Arc<str>>,
         snapshot: Arc<Snapshot>,
-        consumer: Arc<Url>,
+        consumer: Url,
         entries: impl Into<Arc<[ChainEntry]>>,
     ) -> Result<Self, PrepareError> {
         let entries = entries.into();
@@ -226,7 +226,7 @@ impl ChainState {
         generation: u64,
         service: Option<Arc<str>>,
         snapshot: Arc<Snapshot>,
-        consumer: Arc<Url>,
+        consumer: Url,
         degraded: Arc<DegradedSet>,
         entries: Arc<[ChainEntry]>,
         prior: Prior<'_>,
@@ -442,7 +442,7 @@ impl ChainState {
     }
 
     /// A new state prepared for another consumer.
-    pub fn with_consumer(&self, consumer: Arc<Url>) -> Result<Self, PrepareError> {
+    pub fn with_consumer(&self, consumer: Url) -> Result<Self, PrepareError> {
         Self::assemble(
             self.generation + 1,
             self.service.clone(),
@@ -468,7 +468,7 @@ impl ChainState {
         &self.snapshot
     }
     /// The consumer the routers prepared for.
-    pub fn consumer(&self) -> &Arc<Url> {
+    pub fn consumer(&self) -> &Url {
         &self.consumer
     }
     /// The live degraded set over this snapshot.
@@ -539,11 +539,11 @@ impl ChainState {
             return Err(NoProvider::EmptySnapshot);
         }
         let (consumer, consumer_is_prepared) = match &request.consumer {
-            None => (&*self.consumer, true),
+            None => (&self.consumer, true),
             Some(c) => (
-                &**c,
+                c,
                 // (`==` compares the parts and the text without allocating.)
-                Arc::ptr_eq(c, &self.consumer) || **c == *self.consumer,
+                Url::ptr_eq(c, &self.consumer) || *c == self.consumer,
             ),
         };
         for (position, step) in self.steps.iter().enumerate() {
@@ -598,7 +598,7 @@ impl ChainState {
 /// The pick counters of `providers`, in order, when `metrics` count picks.
 fn pick_counters<'a>(
     metrics: Option<&ChainMetrics>,
-    providers: impl Iterator<Item = &'a Arc<Url>>,
+    providers: impl Iterator<Item = &'a Url>,
 ) -> Option<Box<[Arc<PickCounter>]>> {
     metrics?.pick_counters(providers.map(|p| p.address()))
 }

@@ -22,7 +22,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
-use std::sync::Arc;
 
 use crate::bitset::BitSet;
 use crate::snapshot::{Provider, Snapshot};
@@ -241,7 +240,7 @@ impl Snapshot {
         &self,
         generation: u64,
         removed: Vec<u32>,
-        added: Vec<Arc<Provider>>,
+        added: Vec<Provider>,
     ) -> (Snapshot, SnapshotEdit) {
         let edit = SnapshotEdit::new(self.len(), removed, added.len());
         let mut providers = Vec::with_capacity(edit.new_len());
@@ -251,14 +250,15 @@ impl Snapshot {
     }
 
     /// The snapshot holding exactly the providers of `next` (a list whose unchanged
-    /// providers are the same `Arc`s as this snapshot's: a live source reuses parsed
-    /// providers by their URL text), in this snapshot's order for the ones kept and in
-    /// `next`'s order for the new ones, with the edit from this one. Providers are compared
-    /// by pointer, counting repeats (a list may name one provider twice): time linear in
-    /// the two lists, no string compared.
-    pub fn edit_to(&self, generation: u64, next: &[Arc<Provider>]) -> (Snapshot, SnapshotEdit) {
+    /// providers are clones of this snapshot's, [`Url::ptr_eq`](crate::Url::ptr_eq): a live
+    /// source reuses parsed providers by their URL text), in this snapshot's order for the
+    /// ones kept and in `next`'s order for the new ones, with the edit from this one.
+    /// Providers are compared by block, counting repeats (a list may name one provider
+    /// twice): time linear in the two lists, no string compared. (An equal provider parsed
+    /// anew is another block: it counts as removed and added.)
+    pub fn edit_to(&self, generation: u64, next: &[Provider]) -> (Snapshot, SnapshotEdit) {
         type Counts = HashMap<usize, u32, BuildHasherDefault<PointerHasher>>;
-        let key = |p: &Arc<Provider>| Arc::as_ptr(p) as usize;
+        let key = |p: &Provider| p.block_addr();
         let mut wanted = Counts::with_capacity_and_hasher(next.len(), Default::default());
         for p in next {
             *wanted.entry(key(p)).or_default() += 1;
@@ -271,7 +271,7 @@ impl Snapshot {
             }
         }
         // What is left wanted is new, in `next`'s order.
-        let added: Vec<Arc<Provider>> = next
+        let added: Vec<Provider> = next
             .iter()
             .filter(|p| {
                 wanted.get_mut(&key(p)).is_some_and(|n| {

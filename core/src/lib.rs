@@ -46,7 +46,7 @@
 //! let state = ChainState::new(
 //!     None,
 //!     Arc::new(snapshot),
-//!     Arc::new(Url::empty()),
+//!     Url::empty(),
 //!     vec![ChainEntry::new("zone", 0, Arc::new(zone))],
 //! ).unwrap();
 //! let mut call = CallState::seeded(1);

@@ -5,7 +5,6 @@
 //! routes each task by the attributes it was given.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use crate::url::Url;
 
@@ -93,7 +92,7 @@ pub struct Request {
     /// The service (interface) called, if the caller names it.
     pub service: Option<String>,
     /// The caller's own URL; `None` uses the consumer the chain was built for.
-    pub consumer: Option<Arc<Url>>,
+    pub consumer: Option<Url>,
     /// The method called (`None`: no invocation, as Dubbo's null invocation).
     pub method: Option<String>,
     /// The arguments, as JSON values.
@@ -124,7 +123,7 @@ impl Request {
         self
     }
     /// Sets the consumer URL.
-    pub fn with_consumer(mut self, consumer: Arc<Url>) -> Self {
+    pub fn with_consumer(mut self, consumer: Url) -> Self {
         self.consumer = Some(consumer);
         self
     }

@@ -4,11 +4,10 @@
 //! number. A new provider list builds a new snapshot; everything a router prepares is
 //! prepared against one snapshot and replaced with it.
 //!
-//! Each provider is held by an [`Arc`]: a new snapshot that keeps most providers of the old
-//! one (one registered, one removed) shares their parsed URLs instead of parsing or copying
-//! them again ([`Snapshot::from_shared`]).
-
-use std::sync::Arc;
+//! Each provider is a [`Url`], itself a reference-counted block: a new snapshot that keeps
+//! most providers of the old one (one registered, one removed) shares their parsed URLs
+//! (clones, [`Url::ptr_eq`]) instead of parsing or copying them again
+//! ([`Snapshot::from_shared`]).
 
 use crate::url::{Url, UrlError};
 
@@ -19,7 +18,7 @@ pub type Provider = Url;
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     generation: u64,
-    providers: Box<[Arc<Provider>]>,
+    providers: Box<[Provider]>,
 }
 
 /// A provider line that did not parse, with its 1-based line number.
@@ -38,13 +37,13 @@ impl Snapshot {
     pub fn new(generation: u64, providers: impl IntoIterator<Item = Provider>) -> Self {
         Snapshot {
             generation,
-            providers: providers.into_iter().map(Arc::new).collect(),
+            providers: providers.into_iter().collect(),
         }
     }
 
-    /// A snapshot of providers already shared (with an older snapshot, or a source's cache
-    /// of parsed URLs): nothing is parsed or copied.
-    pub fn from_shared(generation: u64, providers: impl Into<Box<[Arc<Provider>]>>) -> Self {
+    /// A snapshot of providers already shared (clones of an older snapshot's, or of a
+    /// source's cache of parsed URLs): nothing is parsed or copied.
+    pub fn from_shared(generation: u64, providers: impl Into<Box<[Provider]>>) -> Self {
         Snapshot {
             generation,
             providers: providers.into(),
@@ -87,13 +86,13 @@ impl Snapshot {
     }
 
     /// The providers, by index (each shared: cloning one is a reference count).
-    pub fn providers(&self) -> &[Arc<Provider>] {
+    pub fn providers(&self) -> &[Provider] {
         &self.providers
     }
 
     /// The provider at `index`.
     pub fn get(&self, index: usize) -> Option<&Provider> {
-        self.providers.get(index).map(|p| &**p)
+        self.providers.get(index)
     }
 
     /// The number of providers.
@@ -106,13 +105,10 @@ impl Snapshot {
         self.providers.is_empty()
     }
 
-    /// Bytes held by the snapshot: the provider table, every URL (with its reference
-    /// counts) and every URL's heap buffers (shared URLs counted in full here).
+    /// Bytes held by the snapshot: the provider table and every URL's block (with its
+    /// reference count; shared URLs counted in full here).
     pub fn memory_bytes(&self) -> usize {
-        self.providers.len()
-            * (std::mem::size_of::<Arc<Provider>>()
-                + std::mem::size_of::<Provider>()
-                + 2 * std::mem::size_of::<usize>())
+        self.providers.len() * std::mem::size_of::<Provider>()
             + self.providers.iter().map(|p| p.heap_bytes()).sum::<usize>()
     }
 }

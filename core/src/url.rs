@@ -12,21 +12,24 @@
 //! Dubbo's `URLStrParser.parseDecodedStr`: what a Dubbo consumer does with a registry node
 //! name after decoding it once.
 //!
-//! Memory: a snapshot holds one `Url` per provider, so a `Url` is one heap block (see
-//! `store.rs` for its layout) of 32-bit references, each naming a string of the
-//! process-wide [interner](crate::intern) (every key; the protocol, path and the values
-//! that repeat across providers) or a string stored inline in the block (the values unique
-//! to a provider: address, `timestamp`, `pid`...). The raw text is not kept when the
-//! canonical rendering gives it back (protocol, user info, address, path, parameters
-//! sorted by key as `k=v` joined by `&`: how registries write provider URLs);
-//! [`Url::raw`] and [`Display`](fmt::Display) then render it from the parts. A generated
-//! provider URL of ~330 characters and 15–17 parameters takes about 150 bytes plus its `Url`
-//! (16), against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
-//! BENCHMARKS.md, "Memory", has the measurements. Reading a part
-//! or a parameter is lock-free and allocation-free.
+//! Memory: a snapshot holds one `Url` per provider, so a `Url` is one reference-counted
+//! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 32-bit
+//! references, each naming a string of the process-wide [interner](crate::intern) (every
+//! key; the protocol, path and the values that repeat across providers) or a string stored
+//! inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
+//! The raw text is not kept when the canonical rendering gives it back (protocol, user
+//! info, address, path, parameters sorted by key as `k=v` joined by `&`: how registries
+//! write provider URLs); [`Url::raw`] and [`Display`](fmt::Display) then render it from the
+//! parts. A generated provider URL of ~330 characters and 15–17 parameters takes about 150
+//! bytes, plus 16 for the block's reference count and length and 8 for the `Url` pointer,
+//! against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
+//! BENCHMARKS.md, "Memory", has the measurements. Reading a part or a parameter is
+//! lock-free and allocation-free.
 
 use std::borrow::Cow;
 use std::fmt;
+
+use triomphe::ThinArc;
 
 use crate::intern::Lookup;
 
@@ -44,11 +47,16 @@ const MAX_URL_LEN: usize = 256 << 20;
 
 /// A parsed Dubbo-style URL.
 ///
-/// Stored compactly (the snapshot holds one per provider): one heap block of interned-string
-/// ids and inline strings (see the module documentation).
+/// Stored compactly (the snapshot holds one per provider): one reference-counted heap block
+/// of interned-string ids and inline strings (see the module documentation). Cloning a
+/// `Url` increments the block's count (no copy, no allocation), so a URL is shared as a
+/// `Url`, never as an `Arc<Url>`; [`Url::ptr_eq`] tells whether two are the same block.
 #[derive(Clone)]
 pub struct Url {
-    data: Box<[u8]>,
+    /// The block: [`triomphe::ThinArc`], one allocation holding the reference count, the
+    /// length and the bytes behind an 8-byte pointer (`std::sync::Arc<[u8]>` would hold a
+    /// 16-byte pointer and a weak count nothing uses). Immutable once built.
+    data: ThinArc<(), u8>,
 }
 
 /// The decimal text of a port, without allocating.
@@ -156,18 +164,46 @@ impl Url {
         )
     }
 
-    /// Heap bytes held by this URL: its one block (the interned strings it names are the
-    /// process's, counted by [`crate::intern::heap_bytes`]).
+    /// Heap bytes held by this URL: its one block as allocated (reference count, length and
+    /// bytes, padded to 8), counted in full by each holder of a clone; the interned strings
+    /// it names are the process's, counted by [`crate::intern::heap_bytes`].
     pub fn heap_bytes(&self) -> usize {
-        self.data.len()
+        // triomphe's layout: `ArcInner { count: AtomicUsize, data: HeaderSlice {
+        // HeaderWithLength { header: (), length: usize }, [u8] } }`, each level padded to
+        // its alignment (`url::tests::heap_bytes_is_what_the_allocator_gave` checks it).
+        let word = std::mem::size_of::<usize>();
+        2 * word + self.bytes().len().next_multiple_of(word)
+    }
+
+    /// True when `a` and `b` are clones of one block. Two URLs parsed from one text are
+    /// distinct blocks (and equal, `==`); this tells shared from merely equal, in O(1).
+    pub fn ptr_eq(a: &Url, b: &Url) -> bool {
+        std::ptr::eq(a.data.ptr(), b.data.ptr())
+    }
+
+    /// The number of clones of this URL's block alive (its reference count).
+    pub fn strong_count(url: &Url) -> usize {
+        ThinArc::strong_count(&url.data)
+    }
+
+    /// The address of this URL's block: a key for the identity of a shared URL (equal to
+    /// another's exactly when [`Url::ptr_eq`]), valid while a clone of it is alive.
+    pub fn block_addr(&self) -> usize {
+        self.data.ptr() as usize
+    }
+
+    /// The block's bytes (see `store.rs`).
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        &self.data.slice
     }
 
     fn flags(&self) -> u8 {
-        self.data.first().copied().unwrap_or(0)
+        self.bytes().first().copied().unwrap_or(0)
     }
 
     fn field(&self, at: usize) -> &str {
-        store::string(&self.data, store::read_u32(&self.data, at))
+        store::string(self.bytes(), store::read_u32(self.bytes(), at))
     }
 
     /// The optional field `flag` (user name, password, raw text), if present.
@@ -186,7 +222,7 @@ impl Url {
     }
 
     fn param_count(&self) -> usize {
-        store::read_u32(&self.data, store::N_PARAMS) as usize
+        store::read_u32(self.bytes(), store::N_PARAMS) as usize
     }
 
     /// The key and value of parameter `i` (sorted order).
@@ -196,9 +232,12 @@ impl Url {
             let at = start + 8 * i;
             (self.field(at), self.field(at + 4))
         } else {
-            let key = store::read_u16(&self.data, start + 2 * i);
+            let key = store::read_u16(self.bytes(), start + 2 * i);
             let value = start + 2 * self.param_count() + 4 * i;
-            (store::string(&self.data, u32::from(key)), self.field(value))
+            (
+                store::string(self.bytes(), u32::from(key)),
+                self.field(value),
+            )
         }
     }
 
@@ -209,7 +248,7 @@ impl Url {
         match self.optional(store::HAS_RAW) {
             Some(raw) => Cow::Borrowed(raw),
             None => {
-                let mut out = String::with_capacity(self.data.len() * 2);
+                let mut out = String::with_capacity(self.bytes().len() * 2);
                 self.render(&mut |s| {
                     out.push_str(s);
                     true
@@ -299,7 +338,7 @@ impl Url {
     }
     /// The port; 0 when the URL had none.
     pub fn port(&self) -> u16 {
-        match self.data.get(store::PORT..store::PORT + 2) {
+        match self.bytes().get(store::PORT..store::PORT + 2) {
             Some(&[a, b]) => u16::from_le_bytes([a, b]),
             _ => 0,
         }
@@ -444,7 +483,7 @@ impl Url {
         let id = id as u16;
         let start = self.params_start();
         let n = self.param_count();
-        let keys = self.data.get(start..start + 2 * n)?;
+        let keys = self.bytes().get(start..start + 2 * n)?;
         let hint = key.hint.load(Relaxed);
         let at = |i: usize| match (keys.get(2 * i), keys.get(2 * i + 1)) {
             (Some(&a), Some(&b)) => Some(u16::from_le_bytes([a, b])),
@@ -491,9 +530,10 @@ fn find_u16(keys: &[u8], id: u16) -> Option<usize> {
 
 impl PartialEq for Url {
     /// Equal parts and equal text (whether each string is interned or inline does not
-    /// matter). Allocation-free: a routed call compares its consumer with the chain's.
+    /// matter; nor whether the two are one block, see [`Url::ptr_eq`]). Allocation-free: a
+    /// routed call compares its consumer with the chain's.
     fn eq(&self, other: &Self) -> bool {
-        if self.data == other.data {
+        if Url::ptr_eq(self, other) || self.bytes() == other.bytes() {
             return true;
         }
         let parts = self.port() == other.port()

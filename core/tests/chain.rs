@@ -45,7 +45,7 @@ fn routers_run_by_priority_then_file_order() {
         ChainEntry::new("c", 10, keep_if("c", |_| true)),
         ChainEntry::new("d", 0, keep_if("d", |_| true)),
     ];
-    let state = ChainState::new(None, snapshot(4), Arc::new(Url::empty()), entries).unwrap();
+    let state = ChainState::new(None, snapshot(4), Url::empty(), entries).unwrap();
     assert_eq!(
         state.router_names().collect::<Vec<_>>(),
         ["a", "d", "b", "c"]
@@ -61,7 +61,7 @@ fn each_router_narrows_the_previous_result_and_empty_names_the_router() {
         ChainEntry::new("none", 3, keep_if("none", |_| false)),
         ChainEntry::new("never", 4, keep_if("never", |_| panic!("must not run"))),
     ];
-    let state = ChainState::new(None, snapshot(10), Arc::new(Url::empty()), entries).unwrap();
+    let state = ChainState::new(None, snapshot(10), Url::empty(), entries).unwrap();
     let mut call = CallState::seeded(1);
     let mut trace = Trace::default();
     let err = state
@@ -81,7 +81,7 @@ fn each_router_narrows_the_previous_result_and_empty_names_the_router() {
 
 #[test]
 fn empty_snapshot_is_no_provider() {
-    let state = ChainState::new(None, snapshot(0), Arc::new(Url::empty()), vec![]).unwrap();
+    let state = ChainState::new(None, snapshot(0), Url::empty(), vec![]).unwrap();
     assert_eq!(
         state.route(&Request::new(), &mut CallState::seeded(1)),
         Err(NoProvider::EmptySnapshot)
@@ -93,7 +93,7 @@ fn trace_records_reasons() {
     let state = ChainState::new(
         None,
         snapshot(8),
-        Arc::new(Url::empty()),
+        Url::empty(),
         vec![ChainEntry::new("group", 0, group_router())],
     )
     .unwrap();
@@ -134,7 +134,7 @@ fn a_failed_update_leaves_the_old_state_serving() {
         ChainState::new(
             None,
             snapshot(8),
-            Arc::new(Url::empty()),
+            Url::empty(),
             vec![ChainEntry::new("group", 0, group_router())],
         )
         .unwrap(),
@@ -195,7 +195,7 @@ fn with_entries_reuses_prepared_state_of_unchanged_routers() {
     let state = ChainState::new(
         None,
         snapshot(4),
-        Arc::new(Url::empty()),
+        Url::empty(),
         vec![ChainEntry::new("counting", 0, counting.clone())],
     )
     .unwrap();
@@ -216,7 +216,7 @@ async fn fan_out_tasks_route_by_their_own_attributes() {
         ChainState::new(
             None,
             snapshot(64),
-            Arc::new(Url::empty()),
+            Url::empty(),
             vec![ChainEntry::new("group", 0, group_router())],
         )
         .unwrap(),

@@ -102,7 +102,7 @@ impl LiveChain {
     ) -> Result<Self, LoadError> {
         let generation = providers.generation();
         let (registered, effective) = {
-            let consumer = options.consumer.as_deref().or(file.consumer.as_ref());
+            let consumer = options.consumer.as_ref().or(file.consumer.as_ref());
             let none = BTreeMap::new();
             let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
             Registered::new(providers, &entries, &override_context(&file, consumer))
@@ -187,7 +187,7 @@ impl LiveChain {
     }
 
     fn consumer_url<'a>(&'a self, file: &'a ChainFile) -> Option<&'a Url> {
-        self.options.consumer.as_deref().or(file.consumer.as_ref())
+        self.options.consumer.as_ref().or(file.consumer.as_ref())
     }
 
     fn key_context<'a>(&'a self, inputs: &'a Inputs, file: &'a ChainFile) -> KeyContext<'a> {
@@ -312,13 +312,13 @@ impl LiveChain {
     /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
     /// benchmark hook for "prepare and swap N providers".
     pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
-        self.apply_shared_providers(origin, providers.into_iter().map(Arc::new).collect())
+        self.apply_shared_providers(origin, providers)
     }
 
     /// Applies a parsed provider list whose URLs are shared (with the serving snapshot, or
-    /// a source's cache): what is the same `Arc` as a serving provider is neither parsed
-    /// nor copied.
-    pub fn apply_shared_providers(&self, origin: &str, providers: Vec<Arc<Url>>) -> Vec<Report> {
+    /// a source's cache): what is a clone of a serving provider ([`Url::ptr_eq`]) is
+    /// neither parsed nor copied.
+    pub fn apply_shared_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
         self.observed("api", || {
             self.apply_parsed(vec![Staged::Providers {
                 change: format!("providers from {origin} ({} URL(s))", providers.len()),

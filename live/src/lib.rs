@@ -157,7 +157,7 @@ pub enum ProviderText {
     Parsed {
         /// The providers the reference takes (shared: a source keeps the parsed URLs of
         /// the entries it already read and hands the same ones again).
-        urls: Vec<std::sync::Arc<routechain_core::Url>>,
+        urls: Vec<routechain_core::Url>,
         /// The entries skipped.
         skipped: Vec<Skipped>,
     },

@@ -66,23 +66,23 @@ pub(crate) fn ordered<'a>(
 /// out (Dubbo's `RegistryDirectory`: `disabled` decides when present, else `enabled`).
 #[cfg(test)]
 pub(crate) fn apply(
-    registered: &[Arc<Url>],
+    registered: &[Url],
     entries: &[&OverrideEntry],
     cx: &OverrideContext<'_>,
-) -> Vec<Arc<Url>> {
+) -> Vec<Url> {
     registered
         .iter()
         .filter_map(|p| apply_one(p, entries, cx))
         .collect()
 }
 
-/// One provider as the consumer sees it (see [`apply`]): the same `Arc` when no entry
+/// One provider as the consumer sees it (see [`apply`]): a clone of `p` when no entry
 /// changes it, `None` when it ends up disabled.
 pub(crate) fn apply_one(
-    p: &Arc<Url>,
+    p: &Url,
     entries: &[&OverrideEntry],
     cx: &OverrideContext<'_>,
-) -> Option<Arc<Url>> {
+) -> Option<Url> {
     if entries.is_empty() {
         return Some(p.clone());
     }
@@ -110,13 +110,7 @@ pub(crate) fn apply_one(
     } else {
         let mut params: Vec<(&str, &str)> = p.params().collect();
         params.extend(changes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        Arc::new(Url::from_parts(
-            p.protocol(),
-            p.host(),
-            p.port(),
-            p.path(),
-            params,
-        ))
+        Url::from_parts(p.protocol(), p.host(), p.port(), p.path(), params)
     };
     let enabled = match url.param("disabled") {
         Some(d) => d != "true",

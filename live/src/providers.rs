@@ -19,9 +19,9 @@
 
 use std::collections::hash_map::Entry as Slot;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
 use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, OnceLock};
 
 use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
@@ -35,7 +35,7 @@ mod text_key;
 use crate::{ProviderText, Skipped};
 
 struct Cached {
-    url: Arc<Url>,
+    url: Url,
     /// The last list (round) the text was in. Atomic so that the threads resolving the two
     /// halves of a long list can mark it through a shared reference (plain relaxed loads
     /// and stores: see [`TextCache::resolve_part`]).
@@ -64,7 +64,7 @@ pub(crate) struct TextCache {
 /// stretches can be resolved at once): see [`TextCache::resolve_part`].
 struct Part<'t> {
     /// The stretch's URLs, in order: the cached ones, and the new ones parsed here.
-    urls: Vec<Arc<Url>>,
+    urls: Vec<Url>,
     /// The texts parsed here (not cached): their index in `urls` and their key, in order.
     new: Vec<(usize, TextKey)>,
     /// The entries that do not parse, in order.
@@ -123,7 +123,7 @@ impl TextCache {
                 *f = self.urls.get(k);
             }
             for c in found[..len].iter().flatten() {
-                std::hint::black_box(Arc::strong_count(&c.url));
+                std::hint::black_box(Url::strong_count(&c.url));
             }
             for ((e, k), f) in batch[..len].iter().zip(keys).zip(found) {
                 match f {
@@ -137,7 +137,7 @@ impl TextCache {
                     None => match Url::parse(e.text) {
                         Ok(url) => {
                             part.new.push((part.urls.len(), k));
-                            part.urls.push(Arc::new(url));
+                            part.urls.push(url);
                         }
                         Err(err) => part.failed.push((*e, err)),
                     },
@@ -155,7 +155,7 @@ impl TextCache {
     fn merge<'t>(
         &mut self,
         mut part: Part<'t>,
-        out: &mut Vec<Arc<Url>>,
+        out: &mut Vec<Url>,
         line_base: usize,
         failed: &mut impl FnMut(&Entry<'t>, UrlError),
     ) {
@@ -352,7 +352,7 @@ struct Entry<'t> {
 
 /// Parses a provider list; an entry that does not parse is skipped alone and returned
 /// with its location (`file:line:column`, or the registry entry).
-pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+pub fn parse_providers(origin: &str, text: ProviderText) -> (Vec<Url>, Vec<Skipped>) {
     parse_providers_reusing(origin, text, &mut TextCache::default())
 }
 
@@ -362,7 +362,7 @@ pub(crate) fn parse_providers_reusing(
     origin: &str,
     text: ProviderText,
     cache: &mut TextCache,
-) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+) -> (Vec<Url>, Vec<Skipped>) {
     let split = two_processors().then(|| match &text {
         ProviderText::Lines(t) if t.len() >= PARALLEL_BYTES => split_lines(t, t.len() / 2),
         ProviderText::Urls(u) if u.len() >= PARALLEL_TEXTS => Some(u.len() / 2),
@@ -396,7 +396,7 @@ fn parse_split(
     text: ProviderText,
     cache: &mut TextCache,
     split: Option<usize>,
-) -> (Vec<Arc<Url>>, Vec<Skipped>) {
+) -> (Vec<Url>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     match text {
@@ -582,7 +582,7 @@ pub(crate) struct Registered {
     list: Option<Snapshot>,
     /// Per registered provider, the provider the routers see (the override rules applied;
     /// `None`: disabled by them). `None` as a whole: every provider served as registered.
-    effective: Option<Vec<Option<Arc<Url>>>>,
+    effective: Option<Vec<Option<Url>>>,
     /// The applications of the registered providers.
     pub(crate) apps: AppCounts,
 }
@@ -604,14 +604,14 @@ impl Registered {
         list: Snapshot,
         entries: &[&OverrideEntry],
         cx: &OverrideContext<'_>,
-    ) -> (Self, Vec<Arc<Url>>) {
-        let apps = AppCounts::of(list.providers().iter().map(|p| &**p));
-        let effective: Vec<Option<Arc<Url>>> = list
+    ) -> (Self, Vec<Url>) {
+        let apps = AppCounts::of(list.providers().iter());
+        let effective: Vec<Option<Url>> = list
             .providers()
             .iter()
             .map(|p| overrides::apply_one(p, entries, cx))
             .collect();
-        let served: Vec<Arc<Url>> = effective.iter().flatten().cloned().collect();
+        let served: Vec<Url> = effective.iter().flatten().cloned().collect();
         let effective = compress(&list, effective);
         let registered = Registered {
             list: effective.is_some().then_some(list),
@@ -628,7 +628,7 @@ impl Registered {
 
     /// The providers the routers see, in order (the serving snapshot's, by the invariant).
     #[cfg(test)]
-    pub(crate) fn served(&self, serving: &Snapshot) -> Vec<Arc<Url>> {
+    pub(crate) fn served(&self, serving: &Snapshot) -> Vec<Url> {
         match &self.effective {
             None => self.list(serving).providers().to_vec(),
             Some(v) => v.iter().flatten().cloned().collect(),
@@ -704,11 +704,11 @@ impl Registered {
             Some(v) => v[i].as_ref(),
         };
         let removed = edit.removed();
-        let mut front: (Vec<Arc<Url>>, Vec<Option<Arc<Url>>>) = (
+        let mut front: (Vec<Url>, Vec<Option<Url>>) = (
             Vec::with_capacity(list.len()),
             Vec::with_capacity(list.len()),
         );
-        let mut moved: (Vec<Arc<Url>>, Vec<Option<Arc<Url>>>) = Default::default();
+        let mut moved: (Vec<Url>, Vec<Option<Url>>) = Default::default();
         let mut removed_serving = Vec::new();
         let (mut rank, mut k) = (0u32, 0usize);
         for (i, reg) in old.iter().enumerate() {
@@ -724,14 +724,14 @@ impl Registered {
             }
             let now = if rules_changed {
                 match (was, overrides::apply_one(reg, entries, cx)) {
-                    (Some(w), Some(n)) if Arc::ptr_eq(w, &n) || **w == *n => Some(w.clone()),
+                    (Some(w), Some(n)) if Url::ptr_eq(w, &n) || *w == n => Some(w.clone()),
                     (_, n) => n,
                 }
             } else {
                 was.cloned()
             };
             let same = match (was, &now) {
-                (Some(w), Some(n)) => Arc::ptr_eq(w, n),
+                (Some(w), Some(n)) => Url::ptr_eq(w, n),
                 (None, None) => true,
                 _ => false,
             };
@@ -746,7 +746,7 @@ impl Registered {
             moved.0.push(p.clone());
             moved.1.push(overrides::apply_one(p, entries, cx));
         }
-        let added: Vec<Arc<Url>> = moved.1.iter().flatten().cloned().collect();
+        let added: Vec<Url> = moved.1.iter().flatten().cloned().collect();
         let (snapshot, edit) = serving.edited(generation, removed_serving, added);
         front.0.append(&mut moved.0);
         front.1.append(&mut moved.1);
@@ -779,7 +779,7 @@ impl Registered {
 pub(crate) fn follow(
     list: &Snapshot,
     apps: &AppCounts,
-    next: Vec<Arc<Url>>,
+    next: Vec<Url>,
     generation: u64,
 ) -> (Snapshot, SnapshotEdit, AppCounts) {
     let (new, edit) = match in_order(list.providers(), &next) {
@@ -804,12 +804,12 @@ pub(crate) fn follow(
 /// When `next` is `old` with some providers removed and others appended, the removed
 /// positions and where the appended ones start; `None` when the greedy pass finds more
 /// removals than a small budget over the lengths' difference (a list in another order).
-fn in_order(old: &[Arc<Url>], next: &[Arc<Url>]) -> Option<(Vec<u32>, usize)> {
+fn in_order(old: &[Url], next: &[Url]) -> Option<(Vec<u32>, usize)> {
     let budget = old.len().saturating_sub(next.len()) + (old.len() / 16).min(64);
     let mut removed = Vec::new();
     let mut j = 0;
     for (i, p) in old.iter().enumerate() {
-        if next.get(j).is_some_and(|q| Arc::ptr_eq(p, q)) {
+        if next.get(j).is_some_and(|q| Url::ptr_eq(p, q)) {
             j += 1;
         } else {
             removed.push(i as u32);
@@ -822,11 +822,11 @@ fn in_order(old: &[Arc<Url>], next: &[Arc<Url>]) -> Option<(Vec<u32>, usize)> {
 }
 
 /// `None` when every provider is served as registered (the same URL).
-fn compress(list: &Snapshot, effective: Vec<Option<Arc<Url>>>) -> Option<Vec<Option<Arc<Url>>>> {
+fn compress(list: &Snapshot, effective: Vec<Option<Url>>) -> Option<Vec<Option<Url>>> {
     let identity = effective
         .iter()
         .zip(list.providers())
-        .all(|(e, p)| e.as_ref().is_some_and(|e| Arc::ptr_eq(e, p)));
+        .all(|(e, p)| e.as_ref().is_some_and(|e| Url::ptr_eq(e, p)));
     (!identity).then_some(effective)
 }
 

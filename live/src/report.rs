@@ -16,7 +16,7 @@ pub struct LiveOptions {
     pub protect_empty: bool,
     /// The consumer the routers prepare for; default the chain file's `consumer`, else an
     /// empty URL.
-    pub consumer: Option<Arc<Url>>,
+    pub consumer: Option<Url>,
     /// The clock of the [`Service`]'s health tracker; default the system clock (tests
     /// inject a [`routechain_core::ManualClock`]).
     pub clock: Option<Arc<dyn Clock>>,

@@ -190,7 +190,7 @@ enum Node {
     /// An `empty://` marker.
     Empty,
     /// A provider the reference takes.
-    Taken(Arc<Url>),
+    Taken(Url),
     /// A provider the reference does not take, and why.
     Excluded(Exclusion),
 }
@@ -236,9 +236,9 @@ impl NodeCounts {
 #[derive(Default)]
 struct View {
     rules: HashMap<RuleKey, Option<Vec<u8>>>,
-    /// The providers taken (the same `Arc`s the node cache holds), in the source's stable
+    /// The providers taken (clones of the `Url`s the node cache holds), in the source's stable
     /// order (the ones kept in their order, new ones appended by node name).
-    urls: Vec<Arc<Url>>,
+    urls: Vec<Url>,
     /// The skipped nodes of the last list pushed; `None`: no list pushed since the view
     /// was (re)started, so the next read pushes whatever it finds.
     pushed: Option<Vec<String>>,
@@ -372,7 +372,7 @@ impl Ctx<'_> {
                     Node::Empty
                 } else {
                     match service.exclusion(&u) {
-                        None => Node::Taken(Arc::new(u)),
+                        None => Node::Taken(u),
                         Some(why) => Node::Excluded(why),
                     }
                 }
@@ -386,7 +386,7 @@ impl Ctx<'_> {
             }
         }
         let View { nodes, counts, .. } = &mut self.view;
-        let mut gone: Vec<Arc<Url>> = Vec::new();
+        let mut gone: Vec<Url> = Vec::new();
         if seen != nodes.len() {
             nodes.retain(|_, s| {
                 let keep = s.round == round;
@@ -404,7 +404,7 @@ impl Ctx<'_> {
         }
         // New nodes by name, so that a first read is in the registry's sorted order.
         added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut came: Vec<Arc<Url>> = Vec::new();
+        let mut came: Vec<Url> = Vec::new();
         for (_, key, node) in added {
             counts.count(&node, true);
             if let Node::Taken(u) = &node {
@@ -416,11 +416,8 @@ impl Ctx<'_> {
         let locations: Vec<String> = skipped.iter().map(|s| s.location.clone()).collect();
         let unchanged = gone.is_empty() && came.is_empty();
         if !gone.is_empty() {
-            let gone: std::collections::HashSet<usize> =
-                gone.iter().map(|u| Arc::as_ptr(u) as usize).collect();
-            self.view
-                .urls
-                .retain(|u| !gone.contains(&(Arc::as_ptr(u) as usize)));
+            let gone: std::collections::HashSet<usize> = gone.iter().map(Url::block_addr).collect();
+            self.view.urls.retain(|u| !gone.contains(&u.block_addr()));
         }
         self.view.urls.extend(came);
         if unchanged && self.view.pushed.as_ref() == Some(&locations) {

@@ -36,7 +36,7 @@ fn condition_routing_allocates_nothing() {
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let consumer =
-        Arc::new(Url::parse("consumer://10.9.9.9/svc?application=web&region=hz&env=gray").unwrap());
+        Url::parse("consumer://10.9.9.9/svc?application=web&region=hz&env=gray").unwrap();
     let v30 = router(json!({
         "conditions": [
             "method = get* & arguments[0] = 1~100 => region = $region",
@@ -66,13 +66,11 @@ fn condition_routing_allocates_nothing() {
         )
         .unwrap(),
     );
-    let other =
-        Arc::new(Url::parse("consumer://10.8.8.8/svc?application=web&region=bj&env=gray").unwrap());
+    let other = Url::parse("consumer://10.8.8.8/svc?application=web&region=bj&env=gray").unwrap();
     // Every `$name` of this consumer is a glob.
-    let globs = Arc::new(
+    let globs =
         Url::parse("consumer://10.7.7.7/svc?application=web&region=*z&env=g*&group=g*&zone=s*")
-            .unwrap(),
-    );
+            .unwrap();
     let requests = [
         Request::new()
             .with_method("getFoo")

@@ -16,13 +16,8 @@ use support::*;
 fn state(chain: &str, providers: Arc<Snapshot>) -> ChainState {
     let file = ChainFile::parse("hostile.chain.yaml", chain, None).expect("chain parses");
     let entries = file.compile(&builtin_registry()).expect("chain compiles");
-    ChainState::new(
-        None,
-        providers,
-        Arc::new(routechain_core::Url::empty()),
-        entries,
-    )
-    .expect("chain prepares")
+    ChainState::new(None, providers, routechain_core::Url::empty(), entries)
+        .expect("chain prepares")
 }
 
 fn routed(state: &ChainState, request: &Request) -> Vec<usize> {

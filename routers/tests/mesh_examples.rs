@@ -15,7 +15,7 @@ fn state() -> ChainState {
     let entries = file.compile(&builtin_registry()).expect("example compiles");
     let text = std::fs::read_to_string(dir.join("providers.txt")).unwrap();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    let consumer = Arc::new(file.consumer.clone().unwrap_or_else(Url::empty));
+    let consumer = file.consumer.clone().unwrap_or_else(Url::empty);
     ChainState::new(
         Some("com.example.shop.DetailService".into()),
         snapshot,
@@ -66,12 +66,10 @@ fn the_example_routes_as_documented() {
         .with_attachment("trace.user", "test-ann");
     assert_eq!(one(traced), GRAY);
     // sourceLabels: the consumer's lane parameter.
-    let consumer = Arc::new(
-        Url::parse(
-            "consumer://10.1.0.2/com.example.shop.DetailService?application=shop-web&lane=gray",
-        )
-        .unwrap(),
-    );
+    let consumer = Url::parse(
+        "consumer://10.1.0.2/com.example.shop.DetailService?application=shop-web&lane=gray",
+    )
+    .unwrap();
     let from_gray = Request::new().with_method("list").with_consumer(consumer);
     assert_eq!(one(from_gray), GRAY);
     // vip-orders: getX("vip-...", 1500) with the declared types → 20 canary / 80 stable.
@@ -155,7 +153,7 @@ fn a_fallback_is_explained() {
         )
         .unwrap(),
     );
-    let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), entries).unwrap();
+    let state = ChainState::new(None, snapshot, Url::empty(), entries).unwrap();
     // The word 1 makes `below(11)` draw 0: the first destination.
     let mut call = CallState::with_rng(routechain_core::SequenceRng::new(vec![1]));
     let mut trace = routechain_core::Trace::default();

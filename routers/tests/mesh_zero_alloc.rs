@@ -100,19 +100,12 @@ fn chain(empty: &str, sticky: bool) -> Chain {
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
     Chain::new(
-        ChainState::new(
-            Some("com.foo.Bar".into()),
-            snapshot,
-            Arc::new(Url::empty()),
-            entries,
-        )
-        .unwrap(),
+        ChainState::new(Some("com.foo.Bar".into()), snapshot, Url::empty(), entries).unwrap(),
     )
 }
 
 fn requests() -> Vec<Request> {
-    let gray =
-        Arc::new(Url::parse("consumer://10.9.9.9/com.foo.Bar?application=web&lane=gray").unwrap());
+    let gray = Url::parse("consumer://10.9.9.9/com.foo.Bar?application=web&lane=gray").unwrap();
     vec![
         Request::new()
             .with_method("getOrder")

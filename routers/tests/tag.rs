@@ -710,9 +710,7 @@ fn explain_names_the_path_taken() {
 fn per_request_consumer_is_read_per_call() {
     let snap = snapshot(PROVIDERS);
     let state = ChainState::new(None, snap, consumer(C), vec![tag_entry(None)]).unwrap();
-    let r = Request::new().with_consumer(Arc::new(
-        Url::parse("consumer://h/s?dubbo.tag=blue").unwrap(),
-    ));
+    let r = Request::new().with_consumer(Url::parse("consumer://h/s?dubbo.tag=blue").unwrap());
     assert_eq!(route_state(&state, &r), [4]);
     assert_eq!(route_state(&state, &Request::new()), [1, 2, 3, 5]);
 }

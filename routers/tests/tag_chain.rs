@@ -45,7 +45,7 @@ fn load_chain(text: &str, providers: Arc<Snapshot>) -> (ChainFile, Chain) {
     let state = ChainState::new(
         file.service.as_deref().map(Arc::from),
         providers,
-        Arc::new(file.consumer.clone().expect("consumer")),
+        file.consumer.clone().expect("consumer"),
         entries,
     )
     .expect("chain prepares");

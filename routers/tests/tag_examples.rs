@@ -15,7 +15,7 @@ fn load(name: &str) -> ChainState {
     let entries = file.compile(&builtin_registry()).expect("example compiles");
     let text = std::fs::read_to_string(dir.join("providers.txt")).unwrap();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    let consumer = Arc::new(file.consumer.clone().unwrap_or_else(Url::empty));
+    let consumer = file.consumer.clone().unwrap_or_else(Url::empty);
     ChainState::new(None, snapshot, consumer, entries).unwrap()
 }
 

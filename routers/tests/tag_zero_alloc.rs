@@ -51,7 +51,7 @@ fn tag_mock_and_affinity_route_without_allocating() {
     let state = ChainState::new(
         None,
         snapshot,
-        Arc::new(Url::parse("consumer://10.9.9.9/svc?zone=z1").unwrap()),
+        Url::parse("consumer://10.9.9.9/svc?zone=z1").unwrap(),
         vec![
             ChainEntry::new(
                 "mock",

@@ -179,12 +179,12 @@ pub fn build_state(
     chain: &ChainFile,
     registry: &Registry,
     snapshot: Arc<Snapshot>,
-    consumer: Option<Arc<Url>>,
+    consumer: Option<Url>,
 ) -> Result<ChainState, LoadError> {
     let entries = chain.compile(registry)?;
     let consumer = consumer
-        .or_else(|| chain.consumer.clone().map(Arc::new))
-        .unwrap_or_else(|| Arc::new(Url::empty()));
+        .or_else(|| chain.consumer.clone())
+        .unwrap_or_else(Url::empty);
     Ok(ChainState::new(
         chain.service.as_deref().map(Arc::from),
         snapshot,
@@ -200,7 +200,7 @@ pub fn build_service(
     chain: &ChainFile,
     registry: &Registry,
     snapshot: Arc<Snapshot>,
-    consumer: Option<Arc<Url>>,
+    consumer: Option<Url>,
 ) -> Result<Service, LoadError> {
     let state = build_state(chain, registry, snapshot, consumer)?;
     Ok(Service::new(

@@ -1,7 +1,5 @@
 //! The JSON request format of the command line and of request files: every field optional.
 
-use std::sync::Arc;
-
 use routechain_core::{Request, Url, UrlError};
 use serde::Deserialize;
 
@@ -38,10 +36,7 @@ impl RequestSpec {
     pub fn into_request(self) -> Result<Request, UrlError> {
         Ok(Request {
             service: self.service,
-            consumer: self
-                .consumer
-                .map(|c| Url::parse(&c).map(Arc::new))
-                .transpose()?,
+            consumer: self.consumer.map(|c| Url::parse(&c)).transpose()?,
             method: self.method,
             arguments: self.arguments,
             parameter_types: self.parameter_types,

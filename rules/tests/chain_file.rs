@@ -62,7 +62,7 @@ fn routed(entries: Vec<ChainEntry>) -> Vec<usize> {
         "dubbo://10.0.0.0:1/s\ndubbo://10.0.0.1:1/s\ndubbo://10.0.0.2:1/s\ndubbo://10.0.0.3:1/s\n",
     )
     .unwrap();
-    let state = ChainState::new(None, Arc::new(snapshot), Arc::new(Url::empty()), entries).unwrap();
+    let state = ChainState::new(None, Arc::new(snapshot), Url::empty(), entries).unwrap();
     let mut call = CallState::seeded(1);
     match state.route(&Request::new(), &mut call) {
         Ok(()) => call.candidates.iter().collect(),

@@ -57,7 +57,7 @@ pub fn assert_edits_route_as_prepare(
     let mut state = crate::build_state(chain_yaml, Arc::new(base)).expect("the chain prepares");
     let mut derived = Vec::new();
     for (step, update) in updates.iter().enumerate() {
-        let added: Vec<Arc<Url>> = update.added.iter().cloned().map(Arc::new).collect();
+        let added: Vec<Url> = update.added.to_vec();
         let (snapshot, edit) = state.snapshot().edited(
             state.snapshot().generation() + 1,
             update.removed.clone(),

@@ -463,7 +463,7 @@ pub fn live_full_chain(name: &str, snapshot: Snapshot) -> routechain::live::Live
         file,
         routechain::registry(),
         routechain::live::LiveOptions {
-            consumer: Some(Arc::new(consumer())),
+            consumer: Some(consumer()),
             ..routechain::live::LiveOptions::default()
         },
         snapshot,
@@ -475,12 +475,7 @@ pub fn live_full_chain(name: &str, snapshot: Snapshot) -> routechain::live::Live
 /// default registry ([`routechain::registry`]) — what `routechain route` does.
 pub fn build_state(chain_yaml: &str, snapshot: Arc<Snapshot>) -> Result<ChainState, LoadError> {
     let file = ChainFile::parse("testkit.chain.yaml", chain_yaml, None)?;
-    routechain::rules::load::build_state(
-        &file,
-        &routechain::registry(),
-        snapshot,
-        Some(Arc::new(consumer())),
-    )
+    routechain::rules::load::build_state(&file, &routechain::registry(), snapshot, Some(consumer()))
 }
 
 /// True when every router type `chain_yaml` names is registered in the default registry.

@@ -262,11 +262,8 @@ fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
 
     use routechain::core::{DegradedSet, Snapshot, Url};
 
-    let urls = |lines: &[&str]| -> Vec<Arc<Url>> {
-        lines
-            .iter()
-            .map(|l| Arc::new(Url::parse(l).expect("URL")))
-            .collect()
+    let urls = |lines: &[&str]| -> Vec<Url> {
+        lines.iter().map(|l| Url::parse(l).expect("URL")).collect()
     };
     let base = urls(&[
         "dubbo://10.0.0.1:20880/svc?env=staging",
@@ -429,7 +426,6 @@ spillover: {overprovisioning: 2}
 /// plus calls from other consumers (the per-call forms of `$name` references and of the
 /// IDC-weight router's local decision).
 fn requests_with_other_consumers() -> Vec<routechain::core::Request> {
-    use std::sync::Arc;
     let consumers = [
         "consumer://10.0.0.3/com.example.search.IndexService?application=index-web&region=shanghai&idc=sh*",
         "consumer://10.0.1.7/com.example.search.IndexService?application=index-web&region=guangzhou&idc=gz&timestamp=1700000000005",
@@ -441,7 +437,7 @@ fn requests_with_other_consumers() -> Vec<routechain::core::Request> {
     for (k, r) in others.into_iter().enumerate() {
         let url = routechain::core::Url::parse(consumers[k % consumers.len()])
             .expect("a valid consumer URL");
-        requests.push(r.with_consumer(Arc::new(url)));
+        requests.push(r.with_consumer(url));
     }
     requests
 }
@@ -532,7 +528,7 @@ fn providers_and_rules_changed_together_route_as_a_fresh_preparation() {
                 .enumerate()
                 .map(|(k, (old, new))| if k % 2 == 0 { new } else { old }.clone())
                 .collect();
-            let added = update.added.iter().cloned().map(Arc::new).collect();
+            let added = update.added.to_vec();
             let (snapshot, edit) = state.snapshot().edited(
                 state.snapshot().generation() + 1,
                 update.removed.clone(),

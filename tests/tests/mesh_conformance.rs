@@ -275,10 +275,7 @@ fn compile(
 fn request_of(r: &RequestDef) -> Request {
     Request {
         service: r.service.clone(),
-        consumer: r
-            .consumer
-            .as_ref()
-            .map(|c| Arc::new(Url::parse(c).unwrap())),
+        consumer: r.consumer.as_ref().map(|c| Url::parse(c).unwrap()),
         method: r.method.clone(),
         arguments: r.arguments.clone(),
         parameter_types: r.parameter_types.clone(),
@@ -299,7 +296,7 @@ fn route_once(
 ) -> (Option<Vec<String>>, String) {
     let mut candidates = available.clone();
     let chain_consumer = Url::empty();
-    let consumer = request.consumer.as_deref().unwrap_or(&chain_consumer);
+    let consumer = request.consumer.as_ref().unwrap_or(&chain_consumer);
     let mut builder = RouteContext::builder(request, snapshot)
         .consumer(consumer, request.consumer.is_none())
         .rng(rng)

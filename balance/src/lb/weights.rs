@@ -167,9 +167,7 @@ impl Weights {
         let providers = snapshot.providers();
         let weights: Box<[u32]> = edit
             .table(&self.weights, |i| {
-                providers
-                    .get(i)
-                    .map_or(DEFAULT_WEIGHT, |p| provider_weight(p))
+                providers.get(i).map_or(DEFAULT_WEIGHT, provider_weight)
             })
             .into_boxed_slice();
         let classes = match &self.classes {

@@ -156,7 +156,7 @@ impl Service {
     /// }
     /// # let providers = "dubbo://10.0.0.1:20880/svc\n";
     /// # let snapshot = Arc::new(Snapshot::parse_lines(1, providers).unwrap());
-    /// # let state = ChainState::new(None, snapshot, Arc::new(Url::empty()), vec![]).unwrap();
+    /// # let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
     /// # let service = Service::new(Arc::new(Chain::new(state)), ServiceConfig::default());
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     /// assert_eq!(rt.block_on(ping(&service)).unwrap(), "pong from 10.0.0.1:20880");

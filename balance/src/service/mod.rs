@@ -47,6 +47,7 @@ use routechain_core::Request;
 use routechain_core::{CallState, Chain, ChainState, NoProvider};
 use routechain_core::{Provider, Snapshot, SnapshotEdit};
 
+mod by_address;
 mod call;
 mod config;
 mod pool;
@@ -88,7 +89,7 @@ struct Prepared {
     balance: Arc<SnapshotBalance>,
     health: Arc<HealthTable>,
     /// The snapshot's positions sorted by (address, position): exclusion and reports by
-    /// address (see [`address_index`]).
+    /// address (see [`by_address`]).
     by_address: Arc<[u32]>,
 }
 
@@ -119,13 +120,7 @@ impl View {
     }
 
     fn indexes_of<'a>(&'a self, address: &'a str) -> impl Iterator<Item = usize> + 'a {
-        let providers = self.state.snapshot().providers();
-        let at = move |i: u32| providers.get(i as usize).map_or("", |p| p.address());
-        let start = self.by_address.partition_point(|&i| at(i) < address);
-        self.by_address[start..]
-            .iter()
-            .take_while(move |&&i| at(i) == address)
-            .map(|&i| i as usize)
+        by_address::positions_of(&self.by_address, self.state.snapshot(), address)
     }
 
     /// The address of provider `i` (empty past the end: the health table follows the
@@ -138,17 +133,21 @@ impl View {
             .map_or("", |p| p.address())
     }
 
-    /// Marks in `degraded` (a set over `snapshot`) every provider whose address is degraded
-    /// in this view's state.
-    fn carry_degraded(&self, snapshot: &Snapshot, degraded: &DegradedSet) {
-        for (i, p) in snapshot.providers().iter().enumerate() {
-            if self
-                .indexes_of(p.address())
-                .any(|j| self.state.degraded().contains(j))
-            {
-                degraded.mark(i);
-            }
-        }
+    /// Marks in `degraded` (a set over `snapshot`, whose address index is `index`) every
+    /// provider whose address is degraded in this view's state.
+    fn carry_degraded(&self, snapshot: &Snapshot, index: &[u32], degraded: &DegradedSet) {
+        let was = self.state.degraded();
+        by_address::join(
+            &self.by_address,
+            self.state.snapshot(),
+            index,
+            snapshot,
+            |i, old| {
+                if old.iter().any(|&j| was.contains(j as usize)) {
+                    degraded.mark(i);
+                }
+            },
+        );
     }
 }
 
@@ -455,10 +454,11 @@ impl Service {
             match edit {
                 Some(e) => prepared = Some(prepare_edited(&next, &old, &config, e)),
                 None => {
+                    let index = address_index(&next, Some(&old));
                     if !Arc::ptr_eq(next.degraded(), cur.degraded()) {
-                        old.carry_degraded(next.snapshot(), next.degraded());
+                        old.carry_degraded(next.snapshot(), &index, next.degraded());
                     }
-                    prepared = Some(prepare(&next, Some(&old), &config));
+                    prepared = Some(prepare_indexed(&next, Some(&old), &config, index));
                 }
             }
             Ok(next)
@@ -754,53 +754,6 @@ impl Service {
     }
 }
 
-/// The positions of `snapshot` sorted by (address, position): 4 bytes per provider, the
-/// addresses read through the snapshot (no copy of them).
-fn address_index(snapshot: &Snapshot) -> Arc<[u32]> {
-    let providers = snapshot.providers();
-    let mut v: Vec<u32> = (0..providers.len() as u32).collect();
-    v.sort_unstable_by(|&a, &b| {
-        providers[a as usize]
-            .address()
-            .cmp(providers[b as usize].address())
-            .then(a.cmp(&b))
-    });
-    v.into()
-}
-
-/// The address index of a snapshot that follows `old`'s by `edit`: the removed positions
-/// dropped, the survivors renumbered (their order by address and position unchanged), the
-/// added ones sorted and merged in (each after the survivors of its address: its position
-/// is past theirs). Time: the index's length plus the added providers' look-ups, no
-/// address compared for the survivors.
-fn address_index_edited(old: &[u32], edit: &SnapshotEdit, snapshot: &Snapshot) -> Arc<[u32]> {
-    let providers = snapshot.providers();
-    let at = |i: u32| providers[i as usize].address();
-    let removed = edit.removed();
-    let kept: Vec<u32> = if removed.is_empty() {
-        old.to_vec()
-    } else {
-        old.iter()
-            .filter_map(|&i| match removed.binary_search(&i) {
-                Ok(_) => None,
-                Err(before) => Some(i - before as u32),
-            })
-            .collect()
-    };
-    let mut added: Vec<u32> = edit.added().map(|i| i as u32).collect();
-    added.sort_unstable_by(|&a, &b| at(a).cmp(at(b)).then(a.cmp(&b)));
-    let mut out = Vec::with_capacity(edit.new_len());
-    let mut from = 0;
-    for a in added {
-        let to = from + kept[from..].partition_point(|&k| at(k) <= at(a));
-        out.extend_from_slice(&kept[from..to]);
-        out.push(a);
-        from = to;
-    }
-    out.extend_from_slice(&kept[from..]);
-    out.into()
-}
-
 /// [`prepare`] for a state whose snapshot follows `old`'s by `edit` (checked by the
 /// caller): the address index and the health table carried over by the edit, the added
 /// providers' health taken by address from `old` (as [`prepare`] does for every provider).
@@ -812,7 +765,7 @@ fn prepare_edited(
 ) -> Prepared {
     // The balancer tables follow the edit (with the same or another configuration).
     let balance = Arc::new(old.balance.edited(edit, state.snapshot(), &config.balance));
-    let by_address = address_index_edited(&old.by_address, edit, state.snapshot());
+    let by_address = by_address::index_edited(&old.by_address, edit, state.snapshot());
     let health = Arc::new(old.health.edited(edit, state.degraded().clone()));
     let providers = state.snapshot().providers();
     for i in edit.added() {
@@ -827,18 +780,32 @@ fn prepare_edited(
     }
 }
 
+/// The address index over `state`'s snapshot: `old`'s when the snapshot is the same.
+fn address_index(state: &ChainState, old: Option<&View>) -> Arc<[u32]> {
+    match old {
+        Some(o) if Arc::ptr_eq(o.state.snapshot(), state.snapshot()) => o.by_address.clone(),
+        _ => by_address::index(state.snapshot()),
+    }
+}
+
 /// Prepares balancers, health and the address index over `state`, reusing what `old`
 /// already has for the same snapshot, configuration or degraded set.
 fn prepare(state: &ChainState, old: Option<&View>, config: &ServiceConfig) -> Prepared {
+    prepare_indexed(state, old, config, address_index(state, old))
+}
+
+/// [`prepare`] with the address index over `state`'s snapshot already built.
+fn prepare_indexed(
+    state: &ChainState,
+    old: Option<&View>,
+    config: &ServiceConfig,
+    by_address: Arc<[u32]>,
+) -> Prepared {
     let same_snapshot = old.is_some_and(|o| Arc::ptr_eq(o.state.snapshot(), state.snapshot()));
     let same_config = old.is_some_and(|o| o.config.balance == config.balance);
     let balance = match old {
         Some(o) if same_snapshot && same_config => o.balance.clone(),
         _ => Arc::new(SnapshotBalance::new(state.snapshot(), &config.balance)),
-    };
-    let by_address = match old {
-        Some(o) if same_snapshot => o.by_address.clone(),
-        _ => address_index(state.snapshot()),
     };
     let health = match old {
         Some(o) if same_snapshot && Arc::ptr_eq(o.health.degraded(), state.degraded()) => {
@@ -854,11 +821,14 @@ fn prepare(state: &ChainState, old: Option<&View>, config: &ServiceConfig) -> Pr
             }
             let table = Arc::new(HealthTable::new(state.degraded().clone()));
             if let Some(o) = old {
-                for (i, p) in state.snapshot().providers().iter().enumerate() {
-                    if let Some(j) = o.indexes_of(p.address()).next() {
-                        table.set(i, o.health.get(j));
-                    }
-                }
+                // Each provider takes the health of the first old provider at its address.
+                by_address::join(
+                    &o.by_address,
+                    o.state.snapshot(),
+                    &by_address,
+                    state.snapshot(),
+                    |i, olds| table.set(i, o.health.get(olds[0] as usize)),
+                );
             }
             table
         }

@@ -17,7 +17,7 @@ fn snapshot(n: usize) -> Arc<Snapshot> {
 }
 
 fn service() -> Service {
-    let state = ChainState::new(None, snapshot(8), Arc::new(Url::empty()), vec![]).unwrap();
+    let state = ChainState::new(None, snapshot(8), Url::empty(), vec![]).unwrap();
     Service::new(Arc::new(Chain::new(state)), ServiceConfig::default())
 }
 
@@ -116,17 +116,15 @@ fn a_pooled_call_state_drops_a_handle_on_a_replaced_view() {
 }
 
 /// A snapshot of providers named by number: `dubbo://10.0.<n/250>.<n%250>:20880/svc`.
-fn numbered(ns: &[u32]) -> Vec<Arc<Url>> {
+fn numbered(ns: &[u32]) -> Vec<Url> {
     ns.iter()
         .map(|n| {
-            Arc::new(
-                Url::parse(&format!(
-                    "dubbo://10.0.{}.{}:20880/svc?n={n}",
-                    n / 250,
-                    n % 250
-                ))
-                .unwrap(),
-            )
+            Url::parse(&format!(
+                "dubbo://10.0.{}.{}:20880/svc?n={n}",
+                n / 250,
+                n % 250
+            ))
+            .unwrap()
         })
         .collect()
 }
@@ -160,7 +158,7 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
         let state = ChainState::new(
             None,
             Arc::new(Snapshot::from_shared(1, first.clone())),
-            Arc::new(Url::empty()),
+            Url::empty(),
             vec![],
         )
         .unwrap();
@@ -193,16 +191,14 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
     let _ = by_edit.select(&Request::new(), &[], &mut CallState::seeded(1));
     assert!(by_edit.health(71).probation && by_address.health(71).probation);
     // Removed: 0, 1, 200, 250; added: 300, 301 and provider 200's address again (another URL).
-    let mut next: Vec<Arc<Url>> = first
+    let mut next: Vec<Url> = first
         .iter()
         .enumerate()
         .filter(|(i, _)| ![0, 1, 200, 250].contains(i))
         .map(|(_, p)| p.clone())
         .collect();
     next.extend(numbered(&[301, 300]));
-    next.push(Arc::new(
-        Url::parse("dubbo://10.0.0.200:20880/svc?n=200&again=true").unwrap(),
-    ));
+    next.push(Url::parse("dubbo://10.0.0.200:20880/svc?n=200&again=true").unwrap());
     let old = by_edit.state().snapshot().clone();
     let (edited, edit) = old.edit_to(2, &next);
     by_edit

@@ -64,7 +64,7 @@ fn route(router: Arc<dyn Router>) -> (Vec<usize>, String) {
     let state = ChainState::new(
         None,
         Arc::new(snapshot),
-        Arc::new(Url::empty()),
+        Url::empty(),
         vec![ChainEntry::new("evens", 0, router)],
     )
     .unwrap();
@@ -187,7 +187,7 @@ fn a_chain_state_attaches_its_degraded_set_to_typed_prepared_states() {
     ChainState::new(
         None,
         Arc::new(snapshot),
-        Arc::new(Url::empty()),
+        Url::empty(),
         vec![ChainEntry::new("attached", 0, router)],
     )
     .unwrap();

@@ -1,7 +1,10 @@
 //! The compact storage of one [`Url`]: one heap block per URL, its strings named by
 //! interned ids or stored inline.
 //!
-//! Layout of the block (little-endian):
+//! The block is a [`triomphe::ThinArc`]: its reference count and length (8 bytes each),
+//! then the bytes below, padded to 8.
+//!
+//! Layout of the bytes (little-endian):
 //!
 //! | bytes | what |
 //! |---|---|
@@ -405,8 +408,18 @@ impl<'l> Builder<'l> {
         } | if raw.is_some() { HAS_RAW } else { 0 }
             | if parts.bracketed { BRACKETED } else { 0 }
             | if wide { WIDE_KEYS } else { 0 };
-        // Written in place into the block of its final size (fixed-size stores, no growth).
-        let mut data = vec![0u8; total];
+        // Written in place into a buffer of the block's final size (fixed-size stores, no
+        // growth), on the stack for the URLs a registry writes, then copied into the block:
+        // the URL's one allocation.
+        const STACK: usize = 512;
+        let mut stack = [0u8; STACK];
+        let mut heap = Vec::new();
+        let data: &mut [u8] = if total <= STACK {
+            &mut stack[..total]
+        } else {
+            heap.resize(total, 0);
+            &mut heap
+        };
         data[0] = flags;
         data[PORT..PORT + 2].copy_from_slice(&parts.port.to_le_bytes());
         data[N_PARAMS..N_PARAMS + 4].copy_from_slice(&(self.params.len() as u32).to_le_bytes());
@@ -416,13 +429,13 @@ impl<'l> Builder<'l> {
             at += bytes.len();
         };
         for r in [parts.protocol, parts.path, parts.address] {
-            put(&mut data, &reloc(r).to_le_bytes());
+            put(data, &reloc(r).to_le_bytes());
         }
         for r in [parts.username, parts.password].into_iter().flatten() {
-            put(&mut data, &reloc(r).to_le_bytes());
+            put(data, &reloc(r).to_le_bytes());
         }
         if raw.is_some() {
-            put(&mut data, &(INLINE | raw_at as u32).to_le_bytes());
+            put(data, &(INLINE | raw_at as u32).to_le_bytes());
         }
         let n = self.params.len();
         let table = &mut data[at..at + per_param * n];
@@ -451,7 +464,7 @@ impl<'l> Builder<'l> {
             data[raw_at + len.len()..].copy_from_slice(r.as_bytes());
         }
         Url {
-            data: data.into_boxed_slice(),
+            data: triomphe::ThinArc::from_header_and_slice((), data),
         }
     }
 }

@@ -156,9 +156,10 @@ fn a_registry_url_is_stored_compactly_without_its_raw_text() {
     assert_eq!(u.param("timestamp"), Some("1700000000123"));
     assert_eq!(u.param("methods"), Some("get,search,update,delete"));
     assert_eq!(u.params().len(), 15);
-    // Header, 15 key/value references, the address and the timestamp at most.
+    // The block's count and length, header, 15 key/value references, the address and the
+    // timestamp at most (padded to 8).
     assert!(
-        u.heap_bytes() <= 19 + 15 * 6 + 18 + 14,
+        u.heap_bytes() <= (16 + 19 + 15 * 6 + 18 + 14usize).next_multiple_of(8),
         "{}",
         u.heap_bytes()
     );
@@ -346,5 +347,57 @@ fn equality_compares_parts_and_text_without_allocating() {
         assert_ne!(consumer, other);
         assert_eq!(consumer, consumer.clone());
     });
-    assert_eq!(info.count_total, 1, "the clone only: {info:?}");
+    assert_eq!(
+        info.count_total, 0,
+        "a clone is a count increment: {info:?}"
+    );
+}
+
+#[test]
+fn a_url_is_one_block_and_heap_bytes_is_what_the_allocator_gave() {
+    // Lengths around the padding to 8, inline strings, a kept raw text, and one past the
+    // builder's stack buffer.
+    let long = "v".repeat(600);
+    let mut texts: Vec<String> = (0..9)
+        .map(|i| format!("dubbo://10.0.0.1:1/s?pid=p{}", "x".repeat(i)))
+        .collect();
+    texts.push(PROVIDER.to_string());
+    texts.push("dubbo://h:1/x?b=1&a=2".to_string());
+    texts.push(format!("dubbo://h:1/x?b={long}&a=2"));
+    // Intern the keys and values first: only the block is measured.
+    for t in &texts {
+        let _ = Url::parse(t).unwrap();
+    }
+    for t in &texts {
+        let mut url = None;
+        let info = allocation_counter::measure(|| url = Some(Url::parse(t).unwrap()));
+        let url = url.unwrap();
+        assert_eq!(info.count_current, 1, "{t}: one block, {info:?}");
+        assert_eq!(
+            info.bytes_current as usize,
+            url.heap_bytes(),
+            "{t}: {info:?}"
+        );
+        let heap = url.heap_bytes() as i64;
+        let info = allocation_counter::measure(|| drop(url));
+        assert_eq!(info.bytes_current, -heap, "{t}: freed whole");
+    }
+}
+
+#[test]
+fn clones_share_their_block_and_equal_texts_are_distinct_blocks() {
+    let a = Url::parse(PROVIDER).unwrap();
+    let b = a.clone();
+    let c = Url::parse(PROVIDER).unwrap();
+    assert!(Url::ptr_eq(&a, &b) && a.block_addr() == b.block_addr());
+    assert_eq!(Url::strong_count(&a), 2);
+    assert!(!Url::ptr_eq(&a, &c) && a.block_addr() != c.block_addr());
+    assert_eq!(a, c, "equal, not shared");
+    drop(b);
+    assert_eq!(Url::strong_count(&a), 1);
+    assert_eq!(std::mem::size_of::<Url>(), std::mem::size_of::<usize>());
+    assert_eq!(
+        std::mem::size_of::<Option<Url>>(),
+        std::mem::size_of::<usize>()
+    );
 }

@@ -127,7 +127,7 @@ pub(super) enum Staged {
     },
     Providers {
         change: String,
-        providers: Vec<Arc<Url>>,
+        providers: Vec<Url>,
     },
     Overrides {
         change: String,

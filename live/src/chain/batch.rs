@@ -398,8 +398,8 @@ impl LiveChain {
                             .options
                             .consumer
                             .clone()
-                            .or_else(|| file.consumer.clone().map(Arc::new))
-                            .unwrap_or_else(|| Arc::new(Url::empty()));
+                            .or_else(|| file.consumer.clone())
+                            .unwrap_or_else(Url::empty);
                         return ChainState::new(
                             file.service.as_deref().map(Arc::from),
                             snap,

@@ -94,15 +94,15 @@ fn a_changed_list_shares_the_urls_it_keeps_and_parses_only_the_new_ones() {
     let (old, new) = (before.snapshot().providers(), after.snapshot().providers());
     assert_eq!(new.len(), 4);
     for i in 0..3 {
-        assert!(Arc::ptr_eq(&old[i], &new[i]), "provider {i} is shared");
+        assert!(Url::ptr_eq(&old[i], &new[i]), "provider {i} is shared");
     }
     assert_eq!(new[3].address(), "10.0.0.4:20880");
     // One removed: the rest still the same URLs, and the list is routed as a whole.
     live.apply(providers(&[(1, "zone=a"), (3, "zone=a"), (4, "zone=b")]));
     let last = live.chain().state();
     let kept = last.snapshot().providers();
-    assert!(Arc::ptr_eq(&kept[0], &old[0]) && Arc::ptr_eq(&kept[1], &old[2]));
-    assert!(Arc::ptr_eq(&kept[2], &new[3]));
+    assert!(Url::ptr_eq(&kept[0], &old[0]) && Url::ptr_eq(&kept[1], &old[2]));
+    assert!(Url::ptr_eq(&kept[2], &new[3]));
     assert_eq!(routed(&live).len(), 2, "zone a: providers 1 and 3");
 }
 

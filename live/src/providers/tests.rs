@@ -26,21 +26,19 @@ const RULES: [&str; 3] = [
      providerAddresses: ['10.0.0.4:20880']\n    parameters: {weight: '3'}\n",
 ];
 
-fn universe() -> Vec<Arc<Url>> {
+fn universe() -> Vec<Url> {
     (0..20)
         .map(|i| {
-            Arc::new(
-                Url::parse(&format!(
-                    "dubbo://10.0.0.{i}:20880/svc?application={}",
-                    ["shop", "cart", ""][i % 3]
-                ))
-                .unwrap(),
-            )
+            Url::parse(&format!(
+                "dubbo://10.0.0.{i}:20880/svc?application={}",
+                ["shop", "cart", ""][i % 3]
+            ))
+            .unwrap()
         })
         .collect()
 }
 
-fn raws(urls: &[Arc<Url>]) -> Vec<String> {
+fn raws(urls: &[Url]) -> Vec<String> {
     let mut v: Vec<String> = urls.iter().map(|u| u.raw().to_string()).collect();
     v.sort();
     v
@@ -68,7 +66,7 @@ proptest! {
         let mut rule = 0;
         for (generation, (picks, next_rule)) in steps.into_iter().enumerate() {
             // A list may name a provider twice.
-            let list: Vec<Arc<Url>> = picks.iter().map(|&i| all[i].clone()).collect();
+            let list: Vec<Url> = picks.iter().map(|&i| all[i].clone()).collect();
             let entries = overrides::ordered(&nodes[next_rule], std::iter::empty());
             let rules_changed = next_rule != rule;
             rule = next_rule;
@@ -84,7 +82,7 @@ proptest! {
                 // The providers kept are the same URLs, in their order.
                 for (i, p) in serving.providers().iter().enumerate() {
                     if let Some(j) = edit.new_index(i) {
-                        prop_assert!(Arc::ptr_eq(p, &d.snapshot.providers()[j]));
+                        prop_assert!(Url::ptr_eq(p, &d.snapshot.providers()[j]));
                     }
                 }
             }
@@ -94,9 +92,9 @@ proptest! {
             prop_assert_eq!(d.snapshot.generation(), generation);
             let served = d.registered.served(&d.snapshot);
             prop_assert_eq!(served.len(), d.snapshot.len());
-            prop_assert!(served.iter().zip(d.snapshot.providers()).all(|(a, b)| Arc::ptr_eq(a, b)));
+            prop_assert!(served.iter().zip(d.snapshot.providers()).all(|(a, b)| Url::ptr_eq(a, b)));
             prop_assert_eq!(raws(d.registered.list(&d.snapshot).providers()), raws(&list));
-            prop_assert_eq!(&d.registered.apps, &AppCounts::of(list.iter().map(|p| &**p)));
+            prop_assert_eq!(&d.registered.apps, &AppCounts::of(list.iter()));
             registered = d.registered;
             serving = d.snapshot;
         }
@@ -117,10 +115,10 @@ fn the_text_cache_keeps_the_lines_of_the_last_list_only() {
     };
     let first = push(&mut cache, &[1, 2, 3, 3]);
     assert_eq!(cache.len(), 3);
-    assert!(Arc::ptr_eq(&first[2], &first[3]), "equal lines share a URL");
+    assert!(Url::ptr_eq(&first[2], &first[3]), "equal lines share a URL");
     let second = push(&mut cache, &[3, 1, 4]);
     assert_eq!(cache.len(), 3, "2 left, 4 came");
-    assert!(Arc::ptr_eq(&second[0], &first[2]) && Arc::ptr_eq(&second[1], &first[0]));
+    assert!(Url::ptr_eq(&second[0], &first[2]) && Url::ptr_eq(&second[1], &first[0]));
     // Unchanged: nothing leaves; an empty list empties the cache.
     push(&mut cache, &[3, 1, 4]);
     assert_eq!(cache.len(), 3);
@@ -158,23 +156,23 @@ fn the_providers_application_is_the_most_common_one_alphabetically_first_on_a_ti
 fn a_list_in_another_order_or_grown_in_the_middle_keeps_every_provider_in_place() {
     let all = universe();
     let list = Snapshot::from_shared(1, all.clone());
-    let apps = AppCounts::of(all.iter().map(|p| &**p));
+    let apps = AppCounts::of(all.iter());
     // Reversed: nothing changes.
-    let reversed: Vec<Arc<Url>> = all.iter().rev().cloned().collect();
+    let reversed: Vec<Url> = all.iter().rev().cloned().collect();
     let (new, edit, counts) = follow(&list, &apps, reversed, 2);
     assert!(edit.is_identity(), "{edit:?}");
     assert_eq!(new.generation(), 2);
     assert_eq!(counts, apps);
     // One inserted in the middle, one removed: exactly that edit.
-    let extra = Arc::new(Url::parse("dubbo://10.0.1.1:20880/svc?application=cart").unwrap());
+    let extra = Url::parse("dubbo://10.0.1.1:20880/svc?application=cart").unwrap();
     let mut grown = all.clone();
     grown.insert(7, extra.clone());
     grown.remove(3);
     let (new, edit, counts) = follow(&list, &apps, grown.clone(), 3);
     assert_eq!(edit.removed(), [3]);
     assert_eq!(edit.added(), 19..20);
-    assert!(Arc::ptr_eq(&new.providers()[19], &extra));
-    assert_eq!(counts, AppCounts::of(grown.iter().map(|p| &**p)));
+    assert!(Url::ptr_eq(&new.providers()[19], &extra));
+    assert_eq!(counts, AppCounts::of(grown.iter()));
     // Grown and cut at the end (a source keeping the same order): the pointer pass.
     let mut cut = all[2..].to_vec();
     cut.push(extra.clone());
@@ -201,7 +199,7 @@ proptest! {
         };
         let breaks = ["\n", "\r\n", "\r", "\n\n"];
         let mut cache = TextCache::default();
-        let mut last: std::collections::HashMap<String, Arc<Url>> = Default::default();
+        let mut last: std::collections::HashMap<String, Url> = Default::default();
         for (entries, as_lines) in steps {
             let pushed = if as_lines {
                 let mut s = String::new();
@@ -220,13 +218,13 @@ proptest! {
                 fresh.iter().map(|u| u.raw()).collect::<Vec<_>>()
             );
             prop_assert_eq!(skipped, fresh_skipped);
-            let mut now: std::collections::HashMap<String, Arc<Url>> = Default::default();
+            let mut now: std::collections::HashMap<String, Url> = Default::default();
             for u in &got {
                 if let Some(before) = last.get(&*u.raw()) {
-                    prop_assert!(Arc::ptr_eq(before, u), "a text cached is reused");
+                    prop_assert!(Url::ptr_eq(before, u), "a text cached is reused");
                 }
                 if let Some(same) = now.get(&*u.raw()) {
-                    prop_assert!(Arc::ptr_eq(same, u), "equal texts share a URL");
+                    prop_assert!(Url::ptr_eq(same, u), "equal texts share a URL");
                 }
                 now.insert(u.raw().to_string(), u.clone());
             }
@@ -332,18 +330,18 @@ proptest! {
         for at in splits {
             let mut cache = TextCache::default();
             let (held, _) = super::parse_split("t", first.clone(), &mut cache, None);
-            let held: std::collections::HashMap<String, Arc<Url>> =
+            let held: std::collections::HashMap<String, Url> =
                 held.iter().map(|u| (u.raw().to_string(), u.clone())).collect();
             let (got, skipped) = super::parse_split("t", pushed.clone(), &mut cache, Some(at));
             prop_assert_eq!(got.iter().map(|u| u.raw().to_string()).collect::<Vec<_>>(), want.clone(), "split at {}", at);
             prop_assert_eq!(&skipped, &want_skipped, "split at {}", at);
-            let mut now: std::collections::HashMap<String, Arc<Url>> = Default::default();
+            let mut now: std::collections::HashMap<String, Url> = Default::default();
             for u in &got {
                 if let Some(before) = held.get(&*u.raw()) {
-                    prop_assert!(Arc::ptr_eq(before, u), "a text cached is reused (split at {})", at);
+                    prop_assert!(Url::ptr_eq(before, u), "a text cached is reused (split at {})", at);
                 }
                 if let Some(same) = now.get(&*u.raw()) {
-                    prop_assert!(Arc::ptr_eq(same, u), "equal texts share a URL (split at {})", at);
+                    prop_assert!(Url::ptr_eq(same, u), "equal texts share a URL (split at {})", at);
                 }
                 now.insert(u.raw().to_string(), u.clone());
             }

@@ -114,7 +114,7 @@ fn bench(c: &mut Criterion) {
             ChainState::new(
                 None,
                 snap.clone(),
-                Arc::new(Url::empty()),
+                Url::empty(),
                 vec![ChainEntry::new("canary", 0, router)],
             )
             .expect("prepared")

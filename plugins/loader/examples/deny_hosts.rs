@@ -78,8 +78,7 @@ pub fn main() {
         "dubbo://10.0.0.1:20880/svc\ndubbo://10.0.0.2:20880/svc\ndubbo://10.0.0.3:20880/svc\n",
     )
     .expect("providers");
-    let state = ChainState::new(None, Arc::new(snapshot), Arc::new(Url::empty()), entries)
-        .expect("prepared");
+    let state = ChainState::new(None, Arc::new(snapshot), Url::empty(), entries).expect("prepared");
     let mut call = CallState::seeded(1);
     state.route(&Request::new(), &mut call).expect("a provider");
     let routed: Vec<usize> = call.candidates.iter().collect();

@@ -97,7 +97,7 @@ fn snapshot() -> Arc<Snapshot> {
 }
 
 fn state(entries: Vec<ChainEntry>) -> ChainState {
-    ChainState::new(None, snapshot(), Arc::new(Url::empty()), entries).unwrap()
+    ChainState::new(None, snapshot(), Url::empty(), entries).unwrap()
 }
 
 fn routed(state: &ChainState, request: &Request) -> Result<Vec<usize>, NoProvider> {
@@ -439,7 +439,7 @@ fn the_library_stays_loaded_while_a_prepared_state_lives() {
             prepared.route(cx, c);
         })),
     );
-    let state = ChainState::new(None, snap, Arc::new(consumer), vec![entry]).unwrap();
+    let state = ChainState::new(None, snap, consumer, vec![entry]).unwrap();
     let req = Request::new().with_attachment("x-user", keys(2000, true, 1)[0].as_str());
     assert_eq!(routed(&state, &req).unwrap(), CANARIES);
 }
@@ -541,7 +541,7 @@ fn a_c_plugin_built_from_the_header_loads_and_routes() {
             lib_name("healthy")
         );
         let entries = compile(&text).unwrap();
-        let state = ChainState::new(None, snap.clone(), Arc::new(Url::empty()), entries).unwrap();
+        let state = ChainState::new(None, snap.clone(), Url::empty(), entries).unwrap();
         assert_eq!(routed(&state, &Request::new()).unwrap(), expected);
         let any = Request::new().with_attachment("x-any-health", "1");
         let (out, trace) = traced(&state, &any);

@@ -19,7 +19,7 @@ fn state(weights: (u32, u32), extra: &str) -> ChainState {
     ChainState::new(
         None,
         Arc::new(Snapshot::parse_lines(1, providers).unwrap()),
-        Arc::new(Url::parse("consumer://10.9.0.1/svc").unwrap()),
+        Url::parse("consumer://10.9.0.1/svc").unwrap(),
         vec![ChainEntry::new("condition", 140, router)],
     )
     .unwrap()

@@ -1208,7 +1208,7 @@ routers:
     let state = routechain_core::ChainState::new(
         None,
         Arc::new(three("")),
-        Arc::new(Url::parse(&local_consumer()).unwrap()),
+        Url::parse(&local_consumer()).unwrap(),
         entries,
     )
     .unwrap();
@@ -1240,7 +1240,7 @@ fn a_rule_that_fails_to_load_keeps_the_previous_one() {
         routechain_rules::ChainFile::parse("chain.yaml", text, None)
             .and_then(|f| f.compile(&registry))
     };
-    let consumer = Arc::new(Url::parse(&local_consumer()).unwrap());
+    let consumer = Url::parse(&local_consumer()).unwrap();
     let snap = Arc::new(three(""));
     let first = compile_text(&chain_text("' => host = 10.20.3.3'")).unwrap();
     let chain = routechain_core::Chain::new(

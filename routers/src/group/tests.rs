@@ -33,7 +33,7 @@ fn state(rule: Option<&str>, before: Option<Arc<dyn Router>>) -> ChainState {
         DEFAULT_PRIORITY,
         build(rule).unwrap(),
     ));
-    ChainState::new(None, snapshot, Arc::new(Url::empty()), entries).unwrap()
+    ChainState::new(None, snapshot, Url::empty(), entries).unwrap()
 }
 
 fn routed(state: &ChainState, request: &Request) -> Result<Vec<usize>, NoProvider> {
@@ -242,7 +242,7 @@ fn routing_a_group_allocates_nothing() {
     let s = ChainState::new(
         None,
         Arc::new(Snapshot::parse_lines(1, &text).unwrap()),
-        Arc::new(Url::empty()),
+        Url::empty(),
         vec![ChainEntry::new(
             "group",
             DEFAULT_PRIORITY,
@@ -297,7 +297,7 @@ proptest::proptest! {
         let state = ChainState::new(
             None,
             snapshot,
-            Arc::new(Url::empty()),
+            Url::empty(),
             vec![
                 ChainEntry::new("input", 0, before),
                 ChainEntry::new("group", DEFAULT_PRIORITY, build(Some(&rule)).unwrap()),
@@ -364,7 +364,7 @@ async fn fanned_out_tasks_each_route_to_their_own_group_during_updates() {
         ChainState::new(
             None,
             snapshot(0),
-            Arc::new(Url::empty()),
+            Url::empty(),
             vec![ChainEntry::new(
                 "group",
                 DEFAULT_PRIORITY,

@@ -149,10 +149,10 @@ fn check(
 ) -> Result<(), TestCaseError> {
     let rule = compile(RULES[rule]);
     let before = Snapshot::new(1, old.iter().enumerate().map(|(i, &p)| url(p, i)));
-    let added_urls: Vec<Arc<Url>> = added
+    let added_urls: Vec<Url> = added
         .iter()
         .enumerate()
-        .map(|(j, &p)| Arc::new(url(p, 1000 + j)))
+        .map(|(j, &p)| url(p, 1000 + j))
         .collect();
     let (after, edit): (Snapshot, SnapshotEdit) = before.edited(2, removed, added_urls);
     for consumer in CONSUMERS {
@@ -207,7 +207,7 @@ fn check_chain(
 ) -> Result<(), TestCaseError> {
     let router = crate::test_support::build(IdcWeightRouter, "idc-weight", Some(RULES[rule]))
         .expect("the rule compiles");
-    let consumer = Arc::new(Url::parse(CONSUMERS[0]).expect("a valid consumer URL"));
+    let consumer = Url::parse(CONSUMERS[0]).expect("a valid consumer URL");
     let entries = || {
         vec![ChainEntry::new(
             "idc-weight",
@@ -219,10 +219,10 @@ fn check_chain(
         1,
         old.iter().enumerate().map(|(i, &p)| url(p, i)),
     ));
-    let added_urls: Vec<Arc<Url>> = added
+    let added_urls: Vec<Url> = added
         .iter()
         .enumerate()
-        .map(|(j, &p)| Arc::new(url(p, 1000 + j)))
+        .map(|(j, &p)| url(p, 1000 + j))
         .collect();
     let state = ChainState::new(None, before.clone(), consumer.clone(), entries())
         .expect("the chain prepares");
@@ -241,7 +241,7 @@ fn check_chain(
     for (k, c) in CONSUMERS.iter().enumerate() {
         let mut request = Request::new().with_argument(serde_json::json!(k));
         if k > 0 {
-            request = request.with_consumer(Arc::new(Url::parse(c).expect("a valid URL")));
+            request = request.with_consumer(Url::parse(c).expect("a valid URL"));
         }
         for seed in 0..4 {
             let (mut x, mut y) = (CallState::seeded(seed), CallState::seeded(seed));

@@ -34,7 +34,7 @@ fn state(rule: &str, providers: &str, consumer: &str) -> ChainState {
     ChainState::new(
         None,
         Arc::new(Snapshot::parse_lines(1, providers).unwrap()),
-        Arc::new(Url::parse(consumer).unwrap()),
+        Url::parse(consumer).unwrap(),
         vec![ChainEntry::new("idc-weight", DEFAULT_PRIORITY, build(rule))],
     )
     .unwrap()
@@ -363,7 +363,7 @@ dubbo://provider.example:1/svc
         );
         // The same for a consumer resolved per call.
         let other = state(rule, text, "consumer://192.0.2.1/svc?region=nowhere");
-        let request = Request::new().with_consumer(Arc::new(Url::parse(consumer).unwrap()));
+        let request = Request::new().with_consumer(Url::parse(consumer).unwrap());
         other.route(&request, &mut call).unwrap();
         assert_eq!(
             call.candidates.iter().collect::<Vec<_>>(),
@@ -431,7 +431,7 @@ fn routing_with_every_option_allocates_nothing() {
     let requests = [
         Request::new().with_attribute("user", "alice"),
         Request::new(),
-        Request::new().with_consumer(Arc::new(Url::parse("consumer://10.40.0.9/svc").unwrap())),
+        Request::new().with_consumer(Url::parse("consumer://10.40.0.9/svc").unwrap()),
     ];
     let mut call = CallState::seeded(1);
     for r in &requests {

@@ -29,8 +29,8 @@ fn build(rule: Option<&str>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
     crate::test_support::build(IdcWeightRouter, "idc-weight", rule)
 }
 
-fn consumer(url: &str) -> Arc<Url> {
-    Arc::new(Url::parse(url).unwrap())
+fn consumer(url: &str) -> Url {
+    Url::parse(url).unwrap()
 }
 
 fn state_with(rule: &str, providers: &str, consumer_url: &str) -> ChainState {
@@ -940,7 +940,7 @@ fn check_model(
     let other = ChainState::new(
         None,
         state.snapshot().clone(),
-        Arc::new(Url::empty()),
+        Url::empty(),
         state.entries().clone(),
     )
     .unwrap();

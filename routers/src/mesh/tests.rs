@@ -122,7 +122,7 @@ fn an_edit_drops_an_application_whose_last_provider_leaves_and_adds_a_new_one() 
     let before = PreparedMesh::build(&rule, &snapshot, None);
     assert_eq!(before.applications().collect::<Vec<_>>(), ["app1", "app2"]);
     // app1's only provider leaves; app3 arrives; app2 keeps one provider.
-    let app3 = Arc::new(Url::parse("dubbo://10.0.0.4:20880/svc?application=app3&ver=b").unwrap());
+    let app3 = Url::parse("dubbo://10.0.0.4:20880/svc?application=app3&ver=b").unwrap();
     let (next, edit) = snapshot.edited(2, vec![0, 2], vec![app3]);
     let edited = before.edited(&rule, &edit, &next);
     let fresh = PreparedMesh::build(&rule, &next, None);

@@ -74,7 +74,7 @@ pub(super) struct MatchTag {
     /// The tag's index in [`TagRule::tags`].
     pub(super) tag: usize,
     /// The providers every `match` entry selects, ascending by position.
-    matched: Vec<(u32, Arc<Url>)>,
+    matched: Vec<(u32, Url)>,
     /// Their addresses, counted.
     addresses: Addresses,
 }

@@ -16,8 +16,8 @@ pub fn snapshot(lines: &[&str]) -> Arc<Snapshot> {
 }
 
 /// A consumer URL.
-pub fn consumer(url: &str) -> Arc<Url> {
-    Arc::new(Url::parse(url).expect("test consumer parses"))
+pub fn consumer(url: &str) -> Url {
+    Url::parse(url).expect("test consumer parses")
 }
 
 /// Parses `yaml` and hands its root document to `f` (a router's `from_doc`).
@@ -53,7 +53,7 @@ pub fn chain_router<T: TypedRouter>(
 /// the empty list when a router emptied the candidates.
 pub fn route(
     providers: &Arc<Snapshot>,
-    consumer: &Arc<Url>,
+    consumer: &Url,
     entries: Vec<ChainEntry>,
     request: &Request,
 ) -> Vec<usize> {

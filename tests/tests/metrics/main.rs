@@ -47,9 +47,8 @@ fn fallbacks(chain_yaml: &str, requests: &[Request]) -> Vec<u64> {
     let file = ChainFile::parse("t.chain.yaml", chain_yaml, None)
         .unwrap_or_else(|e| panic!("{chain_yaml}: {e:?}"));
     let snapshot = Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap());
-    let consumer = Arc::new(
-        Url::parse("consumer://10.9.9.9/com.foo.BarService?zone=a&region=beijing&idc=mt").unwrap(),
-    );
+    let consumer =
+        Url::parse("consumer://10.9.9.9/com.foo.BarService?zone=a&region=beijing&idc=mt").unwrap();
     let metrics = Arc::new(ChainMetrics::new());
     let state = routechain::rules::load::build_state(
         &file,

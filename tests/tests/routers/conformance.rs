@@ -195,7 +195,7 @@ fn case(file: &CaseFile, c: &DubboCase) -> Case {
             1,
             providers.iter().map(url).collect::<Vec<_>>(),
         )),
-        consumer: Some(Arc::new(url(&c.request.consumer))),
+        consumer: Some(url(&c.request.consumer)),
         chain: harness::single(type_name(&c.router), c.rule.as_ref().map(rule_doc)),
         input: c.available.as_deref().map(indexes),
         degraded: Vec::new(),

@@ -29,7 +29,7 @@ pub struct Case {
     /// The providers.
     pub snapshot: Arc<Snapshot>,
     /// The consumer the chain is prepared for (default: the chain file's, else none).
-    pub consumer: Option<Arc<Url>>,
+    pub consumer: Option<Url>,
     /// The chain file as a JSON value (`{routers: [...], ...}`).
     pub chain: Value,
     /// The candidates entering the chain (default: every provider).
@@ -125,9 +125,9 @@ fn prepare(case: &Case, snapshot: Arc<Snapshot>) -> ChainState {
 fn edited_case(
     case: &Case,
     label: &str,
-    before: Vec<Arc<Url>>,
+    before: Vec<Url>,
     removed: Vec<u32>,
-    added: Vec<Arc<Url>>,
+    added: Vec<Url>,
     map: impl Fn(usize) -> usize,
 ) -> (Case, ChainState) {
     let id = format!("{} ({label})", case.id);

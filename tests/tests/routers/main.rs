@@ -115,9 +115,11 @@ fn load(name: &str) -> Vec<Case> {
             let lines = file.providers.get(&c.providers).unwrap_or(&c.providers);
             let snapshot = Snapshot::parse_lines(1, lines)
                 .unwrap_or_else(|e| panic!("{name}: {}: providers: {e:?}", c.name));
-            let consumer = c.consumer.as_ref().or(file.consumer.as_ref()).map(|u| {
-                Arc::new(Url::parse(u).unwrap_or_else(|e| panic!("{name}: {}: {e}", c.name)))
-            });
+            let consumer = c
+                .consumer
+                .as_ref()
+                .or(file.consumer.as_ref())
+                .map(|u| Url::parse(u).unwrap_or_else(|e| panic!("{name}: {}: {e}", c.name)));
             let chain = match (&c.chain, &c.rule) {
                 (Some(chain), None) => chain.clone(),
                 (None, rule) => harness::single(&file.router, rule.clone()),

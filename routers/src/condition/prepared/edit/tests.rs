@@ -201,10 +201,10 @@ proptest! {
             for e in 0..edits {
                 let shift = e as u32 * 7;
                 let gone: Vec<u32> = removed.iter().map(|r| r + shift).collect();
-                let new: Vec<Arc<Url>> = added
+                let new: Vec<Url> = added
                     .iter()
                     .skip(e)
-                    .map(|&p| Arc::new(url(p, true)))
+                    .map(|&p| url(p, true))
                     .collect();
                 let (next, edit) = snapshot.edited(e as u64 + 2, gone, new);
                 let edited = state.edited(&edit, &cx(&next, &consumer)).expect("the state carries over");
