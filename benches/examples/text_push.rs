@@ -21,13 +21,13 @@ use routechain::core::Snapshot;
 use routechain::live::{LiveChain, ProviderText, Update};
 use routechain_testkit as testkit;
 
-/// This thread's CPU time so far, in nanoseconds (`/proc/thread-self/schedstat`'s first
-/// field); 0 where it is not available.
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
+/// This thread's CPU time so far and its time spent runnable but waiting for a processor,
+/// in nanoseconds (`/proc/thread-self/schedstat`'s first two fields); 0 where they are not
+/// available.
+fn thread_cpu_ns() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let mut fields = stat.split_whitespace().map(|f| f.parse().unwrap_or(0));
+    (fields.next().unwrap_or(0), fields.next().unwrap_or(0))
 }
 
 /// Applies one push; what callgrind is told to count.
@@ -87,6 +87,7 @@ fn main() {
     live.apply(push(n));
     let mut walls = Vec::with_capacity(runs);
     let mut cpus = Vec::with_capacity(runs);
+    let mut waits = Vec::with_capacity(runs);
     let mut size = n;
     let mut process = 0.0;
     for i in 0..runs {
@@ -98,7 +99,8 @@ fn main() {
         let p0 = testkit::cpu_seconds();
         let (c0, t0) = (thread_cpu_ns(), Instant::now());
         let reports = push_once(&live, update);
-        let (wall, cpu) = (t0.elapsed(), thread_cpu_ns() - c0);
+        let c1 = thread_cpu_ns();
+        let (wall, cpu, waited) = (t0.elapsed(), c1.0 - c0.0, c1.1 - c0.1);
         assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
         drop(reports);
         // The process's CPU over the push and what it left to free (10 ms ticks: summed).
@@ -106,15 +108,18 @@ fn main() {
         if i > 0 || runs == 1 {
             walls.push(wall.as_secs_f64() * 1e3);
             cpus.push(cpu as f64 / 1e6);
+            waits.push(waited as f64 / 1e6);
             process += testkit::cpu_seconds() - p0;
         }
     }
     walls.sort_by(f64::total_cmp);
     cpus.sort_by(f64::total_cmp);
+    waits.sort_by(f64::total_cmp);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "text push ({}, {}, pause {} ms) at {n}: wall median {:.3} ms (min {:.3}, max {:.3}), \
-         applying thread CPU median {:.3} ms (min {:.3}) over {}; process CPU (all threads, \
+         applying thread CPU median {:.3} ms (min {:.3}), waiting for a \
+         processor median {:.3} ms, over {}; process CPU (all threads, \
          freeing included) {:.1} ms per push; load {}",
         if lines_form { "lines" } else { "urls" },
         if bare { "no router" } else { "full chain" },
@@ -124,6 +129,7 @@ fn main() {
         walls[walls.len() - 1],
         cpus[cpus.len() / 2],
         cpus[0],
+        waits[waits.len() / 2],
         walls.len(),
         process * 1e3 / walls.len() as f64,
         load.split_whitespace()

@@ -20,8 +20,8 @@
 use std::collections::hash_map::Entry as Slot;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
-use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU32, AtomicUsize};
 
 use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
@@ -36,8 +36,8 @@ use crate::{ProviderText, Skipped};
 
 struct Cached {
     url: Url,
-    /// The last list (round) the text was in. Atomic so that the threads resolving the two
-    /// halves of a long list can mark it through a shared reference (plain relaxed loads
+    /// The last list (round) the text was in. Atomic so that the two threads resolving the
+    /// stretches of a long list can mark it through a shared reference (plain relaxed loads
     /// and stores: see [`TextCache::resolve_part`]).
     round: AtomicU32,
 }
@@ -49,14 +49,15 @@ struct Cached {
 ///
 /// A pushed list is resolved in stretches ([`TextCache::resolve_part`], reading the cache
 /// only), which are then merged in order ([`TextCache::merge`], inserting the new texts):
-/// a long list (at least [`PARALLEL_TEXTS`] URLs or [`PARALLEL_BYTES`] of lines) in two
-/// halves at once, on this thread and one more, when the machine has two processors.
+/// a long list (at least [`PARALLEL_TEXTS`] URLs or [`PARALLEL_BYTES`] of lines) in
+/// stretches of [`STRETCH_TEXTS`] URLs or about [`STRETCH_BYTES`] of lines, taken in turn
+/// by this thread and one more ([`resolve_shared`]), when the machine has two processors.
 #[derive(Default)]
 pub(crate) struct TextCache {
     urls: KeyMap<Cached>,
     round: u32,
-    /// Distinct texts seen in the current round (a text listed in both halves of a list
-    /// resolved on two threads may be counted twice: only the forgetting slack reads it).
+    /// Distinct texts seen in the current round (a text listed in two stretches resolved at
+    /// once on two threads may be counted twice: only the forgetting slack reads it).
     seen: usize,
 }
 
@@ -92,8 +93,8 @@ impl TextCache {
     /// are incremented, now in the cache.
     ///
     /// The round is marked with a relaxed load and store, not a read-modify-write: the
-    /// only race is a text listed in both halves of a list resolved on two threads, both
-    /// of which may then count it in [`TextCache::seen`] (which only decides when stale
+    /// only race is a text listed in two stretches resolved at once on two threads, both of
+    /// which may then count it in [`TextCache::seen`] (which only decides when stale
     /// texts are forgotten); the round itself is the same either way.
     fn resolve_part<'t>(
         &self,
@@ -160,7 +161,7 @@ impl TextCache {
         failed: &mut impl FnMut(&Entry<'t>, UrlError),
     ) {
         let base = out.len();
-        if base == 0 {
+        if base == 0 && out.capacity() == 0 {
             std::mem::swap(out, &mut part.urls);
         } else {
             out.append(&mut part.urls);
@@ -301,10 +302,14 @@ const LARGE_LIST: usize = 4096;
 /// The texts resolved together by [`TextCache::resolve_part`].
 const BATCH: usize = 16;
 
-/// A list of at least this many URL strings is resolved in two halves at once.
+/// A list of at least this many URL strings is resolved on two threads at once.
 const PARALLEL_TEXTS: usize = 8192;
-/// A list of lines at least this long (bytes) is resolved in two halves at once.
+/// A list of lines at least this long (bytes) is resolved on two threads at once.
 const PARALLEL_BYTES: usize = 2 << 20;
+/// The URL strings of a stretch, when a list is resolved on two threads.
+const STRETCH_TEXTS: usize = 4096;
+/// The bytes of a stretch of lines (about), when a list is resolved on two threads.
+const STRETCH_BYTES: usize = 1 << 20;
 
 /// Whether this machine runs two threads at once (asked once).
 fn two_processors() -> bool {
@@ -312,31 +317,60 @@ fn two_processors() -> bool {
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
-/// `a()` on this thread and `b()` on another at once (a scoped thread, so both may borrow
-/// from here), or one after the other when no thread can be started (`b` copies only
-/// references, so the copy handed to a thread that failed to start is not needed).
-fn both<A, B>(a: impl FnOnce() -> A, b: impl Fn() -> B + Send + Copy) -> (A, B)
-where
-    B: Send,
-{
+/// `stretch(0)`, ..., `stretch(n - 1)`, in order, computed on this thread and one more (a
+/// scoped thread, so `stretch` may borrow from here), each thread taking the next stretch
+/// nobody took yet: when the other thread starts late or runs slower (the other processor
+/// is busy), this one takes more stretches instead of waiting. All on this thread when no
+/// thread can be started.
+fn resolve_shared<R: Send + Sync>(n: usize, stretch: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let done: Vec<OnceLock<R>> = (0..n).map(|_| OnceLock::new()).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= n {
+                break;
+            }
+            // Each index is taken once: the cell is empty.
+            let _ = done[i].set(stretch(i));
+        }
+    };
+    let work = &work;
     std::thread::scope(|s| {
-        match std::thread::Builder::new()
+        let other = std::thread::Builder::new()
             .name("routechain-live-texts".into())
-            .spawn_scoped(s, b)
-        {
+            .spawn_scoped(s, work);
+        work();
+        match other {
             Ok(other) => {
-                let a = a();
-                let b = other
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (a, b)
+                if let Err(panic) = other.join() {
+                    std::panic::resume_unwind(panic);
+                }
             }
             Err(e) => {
                 tracing::debug!(target: "routechain::live", "texts resolved on one thread: {e}");
-                (a(), b())
             }
         }
-    })
+    });
+    done.into_iter()
+        .map(|d| {
+            d.into_inner()
+                .expect("every stretch resolved: both threads took stretches until none was left")
+        })
+        .collect()
+}
+
+/// The starts of stretches of whole lines of `text` of about `size` bytes each, after the
+/// first (which starts at 0): just after the first line break at or past `size` bytes from
+/// the last start ([`split_lines`]); ascending, each inside the text.
+fn line_bounds(text: &str, size: usize) -> Vec<usize> {
+    let mut bounds = Vec::new();
+    let mut from = size;
+    while let Some(at) = split_lines(text, from).filter(|&at| at < text.len()) {
+        bounds.push(at);
+        from = at + size;
+    }
+    bounds
 }
 
 /// A provider text of a pushed list, with what locates it.
@@ -363,13 +397,17 @@ pub(crate) fn parse_providers_reusing(
     text: ProviderText,
     cache: &mut TextCache,
 ) -> (Vec<Url>, Vec<Skipped>) {
-    let split = two_processors().then(|| match &text {
-        ProviderText::Lines(t) if t.len() >= PARALLEL_BYTES => split_lines(t, t.len() / 2),
-        ProviderText::Urls(u) if u.len() >= PARALLEL_TEXTS => Some(u.len() / 2),
-        _ => None,
-    });
-    parse_split(origin, text, cache, split.flatten())
+    let bounds = match &text {
+        _ if !two_processors() => Vec::new(),
+        ProviderText::Lines(t) if t.len() >= PARALLEL_BYTES => line_bounds(t, STRETCH_BYTES),
+        ProviderText::Urls(u) if u.len() >= PARALLEL_TEXTS => (1..u.len().div_ceil(STRETCH_TEXTS))
+            .map(|i| i * STRETCH_TEXTS)
+            .collect(),
+        _ => Vec::new(),
+    };
+    parse_split(origin, text, cache, &bounds)
 }
+
 /// A stretch of whole lines resolved ([`TextCache::resolve_part`]), and its number of
 /// lines.
 fn resolve_lines<'t>(cache: &TextCache, text: &'t str, capacity: usize) -> (Part<'t>, usize) {
@@ -388,14 +426,15 @@ fn resolve_urls<'t>(cache: &TextCache, urls: &'t [String], capacity: usize) -> P
     cache.resolve_part(entries, capacity)
 }
 
-/// [`parse_providers_reusing`] with the list resolved in two stretches split at `split`
-/// (lines: the byte where the second starts, just after a line break; URLs: the index of
-/// its first URL) on two threads, or in one stretch on this thread (`None`).
+/// [`parse_providers_reusing`] with the list resolved in stretches starting at 0 and at
+/// each of `bounds` (ascending; lines: the byte where a stretch starts, just after a line
+/// break; URLs: the index of its first URL) on two threads ([`resolve_shared`]), or in one
+/// stretch on this thread (`bounds` empty).
 fn parse_split(
     origin: &str,
     text: ProviderText,
     cache: &mut TextCache,
-    split: Option<usize>,
+    bounds: &[usize],
 ) -> (Vec<Url>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
@@ -415,18 +454,21 @@ fn parse_split(
             // About as many providers as the last list.
             let capacity = cache.urls.len() + cache.urls.len() / 64 + 16;
             let (c, t) = (&*cache, text.as_str());
-            match split {
-                Some(at) => {
-                    let ((first, lines), (second, _)) = both(
-                        || resolve_lines(c, &t[..at], capacity),
-                        move || resolve_lines(c, &t[at..], capacity / 2),
-                    );
-                    cache.merge(first, &mut out, 0, &mut failed);
-                    cache.merge(second, &mut out, lines, &mut failed);
-                }
-                None => {
-                    let (part, _) = resolve_lines(c, t, capacity);
-                    cache.merge(part, &mut out, 0, &mut failed);
+            if bounds.is_empty() {
+                let (part, _) = resolve_lines(c, t, capacity);
+                cache.merge(part, &mut out, 0, &mut failed);
+            } else {
+                let start = |i: usize| if i == 0 { 0 } else { bounds[i - 1] };
+                let end = |i: usize| bounds.get(i).copied().unwrap_or(t.len());
+                let parts = resolve_shared(bounds.len() + 1, |i| {
+                    let (a, b) = (start(i), end(i));
+                    resolve_lines(c, &t[a..b], capacity * (b - a) / t.len().max(1) + 16)
+                });
+                out.reserve(capacity);
+                let mut lines = 0;
+                for (part, read) in parts {
+                    cache.merge(part, &mut out, lines, &mut failed);
+                    lines += read;
                 }
             }
             cache.end();
@@ -443,18 +485,18 @@ fn parse_split(
                 });
             };
             let (c, us) = (&*cache, urls.as_slice());
-            match split {
-                Some(at) => {
-                    let at = at.min(us.len());
-                    let (first, second) = both(
-                        || resolve_urls(c, &us[..at], us.len()),
-                        move || resolve_urls(c, &us[at..], us.len() - at),
-                    );
-                    cache.merge(first, &mut out, 0, &mut failed);
-                    cache.merge(second, &mut out, 0, &mut failed);
-                }
-                None => {
-                    let part = resolve_urls(c, us, us.len());
+            if bounds.is_empty() {
+                let part = resolve_urls(c, us, us.len());
+                cache.merge(part, &mut out, 0, &mut failed);
+            } else {
+                let start = |i: usize| if i == 0 { 0 } else { bounds[i - 1] };
+                let end = |i: usize| bounds.get(i).copied().unwrap_or(us.len());
+                let parts = resolve_shared(bounds.len() + 1, |i| {
+                    let (a, b) = (start(i), end(i));
+                    resolve_urls(c, &us[a..b], b - a)
+                });
+                out.reserve(us.len());
+                for part in parts {
                     cache.merge(part, &mut out, 0, &mut failed);
                 }
             }

@@ -286,8 +286,8 @@ fn plain_parse(origin: &str, text: &ProviderText) -> (Vec<String>, Vec<crate::Sk
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
-    /// A list resolved in two stretches on two threads, split at any line break (lines) or
-    /// any index (URLs), gives what parsing every entry on its own gives, in order (the
+    /// A list resolved in stretches on two threads, split at any line break (lines) or any
+    /// index (URLs), or at all of them, gives what parsing every entry on its own gives, in order (the
     /// skipped entries' line numbers included), reuses the URL of every text the cache
     /// held from the list before, shares one URL between equal texts (also when one is in
     /// each stretch, or both are new), and leaves exactly the list's valid texts marked.
@@ -322,30 +322,37 @@ proptest! {
         let first = make(&before.iter().map(|&i| (i, 0)).collect::<Vec<_>>());
         let pushed = make(&entries);
         let (want, want_skipped) = plain_parse("t", &pushed);
-        let splits: Vec<usize> = match &pushed {
-            ProviderText::Lines(t) => (0..=t.len()).filter_map(|k| super::split_lines(t, k)).collect(),
+        let points: Vec<usize> = match &pushed {
+            ProviderText::Lines(t) => {
+                let mut p: Vec<usize> = (0..=t.len()).filter_map(|k| super::split_lines(t, k)).collect();
+                p.dedup();
+                p
+            }
             ProviderText::Urls(u) => (0..=u.len()).collect(),
             ProviderText::Parsed { .. } => unreachable!(),
         };
+        // Two stretches split at each point, and as many stretches as there are points.
+        let mut splits: Vec<Vec<usize>> = points.iter().map(|&p| vec![p]).collect();
+        splits.push(points.clone());
         for at in splits {
             let mut cache = TextCache::default();
-            let (held, _) = super::parse_split("t", first.clone(), &mut cache, None);
+            let (held, _) = super::parse_split("t", first.clone(), &mut cache, &[]);
             let held: std::collections::HashMap<String, Url> =
                 held.iter().map(|u| (u.raw().to_string(), u.clone())).collect();
-            let (got, skipped) = super::parse_split("t", pushed.clone(), &mut cache, Some(at));
-            prop_assert_eq!(got.iter().map(|u| u.raw().to_string()).collect::<Vec<_>>(), want.clone(), "split at {}", at);
-            prop_assert_eq!(&skipped, &want_skipped, "split at {}", at);
+            let (got, skipped) = super::parse_split("t", pushed.clone(), &mut cache, &at);
+            prop_assert_eq!(got.iter().map(|u| u.raw().to_string()).collect::<Vec<_>>(), want.clone(), "split at {:?}", at);
+            prop_assert_eq!(&skipped, &want_skipped, "split at {:?}", at);
             let mut now: std::collections::HashMap<String, Url> = Default::default();
             for u in &got {
                 if let Some(before) = held.get(&*u.raw()) {
-                    prop_assert!(Url::ptr_eq(before, u), "a text cached is reused (split at {})", at);
+                    prop_assert!(Url::ptr_eq(before, u), "a text cached is reused (split at {:?})", at);
                 }
                 if let Some(same) = now.get(&*u.raw()) {
-                    prop_assert!(Url::ptr_eq(same, u), "equal texts share a URL (split at {})", at);
+                    prop_assert!(Url::ptr_eq(same, u), "equal texts share a URL (split at {:?})", at);
                 }
                 now.insert(u.raw().to_string(), u.clone());
             }
-            prop_assert_eq!(cache.len(), now.len(), "split at {}", at);
+            prop_assert_eq!(cache.len(), now.len(), "split at {:?}", at);
         }
     }
 
@@ -364,6 +371,22 @@ proptest! {
                 prop_assert_eq!(got, whole);
             }
             None => prop_assert!(!text.as_bytes().get(from..).is_some_and(|b| b.contains(&b'\n') || b.contains(&b'\r'))),
+        }
+    }
+}
+
+proptest! {
+    /// The stretches of a list of lines start just after a line break (never between `\r`
+    /// and `\n`), ascending, inside the text.
+    #[test]
+    fn stretches_of_lines_start_after_a_break(text in "[a\r\n ]{0,40}", size in 1usize..12) {
+        let bounds = super::line_bounds(&text, size);
+        let b = text.as_bytes();
+        let mut last = 0;
+        for &at in &bounds {
+            prop_assert!(at > last && at < text.len(), "{:?}", bounds);
+            prop_assert!(b[at - 1] == b'\n' || (b[at - 1] == b'\r' && b[at] != b'\n'), "{:?}", bounds);
+            last = at;
         }
     }
 }
