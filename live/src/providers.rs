@@ -460,9 +460,11 @@ fn parse_split(
             } else {
                 let start = |i: usize| if i == 0 { 0 } else { bounds[i - 1] };
                 let end = |i: usize| bounds.get(i).copied().unwrap_or(t.len());
+                // A stretch's share of the providers, by its share of the bytes.
+                let bytes_each = (t.len() / capacity).max(1);
                 let parts = resolve_shared(bounds.len() + 1, |i| {
                     let (a, b) = (start(i), end(i));
-                    resolve_lines(c, &t[a..b], capacity * (b - a) / t.len().max(1) + 16)
+                    resolve_lines(c, &t[a..b], (b - a) / bytes_each + 16)
                 });
                 out.reserve(capacity);
                 let mut lines = 0;
