@@ -8,8 +8,9 @@
 //! - a [`LiveChain`] at `N` providers applying one provider added, then one removed
 //!   (parse of the new URL, the edit of the snapshot, the routers', balancers' and health
 //!   tables' edits, swap), with the list pushed as `N` URL texts (each looked up in the
-//!   text cache) and as shared URLs (as a registry source pushes them), with no router, and
-//!   a full provider-list replacement;
+//!   text cache; each push after a pause in which the previous one's leftovers are freed,
+//!   as a source pushes, and back to back) and as shared URLs (as a registry source pushes
+//!   them), with no router, and a full provider-list replacement;
 //! - each router's incremental update ([`ChainState::with_edit`], one provider removed and
 //!   one added at `N`) against its preparation from scratch, for the single-router chains
 //!   and the full chain (see [`edit_costs`]).
@@ -20,7 +21,7 @@ use std::sync::Arc;
 
 use routechain::core::{ChainState, DegradedSet, Snapshot, Url};
 use routechain::live::{ProviderText, Update};
-use routechain_testkit::{self as testkit, time_median};
+use routechain_testkit::{self as testkit, time_median, time_median_settled};
 
 /// Times ten pushes of `serving` to `live` as shared URLs (as a registry source pushes
 /// them), alternately with and without `extra` appended: one provider added, then removed.
@@ -98,21 +99,30 @@ fn main() {
     // Warm the live chain's state from the text form once.
     live.apply(push(n));
     // The pushes are built before the clock starts: a source hands over a list it holds.
-    let mut pushes: Vec<Update> = (0..6)
-        .map(|i| push(if i % 2 == 0 { n + 1 } else { n }))
-        .collect();
-    pushes.reverse();
+    // Each is applied after a pause, as a source pushes (when a provider comes or goes):
+    // what the previous push left (its 100,000 strings, the replaced state) is freed on the
+    // drop thread meanwhile, not on the other core while this push runs.
     let mut size = n;
-    time_median(
-        &format!("live: one provider added/removed at {n}, pushed as {n} URL texts"),
-        6,
-        || {
-            size = if size == n { n + 1 } else { n };
-            let reports = live.apply(pushes.pop().expect("six pushes"));
-            assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
-            reports
-        },
-    );
+    for (label, pause) in [
+        ("", std::time::Duration::from_millis(100)),
+        (", back to back", std::time::Duration::ZERO),
+    ] {
+        let mut pushes: Vec<Update> = (0..6)
+            .map(|i| push(if i % 2 == 0 { n + 1 } else { n }))
+            .collect();
+        pushes.reverse();
+        time_median_settled(
+            &format!("live: one provider added/removed at {n}, pushed as {n} URL texts{label}"),
+            6,
+            pause,
+            || {
+                size = if size == n { n + 1 } else { n };
+                let reports = live.apply(pushes.pop().expect("six pushes"));
+                assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+                reports
+            },
+        );
+    }
     // As a registry source pushes them (the ZooKeeper source reads its nodes by name on
     // its own thread): the providers kept are the URLs already serving, one is new.
     let serving: Vec<Url> = live.chain().load().snapshot().providers().to_vec();

@@ -271,15 +271,20 @@ impl ChainState {
                 None => entry.router.prepare(&cx)?,
             };
             prepared.attach(&degraded);
+            let counters = metrics
+                .as_ref()
+                .map(|m| m.router_of_kind(entry.router.name(), &entry.kind));
             steps.push(Step {
                 entry: i,
-                name: Arc::from(entry.router.name()),
+                // The counters' name when counted (one string per router for the life of
+                // the metrics), else the router's.
+                name: counters
+                    .as_ref()
+                    .map_or_else(|| Arc::from(entry.router.name()), |c| c.name().clone()),
                 priority: entry.priority,
                 prepared,
                 edited,
-                counters: metrics
-                    .as_ref()
-                    .map(|m| m.router(entry.router.name(), &entry.kind)),
+                counters,
             });
         }
         let picks = match prior {
@@ -320,7 +325,10 @@ impl ChainState {
             let entry = &self.entries[step.entry];
             step.counters = metrics
                 .as_ref()
-                .map(|m| m.router(entry.router.name(), &entry.kind));
+                .map(|m| m.router_of_kind(entry.router.name(), &entry.kind));
+            if let Some(c) = &step.counters {
+                step.name = c.name().clone();
+            }
         }
         self.picks = pick_counters(metrics.as_deref(), self.snapshot.providers().iter());
         self.metrics = metrics;

@@ -18,6 +18,13 @@
 //! The per-router counters are resolved when a chain state is assembled (off the call
 //! path), so a call never looks a router up by name, takes a lock or allocates.
 //!
+//! **Memory.** The counters of a chain are packed: one padded block per shard (15
+//! counters, 128 bytes on x86-64) holds the chain's call counters and the counters of its
+//! first four routers, so a chain of up to four routers costs one block per shard (512
+//! bytes with 4 shards), not one padded set per router; a fifth router name opens another
+//! block, for five more. A process serving hundreds of services holds one [`ChainMetrics`]
+//! per service.
+//!
 //! Counters are monotonic for the life of the [`ChainMetrics`]: a router replaced by a rule
 //! change keeps counting under its name, so a rate over them stays meaningful across
 //! updates.
@@ -53,9 +60,11 @@ fn shard_count() -> usize {
         .clamp(4, 64)
 }
 
-/// `K` counters, sharded: one padded array of `K` atomics per shard.
+/// `K` counters, sharded: one padded array of `K` atomics per shard. Clones share the
+/// counters (the routers' counter sets share their chain's blocks).
+#[derive(Clone)]
 struct Sharded<const K: usize> {
-    shards: Box<[CachePadded<[AtomicU64; K]>]>,
+    shards: Arc<[CachePadded<[AtomicU64; K]>]>,
 }
 
 impl<const K: usize> Sharded<K> {
@@ -96,6 +105,33 @@ const NO_PROVIDER: usize = 0;
 const FALLBACK: usize = 1;
 const FAILURE: usize = 2;
 
+/// Counter sets of three per block: a block is one padded line (15 counters) per shard,
+/// holding the chain's call counters and the counters of four routers, or the counters of
+/// five more routers.
+const BLOCK_SLOTS: usize = 5;
+/// Counters per block.
+const BLOCK: usize = BLOCK_SLOTS * 3;
+
+/// The block counters are allocated in, and its next free set of three.
+struct Blocks {
+    current: Sharded<BLOCK>,
+    next: usize,
+}
+
+impl Blocks {
+    /// A set of three counters: the next free one of the current block, else the first of
+    /// a new block.
+    fn take(&mut self) -> (Sharded<BLOCK>, usize) {
+        if self.next == BLOCK_SLOTS {
+            self.current = Sharded::new();
+            self.next = 0;
+        }
+        let base = self.next * 3;
+        self.next += 1;
+        (self.current.clone(), base)
+    }
+}
+
 /// The label the counters of calls that found an empty provider list (no router ran) are
 /// reported under, in place of a router name.
 pub const EMPTY_LIST_ROUTER: &str = "(empty provider list)";
@@ -104,7 +140,9 @@ pub const EMPTY_LIST_ROUTER: &str = "(empty provider list)";
 pub struct RouterCounters {
     name: Arc<str>,
     kind: Arc<str>,
-    counts: Sharded<3>,
+    /// The block this router's three counters are in, from `base` on.
+    block: Sharded<BLOCK>,
+    base: usize,
 }
 
 impl std::fmt::Debug for RouterCounters {
@@ -112,7 +150,10 @@ impl std::fmt::Debug for RouterCounters {
         f.debug_struct("RouterCounters")
             .field("name", &self.name)
             .field("kind", &self.kind)
-            .field("counts", &self.counts)
+            .field(
+                "counts",
+                &[NO_PROVIDER, FALLBACK, FAILURE].map(|k| self.sum(k)),
+            )
             .finish()
     }
 }
@@ -121,17 +162,26 @@ impl RouterCounters {
     /// Records a call this router emptied.
     #[inline]
     pub fn count_no_provider(&self) {
-        self.counts.add(NO_PROVIDER);
+        self.block.add(self.base + NO_PROVIDER);
     }
     /// Records a call on which this router took its fallback or force path.
     #[inline]
     pub fn count_fallback(&self) {
-        self.counts.add(FALLBACK);
+        self.block.add(self.base + FALLBACK);
     }
     /// Records a call on which this router failed and was isolated.
     #[inline]
     pub fn count_failure(&self) {
-        self.counts.add(FAILURE);
+        self.block.add(self.base + FAILURE);
+    }
+
+    fn sum(&self, k: usize) -> u64 {
+        self.block.sum(self.base + k)
+    }
+
+    /// The router's name.
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.name
     }
 }
 
@@ -188,7 +238,10 @@ impl PickCounter {
 
 /// The call-path counters of one chain: see the module documentation.
 pub struct ChainMetrics {
-    calls: Sharded<3>,
+    /// The first block: the call counters are its first set of three.
+    calls: Sharded<BLOCK>,
+    /// Where the next router's counters go.
+    blocks: Mutex<Blocks>,
     /// Per-provider pick counters by address (`None`: not counted, the default).
     picks: Option<Mutex<Vec<Arc<PickCounter>>>>,
     /// Every router that was part of a state carrying these metrics, by name, in the order
@@ -215,8 +268,13 @@ impl Default for ChainMetrics {
 impl ChainMetrics {
     /// Counters at zero.
     pub fn new() -> Self {
+        let calls = Sharded::new();
         ChainMetrics {
-            calls: Sharded::new(),
+            blocks: Mutex::new(Blocks {
+                current: calls.clone(),
+                next: 1,
+            }),
+            calls,
             picks: None,
             routers: Mutex::new(Vec::new()),
         }
@@ -275,14 +333,31 @@ impl ChainMetrics {
     /// The counters of the router named `name` (created at zero on first use). Off the call
     /// path: a chain state resolves its routers' counters once, when it is assembled.
     pub fn router(&self, name: &str, kind: &str) -> Arc<RouterCounters> {
+        self.router_named(name, || (Arc::from(name), Arc::from(kind)))
+    }
+
+    /// [`ChainMetrics::router`] with the kind a chain entry holds: new counters share it,
+    /// and the chain's steps share the counters' name ([`RouterCounters::name`]).
+    pub(crate) fn router_of_kind(&self, name: &str, kind: &Arc<str>) -> Arc<RouterCounters> {
+        self.router_named(name, || (Arc::from(name), kind.clone()))
+    }
+
+    fn router_named(
+        &self,
+        name: &str,
+        names: impl FnOnce() -> (Arc<str>, Arc<str>),
+    ) -> Arc<RouterCounters> {
         let mut routers = self.routers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = routers.iter().find(|r| &*r.name == name) {
             return r.clone();
         }
+        let (block, base) = self.blocks.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (name, kind) = names();
         let r = Arc::new(RouterCounters {
-            name: Arc::from(name),
-            kind: Arc::from(kind),
-            counts: Sharded::new(),
+            name,
+            kind,
+            block,
+            base,
         });
         routers.push(r.clone());
         r
@@ -325,9 +400,9 @@ impl ChainMetrics {
             .map(|r| RouterStats {
                 router: r.name.clone(),
                 kind: r.kind.clone(),
-                no_provider: r.counts.sum(NO_PROVIDER),
-                fallback: r.counts.sum(FALLBACK),
-                failures: r.counts.sum(FAILURE),
+                no_provider: r.sum(NO_PROVIDER),
+                fallback: r.sum(FALLBACK),
+                failures: r.sum(FAILURE),
             })
             .collect()
     }
@@ -396,6 +471,42 @@ mod tests {
             picks,
             [("a:1".into(), 3), ("b:1".into(), 1), ("c:1".into(), 0)]
         );
+    }
+
+    #[test]
+    fn routers_sharing_a_block_count_apart() {
+        // The call counters and four routers fill the first block; the fifth and later
+        // routers go to a second one. Every counter counts alone.
+        let m = ChainMetrics::new();
+        let routers: Vec<_> = (0..12)
+            .map(|i| m.router(&format!("r{i}"), "mock"))
+            .collect();
+        let same = |a: &Sharded<BLOCK>, b: &Sharded<BLOCK>| Arc::ptr_eq(&a.shards, &b.shards);
+        assert!(same(&routers[0].block, &m.calls));
+        assert!(same(&routers[3].block, &m.calls));
+        assert!(!same(&routers[4].block, &m.calls));
+        assert!(same(&routers[4].block, &routers[8].block));
+        assert!(!same(&routers[9].block, &routers[8].block));
+        for (i, r) in routers.iter().enumerate() {
+            for _ in 0..i {
+                r.count_no_provider();
+            }
+            for _ in 0..2 * i {
+                r.count_fallback();
+            }
+            for _ in 0..3 * i {
+                r.count_failure();
+            }
+        }
+        m.count_call();
+        m.count_failover();
+        m.count_failover();
+        assert_eq!((m.calls(), m.failovers(), m.empty_list()), (1, 2, 0));
+        for (i, r) in m.routers().iter().enumerate() {
+            let i = i as u64;
+            assert_eq!(&*r.router, format!("r{i}"));
+            assert_eq!((r.no_provider, r.fallback, r.failures), (i, 2 * i, 3 * i));
+        }
     }
 
     #[test]

@@ -53,12 +53,24 @@ pub trait RouterFactory: Send + Sync {
     /// Compiles the entry into a router, reporting every problem found. The router knows
     /// its default priority ([`Router::default_priority`]).
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>>;
+
+    /// Whether a router this factory builds may depend on the chain's service
+    /// ([`RouterSpec::service`]). When it does not, the services a process builds from one
+    /// chain configuration for different references (`routechain_live::ChainTemplate`)
+    /// share the router compiled once instead of compiling one each. Default `true`.
+    fn reads_service(&self) -> bool {
+        true
+    }
 }
 
 /// Type name → factory.
+///
+/// Cloning a registry is cheap: clones share one map (a reference count), and a clone that
+/// registers a type copies the map first, so registering never changes another clone. A
+/// process serving many services builds one registry and hands each live chain a clone.
 #[derive(Clone, Default)]
 pub struct Registry {
-    factories: BTreeMap<String, Arc<dyn RouterFactory>>,
+    factories: Arc<BTreeMap<String, Arc<dyn RouterFactory>>>,
 }
 
 impl Registry {
@@ -72,7 +84,7 @@ impl Registry {
         type_name: impl Into<String>,
         factory: Arc<dyn RouterFactory>,
     ) -> Option<Arc<dyn RouterFactory>> {
-        self.factories.insert(type_name.into(), factory)
+        Arc::make_mut(&mut self.factories).insert(type_name.into(), factory)
     }
     /// Registers the typed router `router` under `type_name` (see [`TypedRouter`]),
     /// returning the factory it replaces.
@@ -114,5 +126,34 @@ impl Registry {
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.factories.keys()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_one_map_until_one_registers() {
+        let mut a = Registry::new();
+        a.register_fn("keep", 10, |_, _| {});
+        let mut b = a.clone();
+        assert!(
+            Arc::ptr_eq(&a.factories, &b.factories),
+            "a clone copies nothing"
+        );
+        assert!(Arc::ptr_eq(
+            a.get("keep").expect("registered"),
+            b.get("keep").expect("cloned")
+        ));
+        // Registering into one clone leaves the other as it was.
+        b.register_fn("drop", 20, |_, c| c.clear());
+        assert_eq!(a.type_names().collect::<Vec<_>>(), ["keep"]);
+        assert_eq!(b.type_names().collect::<Vec<_>>(), ["drop", "keep"]);
+        a.register_fn("keep", 30, |_, _| {});
+        assert!(!Arc::ptr_eq(
+            a.get("keep").expect("replaced"),
+            b.get("keep").expect("kept")
+        ));
     }
 }

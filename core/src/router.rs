@@ -120,6 +120,13 @@ pub trait TypedRouter: Send + Sync + 'static {
         &[]
     }
 
+    /// Whether [`TypedRouter::compile`] or [`TypedRouter::without_rule`] read
+    /// [`RouterSpec::service`] (see [`crate::RouterFactory::reads_service`]); default `true`.
+    /// A router that compiles its rule alike for every service returns `false`.
+    fn reads_service(&self) -> bool {
+        true
+    }
+
     /// The name shown in traces and errors for a compiled rule; by default the type name the
     /// entry asked for (`tag`), and for an entry without a rule always the type name.
     fn name(&self, type_name: &str, rule: &Self::Rule) -> String {
@@ -340,6 +347,10 @@ impl<T: TypedRouter> fmt::Debug for TypedFactory<T> {
 impl<T: TypedRouter> RouterFactory for TypedFactory<T> {
     fn extra_fields(&self) -> &'static [&'static str] {
         self.router.extra_fields()
+    }
+
+    fn reads_service(&self) -> bool {
+        self.router.reads_service()
     }
 
     fn build(&self, spec: &RouterSpec<'_>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
@@ -742,6 +753,10 @@ where
             )]);
         }
         Ok(Arc::new(self.0.clone()))
+    }
+
+    fn reads_service(&self) -> bool {
+        false
     }
 }
 

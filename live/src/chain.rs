@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use routechain_balance::{Service, SystemClock};
-use routechain_core::{Chain, Registry, Snapshot, Url};
+use routechain_core::{Chain, ChainEntry, ChainState, Registry, Snapshot, Url};
 use routechain_rules::{ChainFile, LocatedError, YamlDoc};
 
 use crate::dubbo::ServiceKey;
@@ -23,7 +23,7 @@ pub use crate::report::{LiveOptions, LiveStats, Report};
 use crate::{RuleKey, Source, SourceError, SourceHandle};
 use apply::Staged;
 use routechain_rules::configurators::OverrideRule;
-use routechain_rules::load::{self, LoadError};
+use routechain_rules::load::LoadError;
 
 struct Inputs {
     file: ChainFile,
@@ -58,6 +58,9 @@ struct Inputs {
 pub struct LiveChain {
     service: Arc<Service>,
     registry: Registry,
+    /// The reference given in place of the chain file's (`ChainTemplate::live_chain_for`),
+    /// kept over chain-file reloads.
+    reference: Option<ServiceKey>,
     options: LiveOptions,
     inputs: Mutex<Inputs>,
     /// The parsed URLs of the last provider list pushed as text, by their text: a new list
@@ -100,6 +103,20 @@ impl LiveChain {
         options: LiveOptions,
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
+        let entries = file.compile(&registry)?;
+        Self::build(file, registry, None, entries, options, providers)
+    }
+
+    /// A live chain over `file` and its compiled `entries` (its own rules, through
+    /// `registry`), serving `providers`; `reference` is kept over chain-file reloads.
+    pub(crate) fn build(
+        file: ChainFile,
+        registry: Registry,
+        reference: Option<ServiceKey>,
+        entries: impl Into<Arc<[ChainEntry]>>,
+        options: LiveOptions,
+        providers: Snapshot,
+    ) -> Result<Self, LoadError> {
         let generation = providers.generation();
         let (registered, effective) = {
             let consumer = options.consumer.as_ref().or(file.consumer.as_ref());
@@ -107,11 +124,16 @@ impl LiveChain {
             let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
             Registered::new(providers, &entries, &override_context(&file, consumer))
         };
-        let state = load::build_state(
-            &file,
-            &registry,
+        let consumer = options
+            .consumer
+            .clone()
+            .or_else(|| file.consumer.clone())
+            .unwrap_or_else(Url::empty);
+        let state = ChainState::new(
+            file.service.as_deref().map(Arc::from),
             Arc::new(Snapshot::from_shared(generation, effective)),
-            options.consumer.clone(),
+            consumer,
+            entries,
         )?
         .with_metrics(options.metrics.then(|| {
             Arc::new(if options.provider_picks {
@@ -132,6 +154,7 @@ impl LiveChain {
         Ok(LiveChain {
             service: Arc::new(service),
             registry,
+            reference,
             options,
             inputs: Mutex::new(Inputs {
                 provider_app: registered.apps.application(),
@@ -216,7 +239,7 @@ impl LiveChain {
                 keys.push(k);
             }
         };
-        for def in &inputs.file.entries {
+        for def in inputs.file.entries.iter() {
             if follows_provider_app(def) {
                 continue;
             }
@@ -241,7 +264,7 @@ impl LiveChain {
     pub fn provider_app_kinds(&self) -> Vec<String> {
         let inputs = self.lock();
         let mut kinds: Vec<String> = Vec::new();
-        for def in &inputs.file.entries {
+        for def in inputs.file.entries.iter() {
             if follows_provider_app(def)
                 && !follows_each_provider_app(def)
                 && !kinds.contains(&def.type_name)

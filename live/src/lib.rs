@@ -27,6 +27,11 @@
 //!   the routers (the `overrides` module holds Dubbo's order and the side policy).
 //! - [`dubbo`] holds Dubbo's registry layout: node paths, how provider nodes are decoded,
 //!   the reference (which providers a consumer takes) and the rule keys.
+//! - [`ChainTemplate`] serves many services with one chain configuration, as a Dubbo
+//!   consumer with hundreds of references does: the chain file is parsed and compiled
+//!   once, and each service's [`LiveChain`] (its own reference, providers, rules and
+//!   prepared state) shares the parsed file, the registry and the compiled routers, so a
+//!   service costs a few kilobytes before its providers (docs/live.md, "Many services").
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -58,6 +63,7 @@ mod observe;
 mod overrides;
 mod providers;
 mod report;
+mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
@@ -71,6 +77,7 @@ pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
+pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]
 pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
 

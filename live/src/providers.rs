@@ -17,7 +17,11 @@
 //! - [`AppCounts`]: the providers' applications counted as providers come and go (tag and
 //!   mesh rules are read under them), so that a change does not look at every provider.
 
+use std::collections::hash_map::Entry as Slot;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU32, AtomicUsize};
 
 use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
@@ -32,19 +36,41 @@ use crate::{ProviderText, Skipped};
 
 struct Cached {
     url: Url,
-    /// The last list (round) the text was in.
-    round: u32,
+    /// The last list (round) the text was in. Atomic so that the two threads resolving the
+    /// stretches of a long list can mark it through a shared reference (plain relaxed loads
+    /// and stores: see [`TextCache::resolve_part`]).
+    round: AtomicU32,
 }
 
 /// Parsed provider URLs by their text (the text a source pushed, trimmed), kept from one
 /// list to the next: see the module documentation. A text is known by its keyed 128-bit
 /// hash ([`TextKey`]: no copy of the text is kept, 32 bytes per provider, and a look-up
 /// compares 16 bytes; why a hash is an acceptable key is said there).
+///
+/// A pushed list is resolved in stretches ([`TextCache::resolve_part`], reading the cache
+/// only), which are then merged in order ([`TextCache::merge`], inserting the new texts):
+/// a long list (at least [`PARALLEL_TEXTS`] URLs or [`PARALLEL_BYTES`] of lines) in
+/// stretches of [`STRETCH_TEXTS`] URLs or about [`STRETCH_BYTES`] of lines, taken in turn
+/// by this thread and one more ([`resolve_shared`]), when the machine has two processors.
 #[derive(Default)]
 pub(crate) struct TextCache {
     urls: KeyMap<Cached>,
     round: u32,
-    /// Distinct texts seen in the current round.
+    /// Distinct texts seen in the current round (a text listed in two stretches resolved at
+    /// once on two threads may be counted twice: only the forgetting slack reads it).
+    seen: usize,
+}
+
+/// A stretch of a pushed list resolved against the cache, which it only read (so that two
+/// stretches can be resolved at once): see [`TextCache::resolve_part`].
+struct Part<'t> {
+    /// The stretch's URLs, in order: the cached ones, and the new ones parsed here.
+    urls: Vec<Url>,
+    /// The texts parsed here (not cached): their index in `urls` and their key, in order.
+    new: Vec<(usize, TextKey)>,
+    /// The entries that do not parse, in order.
+    failed: Vec<(Entry<'t>, UrlError)>,
+    /// Cached texts marked with the current round here.
     seen: usize,
 }
 
@@ -55,57 +81,110 @@ impl TextCache {
         self.seen = 0;
     }
 
-    /// The URL parsed from `text` (whose key is `key`): the cached one (one look-up), else
-    /// parsed now and inserted.
-    fn resolve(&mut self, key: TextKey, text: &str) -> Result<Url, UrlError> {
-        if let Some(c) = self.urls.get_mut(&key) {
-            if c.round != self.round {
-                c.round = self.round;
-                self.seen += 1;
-            }
-            return Ok(c.url.clone());
-        }
-        let url = Url::parse(text)?;
-        self.urls.insert(
-            key,
-            Cached {
-                url: url.clone(),
-                round: self.round,
-            },
-        );
-        self.seen += 1;
-        Ok(url)
-    }
-
-    /// Resolves the texts of `batch` in order ([`TextCache::resolve`]), pushing each URL
-    /// to `out` and calling `failed` with each entry that does not parse.
+    /// Resolves the texts of `entries`, in order, against the cache (read only): each
+    /// cached text's URL is taken (and its entry marked with the current round), each
+    /// other text parsed. [`TextCache::merge`] then inserts the new texts.
     ///
-    /// In a batch, not one text at a time, because at 100,000 providers the cost is
-    /// memory, not computation: each look-up reads a random place of a 4 MB table, and
-    /// each URL reused has its reference count incremented, a locked instruction that
-    /// waits alone for its cache line. So the batch is hashed first, then its entries and
-    /// reference counts are read with plain loads (which the processor overlaps), then
-    /// the counts are incremented, now in the cache.
-    fn resolve_batch<'t>(
-        &mut self,
-        batch: &[Entry<'t>],
-        out: &mut Vec<Url>,
-        failed: &mut impl FnMut(&Entry<'t>, UrlError),
-    ) {
+    /// In batches of [`BATCH`] texts, because at 100,000 providers the cost is memory,
+    /// not computation: each look-up reads a random place of a 4 MB table, and each URL
+    /// reused has its reference count incremented, a locked instruction that waits alone
+    /// for its cache line. So a batch is hashed first, then its entries and reference
+    /// counts are read with plain loads (which the processor overlaps), then the counts
+    /// are incremented, now in the cache.
+    ///
+    /// The round is marked with a relaxed load and store, not a read-modify-write: the
+    /// only race is a text listed in two stretches resolved at once on two threads, both of
+    /// which may then count it in [`TextCache::seen`] (which only decides when stale
+    /// texts are forgotten); the round itself is the same either way.
+    fn resolve_part<'t>(
+        &self,
+        entries: impl Iterator<Item = Entry<'t>>,
+        capacity: usize,
+    ) -> Part<'t> {
+        let mut part = Part {
+            urls: Vec::with_capacity(capacity),
+            new: Vec::new(),
+            failed: Vec::new(),
+            seen: 0,
+        };
+        let mut entries = entries.peekable();
+        let mut batch = [Entry::default(); BATCH];
         let mut keys = [TextKey::default(); BATCH];
-        for (k, e) in keys.iter_mut().zip(batch) {
-            *k = TextKey::of(e.text);
-        }
-        for k in &keys[..batch.len()] {
-            if let Some(c) = self.urls.get(k) {
+        while entries.peek().is_some() {
+            let mut len = 0;
+            for (slot, e) in batch.iter_mut().zip(entries.by_ref()) {
+                *slot = e;
+                len += 1;
+            }
+            for (k, e) in keys.iter_mut().zip(&batch[..len]) {
+                *k = TextKey::of(e.text);
+            }
+            let mut found: [Option<&Cached>; BATCH] = [None; BATCH];
+            for (f, k) in found.iter_mut().zip(&keys[..len]) {
+                *f = self.urls.get(k);
+            }
+            for c in found[..len].iter().flatten() {
                 std::hint::black_box(Url::strong_count(&c.url));
             }
-        }
-        for (k, e) in keys.iter().zip(batch) {
-            match self.resolve(*k, e.text) {
-                Ok(u) => out.push(u),
-                Err(err) => failed(e, err),
+            for ((e, k), f) in batch[..len].iter().zip(keys).zip(found) {
+                match f {
+                    Some(c) => {
+                        if c.round.load(Relaxed) != self.round {
+                            c.round.store(self.round, Relaxed);
+                            part.seen += 1;
+                        }
+                        part.urls.push(c.url.clone());
+                    }
+                    None => match Url::parse(e.text) {
+                        Ok(url) => {
+                            part.new.push((part.urls.len(), k));
+                            part.urls.push(url);
+                        }
+                        Err(err) => part.failed.push((*e, err)),
+                    },
+                }
             }
+        }
+        part
+    }
+
+    /// Appends the URLs of `part` (the next stretch of the list) to `out`, inserting its
+    /// new texts (a text new to this list and already inserted from an earlier stretch,
+    /// or earlier in this one, takes that URL: equal texts share one), and calls `failed`
+    /// with each entry that does not parse, its line number moved by `line_base` (the
+    /// lines before the stretch).
+    fn merge<'t>(
+        &mut self,
+        mut part: Part<'t>,
+        out: &mut Vec<Url>,
+        line_base: usize,
+        failed: &mut impl FnMut(&Entry<'t>, UrlError),
+    ) {
+        let base = out.len();
+        if base == 0 && out.capacity() == 0 {
+            std::mem::swap(out, &mut part.urls);
+        } else {
+            out.append(&mut part.urls);
+        }
+        for (i, key) in part.new {
+            match self.urls.entry(key) {
+                Slot::Occupied(c) => out[base + i] = c.get().url.clone(),
+                Slot::Vacant(v) => {
+                    v.insert(Cached {
+                        url: out[base + i].clone(),
+                        round: AtomicU32::new(self.round),
+                    });
+                    self.seen += 1;
+                }
+            }
+        }
+        self.seen += part.seen;
+        for (e, err) in part.failed {
+            let e = Entry {
+                tag: e.tag + line_base,
+                ..e
+            };
+            failed(&e, err);
         }
     }
 
@@ -117,10 +196,10 @@ impl TextCache {
     /// pass leaves every entry of the current round; a stale entry whose round the counter
     /// wraps around to (after 2³² lists) would stay one pass longer.
     fn end(&mut self) {
-        let stale = self.urls.len() - self.seen;
+        let stale = self.urls.len().saturating_sub(self.seen);
         if stale > 8 + self.urls.len() / 64 {
             let round = self.round;
-            self.urls.retain(|_, c| c.round == round);
+            self.urls.retain(|_, c| *c.round.get_mut() == round);
             if self.urls.capacity() > 4 * self.urls.len() + 16 {
                 self.urls.shrink_to_fit();
             }
@@ -130,7 +209,11 @@ impl TextCache {
     /// The number of texts of the last list cached.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.seen
+        let round = self.round;
+        self.urls
+            .values()
+            .filter(|c| c.round.load(Relaxed) == round)
+            .count()
     }
 
     /// The number of texts cached, those of earlier lists not yet forgotten included.
@@ -140,28 +223,74 @@ impl TextCache {
     }
 }
 
-/// The lines of `text` with their 0-based numbers, ending at `\n`, `\r\n` or a lone `\r`
+/// The lines of a text with their 0-based numbers, ending at `\n`, `\r\n` or a lone `\r`
 /// as every other input does (`routechain_rules::located::lines`), so the line numbers of
 /// skipped entries match what an editor shows; found with `memchr` (a pushed list is
 /// 100,000 lines of ~330 characters: a search by `char` was most of an update's cost).
-fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    let mut n = 0;
-    std::iter::from_fn(move || {
-        if at >= bytes.len() {
+struct NumberedLines<'t> {
+    text: &'t str,
+    /// Where the next line starts.
+    at: usize,
+    /// Lines read so far.
+    read: usize,
+}
+
+/// The lines of `text` ([`NumberedLines`]).
+fn numbered_lines(text: &str) -> NumberedLines<'_> {
+    NumberedLines {
+        text,
+        at: 0,
+        read: 0,
+    }
+}
+
+impl<'t> Iterator for NumberedLines<'t> {
+    type Item = (usize, &'t str);
+
+    fn next(&mut self) -> Option<(usize, &'t str)> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        if start >= bytes.len() {
             return None;
         }
-        let start = at;
         let end = memchr::memchr2(b'\n', b'\r', &bytes[start..]).map_or(bytes.len(), |i| start + i);
-        at = if bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n') {
+        self.at = if bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) == Some(&b'\n') {
             end + 2
         } else {
             end + 1
         };
-        n += 1;
+        self.read += 1;
         // Breaks are ASCII: `start` and `end` are character boundaries.
-        Some((n - 1, &text[start..end]))
+        Some((self.read - 1, &self.text[start..end]))
+    }
+}
+
+/// Where `text` splits into two stretches of whole lines: just after the first line break
+/// at or after byte `from` (a `\r\n` taken whole); `None` when there is none. The lines of
+/// the two stretches, the second's numbered on from the first's count, are the lines of
+/// `text`.
+fn split_lines(text: &str, from: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let i = from + memchr::memchr2(b'\n', b'\r', bytes.get(from..)?)?;
+    Some(if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+        i + 2
+    } else {
+        i + 1
+    })
+}
+
+/// The provider entry of line `n` (its indentation and trimmed text), unless it is blank
+/// or a `#` comment.
+fn line_entry((n, line): (usize, &str)) -> Option<Entry<'_>> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        return None;
+    }
+    let indent = line.len() - line.trim_start().len();
+    Some(Entry {
+        tag: n,
+        lead: &line[..indent],
+        text: trimmed,
     })
 }
 
@@ -170,10 +299,82 @@ const LARGE_TEXT: usize = 1 << 20;
 /// A pushed list of this many URL strings is freed by [`drop_later`].
 const LARGE_LIST: usize = 4096;
 
-/// The texts resolved together by [`TextCache::resolve_batch`].
+/// The texts resolved together by [`TextCache::resolve_part`].
 const BATCH: usize = 16;
 
+/// A list of at least this many URL strings is resolved on two threads at once.
+const PARALLEL_TEXTS: usize = 8192;
+/// A list of lines at least this long (bytes) is resolved on two threads at once.
+const PARALLEL_BYTES: usize = 2 << 20;
+/// The URL strings of a stretch, when a list is resolved on two threads.
+const STRETCH_TEXTS: usize = 4096;
+/// The bytes of a stretch of lines (about), when a list is resolved on two threads.
+const STRETCH_BYTES: usize = 1 << 20;
+
+/// Whether this machine runs two threads at once (asked once).
+fn two_processors() -> bool {
+    static TWO: OnceLock<bool> = OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
+/// `stretch(0)`, ..., `stretch(n - 1)`, in order, computed on this thread and one more (a
+/// scoped thread, so `stretch` may borrow from here), each thread taking the next stretch
+/// nobody took yet: when the other thread starts late or runs slower (the other processor
+/// is busy), this one takes more stretches instead of waiting. All on this thread when no
+/// thread can be started.
+fn resolve_shared<R: Send + Sync>(n: usize, stretch: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let done: Vec<OnceLock<R>> = (0..n).map(|_| OnceLock::new()).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Relaxed);
+            if i >= n {
+                break;
+            }
+            // Each index is taken once: the cell is empty.
+            let _ = done[i].set(stretch(i));
+        }
+    };
+    let work = &work;
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("routechain-live-texts".into())
+            .spawn_scoped(s, work);
+        work();
+        match other {
+            Ok(other) => {
+                if let Err(panic) = other.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(target: "routechain::live", "texts resolved on one thread: {e}");
+            }
+        }
+    });
+    done.into_iter()
+        .map(|d| {
+            d.into_inner()
+                .expect("every stretch resolved: both threads took stretches until none was left")
+        })
+        .collect()
+}
+
+/// The starts of stretches of whole lines of `text` of about `size` bytes each, after the
+/// first (which starts at 0): just after the first line break at or past `size` bytes from
+/// the last start ([`split_lines`]); ascending, each inside the text.
+fn line_bounds(text: &str, size: usize) -> Vec<usize> {
+    let mut bounds = Vec::new();
+    let mut from = size;
+    while let Some(at) = split_lines(text, from).filter(|&at| at < text.len()) {
+        bounds.push(at);
+        from = at + size;
+    }
+    bounds
+}
+
 /// A provider text of a pushed list, with what locates it.
+#[derive(Debug, Clone, Copy, Default)]
 struct Entry<'t> {
     /// The line's index (lines), unused for a list of URLs.
     tag: usize,
@@ -196,12 +397,49 @@ pub(crate) fn parse_providers_reusing(
     text: ProviderText,
     cache: &mut TextCache,
 ) -> (Vec<Url>, Vec<Skipped>) {
+    let bounds = match &text {
+        _ if !two_processors() => Vec::new(),
+        ProviderText::Lines(t) if t.len() >= PARALLEL_BYTES => line_bounds(t, STRETCH_BYTES),
+        ProviderText::Urls(u) if u.len() >= PARALLEL_TEXTS => (1..u.len().div_ceil(STRETCH_TEXTS))
+            .map(|i| i * STRETCH_TEXTS)
+            .collect(),
+        _ => Vec::new(),
+    };
+    parse_split(origin, text, cache, &bounds)
+}
+
+/// A stretch of whole lines resolved ([`TextCache::resolve_part`]), and its number of
+/// lines.
+fn resolve_lines<'t>(cache: &TextCache, text: &'t str, capacity: usize) -> (Part<'t>, usize) {
+    let mut lines = numbered_lines(text);
+    let part = cache.resolve_part(lines.by_ref().filter_map(line_entry), capacity);
+    (part, lines.read)
+}
+
+/// A stretch of a list of URLs resolved ([`TextCache::resolve_part`]).
+fn resolve_urls<'t>(cache: &TextCache, urls: &'t [String], capacity: usize) -> Part<'t> {
+    let entries = urls.iter().map(|u| Entry {
+        tag: 0,
+        lead: "",
+        text: u,
+    });
+    cache.resolve_part(entries, capacity)
+}
+
+/// [`parse_providers_reusing`] with the list resolved in stretches starting at 0 and at
+/// each of `bounds` (ascending; lines: the byte where a stretch starts, just after a line
+/// break; URLs: the index of its first URL) on two threads ([`resolve_shared`]), or in one
+/// stretch on this thread (`bounds` empty).
+fn parse_split(
+    origin: &str,
+    text: ProviderText,
+    cache: &mut TextCache,
+    bounds: &[usize],
+) -> (Vec<Url>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     match text {
         ProviderText::Lines(text) => {
-            // About as many providers as the last list.
-            out.reserve(cache.urls.len());
             cache.begin();
             let mut failed = |e: &Entry<'_>, err: UrlError| {
                 skipped.push(Skipped {
@@ -213,26 +451,28 @@ pub(crate) fn parse_providers_reusing(
                     reason: format!("invalid provider URL: {}", err.reason),
                 });
             };
-            let mut batch = Vec::with_capacity(BATCH);
-            // Lines end as in every other input (`\n`, `\r\n` or a lone `\r`), so the line
-            // numbers of skipped entries match what an editor and the rule files show.
-            for (n, line) in numbered_lines(&text) {
-                let trimmed = line.trim();
-                if trimmed.is_empty() || trimmed.starts_with('#') {
-                    continue;
-                }
-                let indent = line.len() - line.trim_start().len();
-                batch.push(Entry {
-                    tag: n,
-                    lead: &line[..indent],
-                    text: trimmed,
+            // About as many providers as the last list.
+            let capacity = cache.urls.len() + cache.urls.len() / 64 + 16;
+            let (c, t) = (&*cache, text.as_str());
+            if bounds.is_empty() {
+                let (part, _) = resolve_lines(c, t, capacity);
+                cache.merge(part, &mut out, 0, &mut failed);
+            } else {
+                let start = |i: usize| if i == 0 { 0 } else { bounds[i - 1] };
+                let end = |i: usize| bounds.get(i).copied().unwrap_or(t.len());
+                // A stretch's share of the providers, by its share of the bytes.
+                let bytes_each = (t.len() / capacity).max(1);
+                let parts = resolve_shared(bounds.len() + 1, |i| {
+                    let (a, b) = (start(i), end(i));
+                    resolve_lines(c, &t[a..b], (b - a) / bytes_each + 16)
                 });
-                if batch.len() == BATCH {
-                    cache.resolve_batch(&batch, &mut out, &mut failed);
-                    batch.clear();
+                out.reserve(capacity);
+                let mut lines = 0;
+                for (part, read) in parts {
+                    cache.merge(part, &mut out, lines, &mut failed);
+                    lines += read;
                 }
             }
-            cache.resolve_batch(&batch, &mut out, &mut failed);
             cache.end();
             if text.len() >= LARGE_TEXT {
                 drop_later(text);
@@ -240,22 +480,27 @@ pub(crate) fn parse_providers_reusing(
         }
         ProviderText::Urls(urls) => {
             cache.begin();
-            out.reserve(urls.len());
             let mut failed = |e: &Entry<'_>, err: UrlError| {
                 skipped.push(Skipped {
                     location: format!("{origin}: {:?} column {}", e.text, err.column),
                     reason: format!("invalid provider URL: {}", err.reason),
                 });
             };
-            let mut batch = Vec::with_capacity(BATCH);
-            for chunk in urls.chunks(BATCH) {
-                batch.clear();
-                batch.extend(chunk.iter().map(|u| Entry {
-                    tag: 0,
-                    lead: "",
-                    text: u,
-                }));
-                cache.resolve_batch(&batch, &mut out, &mut failed);
+            let (c, us) = (&*cache, urls.as_slice());
+            if bounds.is_empty() {
+                let part = resolve_urls(c, us, us.len());
+                cache.merge(part, &mut out, 0, &mut failed);
+            } else {
+                let start = |i: usize| if i == 0 { 0 } else { bounds[i - 1] };
+                let end = |i: usize| bounds.get(i).copied().unwrap_or(us.len());
+                let parts = resolve_shared(bounds.len() + 1, |i| {
+                    let (a, b) = (start(i), end(i));
+                    resolve_urls(c, &us[a..b], b - a)
+                });
+                out.reserve(us.len());
+                for part in parts {
+                    cache.merge(part, &mut out, 0, &mut failed);
+                }
             }
             cache.end();
             if urls.len() >= LARGE_LIST {

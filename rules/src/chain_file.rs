@@ -24,6 +24,7 @@
 //! report every problem at once, each with origin, line, column and field path.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use routechain_balance::ServiceConfig;
 use routechain_core::{
@@ -128,6 +129,12 @@ pub struct OverrideFile {
 }
 
 /// A parsed chain file.
+///
+/// Cloning one is cheap: the document, its entries and override files are shared by the
+/// clones (reference counts), only the reference (`service`, `group`, `version`), the
+/// consumer and the service settings are copied. A process serving many services from one
+/// chain configuration parses the file once and builds every service from a clone (with
+/// its own reference), or through `routechain_live::ChainTemplate`.
 #[derive(Debug, Clone)]
 pub struct ChainFile {
     /// The chain document.
@@ -135,7 +142,7 @@ pub struct ChainFile {
     /// The chain document as a JSON value without its inline rules (each `routers[i].rule`
     /// that is not null reads `true`): what the chain's own fields are read from. A rule is
     /// read from [`ChainFile::doc`]'s tree, never built as a value.
-    skeleton: Value,
+    skeleton: Arc<Value>,
     /// The directory relative paths resolve against.
     pub base_dir: Option<PathBuf>,
     /// `service`: the reference's interface.
@@ -145,13 +152,13 @@ pub struct ChainFile {
     /// `version`: the reference's version (`*` any).
     pub version: Option<String>,
     /// `overrides`: override-rule files, read and parsed (the file source's configurators).
-    pub overrides: Vec<OverrideFile>,
+    pub overrides: Arc<[OverrideFile]>,
     /// `apply_provider_overrides`: also apply `side: provider` override items.
     pub apply_provider_overrides: bool,
     /// `consumer`, parsed.
     pub consumer: Option<Url>,
     /// The entries, in file order.
-    pub entries: Vec<EntryDef>,
+    pub entries: Arc<[EntryDef]>,
     /// Load balancing, failover and health (`load_balance`, `methods`, `skip_degraded`,
     /// `retries`, `health`): see [`crate::service_config`].
     pub service_config: ServiceConfig,
@@ -310,15 +317,15 @@ impl ChainFile {
         }
         let file = ChainFile {
             doc,
-            skeleton,
+            skeleton: Arc::new(skeleton),
             base_dir,
             service,
             group,
             version,
-            overrides,
+            overrides: overrides.into(),
             apply_provider_overrides,
             consumer,
-            entries,
+            entries: entries.into(),
             service_config,
         };
         (Some(file), errors)
@@ -337,7 +344,7 @@ impl ChainFile {
     ) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
         let mut entries = Vec::new();
         let mut errors = Vec::new();
-        for def in &self.entries {
+        for def in self.entries.iter() {
             match self.compile_entry(registry, def, rule_for(def)) {
                 Ok(e) => entries.push(e),
                 Err(mut es) => errors.append(&mut es),
@@ -441,7 +448,7 @@ impl ChainFile {
     /// Entry `def` as a JSON value, its inline rule (when not null) read as `true`: the
     /// entry's own fields. Its rule is read with [`YamlDoc::rule_doc`] on [`ChainFile::doc`].
     pub fn entry_value(&self, def: &EntryDef) -> &Value {
-        let mut v = &self.skeleton;
+        let mut v = &*self.skeleton;
         for seg in &def.path().0 {
             v = match seg {
                 PathSegment::Key(k) => v.get(k.as_str()),

@@ -184,6 +184,52 @@ pub fn time_median<T>(name: &str, runs: usize, mut f: impl FnMut() -> T) -> f64 
     median
 }
 
+/// [`time_median`] for updates applied as a source applies them: each run after a pause of
+/// `pause` (not timed), in which what the previous run handed to the live chain's drop
+/// thread is freed (a source pushes when a provider comes or goes, not back to back; back
+/// to back, the timed run shares the two cores with the previous run's freeing). Prints
+/// the wall median, minimum and maximum and the median of the running thread's CPU time
+/// ([`thread_cpu_ms`]; the drop thread's and any helper thread's not included).
+pub fn time_median_settled<T>(
+    name: &str,
+    runs: usize,
+    pause: std::time::Duration,
+    mut f: impl FnMut() -> T,
+) -> f64 {
+    let mut walls = Vec::with_capacity(runs);
+    let mut cpus = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        std::thread::sleep(pause);
+        let c = thread_cpu_ms();
+        let t = std::time::Instant::now();
+        let out = f();
+        walls.push(t.elapsed().as_secs_f64() * 1e3);
+        cpus.push(thread_cpu_ms() - c);
+        drop(out);
+    }
+    walls.sort_by(f64::total_cmp);
+    cpus.sort_by(f64::total_cmp);
+    let median = walls[walls.len() / 2];
+    println!(
+        "{name}: median {median:.3} ms (min {:.3}, max {:.3}) over {runs}, each after a {} ms \
+         pause, thread CPU median {:.3} ms",
+        walls[0],
+        walls[walls.len() - 1],
+        pause.as_millis(),
+        cpus[cpus.len() / 2]
+    );
+    median
+}
+
+/// This thread's CPU time so far, in ms (`/proc/thread-self/schedstat`, nanoseconds); 0
+/// where it is not available.
+pub fn thread_cpu_ms() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e6)
+}
+
 /// This process's CPU time so far (user + system), in seconds, from `/proc/self/stat`
 /// (clock ticks of 10 ms): the measuring examples print it next to wall time, so a figure
 /// taken on a shared machine can be compared. 0 where `/proc` is not available.

@@ -501,7 +501,7 @@ fn check_chain(
     let root = FieldPath::root();
     // The override files `overrides:` names, linted as a standalone `.configurators` file
     // is (unknown fields, `enabled: false`); each problem is located in its own file.
-    for file in &chain.overrides {
+    for file in chain.overrides.iter() {
         let origin = file.path.display().to_string();
         if let Ok(doc) = YamlDoc::parse(origin, &file.text) {
             report.problems.extend(lint::lint_rule(RuleRef {
@@ -511,7 +511,7 @@ fn check_chain(
             }));
         }
     }
-    for def in &chain.entries {
+    for def in chain.entries.iter() {
         match chain.compile_entry(registry, def, RuleOverride::Own) {
             Err(es) => report.problems.extend(lint::invalid(es)),
             Ok(entry) => {

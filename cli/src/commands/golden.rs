@@ -329,7 +329,7 @@ impl Coverage {
         let registry = routechain::registry();
         // The run order: by priority, ties in file order (as the chain sorts).
         let mut order: Vec<(i32, usize)> = Vec::new();
-        for def in &chain.entries {
+        for def in chain.entries.iter() {
             let priority = chain
                 .compile_entry(&registry, def, routechain::rules::RuleOverride::Own)
                 .map(|e| e.priority)

@@ -34,7 +34,7 @@ fn every_example_chain_compiles_and_every_rule_file_is_used() {
     for path in &chains {
         match ChainFile::load(path) {
             Ok(chain) => {
-                for e in &chain.entries {
+                for e in chain.entries.iter() {
                     if let RuleSource::File { path, .. } = &e.rule {
                         used.insert(path.canonicalize().unwrap());
                     }

@@ -93,10 +93,16 @@ impl LiveChain {
                     staged.push(Staged::Rule { change, key, doc });
                 }
                 Update::ChainFile(path) => match ChainFile::load(&path) {
-                    Ok(file) => staged.push(Staged::Chain {
-                        change,
-                        file: Box::new(file),
-                    }),
+                    Ok(mut file) => {
+                        // A live chain built for a reference of its own keeps it.
+                        if let Some(r) = &self.reference {
+                            crate::template::set_reference(&mut file, r);
+                        }
+                        staged.push(Staged::Chain {
+                            change,
+                            file: Box::new(file),
+                        })
+                    }
                     Err(errors) => reports.push(self.refuse(change, render(&errors))),
                 },
                 Update::Batch(_) => {}

@@ -23,6 +23,9 @@ use crate::overrides;
 use crate::providers::{AppCounts, follow};
 use crate::report::Report;
 
+/// A replaced state of this many providers is freed off the update path.
+const LARGE_STATE: usize = 4096;
+
 impl LiveChain {
     pub(super) fn apply_parsed(&self, staged: Vec<Staged>) -> Vec<Report> {
         let mut inputs = self.lock();
@@ -433,9 +436,14 @@ impl LiveChain {
                 }
                 inputs.provider_app = provider_app;
                 inputs.provider_apps = provider_apps;
-                // The replaced state is freed off the update path (a 100,000-provider
-                // state is not free to drop), and not kept: one state per live chain.
-                crate::providers::drop_later(current);
+                // The replaced state is not kept (one state per live chain); a large one
+                // is freed off the update path (a 100,000-provider state is not free to
+                // drop), a small one here: handing it over would cost more than freeing it.
+                if current.snapshot().len() >= LARGE_STATE {
+                    crate::providers::drop_later(current);
+                } else {
+                    drop(current);
+                }
                 self.stats.applied.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(generation = state.generation(), "applied {change}");
                 reports.push(Report::Applied {

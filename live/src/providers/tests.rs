@@ -244,3 +244,149 @@ proptest! {
         prop_assert_eq!(ours, theirs);
     }
 }
+
+/// What a list pushed as lines or URLs must give, computed plainly: every entry parsed on
+/// its own, in order, lines numbered by `routechain_rules::located::lines`.
+fn plain_parse(origin: &str, text: &ProviderText) -> (Vec<String>, Vec<crate::Skipped>) {
+    let mut urls = Vec::new();
+    let mut skipped = Vec::new();
+    match text {
+        ProviderText::Lines(t) => {
+            for (n, line) in routechain_rules::located::lines(t).enumerate() {
+                let trimmed = line.trim();
+                if trimmed.is_empty() || trimmed.starts_with('#') {
+                    continue;
+                }
+                let lead = &line[..line.len() - line.trim_start().len()];
+                match Url::parse(trimmed) {
+                    Ok(u) => urls.push(u.raw().to_string()),
+                    Err(e) => skipped.push(crate::Skipped {
+                        location: format!("{origin}:{}:{}", n + 1, lead.chars().count() + e.column),
+                        reason: format!("invalid provider URL: {}", e.reason),
+                    }),
+                }
+            }
+        }
+        ProviderText::Urls(us) => {
+            for u in us {
+                match Url::parse(u) {
+                    Ok(u) => urls.push(u.raw().to_string()),
+                    Err(e) => skipped.push(crate::Skipped {
+                        location: format!("{origin}: {u:?} column {}", e.column),
+                        reason: format!("invalid provider URL: {}", e.reason),
+                    }),
+                }
+            }
+        }
+        ProviderText::Parsed { .. } => unreachable!("not a text"),
+    }
+    (urls, skipped)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A list resolved in stretches on two threads, split at any line break (lines) or any
+    /// index (URLs), or at all of them, gives what parsing every entry on its own gives, in order (the
+    /// skipped entries' line numbers included), reuses the URL of every text the cache
+    /// held from the list before, shares one URL between equal texts (also when one is in
+    /// each stretch, or both are new), and leaves exactly the list's valid texts marked.
+    #[test]
+    fn a_list_split_anywhere_gives_what_the_whole_list_gives(
+        before in proptest::collection::vec(0usize..8, 0..6),
+        entries in proptest::collection::vec((0usize..11, 0usize..5), 0..9),
+        as_lines in any::<bool>(),
+    ) {
+        let text = |i: usize| match i {
+            7 => "dubbo://10.0.0.1:x/svc".to_string(),
+            8 => "# a comment".to_string(),
+            9 => "  dubbo://10.0.0.9:20880/svc  ".to_string(),
+            10 => String::new(),
+            i => format!("dubbo://10.0.0.{i}:20880/svc?application=shop"),
+        };
+        let breaks = ["\n", "\r\n", "\r", "\n\n", "\r\r\n"];
+        let make = |entries: &[(usize, usize)]| {
+            if as_lines {
+                let mut s = String::new();
+                for &(i, b) in entries {
+                    s.push_str(&text(i));
+                    s.push_str(breaks[b]);
+                }
+                ProviderText::Lines(s)
+            } else {
+                ProviderText::Urls(
+                    entries.iter().filter(|e| e.0 != 8).map(|e| text(e.0)).collect(),
+                )
+            }
+        };
+        let first = make(&before.iter().map(|&i| (i, 0)).collect::<Vec<_>>());
+        let pushed = make(&entries);
+        let (want, want_skipped) = plain_parse("t", &pushed);
+        let points: Vec<usize> = match &pushed {
+            ProviderText::Lines(t) => {
+                let mut p: Vec<usize> = (0..=t.len()).filter_map(|k| super::split_lines(t, k)).collect();
+                p.dedup();
+                p
+            }
+            ProviderText::Urls(u) => (0..=u.len()).collect(),
+            ProviderText::Parsed { .. } => unreachable!(),
+        };
+        // Two stretches split at each point, and as many stretches as there are points.
+        let mut splits: Vec<Vec<usize>> = points.iter().map(|&p| vec![p]).collect();
+        splits.push(points.clone());
+        for at in splits {
+            let mut cache = TextCache::default();
+            let (held, _) = super::parse_split("t", first.clone(), &mut cache, &[]);
+            let held: std::collections::HashMap<String, Url> =
+                held.iter().map(|u| (u.raw().to_string(), u.clone())).collect();
+            let (got, skipped) = super::parse_split("t", pushed.clone(), &mut cache, &at);
+            prop_assert_eq!(got.iter().map(|u| u.raw().to_string()).collect::<Vec<_>>(), want.clone(), "split at {:?}", at);
+            prop_assert_eq!(&skipped, &want_skipped, "split at {:?}", at);
+            let mut now: std::collections::HashMap<String, Url> = Default::default();
+            for u in &got {
+                if let Some(before) = held.get(&*u.raw()) {
+                    prop_assert!(Url::ptr_eq(before, u), "a text cached is reused (split at {:?})", at);
+                }
+                if let Some(same) = now.get(&*u.raw()) {
+                    prop_assert!(Url::ptr_eq(same, u), "equal texts share a URL (split at {:?})", at);
+                }
+                now.insert(u.raw().to_string(), u.clone());
+            }
+            prop_assert_eq!(cache.len(), now.len(), "split at {:?}", at);
+        }
+    }
+
+    /// Lines split anywhere ([`super::split_lines`]) are the lines of the whole, the second
+    /// stretch's numbered on from the first's count.
+    #[test]
+    fn lines_split_at_a_break_are_the_lines_of_the_whole(text in "[a\r\n ]{0,24}", from in 0usize..26) {
+        let whole: Vec<(usize, &str)> = super::numbered_lines(&text).collect();
+        match super::split_lines(&text, from) {
+            Some(at) => {
+                prop_assert!(at >= from && at <= text.len());
+                let mut first = super::numbered_lines(&text[..at]);
+                let mut got: Vec<(usize, &str)> = first.by_ref().collect();
+                let base = first.read;
+                got.extend(super::numbered_lines(&text[at..]).map(|(n, l)| (n + base, l)));
+                prop_assert_eq!(got, whole);
+            }
+            None => prop_assert!(!text.as_bytes().get(from..).is_some_and(|b| b.contains(&b'\n') || b.contains(&b'\r'))),
+        }
+    }
+}
+
+proptest! {
+    /// The stretches of a list of lines start just after a line break (never between `\r`
+    /// and `\n`), ascending, inside the text.
+    #[test]
+    fn stretches_of_lines_start_after_a_break(text in "[a\r\n ]{0,40}", size in 1usize..12) {
+        let bounds = super::line_bounds(&text, size);
+        let b = text.as_bytes();
+        let mut last = 0;
+        for &at in &bounds {
+            prop_assert!(at > last && at < text.len(), "{:?}", bounds);
+            prop_assert!(b[at - 1] == b'\n' || (b[at - 1] == b'\r' && b[at] != b'\n'), "{:?}", bounds);
+            last = at;
+        }
+    }
+}

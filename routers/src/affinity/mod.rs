@@ -33,6 +33,11 @@ impl TypedRouter for AffinityRouter {
     type Rule = AffinityRule;
     type Prepared = PreparedAffinity;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, rule: Option<&AffinityRule>) -> i32 {
         if rule.is_some_and(AffinityRule::is_application_scope) {
             APPLICATION_SCOPE_PRIORITY

@@ -56,6 +56,11 @@ impl TypedRouter for ConditionRouter {
     type Rule = ConditionRule;
     type Prepared = PreparedCondition;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, rule: Option<&ConditionRule>) -> i32 {
         match rule.map(|r| r.scope) {
             Some(Scope::Application) => APPLICATION_SCOPE_PRIORITY,

@@ -44,6 +44,11 @@ impl TypedRouter for GroupRouter {
     type Rule = GroupRule;
     type Prepared = PreparedGroup;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, _rule: Option<&GroupRule>) -> i32 {
         DEFAULT_PRIORITY
     }

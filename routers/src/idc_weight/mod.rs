@@ -65,6 +65,11 @@ impl TypedRouter for IdcWeightRouter {
     type Rule = IdcWeightRule;
     type Prepared = PreparedIdcWeight;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, _rule: Option<&IdcWeightRule>) -> i32 {
         DEFAULT_PRIORITY
     }

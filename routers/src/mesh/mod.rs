@@ -409,6 +409,11 @@ impl TypedRouter for MeshRouter {
     type Rule = MeshRule;
     type Prepared = PreparedMesh;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, _rule: Option<&MeshRule>) -> i32 {
         DEFAULT_PRIORITY
     }

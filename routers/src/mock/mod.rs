@@ -35,6 +35,11 @@ impl TypedRouter for MockRouter {
     type Rule = MockRule;
     type Prepared = PreparedMock;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, _rule: Option<&MockRule>) -> i32 {
         DEFAULT_PRIORITY
     }

@@ -47,6 +47,11 @@ impl TypedRouter for TagRouter {
     type Rule = TagRule;
     type Prepared = PreparedTag;
 
+    /// Compiled alike for every service: services of one chain configuration share it.
+    fn reads_service(&self) -> bool {
+        false
+    }
+
     fn default_priority(&self, _rule: Option<&TagRule>) -> i32 {
         DEFAULT_PRIORITY
     }
