@@ -123,7 +123,7 @@ fn part(name: &str, all: &[String], services: usize, per: usize) {
                 if name == "shared" {
                     for list in &urls {
                         let live = empty(&template);
-                        live.apply_shared_providers("many_services", list.clone());
+                        live.apply_providers("many_services", list.clone());
                         keep.push(Box::new(live));
                     }
                 }

@@ -45,7 +45,7 @@ fn time_shared_pushes(
     let mut size = n;
     time_median(name, 10, || {
         size = if size == n { n + 1 } else { n };
-        let reports = live.apply_shared_providers("update_cost", lists.pop().expect("ten lists"));
+        let reports = live.apply_providers("update_cost", lists.pop().expect("ten lists"));
         assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
         reports
     });

@@ -332,22 +332,24 @@ impl LiveChain {
         })
     }
 
-    /// Applies a parsed provider list (prepare + swap; empty-push protection applies). The
-    /// benchmark hook for "prepare and swap N providers".
+    /// Applies a parsed provider list (prepare + swap; empty-push protection applies). A
+    /// provider that is a clone of a serving one ([`Url::ptr_eq`], as a registry source's
+    /// cache hands them over) is neither parsed nor copied, and the routers edit their
+    /// state for what changed rather than prepare it again.
     pub fn apply_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
-        self.apply_shared_providers(origin, providers)
-    }
-
-    /// Applies a parsed provider list whose URLs are shared (with the serving snapshot, or
-    /// a source's cache): what is a clone of a serving provider ([`Url::ptr_eq`]) is
-    /// neither parsed nor copied.
-    pub fn apply_shared_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
         self.observed("api", || {
             self.apply_parsed(vec![Staged::Providers {
                 change: format!("providers from {origin} ({} URL(s))", providers.len()),
                 providers,
             }])
         })
+    }
+
+    /// [`LiveChain::apply_providers`]: since a [`Url`] is shared by cloning it, the two
+    /// are the same.
+    #[deprecated(note = "use apply_providers: every parsed list is applied sharing its URLs")]
+    pub fn apply_shared_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
+        self.apply_providers(origin, providers)
     }
 }
 
