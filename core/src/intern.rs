@@ -3,7 +3,7 @@
 //!
 //! A snapshot of a million providers holds a few hundred distinct keys and values (`side`,
 //! `application`, `version=1.0.0`, the service name...) a million times each; each
-//! [`Url`](crate::Url) names them by id (4 bytes) instead of holding their text. The table is
+//! [`Url`](crate::Url) names them by id (3 bytes) instead of holding their text. The table is
 //! shared by every snapshot and every service of the process, and append-only: an id, once
 //! given, names the same string for the life of the process.
 //!

@@ -13,15 +13,18 @@
 //! name after decoding it once.
 //!
 //! Memory: a snapshot holds one `Url` per provider, so a `Url` is one reference-counted
-//! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 32-bit
-//! references, each naming a string of the process-wide [interner](crate::intern) (every
+//! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 3-byte
+//! references (4 in a URL past 8 MiB), each naming a string of the process-wide
+//! [interner](crate::intern) (every
 //! key; the protocol, path and the values that repeat across providers) or a string stored
 //! inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
 //! The raw text is not kept when the canonical rendering gives it back (protocol, user
 //! info, address, path, parameters sorted by key as `k=v` joined by `&`: how registries
 //! write provider URLs); [`Url::raw`] and [`Display`](fmt::Display) then render it from the
-//! parts. A generated provider URL of ~330 characters and 15–17 parameters takes about 150
-//! bytes, plus 16 for the block's reference count and length and 8 for the `Url` pointer,
+//! parts. A generated provider URL of ~330 characters and 15–17 parameters takes about 156
+//! bytes (13 of header, 5 per parameter: a 16-bit key id and a 3-byte value reference, then
+//! the inline strings), plus 16 for the block's reference count and length and 8 for the
+//! `Url` pointer,
 //! against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
 //! BENCHMARKS.md, "Memory", has the measurements. Reading a part or a parameter is
 //! lock-free and allocation-free.
@@ -57,6 +60,20 @@ pub struct Url {
     /// length and the bytes behind an 8-byte pointer (`std::sync::Arc<[u8]>` would hold a
     /// 16-byte pointer and a weak count nothing uses). Immutable once built.
     data: ThinArc<(), u8>,
+}
+
+/// Where a URL's parameter table is in its block (see `store.rs`).
+struct Table {
+    /// The first key.
+    keys: usize,
+    /// The first value.
+    values: usize,
+    /// Number of parameters.
+    n: usize,
+    /// Width of a reference (3 or 4).
+    w: usize,
+    /// Keys are references (else 16-bit ids).
+    wide_keys: bool,
 }
 
 /// The decimal text of a port, without allocating.
@@ -202,8 +219,11 @@ impl Url {
         self.bytes().first().copied().unwrap_or(0)
     }
 
-    fn field(&self, at: usize) -> &str {
-        store::string(self.bytes(), store::read_u32(self.bytes(), at))
+    /// The reference `i` of the header (protocol, path, address, then the optional ones).
+    #[inline]
+    fn field(&self, i: usize) -> &str {
+        let w = store::ref_width(self.flags());
+        store::string_at(self.bytes(), store::REFS + w * i, w)
     }
 
     /// The optional field `flag` (user name, password, raw text), if present.
@@ -213,32 +233,45 @@ impl Url {
             return None;
         }
         let before = flags & (flag - 1) & (store::HAS_USERNAME | store::HAS_PASSWORD);
-        Some(self.field(store::FIXED + 4 * before.count_ones() as usize))
+        Some(self.field(store::OPTIONAL + before.count_ones() as usize))
     }
 
-    fn params_start(&self) -> usize {
-        let optional = self.flags() & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
-        store::FIXED + 4 * optional.count_ones() as usize
-    }
-
-    fn param_count(&self) -> usize {
-        store::read_u32(self.bytes(), store::N_PARAMS) as usize
-    }
-
-    /// The key and value of parameter `i` (sorted order).
-    fn param_at(&self, i: usize) -> (&str, &str) {
-        let start = self.params_start();
-        if self.flags() & store::WIDE_KEYS != 0 {
-            let at = start + 8 * i;
-            (self.field(at), self.field(at + 4))
+    /// Where the parameter table is, read once for the reads of a call.
+    #[inline]
+    fn table(&self) -> Table {
+        let flags = self.flags();
+        let w = store::ref_width(flags);
+        let optional = flags & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
+        let mut start = store::REFS + w * (store::OPTIONAL + optional.count_ones() as usize);
+        let n = if flags & store::MANY_PARAMS == 0 {
+            usize::from(self.bytes().get(store::N_PARAMS).copied().unwrap_or(0))
         } else {
-            let key = store::read_u16(self.bytes(), start + 2 * i);
-            let value = start + 2 * self.param_count() + 4 * i;
-            (
-                store::string(self.bytes(), u32::from(key)),
-                self.field(value),
-            )
+            start += 4;
+            store::read_u32(self.bytes(), start - 4) as usize
+        };
+        let key_width = if flags & store::WIDE_KEYS != 0 { w } else { 2 };
+        Table {
+            keys: start,
+            values: start + key_width * n,
+            n,
+            w,
+            wide_keys: flags & store::WIDE_KEYS != 0,
         }
+    }
+
+    /// The key and value of parameter `i` (sorted order) of `table` (this URL's).
+    #[inline]
+    fn param_at(&self, table: &Table, i: usize) -> (&str, &str) {
+        let data = self.bytes();
+        let key = if table.wide_keys {
+            store::string_at(data, table.keys + table.w * i, table.w)
+        } else {
+            store::string(data, u32::from(store::read_u16(data, table.keys + 2 * i)))
+        };
+        (
+            key,
+            store::string_at(data, table.values + table.w * i, table.w),
+        )
     }
 
     /// The text this URL was parsed from (or rendered to, for [`Url::from_parts`]):
@@ -361,10 +394,11 @@ impl Url {
     }
     /// A query parameter (not the derived keys).
     pub fn param(&self, key: &str) -> Option<&str> {
-        let (mut low, mut high) = (0, self.param_count());
+        let table = self.table();
+        let (mut low, mut high) = (0, table.n);
         while low < high {
             let mid = low + (high - low) / 2;
-            let (k, v) = self.param_at(mid);
+            let (k, v) = self.param_at(&table, mid);
             match k.cmp(key) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
@@ -375,7 +409,8 @@ impl Url {
     }
     /// Every query parameter, sorted by key.
     pub fn params(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        (0..self.param_count()).map(|i| self.param_at(i))
+        let table = self.table();
+        (0..table.n).map(move |i| self.param_at(&table, i))
     }
     /// The value a matcher sees for `key`: a derived key (`protocol`, `host`, `port` when
     /// greater than zero, `path`, `address`) or else the query parameter.
@@ -471,7 +506,10 @@ impl Url {
     /// key was resolved).
     fn param_key(&self, id: Option<u32>, key: &UrlKey) -> Option<&str> {
         use std::sync::atomic::Ordering::Relaxed;
-        if self.flags() & store::WIDE_KEYS != 0 {
+        // The common block (16-bit keys, 3-byte references, the count in a byte) is read
+        // with its widths known; any other by text.
+        let flags = self.flags();
+        if flags & (store::WIDE_KEYS | store::WIDE_REFS | store::MANY_PARAMS) != 0 {
             return self.param(&key.text);
         }
         // Every key of this URL is an interned 16-bit id, and one text has one id: the key
@@ -481,8 +519,9 @@ impl Url {
             return self.param(&key.text);
         };
         let id = id as u16;
-        let start = self.params_start();
-        let n = self.param_count();
+        let optional = flags & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
+        let start = store::REFS + 3 * (store::OPTIONAL + optional.count_ones() as usize);
+        let n = usize::from(*self.bytes().get(store::N_PARAMS)?);
         let keys = self.bytes().get(start..start + 2 * n)?;
         let hint = key.hint.load(Relaxed);
         let at = |i: usize| match (keys.get(2 * i), keys.get(2 * i + 1)) {
@@ -496,7 +535,7 @@ impl Url {
             key.hint.store(i, Relaxed);
             i
         };
-        Some(self.field(start + 2 * n + 4 * i))
+        Some(store::string_at(self.bytes(), start + 2 * n + 3 * i, 3))
     }
 }
 

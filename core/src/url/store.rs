@@ -4,44 +4,65 @@
 //! The block is a [`triomphe::ThinArc`]: its reference count and length (8 bytes each),
 //! then the bytes below, padded to 8.
 //!
-//! Layout of the bytes (little-endian):
+//! Layout of the bytes (little-endian), where `w` is the width of a reference: 3 bytes,
+//! or 4 with the wide-references flag:
 //!
 //! | bytes | what |
 //! |---|---|
-//! | 0 | flags: user name, password, raw text kept, host written in brackets, wide keys |
+//! | 0 | flags: user name, password, raw text kept, host written in brackets, wide keys, wide references, many parameters |
 //! | 1..3 | port (`u16`) |
-//! | 3..7 | number of parameters `n` |
-//! | 7..11, 11..15, 15..19 | protocol, path, address (`host:port`) |
-//! | then 4 each | user name, password, raw text (only those the flags name) |
-//! | then `6 · n` | parameters sorted by key: `n` keys (16-bit ids), then `n` values |
-//! | or `8 · n` | with wide keys (a key id past 16 bits, or an inline key): key, value |
+//! | 3 | number of parameters `n` (below 255; else the flag "many parameters") |
+//! | 4, 4 + w, 4 + 2w | protocol, path, address (`host:port`): a reference each |
+//! | then w each | user name, password, raw text (only those the flags name) |
+//! | then 4 | `n` (`u32`), only with the flag "many parameters" |
+//! | then `2 · n` | parameter keys sorted (16-bit interned ids) |
+//! | or `w · n` | with wide keys (a key id past 16 bits, or an inline key): key references |
+//! | then `w · n` | the parameters' value references, in the keys' order |
 //! | rest | inline strings: a LEB128 length, then the UTF-8 bytes |
 //!
-//! Every string field is a 32-bit reference: an id of the process-wide
-//! [interner](crate::intern) (high bit clear) or, high bit set, the offset of an inline
-//! string in the block. The raw text is kept only when the URL's canonical rendering
-//! (protocol, user info, address, path, parameters sorted, `k=v` joined by `&`) differs from
-//! the text it was parsed from; for the URLs a registry writes it does not.
+//! A reference names a string: an id of the process-wide [interner](crate::intern) (top
+//! bit clear) or, top bit set, the offset of an inline string in the block. In 3 bytes
+//! (the common case) the id or offset has 23 bits: the interner gives at most 2^20 ids, and
+//! a block's inline strings start below 8 MiB unless the URL is that long; a URL with an id
+//! or offset past 23 bits (a raw text of 8 MiB...) has every reference in 4 bytes (31 bits),
+//! flagged. A 3-byte reference at `at` is read as the little-endian `u32` at `at − 1`
+//! shifted right by 8 (the byte before it always exists), so both widths are one load. The
+//! raw text is kept only when the URL's canonical rendering (protocol, user info, address,
+//! path, parameters sorted, `k=v` joined by `&`) differs from the text it was parsed from;
+//! for the URLs a registry writes it does not.
 
 use super::Url;
 use crate::intern::{self, Lookup};
 
-/// High bit of a reference: the low bits are an inline string's offset in the block.
+/// Top bit of a reference (in its 32-bit form): the low bits are an inline string's
+/// offset in the block.
 pub(super) const INLINE: u32 = 1 << 31;
+/// The largest id or offset a 3-byte reference holds, plus one.
+pub(super) const NARROW_LIMIT: u32 = 1 << 23;
 
 pub(super) const HAS_USERNAME: u8 = 1;
 pub(super) const HAS_PASSWORD: u8 = 2;
 pub(super) const HAS_RAW: u8 = 4;
 pub(super) const BRACKETED: u8 = 8;
 pub(super) const WIDE_KEYS: u8 = 16;
+/// Every reference in 4 bytes (else 3).
+pub(super) const WIDE_REFS: u8 = 32;
+/// The parameter count is the `u32` before the parameter table (else the byte at
+/// [`N_PARAMS`]).
+pub(super) const MANY_PARAMS: u8 = 64;
 
 pub(super) const PORT: usize = 1;
 pub(super) const N_PARAMS: usize = 3;
-pub(super) const PROTOCOL: usize = 7;
-pub(super) const PATH: usize = 11;
-pub(super) const ADDRESS: usize = 15;
-/// End of the fixed header.
-pub(super) const FIXED: usize = 19;
+/// The first reference: protocol, path, address, then the optional ones.
+pub(super) const REFS: usize = 4;
+/// Reference positions (in references from [`REFS`]).
+pub(super) const PROTOCOL: usize = 0;
+pub(super) const PATH: usize = 1;
+pub(super) const ADDRESS: usize = 2;
+/// The first optional reference.
+pub(super) const OPTIONAL: usize = 3;
+/// The most parameters counted in the byte at [`N_PARAMS`].
+const FEW_PARAMS: usize = 254;
 
 /// The ids of the derived keys, interned first (see [`super::DERIVED_KEYS`]).
 pub(super) const KEY_PROTOCOL: usize = 0;
@@ -60,12 +81,72 @@ pub(super) fn read_u32(data: &[u8], at: usize) -> u32 {
         .map_or(0, u32::from_le_bytes)
 }
 
-/// The string a reference names, in `data`.
+/// The width of the block's references: 3 bytes, or 4 with [`WIDE_REFS`].
+#[inline]
+pub(super) fn ref_width(flags: u8) -> usize {
+    3 + usize::from(flags & WIDE_REFS != 0)
+}
+
+/// The reference of width `w` (3 or 4) at `at` in `data`: whether it is inline, and its
+/// id or offset.
+#[inline]
+pub(super) fn ref_at(data: &[u8], at: usize, w: usize) -> (bool, u32) {
+    // A 3-byte reference is the top three bytes of the `u32` ending with it (`at` ≥ 1: the
+    // flags come first); its top bit lands on the `u32`'s top bit.
+    let before = 4 - w;
+    let raw = read_u32(data, at.wrapping_sub(before));
+    (raw & INLINE != 0, (raw & !INLINE) >> (8 * before as u32))
+}
+
+/// The string named by the reference of width `w` (3 or 4) at `at` in `data`.
+#[inline]
+pub(super) fn string_at(data: &[u8], at: usize, w: usize) -> &str {
+    match ref_at(data, at, w) {
+        (false, id) => intern::resolve(id),
+        (true, offset) => inline(data, offset as usize),
+    }
+}
+
+/// The string a reference (in its 32-bit form) names, in `data`.
 pub(super) fn string(data: &[u8], r: u32) -> &str {
     if r & INLINE == 0 {
         intern::resolve(r)
     } else {
         inline(data, (r & !INLINE) as usize)
+    }
+}
+
+/// The reference `r` (32-bit form) as stored in `w` bytes (the low `w` bytes of the
+/// result; 3: `r`'s id or offset is below [`NARROW_LIMIT`], its top bit moved to bit 23).
+#[inline]
+fn encode(r: u32, w: usize) -> u32 {
+    if w == 3 {
+        debug_assert!(r & !INLINE < NARROW_LIMIT);
+        (r & !INLINE) | ((r & INLINE) >> 8)
+    } else {
+        r
+    }
+}
+
+/// Writes the reference `r` (32-bit form) in `out`'s `w` bytes.
+#[cfg(test)]
+fn put_ref(out: &mut [u8], r: u32, w: usize) {
+    put_refs(out, w, [r].into_iter());
+}
+
+/// Writes `refs` (32-bit form) in `out`, `w` bytes each (one loop per width, its stores of
+/// constant size).
+#[inline]
+fn put_refs(out: &mut [u8], w: usize, refs: impl Iterator<Item = u32>) {
+    fn each<const W: usize>(out: &mut [u8], refs: impl Iterator<Item = u32>) {
+        for (o, r) in out.chunks_exact_mut(W).zip(refs) {
+            o.copy_from_slice(&encode(r, W).to_le_bytes()[..W]);
+        }
+    }
+    if w == 3 {
+        each::<3>(out, refs);
+    } else {
+        each::<4>(out, refs);
     }
 }
 
@@ -184,6 +265,8 @@ pub(super) struct Builder<'l> {
     params: Vec<(u32, u32)>,
     /// This thread's memo (see [`Memo`]), given back on drop.
     slots: Vec<Slot>,
+    /// The offset in the tail of the last string written there (0 when none).
+    last_inline: usize,
 }
 
 impl Drop for Builder<'_> {
@@ -217,12 +300,14 @@ impl<'l> Builder<'l> {
             tail: memo.tail,
             params: memo.params,
             slots: memo.slots,
+            last_inline: 0,
         }
     }
 
     /// Writes `s` to the tail.
     pub(super) fn inline(&mut self, s: &str) -> u32 {
         let at = self.tail.len();
+        self.last_inline = at;
         push_varint(&mut self.tail, s.len());
         self.tail.extend_from_slice(s.as_bytes());
         INLINE | at as u32
@@ -387,11 +472,42 @@ impl<'l> Builder<'l> {
     /// The URL's block, with `raw` kept when given.
     pub(super) fn finish(&self, parts: &Parts, raw: Option<&str>) -> Url {
         let optional = [parts.username, parts.password, raw.map(|_| 0)];
-        // Keys are 16-bit ids unless one is not (an id past 16 bits, an inline key).
-        let wide = self.params.iter().any(|&(k, _)| k >= u32::from(u16::MAX));
-        let per_param = if wide { 8 } else { 6 };
-        debug_assert_eq!(PROTOCOL + 12, FIXED);
-        let head = FIXED + 4 * optional.iter().flatten().count() + per_param * self.params.len();
+        let n_optional = optional.iter().flatten().count();
+        let n = self.params.len();
+        let many = n > FEW_PARAMS;
+        // Keys are 16-bit ids unless one is not (an id past 16 bits, an inline key); the
+        // ids and tail offsets OR-ed (below).
+        let (wide_keys, ids) = self.params.iter().fold(
+            (
+                false,
+                parts.protocol
+                    | parts.path
+                    | parts.address
+                    | parts.username.unwrap_or(0)
+                    | parts.password.unwrap_or(0),
+            ),
+            |(wide, ids), &(k, v)| (wide | (k >= u32::from(u16::MAX)), ids | k | v),
+        );
+        // Where the inline strings start with references of width `w`.
+        let head = |w: usize| {
+            REFS + w * (OPTIONAL + n_optional)
+                + 4 * usize::from(many)
+                + if wide_keys { w } else { 2 } * n
+                + w * n
+        };
+        // 3-byte references when every id and every inline offset fits in 23 bits: the ids
+        // (OR-ed; the interner's are below 2^20) and the last inline string's offset (the
+        // raw text's when kept, else the tail's last string).
+        let narrow_head = head(3);
+        let last_offset = narrow_head
+            + if raw.is_some() {
+                self.tail.len()
+            } else {
+                self.last_inline
+            };
+        let narrow = ids & !INLINE < NARROW_LIMIT && last_offset < NARROW_LIMIT as usize;
+        let w = if narrow { 3 } else { 4 };
+        let head = head(w);
         let raw_at = head + self.tail.len();
         let total = raw_at + raw.map_or(0, |r| varint_len(r.len()) + r.len());
         let reloc = |r: u32| {
@@ -407,7 +523,9 @@ impl<'l> Builder<'l> {
             0
         } | if raw.is_some() { HAS_RAW } else { 0 }
             | if parts.bracketed { BRACKETED } else { 0 }
-            | if wide { WIDE_KEYS } else { 0 };
+            | if wide_keys { WIDE_KEYS } else { 0 }
+            | if narrow { 0 } else { WIDE_REFS }
+            | if many { MANY_PARAMS } else { 0 };
         // Written in place into a buffer of the block's final size (fixed-size stores, no
         // growth), on the stack for the URLs a registry writes, then copied into the block:
         // the URL's one allocation.
@@ -422,40 +540,52 @@ impl<'l> Builder<'l> {
         };
         data[0] = flags;
         data[PORT..PORT + 2].copy_from_slice(&parts.port.to_le_bytes());
-        data[N_PARAMS..N_PARAMS + 4].copy_from_slice(&(self.params.len() as u32).to_le_bytes());
-        let mut at = PROTOCOL;
-        let mut put = |data: &mut [u8], bytes: &[u8]| {
-            data[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        };
-        for r in [parts.protocol, parts.path, parts.address] {
-            put(data, &reloc(r).to_le_bytes());
+        data[N_PARAMS] = if many { u8::MAX } else { n as u8 };
+        // The header's references, without an iterator chain over the optional ones.
+        let mut header = [
+            reloc(parts.protocol),
+            reloc(parts.path),
+            reloc(parts.address),
+            0,
+            0,
+            0,
+        ];
+        let mut count = OPTIONAL;
+        for r in [
+            parts.username.map(reloc),
+            parts.password.map(reloc),
+            raw.map(|_| INLINE | raw_at as u32),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            header[count] = r;
+            count += 1;
         }
-        for r in [parts.username, parts.password].into_iter().flatten() {
-            put(data, &reloc(r).to_le_bytes());
+        let header_end = REFS + w * (OPTIONAL + n_optional);
+        put_refs(
+            &mut data[REFS..header_end],
+            w,
+            header[..count].iter().copied(),
+        );
+        let mut at = header_end;
+        if many {
+            data[at..at + 4].copy_from_slice(&(n as u32).to_le_bytes());
+            at += 4;
         }
-        if raw.is_some() {
-            put(data, &(INLINE | raw_at as u32).to_le_bytes());
-        }
-        let n = self.params.len();
-        let table = &mut data[at..at + per_param * n];
-        if wide {
-            for (out, &(k, v)) in table.chunks_exact_mut(8).zip(&self.params) {
-                out[..4].copy_from_slice(&reloc(k).to_le_bytes());
-                out[4..].copy_from_slice(&reloc(v).to_le_bytes());
-            }
+        if wide_keys {
+            let keys = self.params.iter().map(|&(k, _)| reloc(k));
+            put_refs(&mut data[at..at + w * n], w, keys);
+            at += w * n;
         } else {
-            let (keys, values) = table.split_at_mut(2 * n);
-            for ((key, value), &(k, v)) in keys
-                .chunks_exact_mut(2)
-                .zip(values.chunks_exact_mut(4))
-                .zip(&self.params)
-            {
+            for (key, &(k, _)) in data[at..at + 2 * n].chunks_exact_mut(2).zip(&self.params) {
                 // Interned ids below 2^16 (checked above).
                 key.copy_from_slice(&(k as u16).to_le_bytes());
-                value.copy_from_slice(&reloc(v).to_le_bytes());
             }
+            at += 2 * n;
         }
+        let values = self.params.iter().map(|&(_, v)| reloc(v));
+        put_refs(&mut data[at..head], w, values);
         data[head..raw_at].copy_from_slice(&self.tail);
         if let Some(r) = raw {
             let mut len = Vec::with_capacity(5);
@@ -465,6 +595,102 @@ impl<'l> Builder<'l> {
         }
         Url {
             data: triomphe::ThinArc::from_header_and_slice((), data),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// A reference written in 3 bytes (payload below 2^23) or 4 (below 2^31) reads back,
+        /// whatever the bytes around it.
+        #[test]
+        fn references_read_back_in_both_widths(
+            narrow in 0u32..NARROW_LIMIT,
+            wide in 0u32..INLINE,
+            inline: bool,
+            at in 1usize..8,
+            fill: u8,
+        ) {
+            for (w, payload) in [(3, narrow), (4, wide)] {
+                let mut data = vec![fill; at + w + 3];
+                let r = payload | if inline { INLINE } else { 0 };
+                put_ref(&mut data[at..at + w], r, w);
+                proptest::prop_assert_eq!(ref_at(&data, at, w), (inline, payload));
+                proptest::prop_assert!(data[..at].iter().chain(&data[at + w..]).all(|&b| b == fill));
+            }
+        }
+    }
+
+    #[test]
+    fn references_at_the_narrow_boundaries() {
+        for payload in [0, 1, (1 << 20) - 1, 1 << 20, NARROW_LIMIT - 1] {
+            for inline in [false, true] {
+                let mut data = [0xffu8; 8];
+                let r = payload | if inline { INLINE } else { 0 };
+                put_ref(&mut data[1..4], r, 3);
+                assert_eq!(ref_at(&data, 1, 3), (inline, payload));
+                assert_eq!(data[4], 0xff);
+            }
+        }
+        for payload in [NARROW_LIMIT, NARROW_LIMIT + 1, INLINE - 1] {
+            let mut data = [0u8; 8];
+            put_ref(&mut data[1..5], payload | INLINE, 4);
+            assert_eq!(ref_at(&data, 1, 4), (true, payload));
+        }
+    }
+
+    /// An id past 23 bits (the interner gives none: this one is forged) makes every
+    /// reference 4 bytes wide; the rest of the URL reads as before.
+    #[test]
+    fn an_id_past_23_bits_makes_the_references_wide() {
+        let build = |forged: Option<u32>| {
+            let lookup = Lookup::new();
+            let mut b = Builder::new(&lookup, 4);
+            let protocol = b.derived(KEY_PROTOCOL, "dubbo");
+            let (address, bracketed) = b.address("h", 1, "1");
+            let path = b.derived(KEY_PATH, "s");
+            b.param("a", "1");
+            b.param("b", "inline-value");
+            b.param("c", "3");
+            if let Some(id) = forged {
+                b.params[2].1 = id;
+            }
+            let username = Some(b.inline("user"));
+            b.finish(
+                &Parts {
+                    protocol,
+                    path,
+                    address,
+                    username,
+                    password: None,
+                    port: 1,
+                    bracketed,
+                },
+                None,
+            )
+        };
+        for (forged, wide) in [
+            (None, false),
+            (Some((1 << 20) - 1), false),
+            (Some(NARROW_LIMIT - 1), false),
+            (Some(NARROW_LIMIT), true),
+            (Some(INLINE - 1), true),
+        ] {
+            let u = build(forged);
+            assert_eq!(u.flags() & WIDE_REFS != 0, wide, "{forged:?}");
+            assert_eq!(
+                (u.protocol(), u.address(), u.path(), u.username()),
+                ("dubbo", "h:1", "s", Some("user"))
+            );
+            assert_eq!(u.param("a"), Some("1"));
+            assert_eq!(u.param("b"), Some("inline-value"));
+            // A forged id reads back as that id (the interner resolves it, to `""` when it
+            // gave no such id), in either width.
+            let c = forged.map_or("3", intern::resolve);
+            assert_eq!(u.param("c"), Some(c));
         }
     }
 }

@@ -401,3 +401,167 @@ fn clones_share_their_block_and_equal_texts_are_distinct_blocks() {
         std::mem::size_of::<usize>()
     );
 }
+
+/// The largest offset of an inline string named by the header's references of `u` (3 bytes
+/// wide): what decides the width with the strings after the user name.
+fn last_header_offset(u: &Url, refs: usize) -> usize {
+    assert_eq!(u.flags() & store::WIDE_REFS, 0);
+    (0..refs)
+        .filter_map(|i| match store::ref_at(u.bytes(), store::REFS + 3 * i, 3) {
+            (true, offset) => Some(offset as usize),
+            (false, _) => None,
+        })
+        .max()
+        .unwrap()
+}
+
+#[test]
+fn inline_offsets_at_and_past_23_bits_make_the_references_wide() {
+    let limit = store::NARROW_LIMIT as usize;
+    // A user name of `len` bytes (user info stays in the URL, first of its inline strings)
+    // moves the strings after it by `len` − 1, plus 3 for its length's LEB128 bytes (4 from
+    // 2^21 on): the last one reaches 2^23 at `limit − base − 2`. Whether the address and the
+    // path are interned depends on the process (their keys' values may be saturated): the
+    // short URL is parsed first, settling it.
+    let shape = |user: &str| format!("dubbo://{user}:pw@h:1/s");
+    let _ = Url::parse(&shape("u")).unwrap();
+    let base = last_header_offset(&Url::parse(&shape("u")).unwrap(), 5);
+    let at = limit - base - 2;
+    for (len, wide) in [(at - 1, false), (at, true), (at + 1000, true)] {
+        let text = shape(&"u".repeat(len));
+        let u = Url::parse(&text).unwrap();
+        assert_eq!(u.flags() & store::WIDE_REFS != 0, wide, "{len}");
+        if !wide {
+            assert_eq!(last_header_offset(&u, 5), limit - 1);
+        }
+        assert_eq!(u.flags() & store::HAS_RAW, 0);
+        assert_eq!(u.username().map(str::len), Some(len));
+        assert_eq!(
+            (u.password(), u.address(), u.path(), u.port()),
+            (Some("pw"), "h:1", "s", 1)
+        );
+        assert_eq!(u.raw(), text);
+        assert_eq!(u, Url::parse(&text).unwrap());
+    }
+    // A kept raw text (the parameters unsorted) is the block's last string: at 2^23, the
+    // references are wide.
+    let shape = |user: &str| format!("dubbo://{user}@h:1/s?b=1&a=2");
+    let _ = Url::parse(&shape("u")).unwrap();
+    let u = Url::parse(&shape("u")).unwrap();
+    let raw_len = shape("u").len();
+    let base = u.bytes().len() - 1 - raw_len;
+    assert_eq!(last_header_offset(&u, 5), base);
+    let at = limit - base - 2;
+    for (len, wide) in [(at - 1, false), (at, true)] {
+        let text = shape(&"u".repeat(len));
+        let u = Url::parse(&text).unwrap();
+        assert_ne!(u.flags() & store::HAS_RAW, 0);
+        assert_eq!(u.flags() & store::WIDE_REFS != 0, wide, "{len}");
+        assert_eq!(u.raw(), text);
+        assert_eq!(u.to_string(), text);
+        assert_eq!(u.username().map(str::len), Some(len));
+        assert_eq!((u.param("a"), u.param("b")), (Some("2"), Some("1")));
+    }
+}
+
+/// `n` parameters `k000=v0&k001=v1...` (keys sorted), with `extra` appended.
+fn many_params(n: usize, extra: &str) -> String {
+    let query: Vec<String> = (0..n).map(|i| format!("k{i:03}=v{i}")).collect();
+    format!("dubbo://10.0.0.1:20880/s?{}{extra}", query.join("&"))
+}
+
+#[test]
+fn more_than_254_parameters_are_counted_in_four_bytes() {
+    for n in [0, 1, 253, 254, 255, 256, 300, 999] {
+        for extra in ["", "&a=last"] {
+            let text = many_params(n, extra);
+            let u = Url::parse(&text).unwrap();
+            let count = n + usize::from(!extra.is_empty());
+            assert_eq!(u.params().len(), count, "{n}{extra}");
+            assert_eq!(
+                u.flags() & store::MANY_PARAMS != 0,
+                count > 254,
+                "{n}{extra}"
+            );
+            for i in 0..n {
+                let key = format!("k{i:03}");
+                let want = format!("v{i}");
+                assert_eq!(u.param(&key), Some(want.as_str()));
+                assert_eq!(u.get_key(&UrlKey::new(&key)), Some(want.as_str()));
+            }
+            assert_eq!(u.param("a"), (!extra.is_empty()).then_some("last"));
+            assert_eq!(u.param("k"), None);
+            assert_eq!(u.raw(), text);
+            assert_eq!(u, Url::parse(&text).unwrap());
+            // A duplicate key (last wins) in a long list.
+            let dup = format!("{text}&k000=again");
+            let d = Url::parse(&dup).unwrap();
+            assert_eq!(d.params().len(), count + usize::from(n == 0));
+            assert_eq!(d.param("k000"), Some("again"));
+            assert_eq!(d.raw(), dup);
+        }
+    }
+}
+
+#[test]
+fn wide_keys_with_narrow_and_wide_references() {
+    // Intern keys until one has an id past 16 bits (as `keys_past_16_bit_ids_are_stored_wide`).
+    let lookup = crate::intern::Lookup::new();
+    let mut i = 0;
+    let wide_key = loop {
+        let key = format!("wide-key-{i}");
+        if lookup.key(&key).unwrap() >= u32::from(u16::MAX) {
+            break key;
+        }
+        i += 1;
+    };
+    let limit = store::NARROW_LIMIT as usize;
+    // (The password, inline after a user name of 2^23 bytes, is past 23 bits.)
+    for user in [String::new(), "u".repeat(limit)] {
+        let at = if user.is_empty() { "" } else { ":pw@" };
+        let text = format!("dubbo://{user}{at}h:1/s?address=1&protocol=2&{wide_key}=v&zz=last");
+        let u = Url::parse(&text).unwrap();
+        assert_ne!(u.flags() & store::WIDE_KEYS, 0);
+        assert_eq!(u.flags() & store::WIDE_REFS != 0, !user.is_empty());
+        assert_eq!(u.param(&wide_key), Some("v"));
+        assert_eq!(u.get_key(&UrlKey::new(&wide_key)), Some("v"));
+        assert_eq!(
+            (u.param("address"), u.param("protocol"), u.param("zz")),
+            (Some("1"), Some("2"), Some("last"))
+        );
+        assert_eq!(u.get_key(&UrlKey::new("address")), Some("h:1"));
+        assert_eq!(u.params().len(), 4);
+        assert_eq!(
+            u.username().map(str::len),
+            (!user.is_empty()).then_some(user.len())
+        );
+        assert_eq!(u.raw(), text);
+    }
+}
+
+proptest::proptest! {
+    /// Around 255 parameters (the count's byte), some keys repeated, escapes: the
+    /// parameters read as the reference model says.
+    #[test]
+    fn long_parameter_lists_match_the_reference(
+        params in proptest::collection::vec(("[a-z]{1,3}", "[0-9a-z%]{0,4}"), 250..262),
+    ) {
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let query = query.join("&");
+        let text = format!("dubbo://h:1/s?{query}");
+        let expected = reference_params(&query);
+        match (Url::parse(&text), expected) {
+            (Ok(u), Some(expected)) => {
+                let got: Vec<(String, String)> =
+                    u.params().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+                proptest::prop_assert_eq!(&got, &expected);
+                for (k, v) in &expected {
+                    proptest::prop_assert_eq!(u.param(k), Some(v.as_str()));
+                }
+                proptest::prop_assert_eq!(u.raw(), text.as_str());
+            }
+            (Err(_), None) => {}
+            (url, expected) => proptest::prop_assert!(false, "{url:?} vs {expected:?}"),
+        }
+    }
+}
