@@ -300,8 +300,7 @@ impl HealthTable {
         if c.failures[i].load(Ordering::Relaxed) != 0 {
             c.failures[i].store(0, Ordering::Relaxed);
         }
-        if c.probation[i].load(Ordering::Relaxed) && c.probation[i].swap(false, Ordering::Relaxed)
-        {
+        if c.probation[i].load(Ordering::Relaxed) && c.probation[i].swap(false, Ordering::Relaxed) {
             HealthChange::Recovered
         } else {
             HealthChange::None
