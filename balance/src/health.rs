@@ -359,12 +359,20 @@ impl HealthTable {
     }
 
     /// Lets providers whose cool-down has ended back in, on probation. Cheap when nothing
-    /// expired (one atomic load); one caller sweeps at a time, the others go on.
+    /// expired (one atomic load, inlined into the call); one caller sweeps at a time, the
+    /// others go on.
+    #[inline]
     pub fn expire(&self, now: Duration) -> usize {
         let now = now.as_nanos() as u64;
         if now < self.next_expiry.load(Ordering::Relaxed) {
             return 0;
         }
+        self.sweep(now)
+    }
+
+    /// [`HealthTable::expire`] once a cool-down ended (`now` in nanoseconds).
+    #[cold]
+    fn sweep(&self, now: u64) -> usize {
         if self.sweeping.swap(true, Ordering::Acquire) {
             return 0;
         }

@@ -16,7 +16,11 @@ use routechain_testkit as testkit;
 fn counted<T>(f: impl FnOnce() -> T) -> (T, i64, u64) {
     let mut out = None;
     let info = allocation_counter::measure(|| out = Some(f()));
-    (out.expect("ran"), info.bytes_current, info.count_current as u64)
+    (
+        out.expect("ran"),
+        info.bytes_current,
+        info.count_current as u64,
+    )
 }
 
 fn main() {
@@ -67,8 +71,10 @@ fn main() {
     let yaml = testkit::full_chain_yaml();
     let st1 = testkit::build_state(&yaml, full.clone()).expect("builds");
     let st0 = testkit::build_state(&yaml, empty.clone()).expect("builds");
-    let (x1, a1, c1) = counted(|| Service::new(Arc::new(Chain::new(st1)), ServiceConfig::default()));
-    let (x0, a0, c0) = counted(|| Service::new(Arc::new(Chain::new(st0)), ServiceConfig::default()));
+    let (x1, a1, c1) =
+        counted(|| Service::new(Arc::new(Chain::new(st1)), ServiceConfig::default()));
+    let (x0, a0, c0) =
+        counted(|| Service::new(Arc::new(Chain::new(st0)), ServiceConfig::default()));
     row("Service (view tables)", (a1, c1), (a0, c0));
     drop((x1, x0));
 
