@@ -56,17 +56,7 @@ fn main() {
     let urls: Vec<String> = lines.lines().map(str::to_string).collect();
     let snapshot = Snapshot::new(1, testkit::providers(n, seed));
     let live = if bare {
-        LiveChain::with_providers(
-            routechain::rules::ChainFile::parse("bare.chain.yaml", "routers: []\n", None)
-                .expect("an empty chain parses"),
-            routechain::registry(),
-            routechain::live::LiveOptions {
-                consumer: Some(testkit::consumer()),
-                ..routechain::live::LiveOptions::default()
-            },
-            snapshot,
-        )
-        .expect("an empty chain builds")
+        testkit::live_bare_chain(snapshot)
     } else {
         testkit::live_full_chain("text_push.chain.yaml", snapshot)
     };

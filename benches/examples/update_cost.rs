@@ -135,17 +135,7 @@ fn main() {
     );
     // The same with no router: what the live chain and the service do themselves (the
     // edit of the list and snapshot, the balancer tables, health, the swap).
-    let bare = routechain::live::LiveChain::with_providers(
-        routechain::rules::ChainFile::parse("bare.chain.yaml", "routers: []\n", None)
-            .expect("an empty chain parses"),
-        routechain::registry(),
-        routechain::live::LiveOptions {
-            consumer: Some(testkit::consumer()),
-            ..routechain::live::LiveOptions::default()
-        },
-        Snapshot::from_shared(1, serving.clone()),
-    )
-    .expect("an empty chain builds");
+    let bare = testkit::live_bare_chain(Snapshot::from_shared(1, serving.clone()));
     time_shared_pushes(
         &format!("live, no router: one provider added/removed at {n}, shared URLs"),
         &bare,

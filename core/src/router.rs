@@ -17,7 +17,7 @@
 //!    locks or re-parses provider strings.
 //!
 //! [`crate::Registry::register_typed`] wraps the type in a [`TypedFactory`], which derives the
-//! object-safe [`RouterFactory`](crate::RouterFactory), [`Router`] and [`PreparedRouter`]:
+//! object-safe [`RouterFactory`], [`Router`] and [`PreparedRouter`]:
 //! the rule document is deserialized (a type error names its field path), an entry without a
 //! rule passes every provider (unless [`TypedRouter::without_rule`] says otherwise), and a
 //! failed preparation becomes a [`PrepareError`] naming the router and the snapshot

@@ -380,4 +380,4 @@ impl Drop for Watching {
 mod apply;
 mod batch;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -79,7 +79,7 @@ pub struct ApplyHistogram {
     pub sum: f64,
     /// How many were observed.
     pub count: u64,
-    /// Per bucket of [`APPLY_BUCKETS`]: the observations at most its bound (not
+    /// Per bucket of the apply-time bounds (`APPLY_BUCKETS`): the observations at most its bound (not
     /// cumulative).
     pub buckets: [u64; APPLY_BUCKETS.len()],
 }

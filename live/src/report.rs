@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use routechain_balance::Clock;
 use routechain_core::Url;
 
-/// How a [`LiveChain`] treats updates.
+/// How a [`LiveChain`](crate::LiveChain) treats updates.
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
     /// Empty-push protection: a provider list that becomes empty while the current one is
@@ -17,8 +17,9 @@ pub struct LiveOptions {
     /// The consumer the routers prepare for; default the chain file's `consumer`, else an
     /// empty URL.
     pub consumer: Option<Url>,
-    /// The clock of the [`Service`]'s health tracker; default the system clock (tests
-    /// inject a [`routechain_core::ManualClock`]).
+    /// The clock of the [`Service`](routechain_balance::Service)'s health tracker; default
+    /// the system clock (tests inject a
+    /// [`ManualClock`](routechain_balance::health::ManualClock)).
     pub clock: Option<Arc<dyn Clock>>,
     /// Count calls and routing decisions on the call path (sharded counters, see
     /// [`routechain_core::metrics`]) for an exporter to read. Default on; off, the chain

@@ -185,9 +185,10 @@ pub(crate) fn set_reference(file: &mut ChainFile, reference: &ServiceKey) {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use routechain_core::{CallState, Request};
+    use routechain_core::Request;
 
     use super::*;
+    use crate::chain::tests::routed_for;
     use crate::{ProviderText, Report, RuleEvent, RuleKey, Update};
 
     const CHAIN: &str = "
@@ -249,22 +250,6 @@ routers:
         }
     }
 
-    /// The routed providers' addresses for `request`, sorted.
-    fn routed(live: &LiveChain, request: &Request) -> Vec<String> {
-        let state = live.chain().load();
-        let mut call = CallState::seeded(1);
-        let mut out: Vec<String> = match state.route(request, &mut call) {
-            Ok(()) => call
-                .candidates
-                .iter()
-                .map(|i| state.snapshot().providers()[i].address().to_string())
-                .collect(),
-            Err(_) => Vec::new(),
-        };
-        out.sort();
-        out
-    }
-
     /// What a report says, without the generation (two chains count their own).
     fn outcome(r: &Report) -> String {
         match r {
@@ -294,7 +279,10 @@ routers:
         // (The tag entry follows the providers' application, known now: both recompiled it.)
         let sb = b.chain().state();
         let request = Request::new();
-        assert_eq!(routed(&a, &request), ["10.0.0.1:20880", "10.0.0.2:20880"]);
+        assert_eq!(
+            routed_for(&a, &request),
+            ["10.0.0.1:20880", "10.0.0.2:20880"]
+        );
         // A service-key rule pushed to `a` narrows `a` alone.
         let key = RuleKey::new("com.foo.BarService::", "condition");
         let reports = a.apply(rule(key, Some("conditions: ['=> region = hz']")));
@@ -302,8 +290,11 @@ routers:
             matches!(reports[..], [Report::Applied { .. }]),
             "{reports:?}"
         );
-        assert_eq!(routed(&a, &request), ["10.0.0.1:20880"]);
-        assert_eq!(routed(&b, &request), ["10.0.0.1:20880", "10.0.0.2:20880"]);
+        assert_eq!(routed_for(&a, &request), ["10.0.0.1:20880"]);
+        assert_eq!(
+            routed_for(&b, &request),
+            ["10.0.0.1:20880", "10.0.0.2:20880"]
+        );
         let after = b.chain().state();
         for (x, y) in sb.entries().iter().zip(after.entries().iter()) {
             assert!(
@@ -339,7 +330,7 @@ routers:
         live.apply(providers(&other.interface, &list));
         sibling.apply(providers("com.foo.BarService", &list));
         let request = Request::new();
-        assert_eq!(routed(&live, &request), ["10.0.0.1:20880"]);
+        assert_eq!(routed_for(&live, &request), ["10.0.0.1:20880"]);
         // The file is edited and reloaded by one service: the reference stays the
         // service's, and the other service of the template keeps its own chain file.
         std::fs::write(&path, CHAIN.replace("zone = a", "zone = b")).unwrap();
@@ -351,8 +342,8 @@ routers:
         assert_eq!(live.reference(), Some(other));
         assert_eq!(live.subscriptions(), alone.subscriptions());
         assert_eq!(live.service_name().as_deref(), Some("com.foo.OtherService"));
-        assert_eq!(routed(&live, &request), ["10.0.0.2:20880"]);
-        assert_eq!(routed(&sibling, &request), ["10.0.0.1:20880"]);
+        assert_eq!(routed_for(&live, &request), ["10.0.0.2:20880"]);
+        assert_eq!(routed_for(&sibling, &request), ["10.0.0.1:20880"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -511,7 +502,7 @@ routers:
                     prop_assert_eq!(shared[j].subscriptions(), separate[j].subscriptions());
                     prop_assert_eq!(shared[j].provider_app_kinds(), separate[j].provider_app_kinds());
                     for r in &requests {
-                        prop_assert_eq!(routed(&shared[j], r), routed(&separate[j], r));
+                        prop_assert_eq!(routed_for(&shared[j], r), routed_for(&separate[j], r));
                     }
                 }
             }

@@ -459,6 +459,19 @@ pub const CHAINS: [(&str, ChainText); 4] = [
 /// serving `snapshot`: what the update-cost examples apply provider pushes to.
 pub fn live_full_chain(name: &str, snapshot: Snapshot) -> routechain::live::LiveChain {
     let file = ChainFile::parse(name, &full_chain_yaml(), None).expect("the full chain parses");
+    live_chain_of(file, snapshot)
+}
+
+/// A live chain of no router (`routers: []`) over `snapshot`, with the [`consumer`]: what
+/// the live chain and the service cost by themselves (the provider list's edit, the
+/// balancer and health tables, the swap).
+pub fn live_bare_chain(snapshot: Snapshot) -> routechain::live::LiveChain {
+    let file =
+        ChainFile::parse("bare.chain.yaml", "routers: []\n", None).expect("an empty chain parses");
+    live_chain_of(file, snapshot)
+}
+
+fn live_chain_of(file: ChainFile, snapshot: Snapshot) -> routechain::live::LiveChain {
     routechain::live::LiveChain::with_providers(
         file,
         routechain::registry(),
@@ -468,7 +481,7 @@ pub fn live_full_chain(name: &str, snapshot: Snapshot) -> routechain::live::Live
         },
         snapshot,
     )
-    .expect("the full chain builds")
+    .expect("the chain builds")
 }
 
 /// Parses `chain_yaml` and prepares it over `snapshot` for [`consumer`], through the

@@ -6,7 +6,7 @@ use super::{DEFAULT_HASH_NODES, LoadBalanceKind};
 /// One piece of a consistent-hash key, read from the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HashKeyPart {
-    /// `arguments[n]`: the argument's string form (as [`Request::with_argument_str`]).
+    /// `arguments[n]`: the argument's string form (as [`Request::with_argument_str`](routechain_core::Request::with_argument_str)).
     Argument(usize),
     /// `attachments[k]`.
     Attachment(String),
@@ -134,7 +134,7 @@ impl BalanceConfig {
     }
 
     /// The slot of `method`: 0 for the default, `1 + i` for the `i`-th override. Per-slot
-    /// state (round-robin weights, rings) lives in the [`SnapshotBalance`].
+    /// state (round-robin weights, rings) lives in the [`SnapshotBalance`](crate::lb::SnapshotBalance).
     pub fn slot(&self, method: Option<&str>) -> usize {
         method
             .and_then(|m| {

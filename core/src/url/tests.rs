@@ -226,18 +226,22 @@ fn values_unique_to_a_provider_are_stored_inline_and_read_alike() {
     );
 }
 
-#[test]
-fn keys_past_16_bit_ids_are_stored_wide() {
-    // Intern keys until one has an id past 16 bits.
+/// A key whose interned id is past 16 bits (keys are interned until one is).
+fn key_past_16_bits() -> String {
     let lookup = crate::intern::Lookup::new();
     let mut i = 0;
-    let wide_key = loop {
+    loop {
         let key = format!("wide-key-{i}");
         if lookup.key(&key).unwrap() >= u32::from(u16::MAX) {
-            break key;
+            return key;
         }
         i += 1;
-    };
+    }
+}
+
+#[test]
+fn keys_past_16_bit_ids_are_stored_wide() {
+    let wide_key = key_past_16_bits();
     // `address` and `protocol` are among the first ids of the process.
     let text = format!("dubbo://h:1/s?address=1&protocol=2&{wide_key}=v");
     let u = Url::parse(&text).unwrap();
@@ -505,16 +509,7 @@ fn more_than_254_parameters_are_counted_in_four_bytes() {
 
 #[test]
 fn wide_keys_with_narrow_and_wide_references() {
-    // Intern keys until one has an id past 16 bits (as `keys_past_16_bit_ids_are_stored_wide`).
-    let lookup = crate::intern::Lookup::new();
-    let mut i = 0;
-    let wide_key = loop {
-        let key = format!("wide-key-{i}");
-        if lookup.key(&key).unwrap() >= u32::from(u16::MAX) {
-            break key;
-        }
-        i += 1;
-    };
+    let wide_key = key_past_16_bits();
     let limit = store::NARROW_LIMIT as usize;
     // (The password, inline after a user name of 2^23 bytes, is past 23 bits.)
     for user in [String::new(), "u".repeat(limit)] {

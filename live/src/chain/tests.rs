@@ -62,12 +62,17 @@ fn rule(key: &str, event: RuleEvent) -> Update {
     }
 }
 
-/// The routed providers' addresses, sorted (a live chain's order of providers is its
-/// stable order, not the registry's).
+/// The routed providers' addresses for an empty request, sorted (a live chain's order of
+/// providers is its stable order, not the registry's).
 fn routed(live: &LiveChain) -> Vec<String> {
+    routed_for(live, &Request::new())
+}
+
+/// The routed providers' addresses for `request`, sorted.
+pub(crate) fn routed_for(live: &LiveChain, request: &Request) -> Vec<String> {
     let state = live.chain().load();
     let mut call = CallState::seeded(1);
-    let mut out: Vec<String> = match state.route(&Request::new(), &mut call) {
+    let mut out: Vec<String> = match state.route(request, &mut call) {
         Ok(()) => call
             .candidates
             .iter()

@@ -1,6 +1,6 @@
 //! The condition router's prepared state: per snapshot and consumer, every then-part and
-//! v3.1 destination resolved to a provider set ([`SetExpr`]), with the per-call form for a
-//! request that carries another consumer ([`DynSet`]), and each when-part's consumer terms
+//! v3.1 destination resolved to a provider set (`SetExpr`), with the per-call form for a
+//! request that carries another consumer (`DynSet`), and each when-part's consumer terms
 //! decided for the prepared consumer.
 
 use std::collections::HashMap;
