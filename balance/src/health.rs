@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use once_cell::race::OnceBox;
 use routechain_core::DegradedSet;
 
 /// Time as the health tracker sees it: a monotonic duration since some fixed start.
@@ -122,29 +123,72 @@ pub struct ProviderHealth {
 
 /// Per-snapshot health counters: consecutive failures, cool-downs and probation, marking
 /// and clearing the bits of the chain state's [`DegradedSet`]. Lock-free: atomics only.
+///
+/// The per-provider counters (13 bytes per provider) are allocated by the first
+/// report that records something (a failure, a degradation, a carried-over health that is
+/// not the default), once per snapshot: a snapshot whose providers never fail (most of the
+/// services of a process, most of the time) holds none. The cell is set without a lock (a
+/// compare-and-swap of one pointer: two first failures at once each allocate, one keeps
+/// its table, the other's is freed); a success, a read or a sweep of a table without
+/// counters reads that pointer and does nothing else.
 #[derive(Debug)]
 pub struct HealthTable {
     degraded: Arc<DegradedSet>,
-    failures: Box<[AtomicU32]>,
-    until: Box<[AtomicU64]>,
-    probation: Box<[AtomicBool]>,
+    /// The providers (the degraded set's length).
+    len: usize,
+    cells: OnceBox<Cells>,
     /// The earliest cool-down end (nanoseconds), `u64::MAX` when none.
     next_expiry: AtomicU64,
     sweeping: AtomicBool,
 }
 
-impl HealthTable {
-    /// A table over `degraded.len()` providers, all healthy, marking `degraded`.
-    pub fn new(degraded: Arc<DegradedSet>) -> Self {
-        let n = degraded.len();
-        HealthTable {
+/// A [`HealthTable`]'s counters, per provider.
+#[derive(Debug)]
+struct Cells {
+    failures: Box<[AtomicU32]>,
+    until: Box<[AtomicU64]>,
+    probation: Box<[AtomicBool]>,
+}
+
+impl Cells {
+    /// `n` healthy providers.
+    fn new(n: usize) -> Self {
+        Cells {
             failures: (0..n).map(|_| AtomicU32::new(0)).collect(),
             until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             probation: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// True when no provider has any health state.
+    fn quiet(&self) -> bool {
+        self.failures.iter().all(|a| a.load(Ordering::Relaxed) == 0)
+            && self.until.iter().all(|a| a.load(Ordering::Relaxed) == 0)
+            && self.probation.iter().all(|a| !a.load(Ordering::Relaxed))
+    }
+}
+
+impl HealthTable {
+    /// A table over `degraded.len()` providers, all healthy, marking `degraded`.
+    pub fn new(degraded: Arc<DegradedSet>) -> Self {
+        HealthTable {
+            len: degraded.len(),
+            cells: OnceBox::new(),
             next_expiry: AtomicU64::new(u64::MAX),
             sweeping: AtomicBool::new(false),
             degraded,
         }
+    }
+
+    /// The counters, once a report recorded something.
+    #[inline]
+    fn cells(&self) -> Option<&Cells> {
+        self.cells.get()
+    }
+
+    /// The counters, allocated now if no report recorded anything yet.
+    fn cells_or_new(&self) -> &Cells {
+        self.cells.get_or_init(|| Box::new(Cells::new(self.len)))
     }
 
     /// This table carried over to a snapshot that follows its own by `edit`: each
@@ -152,7 +196,7 @@ impl HealthTable {
     /// (the same provider, shifted down over the removed ones); the added ones start
     /// healthy (the caller carries them over by address, as [`HealthTable::set`] does).
     /// `degraded` is the new snapshot's set ([`DegradedSet::edited`] of this one's). Time:
-    /// the table's length, no string looked at.
+    /// the table's length, no string looked at (nothing when no report recorded anything).
     pub fn edited(&self, edit: &routechain_core::SnapshotEdit, degraded: Arc<DegradedSet>) -> Self {
         // Loaded once (calls may go on updating the old table meanwhile, as with a carry
         // by address), padded or cut to the edit's old length (a table that followed a
@@ -163,23 +207,20 @@ impl HealthTable {
             v
         }
         // The common case: no provider has any health state; a new table is all there is.
-        let quiet = self.failures.iter().all(|a| a.load(Ordering::Relaxed) == 0)
-            && self.until.iter().all(|a| a.load(Ordering::Relaxed) == 0)
-            && self.probation.iter().all(|a| !a.load(Ordering::Relaxed));
-        if quiet {
+        let Some(old) = self.cells().filter(|c| !c.quiet()) else {
             return HealthTable::new(degraded);
-        }
+        };
         let n = edit.old_len();
         let failures = edit.table(
-            &loaded(&self.failures, n, 0, |a| a.load(Ordering::Relaxed)),
+            &loaded(&old.failures, n, 0, |a| a.load(Ordering::Relaxed)),
             |_| 0,
         );
         let until = edit.table(
-            &loaded(&self.until, n, 0, |a| a.load(Ordering::Relaxed)),
+            &loaded(&old.until, n, 0, |a| a.load(Ordering::Relaxed)),
             |_| 0,
         );
         let probation = edit.table(
-            &loaded(&self.probation, n, false, |a| a.load(Ordering::Relaxed)),
+            &loaded(&old.probation, n, false, |a| a.load(Ordering::Relaxed)),
             |_| false,
         );
         let next_expiry = until
@@ -188,14 +229,21 @@ impl HealthTable {
             .filter(|&u| u != 0)
             .min()
             .unwrap_or(u64::MAX);
-        HealthTable {
-            failures: failures.into_iter().map(AtomicU32::new).collect(),
-            until: until.into_iter().map(AtomicU64::new).collect(),
-            probation: probation.into_iter().map(AtomicBool::new).collect(),
+        let table = HealthTable {
+            len: failures.len(),
+            cells: OnceBox::new(),
             next_expiry: AtomicU64::new(next_expiry),
             sweeping: AtomicBool::new(false),
             degraded,
-        }
+        };
+        let cells = Cells {
+            failures: failures.into_iter().map(AtomicU32::new).collect(),
+            until: until.into_iter().map(AtomicU64::new).collect(),
+            probation: probation.into_iter().map(AtomicBool::new).collect(),
+        };
+        // A fresh cell: set here, before anyone else sees the table.
+        let _ = table.cells.set(Box::new(cells));
+        table
     }
 
     /// The degraded set it marks.
@@ -205,27 +253,33 @@ impl HealthTable {
 
     /// The health of provider `i`.
     pub fn get(&self, i: usize) -> ProviderHealth {
-        ProviderHealth {
-            failures: self
-                .failures
-                .get(i)
-                .map_or(0, |a| a.load(Ordering::Relaxed)),
-            degraded_until: self.until.get(i).map_or(0, |a| a.load(Ordering::Relaxed)),
-            probation: self
-                .probation
-                .get(i)
-                .is_some_and(|a| a.load(Ordering::Relaxed)),
+        match self.cells().filter(|_| i < self.len) {
+            None => ProviderHealth::default(),
+            Some(c) => ProviderHealth {
+                failures: c.failures[i].load(Ordering::Relaxed),
+                degraded_until: c.until[i].load(Ordering::Relaxed),
+                probation: c.probation[i].load(Ordering::Relaxed),
+            },
         }
     }
 
     /// Sets provider `i`'s health (carrying it over from another snapshot).
     pub fn set(&self, i: usize, h: ProviderHealth) {
-        if i >= self.failures.len() {
+        if i >= self.len {
             return;
         }
-        self.failures[i].store(h.failures, Ordering::Relaxed);
-        self.probation[i].store(h.probation, Ordering::Relaxed);
-        self.until[i].store(h.degraded_until, Ordering::Relaxed);
+        // The default health on a table without counters: nothing to store.
+        let c = match self.cells() {
+            Some(c) => c,
+            None if h == ProviderHealth::default() => {
+                self.degraded.clear(i);
+                return;
+            }
+            None => self.cells_or_new(),
+        };
+        c.failures[i].store(h.failures, Ordering::Relaxed);
+        c.probation[i].store(h.probation, Ordering::Relaxed);
+        c.until[i].store(h.degraded_until, Ordering::Relaxed);
         if h.degraded_until != 0 {
             self.degraded.mark(i);
             self.next_expiry
@@ -237,17 +291,16 @@ impl HealthTable {
 
     /// Records a successful call on provider `i`: failures reset, probation ends.
     pub fn success(&self, i: usize) -> HealthChange {
-        if i >= self.failures.len() {
+        // No counters: no failure counted, no probation (the common case: one load).
+        let Some(c) = self.cells().filter(|_| i < self.len) else {
             return HealthChange::None;
-        }
+        };
         // Written only when set: a success on a healthy provider (the common case) writes
         // nothing, so callers on different threads do not contend for these lines.
-        if self.failures[i].load(Ordering::Relaxed) != 0 {
-            self.failures[i].store(0, Ordering::Relaxed);
+        if c.failures[i].load(Ordering::Relaxed) != 0 {
+            c.failures[i].store(0, Ordering::Relaxed);
         }
-        if self.probation[i].load(Ordering::Relaxed)
-            && self.probation[i].swap(false, Ordering::Relaxed)
-        {
+        if c.probation[i].load(Ordering::Relaxed) && c.probation[i].swap(false, Ordering::Relaxed) {
             HealthChange::Recovered
         } else {
             HealthChange::None
@@ -257,22 +310,23 @@ impl HealthTable {
     /// Records a failed call on provider `i` at clock time `now`: the threshold-th
     /// consecutive failure, or any failure on probation, degrades it until `now + cooldown`.
     pub fn failure(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
-        if i >= self.failures.len() {
+        if i >= self.len {
             return HealthChange::None;
         }
-        if self.until[i].load(Ordering::Relaxed) != 0 {
+        let c = self.cells_or_new();
+        if c.until[i].load(Ordering::Relaxed) != 0 {
             // Already degraded (a call that was in flight when it was degraded).
             return HealthChange::None;
         }
-        let failures = self.failures[i].fetch_add(1, Ordering::Relaxed) + 1;
-        let on_probation = self.probation[i].load(Ordering::Relaxed);
+        let failures = c.failures[i].fetch_add(1, Ordering::Relaxed) + 1;
+        let on_probation = c.probation[i].load(Ordering::Relaxed);
         if on_probation || failures >= config.failure_threshold.max(1) {
             let until = cooldown_end(now, config);
-            if self.until[i]
+            if c.until[i]
                 .compare_exchange(0, until, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
-                self.probation[i].store(false, Ordering::Relaxed);
+                c.probation[i].store(false, Ordering::Relaxed);
                 self.degraded.mark(i);
                 self.next_expiry.fetch_min(until, Ordering::Relaxed);
                 return HealthChange::Degraded;
@@ -284,12 +338,13 @@ impl HealthTable {
     /// Marks provider `i` degraded until `now + cooldown` whatever its count (an operator's
     /// or a health check's decision); [`HealthChange::None`] past the end.
     pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
-        if i >= self.failures.len() {
+        if i >= self.len {
             return HealthChange::None;
         }
+        let c = self.cells_or_new();
         let until = cooldown_end(now, config);
-        self.until[i].store(until, Ordering::Relaxed);
-        self.probation[i].store(false, Ordering::Relaxed);
+        c.until[i].store(until, Ordering::Relaxed);
+        c.probation[i].store(false, Ordering::Relaxed);
         self.degraded.mark(i);
         self.next_expiry.fetch_min(until, Ordering::Relaxed);
         HealthChange::Degraded
@@ -304,39 +359,56 @@ impl HealthTable {
     }
 
     /// Lets providers whose cool-down has ended back in, on probation. Cheap when nothing
-    /// expired (one atomic load); one caller sweeps at a time, the others go on.
+    /// expired (one atomic load, inlined into the call); one caller sweeps at a time, the
+    /// others go on.
+    #[inline]
     pub fn expire(&self, now: Duration) -> usize {
         let now = now.as_nanos() as u64;
         if now < self.next_expiry.load(Ordering::Relaxed) {
             return 0;
         }
+        self.sweep(now)
+    }
+
+    /// [`HealthTable::expire`] once a cool-down ended (`now` in nanoseconds).
+    #[cold]
+    fn sweep(&self, now: u64) -> usize {
         if self.sweeping.swap(true, Ordering::Acquire) {
             return 0;
         }
         let mut released = 0;
         let mut next = u64::MAX;
-        for (i, until) in self.until.iter().enumerate() {
-            let u = until.load(Ordering::Relaxed);
-            if u == 0 {
-                continue;
-            }
-            if u <= now {
-                if until
-                    .compare_exchange(u, 0, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    self.failures[i].store(0, Ordering::Relaxed);
-                    self.probation[i].store(true, Ordering::Relaxed);
-                    self.degraded.clear(i);
-                    released += 1;
+        // A pending expiry implies counters (only a report that set `until` lowers it).
+        if let Some(c) = self.cells() {
+            for (i, until) in c.until.iter().enumerate() {
+                let u = until.load(Ordering::Relaxed);
+                if u == 0 {
+                    continue;
                 }
-            } else {
-                next = next.min(u);
+                if u <= now {
+                    if until
+                        .compare_exchange(u, 0, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        c.failures[i].store(0, Ordering::Relaxed);
+                        c.probation[i].store(true, Ordering::Relaxed);
+                        self.degraded.clear(i);
+                        released += 1;
+                    }
+                } else {
+                    next = next.min(u);
+                }
             }
         }
         self.next_expiry.store(next, Ordering::Relaxed);
         self.sweeping.store(false, Ordering::Release);
         released
+    }
+
+    /// True when a report allocated this table's counters (for tests of the lazy table).
+    #[cfg(test)]
+    fn has_cells(&self) -> bool {
+        self.cells().is_some()
     }
 }
 
@@ -398,6 +470,43 @@ mod tests {
         assert_eq!(t.success(0), HealthChange::Recovered);
         assert_eq!(t.get(0), ProviderHealth::default());
         assert!(!t.degraded().contains(1));
+    }
+
+    #[test]
+    fn counters_are_allocated_by_the_first_report_that_records_something() {
+        let config = HealthConfig {
+            failure_threshold: 2,
+            cooldown: Duration::from_secs(10),
+        };
+        let now = Duration::from_secs(1);
+        let t = HealthTable::new(Arc::new(DegradedSet::new(3)));
+        // Reads, successes, sweeps and default carry-overs record nothing.
+        assert_eq!(t.success(1), HealthChange::None);
+        assert_eq!(t.get(1), ProviderHealth::default());
+        assert_eq!(t.expire(Duration::from_secs(100)), 0);
+        t.set(2, ProviderHealth::default());
+        assert_eq!(t.failure(7, now, &config), HealthChange::None); // past the end
+        assert!(!t.has_cells());
+        // A quiet table carries over as a fresh one.
+        let edit = routechain_core::SnapshotEdit::new(3, vec![0], 1);
+        let e = t.edited(&edit, Arc::new(DegradedSet::new(3)));
+        assert!(!e.has_cells());
+        // The first failure allocates them.
+        assert_eq!(t.failure(1, now, &config), HealthChange::None);
+        assert!(t.has_cells());
+        assert_eq!(t.get(1).failures, 1);
+        assert_eq!(t.failure(1, now, &config), HealthChange::Degraded);
+        assert!(t.degraded().contains(1));
+        // A carried-over health that is not the default allocates them too.
+        let u = HealthTable::new(Arc::new(DegradedSet::new(3)));
+        u.set(0, t.get(1));
+        assert!(u.has_cells() && u.degraded().contains(0));
+        assert_eq!(u.next_expiry(), Some(Duration::from_secs(11)));
+        // The edit carries the counters: provider 1 is at 0 once provider 0 is removed.
+        let e = t.edited(&edit, Arc::new(DegradedSet::new(3)));
+        assert!(e.has_cells());
+        assert_eq!(e.get(0).degraded_until, t.get(1).degraded_until);
+        assert_eq!(e.get(2), ProviderHealth::default());
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! lock, never touched by calls. The call-path counters are
 //! [`routechain_core::ChainMetrics`]; the `metrics` feature exports both.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -109,22 +108,33 @@ impl ApplyHistogram {
     }
 }
 
+/// An update's source and result, as counted.
+type BySource = (Arc<str>, UpdateResult);
+
 #[derive(Debug, Default)]
 pub(crate) struct Observed {
-    by_source: Mutex<BTreeMap<(Arc<str>, UpdateResult), u64>>,
+    /// Updates by (source, result), in no order: a handful of entries (one per source and
+    /// result seen), so a vector grown one entry at a time (a map's first node was 300 B of
+    /// every live chain).
+    by_source: Mutex<Vec<(BySource, u64)>>,
     apply: Mutex<ApplyHistogram>,
 }
 
 impl Observed {
     pub(crate) fn by_source(&self) -> Vec<SourceCount> {
-        let map = self.by_source.lock().unwrap_or_else(|p| p.into_inner());
-        map.iter()
-            .map(|((source, result), count)| SourceCount {
-                source: source.clone(),
-                result: *result,
-                count: *count,
-            })
-            .collect()
+        let mut counts: Vec<_> = {
+            let map = self.by_source.lock().unwrap_or_else(|p| p.into_inner());
+            map.iter()
+                .map(|((source, result), count)| SourceCount {
+                    source: source.clone(),
+                    result: *result,
+                    count: *count,
+                })
+                .collect()
+        };
+        // In (source, result) order, as they were listed from a map.
+        counts.sort_by(|a, b| (&a.source, a.result).cmp(&(&b.source, b.result)));
+        counts
     }
 
     pub(crate) fn apply_seconds(&self) -> ApplyHistogram {
@@ -142,7 +152,8 @@ impl Observed {
             {
                 Some((_, n)) => *n += 1,
                 None => {
-                    map.insert((Arc::from(source), result), 1);
+                    map.reserve_exact(1);
+                    map.push(((Arc::from(source), result), 1));
                 }
             }
         }

@@ -526,10 +526,94 @@ fn parse_split(
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct AppCounts {
     /// Providers per `application` (non-empty).
-    app: BTreeMap<Box<str>, usize>,
+    app: Counts,
     /// Providers per `remote.application`, else `application` (non-empty, not `unknown`):
     /// the mesh router's application of a provider.
-    each: BTreeMap<Box<str>, usize>,
+    each: Counts,
+}
+
+/// Counts by key, in key order: a sorted vector of exactly its entries while there are at
+/// most [`SMALL_COUNTS`] keys (a service's providers have one application or a few, and a
+/// map's first node took 270 B of every live chain), a map beyond (a list of many
+/// applications costs a logarithm per change, never a shift of a long vector).
+#[derive(Debug, Clone)]
+enum Counts {
+    Small(Vec<(Box<str>, usize)>),
+    Large(BTreeMap<Box<str>, usize>),
+}
+
+/// The most keys [`Counts`] keeps in a vector.
+const SMALL_COUNTS: usize = 8;
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts::Small(Vec::new())
+    }
+}
+
+impl PartialEq for Counts {
+    /// The same keys with the same counts, whatever the form.
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Counts {}
+
+impl Counts {
+    /// Every key with its count, in key order.
+    fn iter(&self) -> Box<dyn Iterator<Item = (&str, usize)> + '_> {
+        match self {
+            Counts::Small(v) => Box::new(v.iter().map(|(k, n)| (&**k, *n))),
+            Counts::Large(m) => Box::new(m.iter().map(|(k, n)| (&**k, *n))),
+        }
+    }
+
+    /// Counts `key` in.
+    fn up(&mut self, key: &str) {
+        match self {
+            Counts::Small(v) => match v.binary_search_by(|(k, _)| (**k).cmp(key)) {
+                Ok(i) => v[i].1 += 1,
+                Err(_) if v.len() >= SMALL_COUNTS => {
+                    let mut m: BTreeMap<Box<str>, usize> = std::mem::take(v).into_iter().collect();
+                    m.insert(key.into(), 1);
+                    *self = Counts::Large(m);
+                }
+                Err(i) => {
+                    v.reserve_exact(1);
+                    v.insert(i, (key.into(), 1));
+                }
+            },
+            Counts::Large(m) => match m.get_mut(key) {
+                Some(n) => *n += 1,
+                None => {
+                    m.insert(key.into(), 1);
+                }
+            },
+        }
+    }
+
+    /// Counts `key` out (a key no longer counted leaves).
+    fn down(&mut self, key: &str) {
+        match self {
+            Counts::Small(v) => {
+                if let Ok(i) = v.binary_search_by(|(k, _)| (**k).cmp(key)) {
+                    v[i].1 -= 1;
+                    if v[i].1 == 0 {
+                        v.remove(i);
+                    }
+                }
+            }
+            Counts::Large(m) => {
+                if let Some(n) = m.get_mut(key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        m.remove(key);
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl AppCounts {
@@ -557,54 +641,42 @@ impl AppCounts {
 
     /// Counts provider `p` in.
     pub(crate) fn add(&mut self, p: &Url) {
-        fn up(map: &mut BTreeMap<Box<str>, usize>, key: Option<&str>) {
-            if let Some(k) = key {
-                match map.get_mut(k) {
-                    Some(n) => *n += 1,
-                    None => {
-                        map.insert(k.into(), 1);
-                    }
-                }
-            }
-        }
         let (app, each) = Self::keys(p);
-        up(&mut self.app, app);
-        up(&mut self.each, each);
+        if let Some(k) = app {
+            self.app.up(k);
+        }
+        if let Some(k) = each {
+            self.each.up(k);
+        }
     }
 
     /// Counts provider `p` out.
     pub(crate) fn remove(&mut self, p: &Url) {
-        fn down(map: &mut BTreeMap<Box<str>, usize>, key: Option<&str>) {
-            if let Some(k) = key
-                && let Some(n) = map.get_mut(k)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    map.remove(k);
-                }
-            }
-        }
         let (app, each) = Self::keys(p);
-        down(&mut self.app, app);
-        down(&mut self.each, each);
+        if let Some(k) = app {
+            self.app.down(k);
+        }
+        if let Some(k) = each {
+            self.each.down(k);
+        }
     }
 
     /// The providers' application: the `application` of the most providers, the
     /// alphabetically first on a tie (see [`crate::providers_application`]).
     pub(crate) fn application(&self) -> Option<String> {
-        most(&self.app)
+        most(self.app.iter())
     }
 
     /// Every provider application present.
     pub(crate) fn applications(&self) -> BTreeSet<String> {
-        self.each.keys().map(|k| k.to_string()).collect()
+        self.each.iter().map(|(k, _)| k.to_string()).collect()
     }
 }
 
-/// The key with the largest count, the first one on a tie.
-pub(crate) fn most(counts: &BTreeMap<Box<str>, usize>) -> Option<String> {
+/// The key with the largest count, the first one on a tie (`counts` in key order).
+fn most<'a>(counts: impl Iterator<Item = (&'a str, usize)>) -> Option<String> {
     let mut best: Option<(&str, usize)> = None;
-    for (k, &n) in counts {
+    for (k, n) in counts {
         if best.is_none_or(|(_, m)| n > m) {
             best = Some((k, n));
         }
