@@ -506,10 +506,9 @@ impl Url {
     /// key was resolved).
     fn param_key(&self, id: Option<u32>, key: &UrlKey) -> Option<&str> {
         use std::sync::atomic::Ordering::Relaxed;
-        // The common block (16-bit keys, 3-byte references, the count in a byte) is read
-        // with its widths known; any other by text.
-        let flags = self.flags();
-        if flags & (store::WIDE_KEYS | store::WIDE_REFS | store::MANY_PARAMS) != 0 {
+        // Keys stored as references (past 16-bit ids) are looked up by text.
+        let table = self.table();
+        if table.wide_keys {
             return self.param(&key.text);
         }
         // Every key of this URL is an interned 16-bit id, and one text has one id: the key
@@ -519,10 +518,7 @@ impl Url {
             return self.param(&key.text);
         };
         let id = id as u16;
-        let optional = flags & (store::HAS_USERNAME | store::HAS_PASSWORD | store::HAS_RAW);
-        let start = store::REFS + 3 * (store::OPTIONAL + optional.count_ones() as usize);
-        let n = usize::from(*self.bytes().get(store::N_PARAMS)?);
-        let keys = self.bytes().get(start..start + 2 * n)?;
+        let keys = self.bytes().get(table.keys..table.keys + 2 * table.n)?;
         let hint = key.hint.load(Relaxed);
         let at = |i: usize| match (keys.get(2 * i), keys.get(2 * i + 1)) {
             (Some(&a), Some(&b)) => Some(u16::from_le_bytes([a, b])),
@@ -535,7 +531,11 @@ impl Url {
             key.hint.store(i, Relaxed);
             i
         };
-        Some(store::string_at(self.bytes(), start + 2 * n + 3 * i, 3))
+        Some(store::string_at(
+            self.bytes(),
+            table.values + table.w * i,
+            table.w,
+        ))
     }
 }
 
