@@ -17,14 +17,15 @@
 //! Nothing here allocates; every function is O(number of weights).
 
 use crate::request::Request;
-use crate::rng::RandomSource;
+use crate::rng::{RandomSource, StableHasher};
 use crate::rule::{FieldPath, RuleError};
 use crate::url::Url;
 
 /// Full availability: the unit of [`availability`] (one millionth per step).
 pub const UNIT: u64 = 1_000_000;
 
-/// Where a sticky key's value is read from.
+/// One part of a hash key: where a value of the request is read from (the `hash_key` of a
+/// rule's sticky pick and of the `consistenthash` balancer: one grammar for both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyPart {
     /// `arguments[n]`: the argument's string form.
@@ -72,6 +73,49 @@ impl KeyPart {
             "invalid hash key {text:?}: expected attributes[KEY], attachments[KEY], arguments[N] or consumer.host"
         ))
     }
+
+    /// A `hash_key` value, in a rule or a balancer's settings: one part as a string, or a
+    /// non-empty list of them. Every bad part is reported at its path below `path`
+    /// (`hash_key[1]`).
+    pub fn list_from_value(
+        value: &serde_json::Value,
+        path: &FieldPath,
+    ) -> Result<Vec<KeyPart>, Vec<RuleError>> {
+        use serde_json::Value;
+        let items: Vec<(FieldPath, &Value)> = match value {
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| (path.index(i), item))
+                .collect(),
+            other => vec![(path.clone(), other)],
+        };
+        let mut errors = Vec::new();
+        let mut parts = Vec::new();
+        for (p, item) in items {
+            match item.as_str().map(KeyPart::parse) {
+                Some(Ok(part)) => parts.push(part),
+                Some(Err(message)) => errors.push(RuleError::new(p, message)),
+                None => errors.push(RuleError::new(
+                    p,
+                    format!(
+                        "a hash key is a string such as attributes[user] or consumer.host, found {item}"
+                    ),
+                )),
+            }
+        }
+        if errors.is_empty() && parts.is_empty() {
+            errors.push(RuleError::new(
+                path.clone(),
+                "`hash_key` must name at least one part",
+            ));
+        }
+        if errors.is_empty() {
+            Ok(parts)
+        } else {
+            Err(errors)
+        }
+    }
 }
 
 impl std::fmt::Display for KeyPart {
@@ -107,40 +151,10 @@ impl StickyKey {
         })
     }
 
-    /// A rule's `hash_key` value: one part as a string, or a non-empty list of them. Every
-    /// bad part is reported at its path below `path` (`hash_key[1]`).
+    /// A rule's `hash_key` value (see [`KeyPart::list_from_value`]).
     pub fn from_value(value: &serde_json::Value, path: &FieldPath) -> Result<Self, Vec<RuleError>> {
-        use serde_json::Value;
-        let items: Vec<(FieldPath, &Value)> = match value {
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| (path.index(i), item))
-                .collect(),
-            other => vec![(path.clone(), other)],
-        };
-        let mut errors = Vec::new();
-        let mut parts = Vec::new();
-        for (p, item) in items {
-            match item.as_str().map(KeyPart::parse) {
-                Some(Ok(part)) => parts.push(part),
-                Some(Err(message)) => errors.push(RuleError::new(p, message)),
-                None => errors.push(RuleError::new(
-                    p,
-                    format!(
-                        "a hash key is a string such as attributes[user] or consumer.host, found {item}"
-                    ),
-                )),
-            }
-        }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        StickyKey::new(parts).ok_or_else(|| {
-            vec![RuleError::new(
-                path.clone(),
-                "`hash_key` must name at least one part",
-            )]
+        KeyPart::list_from_value(value, path).map(|parts| StickyKey {
+            parts: parts.into_boxed_slice(),
         })
     }
 
@@ -200,39 +214,6 @@ impl std::fmt::Display for StickyKey {
             write!(f, "{p}")?;
         }
         Ok(())
-    }
-}
-
-/// [`crate::stable_hash`], fed in pieces.
-#[derive(Debug, Clone, Copy)]
-pub struct StableHasher(u64);
-
-impl StableHasher {
-    /// An empty hasher.
-    pub fn new() -> Self {
-        StableHasher(0xcbf2_9ce4_8422_2325)
-    }
-    /// Feeds bytes.
-    pub fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= *b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    /// The hash of everything fed (FNV-1a, then the splitmix64 finalizer).
-    pub fn finish(&self) -> u64 {
-        let mut h = self.0;
-        h ^= h >> 30;
-        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^= h >> 27;
-        h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-        h ^ (h >> 31)
-    }
-}
-
-impl Default for StableHasher {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
