@@ -60,7 +60,7 @@ mod cpu;
 pub mod degraded;
 pub mod edit;
 pub mod index;
-pub mod intern;
+mod intern;
 pub mod metrics;
 pub mod registry;
 pub mod request;
