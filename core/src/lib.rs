@@ -90,7 +90,9 @@ pub use router::{
     Router, TypedFactory, TypedRouter, router_fn,
 };
 pub use rule::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
-pub use snapshot::{Provider, ProviderLineError, Snapshot};
+pub use snapshot::{
+    Provider, ProviderLine, ProviderLineError, ProviderListError, Snapshot, provider_lines,
+};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};
 pub use weighted::{Draw, KeyPart, StickyKey};
