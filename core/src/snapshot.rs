@@ -252,7 +252,11 @@ mod tests {
         let numbers: Vec<usize> = provider_lines(text).map(|l| l.number).collect();
         assert_eq!(numbers, [1, 3, 5]);
         for (line, column, reason) in [
-            ("dubbo//10.0.0.1:20880/com.acme.OrderService?a=1", 6, "expected `://`"),
+            (
+                "dubbo//10.0.0.1:20880/com.acme.OrderService?a=1",
+                6,
+                "expected `://`",
+            ),
             ("  dubbo:/10.0.0.1:20880/s", 8, "expected `://`"),
             ("10.0.0.1:20880/s", 1, "starts with its protocol"),
             ("dubbo:///com.acme.OrderService", 9, "no host"),

@@ -395,7 +395,6 @@ impl Url {
     }
 }
 
-
 impl PartialEq for Url {
     /// Equal parts and equal text (whether each string is interned or inline does not
     /// matter; nor whether the two are one block, see [`Url::ptr_eq`]). Allocation-free: a
@@ -452,7 +451,6 @@ impl std::str::FromStr for Url {
         Url::parse(s)
     }
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -200,7 +200,13 @@ mod tests {
                     let b: Vec<_> = b
                         .lines
                         .iter()
-                        .map(|e| (e.line, e.column, format!("invalid provider URL: {}", e.reason)))
+                        .map(|e| {
+                            (
+                                e.line,
+                                e.column,
+                                format!("invalid provider URL: {}", e.reason),
+                            )
+                        })
                         .collect();
                     assert_eq!(a, b, "case {i}")
                 }

@@ -3,8 +3,8 @@
 use super::consistenthash::{digest_hash, md5_of};
 use super::*;
 use routechain_core::CallState;
-use routechain_core::KeyPart;
 use routechain_core::FastRng;
+use routechain_core::KeyPart;
 use routechain_core::{BitSet, Snapshot};
 
 fn snapshot(weights: &[Option<i64>]) -> Snapshot {

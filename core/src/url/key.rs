@@ -136,7 +136,9 @@ impl UrlKey {
     pub fn new(key: &str) -> Self {
         let kind = match Derived::of(key) {
             Some(d) => KeyKind::Derived(d),
-            None => KeyKind::Param(crate::intern::find(key).filter(|&id| id <= u32::from(u16::MAX))),
+            None => {
+                KeyKind::Param(crate::intern::find(key).filter(|&id| id <= u32::from(u16::MAX)))
+            }
         };
         UrlKey {
             text: key.into(),

@@ -150,7 +150,6 @@ fn next_special(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
-
 struct Parser<'a> {
     input: &'a str,
     /// Percent-decode the parts (else take them as written).

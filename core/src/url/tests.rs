@@ -569,8 +569,8 @@ fn derived_keys_are_read_from_the_one_table() {
         DERIVED_KEYS,
         ["protocol", "host", "port", "path", "address"]
     );
-    let u = Url::parse("dubbo://[::1]:20880/svc?protocol=p&host=h&port=1&path=x&address=a")
-        .unwrap();
+    let u =
+        Url::parse("dubbo://[::1]:20880/svc?protocol=p&host=h&port=1&path=x&address=a").unwrap();
     let none = Url::parse("dubbo://10.0.0.1/svc").unwrap();
     let want = [
         Some("dubbo"),

@@ -284,13 +284,17 @@ proptest! {
 /// located at its line, as any bad line is; the other lines load.
 #[test]
 fn a_mistyped_or_hostless_line_is_skipped_alone() {
-    let text = "dubbo://10.0.0.1:20880/s\ndubbo//10.0.0.2:20880/s\n  dubbo:///s\ndubbo://10.0.0.3:1/s\n";
+    let text =
+        "dubbo://10.0.0.1:20880/s\ndubbo//10.0.0.2:20880/s\n  dubbo:///s\ndubbo://10.0.0.3:1/s\n";
     let (urls, skipped) = super::parse_providers("p.txt", ProviderText::Lines(text.into()));
     let hosts: Vec<&str> = urls.iter().map(|u| u.host()).collect();
     assert_eq!(hosts, ["10.0.0.1", "10.0.0.3"]);
     let at: Vec<&str> = skipped.iter().map(|s| s.location.as_str()).collect();
     assert_eq!(at, ["p.txt:2:6", "p.txt:3:11"]);
-    let urls = vec!["dubbo//10.0.0.2:20880/s".to_string(), "dubbo://h:1/s".into()];
+    let urls = vec![
+        "dubbo//10.0.0.2:20880/s".to_string(),
+        "dubbo://h:1/s".into(),
+    ];
     let (urls, skipped) = super::parse_providers("zk", ProviderText::Urls(urls));
     assert_eq!((urls.len(), skipped.len()), (1, 1));
 }
