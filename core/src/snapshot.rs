@@ -106,8 +106,10 @@ pub struct ProviderLineError {
     pub reason: String,
 }
 
-/// The bad lines of a provider list ([`Snapshot::parse_lines`]), every one of them.
+/// The bad lines of a provider list ([`Snapshot::parse_lines`]), every one of them: one
+/// `origin:line:column: invalid provider URL: reason` per line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.lines.iter().map(|e| format!("{}:{e}", self.origin)).collect::<Vec<_>>().join("\n"))]
 pub struct ProviderListError {
     /// What names the list in messages (`<text>` unless set with
     /// [`ProviderListError::in_origin`]).
@@ -123,19 +125,6 @@ impl ProviderListError {
             origin: origin.into(),
             ..self
         }
-    }
-}
-
-impl std::fmt::Display for ProviderListError {
-    /// One `origin:line:column: invalid provider URL: reason` per bad line.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, e) in self.lines.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{}:{e}", self.origin)?;
-        }
-        Ok(())
     }
 }
 

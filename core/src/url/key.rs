@@ -6,10 +6,16 @@ use std::sync::LazyLock;
 use super::{Url, store};
 use crate::intern::Lookup;
 
-/// A key derived from the URL's structure rather than its query parameters. This table is
-/// the only place the derived keys are listed: their names ([`DERIVED_KEYS`]), the parts
-/// they read ([`Url::derived`]), and the memo slot and interned id of those stored in a
-/// URL's block (protocol, path, address; see `store.rs`) all follow from it.
+/// The keys derived from the URL's structure rather than its query parameters: the one
+/// table of them. [`Derived`] names its rows; the parts they read ([`Url::derived`]), and
+/// the memo slot and interned id of those stored in a URL's block (protocol, path, address;
+/// see `store.rs`) all follow from it.
+///
+/// `port` is present only when the port is greater than zero; `address` is `host:port`, or
+/// `host` alone when there is no port.
+pub const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
+
+/// A derived key: the row `Derived::X as usize` of [`DERIVED_KEYS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Derived {
     Protocol,
@@ -20,7 +26,7 @@ pub(crate) enum Derived {
 }
 
 impl Derived {
-    /// Every derived key, in the order of [`DERIVED_KEYS`].
+    /// Every derived key, in the rows' order.
     pub(crate) const ALL: [Derived; 5] = [
         Derived::Protocol,
         Derived::Host,
@@ -30,14 +36,8 @@ impl Derived {
     ];
 
     /// The key's name, as [`Url::get`] takes it.
-    pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Derived::Protocol => "protocol",
-            Derived::Host => "host",
-            Derived::Port => "port",
-            Derived::Path => "path",
-            Derived::Address => "address",
-        }
+    pub(crate) fn name(self) -> &'static str {
+        DERIVED_KEYS[self as usize]
     }
 
     /// The derived key named `key`, if it is one.
@@ -53,25 +53,11 @@ impl Derived {
     pub(super) fn id(self) -> u32 {
         static IDS: LazyLock<[u32; 5]> = LazyLock::new(|| {
             let lookup = Lookup::new();
-            Derived::ALL.map(|d| lookup.key(d.name()).unwrap_or(u32::MAX))
+            DERIVED_KEYS.map(|name| lookup.key(name).unwrap_or(u32::MAX))
         });
         IDS[self as usize]
     }
 }
-
-/// The keys derived from the URL's structure rather than its query parameters.
-///
-/// `port` is present only when the port is greater than zero; `address` is `host:port`, or
-/// `host` alone when there is no port.
-pub const DERIVED_KEYS: [&str; 5] = {
-    let mut names = [""; 5];
-    let mut i = 0;
-    while i < names.len() {
-        names[i] = Derived::ALL[i].name();
-        i += 1;
-    }
-    names
-};
 
 impl Url {
     /// The value of the derived key `key`.
