@@ -290,7 +290,7 @@ async fn zk(command: &ZkCommand) -> ExitCode {
             urls,
         } => {
             for url in urls {
-                if let Err(e) = routechain::core::Url::parse(url) {
+                if let Err(e) = routechain::core::Url::parse_provider(url) {
                     eprintln!(
                         "routechain zk: invalid provider URL {url:?} at column {}: {}",
                         e.column, e.reason
