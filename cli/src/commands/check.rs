@@ -126,8 +126,8 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     }
     let (errors, warnings) = count(reports.iter().flat_map(|r| &r.problems));
     match args.format {
-        Format::Text => print!("{}", text(&reports)),
-        Format::Json => println!("{}", json(&reports)),
+        Format::Text => out!("{}", text(&reports)),
+        Format::Json => outln!("{}", json(&reports)),
     }
     exit(errors, warnings, args.deny_warnings)
 }
@@ -274,9 +274,10 @@ pub fn check_file(
     providers: Option<&Snapshot>,
     registry: &Registry,
 ) -> FileReport {
-    let origin = path.display().to_string();
-    // Regular files within the size limit, invalid UTF-8 located, a BOM skipped.
-    let text = match routechain::rules::input::read_text(path, &origin) {
+    let origin = routechain::rules::input::origin_of(path);
+    // Regular files and pipes (`-`: stdin) within the size limit, invalid UTF-8 located, a
+    // BOM skipped.
+    let text = match routechain::rules::input::read_input(path) {
         Ok(t) => t,
         Err(e) => {
             return FileReport {
@@ -287,17 +288,26 @@ pub fn check_file(
         }
     };
     let routers = FieldPath::root().key("routers");
-    let is_chain = YamlDoc::parse(origin.as_str(), &text)
-        .ok()
-        .is_some_and(|d| d.is_object_at(&FieldPath::root()) && d.rule_doc(&routers).is_some());
-    let mut report = if is_chain {
-        check_chain(&origin, &text, path.parent(), providers, registry)
-    } else {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let ty = rule_type
-            .map(str::to_string)
-            .or_else(|| name.as_deref().and_then(type_from_name));
-        check_rule(&origin, &text, ty.as_deref(), providers, registry)
+    let parsed = YamlDoc::parse(origin.as_str(), &text);
+    let is_chain = parsed
+        .as_ref()
+        .is_ok_and(|d| d.is_object_at(&FieldPath::root()) && d.rule_doc(&routers).is_some());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let ty = rule_type
+        .map(str::to_string)
+        .or_else(|| name.as_deref().and_then(type_from_name));
+    let mut report = match parsed {
+        _ if is_chain => check_chain(&origin, &text, path.parent(), providers, registry),
+        // Neither a chain file nor a rule of a known type: the YAML error, where it is (as
+        // `route` reports it), unless the text is a valid stream of documents (a mesh rule).
+        Err(e) if ty.is_none() && YamlDoc::parse_stream(origin.as_str(), &text).is_err() => {
+            FileReport {
+                file: origin.clone(),
+                what: String::new(),
+                problems: lint::invalid([e]),
+            }
+        }
+        _ => check_rule(&origin, &text, ty.as_deref(), providers, registry),
     };
     report.problems.sort_by(|a, b| {
         (&a.error.origin, a.error.location, a.code).cmp(&(

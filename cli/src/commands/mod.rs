@@ -149,7 +149,10 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
                 CompletionShell::Fish => clap_complete::Shell::Fish,
             };
             let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "routechain", &mut std::io::stdout());
+            // Written whole through `out` (clap_complete panics on a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "routechain", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
             ExitCode::SUCCESS
         }
         Command::Simulate(args) => simulate::run(&args),
@@ -163,7 +166,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
 /// error is printed (with its file:line:column) and exits [`EXIT_INVALID`].
 fn exit_code(result: Result<ExitCode, routechain::rules::load::LoadError>) -> ExitCode {
     result.unwrap_or_else(|e| {
-        eprintln!("{}", e.render());
+        errln!("{}", crate::out::paint_errors(&e.render()));
         ExitCode::from(EXIT_INVALID)
     })
 }
@@ -176,7 +179,21 @@ where
     R: IntoIterator<Item = Vec<C>>,
     C: Into<comfy_table::Cell>,
 {
-    use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, TableComponent};
+    table_within(header, rows, right, None)
+}
+
+/// The narrowest the last column of [`table_within`] gets.
+const MIN_LAST_COLUMN: u16 = 16;
+
+/// A [`table`] whose last column wraps inside itself (at blanks where it can) so that the
+/// table fits `width` columns, when given; the last column keeps at least
+/// [`MIN_LAST_COLUMN`].
+pub fn table_within<R, C>(header: Vec<&str>, rows: R, right: &[usize], width: Option<u16>) -> String
+where
+    R: IntoIterator<Item = Vec<C>>,
+    C: Into<comfy_table::Cell>,
+{
+    use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, TableComponent, Width};
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::NOTHING)
         .set_style(TableComponent::HeaderLines, '-')
@@ -187,9 +204,16 @@ where
         t.add_row(row);
     }
     let columns = t.column_count();
+    let widths = t.column_max_content_widths();
+    // The other columns, each with its padding and the separator after it.
+    let before: u16 = widths.iter().rev().skip(1).map(|w| w + 3).sum();
+    let last = width.map(|w| w.saturating_sub(before).max(MIN_LAST_COLUMN));
     for (i, c) in t.column_iter_mut().enumerate() {
         c.set_padding((0, if i + 1 == columns { 0 } else { 2 }));
-        c.set_constraint(ColumnConstraint::ContentWidth);
+        c.set_constraint(match last {
+            Some(w) if i + 1 == columns => ColumnConstraint::UpperBoundary(Width::Fixed(w)),
+            _ => ColumnConstraint::ContentWidth,
+        });
         if right.contains(&i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -207,14 +231,14 @@ where
 const DEFAULT_LOG_FILTER: &str = "warn,routechain_live=error";
 
 /// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
-/// (a subscriber already installed stays). Colour only when stderr is a terminal.
+/// (a subscriber already installed stays). Colour as for the rest of stderr
+/// ([`crate::out`]).
 pub fn init_logging_with_default(default: &str) {
-    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(crate::out::stderr_has_colour())
         .try_init();
 }

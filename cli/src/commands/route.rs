@@ -169,8 +169,8 @@ fn route(inputs: &InputArgs, seed: Option<u64>, style: Style) -> Result<ExitCode
     };
     let routed = route_once(&state, &request, &mut call);
     match style {
-        Style::Json { explain } => println!("{}", routed.json(explain, None, true)),
-        Style::Table => print!(
+        Style::Json { explain } => outln!("{}", routed.json(explain, None, true)),
+        Style::Table => out!(
             "{}",
             table(&routed.trace, &routed.providers, routed.error.as_ref())
         ),
@@ -265,7 +265,9 @@ fn table(trace: &Trace, providers: &[RoutedProvider], error: Option<&RouteError>
     let header = vec![
         "#", "router", "priority", "eval", "before", "after", "reason",
     ];
-    let mut out = super::table(header, rows, &[0, 2, 4, 5]);
+    // The reasons wrap inside their column: the table fits a terminal of 80 columns.
+    let table = super::table_within(header, rows, &[0, 2, 4, 5], Some(80));
+    let mut out = crate::out::paint_first_line(crate::out::HEADER, &table);
     out.push('\n');
     match error {
         Some(e) => out.push_str(&format!("result: NO PROVIDER — {}\n", e.message)),

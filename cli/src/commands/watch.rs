@@ -111,7 +111,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             let origin = path.display().to_string();
             let (urls, skipped) = parse_providers(&origin, ProviderText::Lines(text));
             for s in skipped {
-                eprintln!(
+                errln!(
                     "routechain watch: {}",
                     Report::Skipped {
                         location: s.location,
@@ -158,7 +158,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         collector.register(&mut registry);
         let bound = super::metrics_server::serve(addr, Arc::new(registry))
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
-        eprintln!("routechain watch: serving metrics on http://{bound}/metrics");
+        errln!("routechain watch: serving metrics on http://{bound}/metrics");
     }
     if let (Some(r), Some(mut call)) = (&router, start_lock)
         && args.zookeeper.is_none()
@@ -178,7 +178,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         {
             continue;
         }
-        eprintln!(
+        errln!(
             "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
         );
         drop(watching);
@@ -205,27 +205,27 @@ fn sources(args: &WatchArgs, live: &LiveChain) -> (Box<dyn Source>, ZkConfig) {
     let reference = config.service.clone().unwrap_or_else(|| {
         routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
     });
-    eprintln!(
+    errln!(
         "routechain watch: following ZooKeeper {servers} for {} ({}); watching:",
         reference.interface,
         reference.describe_filter()
     );
     for path in config.watched_paths() {
-        eprintln!("  {path}");
+        errln!("  {path}");
     }
     if !config.provider_app_kinds.is_empty() {
-        eprintln!(
+        errln!(
             "  and, once the providers' application is known, its {} node(s)",
             config.provider_app_kinds.join(", ")
         );
     }
     if !config.each_app_kinds.is_empty() {
-        eprintln!(
+        errln!(
             "  and the {} node(s) of every provider application present, from its first provider to its last",
             config.each_app_kinds.join(", ")
         );
     }
-    eprintln!("  and the chain file {}", args.chain.display());
+    errln!("  and the chain file {}", args.chain.display());
     let zk = Box::new(ZkSource::new(config.clone()));
     (Box::new(Sources(vec![zk, chain_source])), config)
 }
@@ -245,7 +245,7 @@ fn start(
     let loaded = loaded.clone();
     let reloads = reloads.clone();
     live.watch(source, move |report| {
-        eprintln!("routechain watch: {report}");
+        errln!("routechain watch: {report}");
         let first = match report {
             Report::Status { .. } | Report::Skipped { .. } => false,
             _ => !loaded.swap(true, Ordering::SeqCst),
@@ -274,6 +274,6 @@ impl RequestPrinter {
     fn print(&self, live: &LiveChain, call: &mut CallState) {
         let state = live.chain().load();
         let routed = route_once(&state, &self.request, call);
-        println!("{}", routed.json(false, Some(state.generation()), false));
+        outln!("{}", routed.json(false, Some(state.generation()), false));
     }
 }
