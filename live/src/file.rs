@@ -68,7 +68,7 @@ type Contents = HashMap<PathBuf, Option<String>>;
 /// A watched file's text: only a regular file is read (a FIFO or device never blocks the
 /// watcher); the loaders apply the size limit.
 fn read(path: &Path) -> Option<String> {
-    routechain_rules::input::read_regular(path, "", u64::MAX).ok()
+    routechain_rules::input::read_text_with_limit(path, "", u64::MAX).ok()
 }
 
 /// The rule files and override-rule files (`overrides:`) the chain file names now,

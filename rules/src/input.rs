@@ -1,21 +1,21 @@
-//! Reading input files safely: regular files, pipes and standard input, a size limit, located
-//! UTF-8 errors, and one byte-order-mark policy.
+//! Reading input files safely: a size limit, located UTF-8 errors, one byte-order-mark
+//! policy, and only what ends.
 //!
 //! Every file routechain reads (chain files, rule files, provider lists, requests) goes
-//! through [`read_text`] (or [`read_input`], [`for_each_line`]):
-//! - a regular file, a FIFO or a pipe (process substitution, `<(…)`) is read; a command-line
-//!   argument `-` is standard input ([`read_input`], [`for_each_line`]); a device such as
-//!   `/dev/zero` (which never ends) or a directory is refused with a clear error;
+//! through this module:
+//! - a file given on the command line ([`read_input`], [`for_each_line`]) may be a regular
+//!   file, a FIFO or a pipe (process substitution, `<(…)`), or `-` for standard input;
+//! - a file named inside another file (a chain file's `rule_file`, `overrides`: [`read_text`])
+//!   must be a regular file: a FIFO there would block the reader, on the word of a file;
+//! - a device such as `/dev/zero` (which never ends) or a directory is refused with a clear
+//!   error;
 //! - a chain, rule or request file larger than the limit is refused (the limit is
 //!   [`max_file_size`], [`DEFAULT_MAX_FILE_SIZE`] unless [`set_max_file_size`] changed it:
 //!   `routechain --max-file-size`): a regular file before it is read, a stream as soon as it
-//!   passes the limit; a provider list has no size limit (a million providers is a large but
-//!   legitimate file);
+//!   passes the limit; a provider list in a regular file has no size limit (a million
+//!   providers is a large but legitimate file), a streamed one has (it may never end);
 //! - invalid UTF-8 is reported at the line and column of the first bad byte;
 //! - a UTF-8 byte-order mark at the start is accepted and skipped, for every kind of file.
-//!
-//! A file watcher reads with [`read_regular`]: only regular files, since a FIFO would block
-//! it.
 
 use std::io::Read;
 use std::path::Path;
@@ -96,32 +96,29 @@ pub fn origin_of(path: &Path) -> String {
 }
 
 /// Reads a command-line input as UTF-8 text of at most [`max_file_size`] bytes: `-` is
-/// standard input, anything else as [`read_text`]; errors name it by [`origin_of`].
+/// standard input; a regular file, a FIFO or a pipe is read; errors name it by
+/// [`origin_of`].
 pub fn read_input(path: &Path) -> Result<String, LocatedError> {
     let origin = origin_of(path);
     if is_stdin(path) {
-        read_limited(std::io::stdin().lock(), &origin, max_file_size())
-    } else {
-        read_text(path, &origin)
+        return read_limited(std::io::stdin().lock(), &origin, max_file_size());
     }
+    read(path, &origin, max_file_size(), Accept::Pipes)
 }
 
-/// Reads a regular file or a pipe (see the module documentation) of at most
-/// [`max_file_size`] bytes as UTF-8 text; `origin` names it in errors. The path is taken
-/// as it is: `-` is a file named `-` here (see [`read_input`]).
+/// Reads a regular file of at most [`max_file_size`] bytes as UTF-8 text (see the module
+/// documentation); `origin` names it in errors.
 pub fn read_text(path: &Path, origin: &str) -> Result<String, LocatedError> {
-    let limit = max_file_size();
-    let (file, len) = open(path, origin, Accept::Pipes)?;
-    if len.is_some_and(|len| len > limit) {
-        return Err(too_large(origin, limit));
-    }
-    read_limited(file, origin, limit)
+    read_text_with_limit(path, origin, max_file_size())
 }
 
-/// Reads a regular file (never a pipe, which would block a watcher) of at most `limit`
-/// bytes as UTF-8 text, like [`read_text`].
-pub fn read_regular(path: &Path, origin: &str, limit: u64) -> Result<String, LocatedError> {
-    let (file, len) = open(path, origin, Accept::Regular)?;
+/// Reads a regular file of at most `limit` bytes as UTF-8 text, like [`read_text`].
+pub fn read_text_with_limit(path: &Path, origin: &str, limit: u64) -> Result<String, LocatedError> {
+    read(path, origin, limit, Accept::Regular)
+}
+
+fn read(path: &Path, origin: &str, limit: u64, accept: Accept) -> Result<String, LocatedError> {
+    let (file, len) = open(path, origin, accept)?;
     if len.is_some_and(|len| len > limit) {
         return Err(too_large(origin, limit));
     }
@@ -150,13 +147,14 @@ fn open(
     if !meta.is_file() && !pipe {
         let kind = if meta.is_dir() {
             "a directory"
-        } else if is_fifo(&meta) {
-            "a FIFO; only regular files are watched"
         } else {
-            "not a regular file or a pipe (a socket or device)"
+            match accept {
+                Accept::Regular => "not a regular file (a FIFO, socket or device)",
+                Accept::Pipes => "not a regular file or a pipe (a socket or device)",
+            }
         };
         let read = match accept {
-            Accept::Regular => "routechain reads only regular files here",
+            Accept::Regular => "routechain reads only regular files",
             Accept::Pipes => "routechain reads regular files, pipes and standard input (`-`)",
         };
         return Err(file_error(origin, format!("cannot read: {kind}; {read}")));
@@ -435,5 +433,46 @@ mod tests {
             "{e}"
         );
         assert_eq!(read_limited(&b"01234"[..], "s", 5).unwrap(), "01234");
+    }
+
+    #[test]
+    fn a_fifo_is_read_as_an_argument_never_as_a_named_file() {
+        let fifo = std::env::temp_dir().join(format!("routechain-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        // Named inside a file: refused without opening (which would block).
+        let e = read_text(&fifo, "f").unwrap_err();
+        assert!(e.message.contains("not a regular file (a FIFO"), "{e}");
+        // Given as an argument: read until its writer closes it.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(&fifo, "a: 1\n"))
+        };
+        assert_eq!(read_input(&fifo).unwrap(), "a: 1\n");
+        writer.join().unwrap().unwrap();
+        // A stream of lines stops at the size limit (a regular file would not).
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let line = [b'#'; 100];
+                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo)?;
+                loop {
+                    std::io::Write::write_all(&mut f, &line)?;
+                }
+                #[allow(unreachable_code)]
+                Ok::<(), std::io::Error>(())
+            })
+        };
+        let limit = max_file_size();
+        let e = for_each_line(&fifo, "f", |_, _| {}).unwrap_err();
+        assert!(
+            e.message
+                .contains(&format!("larger than the limit of {limit} bytes")),
+            "{e}"
+        );
+        // The writer ends with a broken pipe once the reader is gone.
+        assert!(writer.join().unwrap().is_err());
+        let _ = std::fs::remove_file(&fifo);
     }
 }

@@ -40,7 +40,8 @@ use super::route::route_once;
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {
-    /// The test cases (YAML): `chain`, `providers` and `tests`.
+    /// The test cases (YAML): `chain`, `providers` and `tests` (`-`: standard input, its
+    /// `chain` and `providers` then relative to the working directory).
     #[arg(value_name = "CASES.yaml")]
     cases: PathBuf,
     /// Output format.

@@ -116,10 +116,22 @@ enum CompletionShell {
 
 /// Runs the command line in `args` (the first item is the program name).
 pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+    use clap::{CommandFactory, FromArgMatches};
+    // The matches are kept: `check` reads where each `--type` stands among its files.
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
-            let _ = e.print();
+            // Help and version on stdout, usage errors on stderr (through `out`: a closed
+            // pipe ends quietly).
+            let text = e.render().ansi().to_string();
+            if e.use_stderr() {
+                crate::out::stderr(&text);
+            } else {
+                crate::out::stdout(&text);
+            }
             return if e.use_stderr() {
                 ExitCode::from(EXIT_INVALID)
             } else {
@@ -140,7 +152,10 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     match cli.command {
         Command::Route(args) => route::run(&args),
         Command::Explain(args) => route::run_explain(&args),
-        Command::Check(args) => check::run(&args),
+        Command::Check(args) => match matches.subcommand_matches("check") {
+            Some(matches) => check::run(&args, matches),
+            None => ExitCode::from(EXIT_INVALID),
+        },
         Command::Test(args) => golden::run(&args),
         Command::Completions { shell } => {
             let shell = match shell {
@@ -169,6 +184,30 @@ fn exit_code(result: Result<ExitCode, routechain::rules::load::LoadError>) -> Ex
         errln!("{}", crate::out::paint_errors(&e.render()));
         ExitCode::from(EXIT_INVALID)
     })
+}
+
+/// Refuses standard input (`-`) given to more than one of `inputs` (argument name, path):
+/// it can be read once.
+pub fn one_stdin<'a>(
+    inputs: impl IntoIterator<Item = (&'a str, &'a std::path::Path)>,
+) -> Result<(), routechain::rules::load::LoadError> {
+    let readers: Vec<&str> = inputs
+        .into_iter()
+        .filter(|(_, path)| routechain::rules::input::is_stdin(path))
+        .map(|(name, _)| name)
+        .collect();
+    if readers.len() < 2 {
+        return Ok(());
+    }
+    Err(routechain::rules::load::LoadError::Invalid(vec![
+        routechain::rules::input::file_error(
+            "<stdin>",
+            format!(
+                "standard input (`-`) is given to {}: it can be read by one of them only",
+                readers.join(" and ")
+            ),
+        ),
+    ]))
 }
 
 /// A terminal table (comfy-table, the one table implementation of the CLI): no borders,

@@ -50,13 +50,14 @@ pub enum ExplainFormat {
 /// `route`, `explain` and `simulate`).
 #[derive(Debug, clap::Args)]
 pub struct InputArgs {
-    /// The chain file (YAML).
+    /// The chain file (YAML). Each of the three may be `-` (standard input, for one of
+    /// them), a pipe or a FIFO.
     #[arg(long)]
     pub chain: PathBuf,
     /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
     #[arg(long)]
     pub providers: PathBuf,
-    /// The request (JSON; `-` reads standard input).
+    /// The request (JSON).
     #[arg(long)]
     pub request: PathBuf,
 }
@@ -123,6 +124,11 @@ pub fn run_explain(args: &ExplainArgs) -> ExitCode {
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.
 pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+    super::one_stdin([
+        ("--chain", inputs.chain.as_path()),
+        ("--providers", inputs.providers.as_path()),
+        ("--request", inputs.request.as_path()),
+    ])?;
     let chain = ChainFile::load(&inputs.chain);
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);

@@ -68,6 +68,17 @@ fn invalid(message: String) -> LoadError {
 }
 
 fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
+    // The chain file and the providers file are watched: standard input cannot be.
+    for (name, path) in [
+        ("--chain", Some(&args.chain)),
+        ("--providers", args.providers.as_ref()),
+    ] {
+        if path.is_some_and(|p| routechain::rules::input::is_stdin(p)) {
+            return Err(invalid(format!(
+                "{name} -: watch follows a file's changes; standard input has none"
+            )));
+        }
+    }
     let mut chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
     let request = args
         .request
@@ -136,7 +147,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         };
         Arc::new(RequestPrinter {
             request: r,
-            call: Mutex::new(call),
+            call: Mutex::new((call, None)),
         })
     });
     // From files the state is loaded now; from ZooKeeper, once the source has delivered
@@ -160,6 +171,21 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
         errln!("routechain watch: serving metrics on http://{bound}/metrics");
     }
+    if args.zookeeper.is_none() {
+        let state = live.chain().load();
+        let providers = match &args.providers {
+            Some(p) => format!("the providers of {}", p.display()),
+            None => "no provider list".into(),
+        };
+        errln!(
+            "routechain watch: serving {} from {} with {providers} ({}, generation {}); watching \
+             them for changes",
+            live.service_name().unwrap_or_else(|| "the chain".into()),
+            args.chain.display(),
+            super::check::plural(state.snapshot().providers().len(), "provider"),
+            state.generation()
+        );
+    }
     if let (Some(r), Some(mut call)) = (&router, start_lock)
         && args.zookeeper.is_none()
     {
@@ -172,7 +198,9 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             continue;
         };
         let now = ZkConfig::for_chain(&live, servers.clone());
+        // The reference (`service`, `group`, `version`) filters the providers read.
         if now.watched_paths() == following.watched_paths()
+            && now.service == following.service
             && now.provider_app_kinds == following.provider_app_kinds
             && now.each_app_kinds == following.each_app_kinds
         {
@@ -265,14 +293,21 @@ fn start(
     .map_err(|e| invalid(e.to_string()))
 }
 
+/// The request routed after every applied change, with the generation last printed.
 struct RequestPrinter {
     request: Request,
-    call: Mutex<CallState>,
+    call: Mutex<(CallState, Option<u64>)>,
 }
 
 impl RequestPrinter {
-    fn print(&self, live: &LiveChain, call: &mut CallState) {
+    /// Prints the routed request, once per generation: one read can bring several reports
+    /// (providers ignored, a rule applied) about one state.
+    fn print(&self, live: &LiveChain, (call, printed): &mut (CallState, Option<u64>)) {
         let state = live.chain().load();
+        if *printed == Some(state.generation()) {
+            return;
+        }
+        *printed = Some(state.generation());
         let routed = route_once(&state, &self.request, call);
         outln!("{}", routed.json(false, Some(state.generation()), false));
     }

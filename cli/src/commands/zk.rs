@@ -42,7 +42,7 @@ pub struct RuleNode {
     /// The node kind: a router type (`condition`, `tag`, `affinity`, or a routechain type:
     /// node `<key>.<type>-router`), `mesh` (node `<key>.MESHAPPRULE`) or `configurators`
     /// (override rules: node `<key>.configurators`).
-    #[arg(long = "type")]
+    #[arg(long = "type", value_parser = super::check::RuleTypeParser)]
     router_type: String,
 }
 
@@ -71,7 +71,7 @@ enum ZkCommand {
         #[arg(long)]
         dry_run: bool,
         /// The rule YAML: validated as `routechain check --type TYPE` does (an invalid rule
-        /// is not written), then written as is.
+        /// is not written), then written as is. `-`: standard input.
         file: PathBuf,
     },
     /// Print a rule node's text.
@@ -176,6 +176,26 @@ fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<
     Ok(())
 }
 
+/// Refuses a `--type` that names no rule node kind (exit 2), with the known ones.
+fn known_type(ty: &str) -> Result<(), ExitCode> {
+    let registry = routechain::registry();
+    let known = super::check::rule_types(&registry);
+    if known.contains(&ty) {
+        return Ok(());
+    }
+    let hint = crate::lint::did_you_mean(ty, known.iter().copied())
+        .map(|k| format!("did you mean `{k}`? "))
+        .unwrap_or_default();
+    errln!(
+        "{}",
+        crate::out::paint_errors(&format!(
+            "routechain zk: unknown rule type `{ty}`: {hint}known types: {}",
+            known.join(", ")
+        ))
+    );
+    Err(ExitCode::from(EXIT_INVALID))
+}
+
 /// A unified diff from the node's current text (none: the node does not exist) to `new`.
 fn diff(node: &str, current: Option<&str>, new: &str) -> String {
     let old = current.unwrap_or("");
@@ -207,6 +227,14 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         | ZkCommand::Unregister { nodes, .. }
         | ZkCommand::Providers { nodes } => &nodes.zookeeper,
     };
+    // An unknown node kind is refused before anything is read or connected.
+    if let ZkCommand::PutRule { node, .. }
+    | ZkCommand::GetRule { node }
+    | ZkCommand::DeleteRule { node } = command
+        && let Err(code) = known_type(&node.router_type)
+    {
+        return code;
+    }
     // Read the input before connecting, so a bad path fails fast.
     let text = match command {
         ZkCommand::PutRule { file, .. } => match routechain::rules::input::read_input(file) {
