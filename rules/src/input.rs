@@ -161,7 +161,7 @@ fn open(
     }
     let file =
         std::fs::File::open(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
-    Ok((file, meta.is_file().then(|| meta.len())))
+    Ok((file, meta.is_file().then_some(meta.len())))
 }
 
 #[cfg(unix)]

@@ -209,7 +209,7 @@ fn unused_type(matches: &clap::ArgMatches) -> Option<String> {
     let last_file = matches.indices_of("files")?.max()?;
     let types: Vec<usize> = matches.indices_of("rule_type")?.collect();
     let last_type = *types.last()?;
-    let ty = matches.get_many::<String>("rule_type")?.last()?;
+    let ty = matches.get_many::<String>("rule_type")?.next_back()?;
     (types.len() > 1 && last_type > last_file).then(|| {
         format!(
             "routechain check: `--type {ty}` comes after the last file: a `--type` applies to \

@@ -4,7 +4,8 @@
 //! file:line:column; `check` prints its problems on stdout); 3 no provider left (`route`,
 //! `explain`, `simulate` when every call found none); 4 ZooKeeper unreachable or an
 //! operation on it failed (`zk`); 1 a check of `demo` failed, a golden test of `test`
-//! failed, or `check --deny-warnings` found warnings.
+//! failed, or `check --deny-warnings` found warnings. A closed stdout (`… | head -1`) ends
+//! any command quietly with 0 ([`crate::out`]).
 //!
 //! Commands: `route`, `explain`, `check`, `test` (golden tests), `simulate` (route + balance
 //! N calls and count), `demo` (real calls over TCP through the demo chain), `watch`, `zk`,
