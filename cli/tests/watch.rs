@@ -62,11 +62,21 @@ impl Watch {
 
     /// Skips stderr lines until one contains `needle`; returns it.
     fn stderr_with(&self, needle: &str) -> String {
+        self.stderr_until(needle).pop().unwrap()
+    }
+
+    /// The stderr lines up to the first that contains `needle`, that one last.
+    fn stderr_until(&self, needle: &str) -> Vec<String> {
         let mut seen = Vec::new();
         loop {
             match self.stderr.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(line) => seen.push(line),
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    seen.push(line);
+                    if found {
+                        return seen;
+                    }
+                }
                 Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
             }
         }
@@ -176,6 +186,48 @@ fn a_reference_change_refilters_the_zookeeper_providers_and_each_state_prints_on
     assert!(
         line.contains(&format!("{addr} for {service} (group=, version=*)")),
         "{line}"
+    );
+
+    // `--service` fixes the reference for the run: an edit of the chain file's `version`
+    // changes neither the providers nor the rule keys followed.
+    drop(w);
+    let w = Watch::spawn(&[
+        "--chain",
+        chain.to_str().unwrap(),
+        "--zookeeper",
+        &addr,
+        "--service",
+        "com.foo.BarService:1.0.0:",
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    let line = w.stderr_with("following ZooKeeper");
+    assert!(line.contains("(group=, version=1.0.0)"), "{line}");
+    let both = ["10.0.0.1:20880", "10.0.0.2:20880"];
+    assert_eq!(addresses(&w.next_json()), both);
+    replace(
+        &chain,
+        "service: com.foo.BarService\nversion: \"2.0.0\"\nrouters:\n  - type: condition\n",
+    );
+    w.stderr_with("applied generation");
+    assert_eq!(addresses(&w.next_json()), both);
+    // A rule for the fixed reference's key is still followed.
+    let out = routechain(&[
+        "zk",
+        "put-rule",
+        "--zookeeper",
+        &addr,
+        "--key",
+        "com.foo.BarService:1.0.0:",
+        "--type",
+        "condition",
+        rule.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+    let seen = w.stderr_until("rule com.foo.BarService:1.0.0:.condition-router added");
+    assert!(
+        !seen.iter().any(|l| l.contains("changes what to follow")),
+        "{seen:#?}"
     );
 }
 

@@ -10,8 +10,8 @@ use routechain::rules::ChainFile;
 
 use super::route::route_once;
 use routechain::live::{
-    FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report, Source, Sources,
-    Watching, ZkConfig, ZkSource, parse_providers,
+    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report,
+    ServiceKey, Source, Sources, Watching, ZkConfig, ZkSource, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -30,7 +30,8 @@ pub struct WatchArgs {
     /// The reference whose providers and service-scope rules to follow:
     /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
     /// group or version, `a,b` either group); default the chain file's `service`, `group`
-    /// and `version`. A bare interface keeps the file's group and version.
+    /// and `version`, followed as the file changes. A bare interface keeps the file's
+    /// group and version. Given, the reference is fixed for the run.
     #[arg(long, requires = "zookeeper")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
@@ -79,7 +80,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             )));
         }
     }
-    let mut chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
     let request = args
         .request
         .as_deref()
@@ -96,15 +97,17 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         })?),
         None => None,
     };
-    if let Some(service) = &args.service {
-        chain.service = Some(service.clone());
+    // `--service` fixes the reference for the run, over every reload of the chain file;
+    // without it the file's `service`, `group` and `version` are followed as they change.
+    let reference = args.service.as_deref().map(|service| {
         if service.contains([':', '/']) {
             // The form names the group and version: it overrides the file's.
-            chain.group = None;
-            chain.version = None;
+            ServiceKey::parse(service)
+        } else {
+            ServiceKey::reference(service, chain.group.as_deref(), chain.version.as_deref())
         }
-    }
-    if args.zookeeper.is_some() && chain.service.is_none() {
+    });
+    if args.zookeeper.is_some() && reference.is_none() && chain.service.is_none() {
         return Err(invalid(
             "--zookeeper needs a service: give --service or `service:` in the chain file".into(),
         ));
@@ -134,12 +137,13 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         }
         _ => Snapshot::new(1, Vec::new()),
     };
-    let live = Arc::new(LiveChain::with_providers(
-        chain,
-        routechain::registry(),
-        options,
-        providers,
-    )?);
+    let live = Arc::new(
+        ChainTemplate::new(chain, routechain::registry())?.live_chain_with_providers(
+            reference.as_ref(),
+            options,
+            providers,
+        )?,
+    );
     let router = request.map(|r| {
         let call = match args.seed {
             Some(seed) => CallState::seeded(seed),
