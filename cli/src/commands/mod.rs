@@ -63,7 +63,7 @@ enum Command {
     Explain(route::ExplainArgs),
     /// Validate and lint chain files and rule files; cross-check them with a provider list.
     #[command(
-        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
+        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check --type tag a.yaml --type condition b.yaml   # a --type applies to the files after it\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service S | routechain check --providers - bar.chain.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
     )]
     Check(check::CheckArgs),
     /// Route and balance one request N times; print how many calls each provider got.
