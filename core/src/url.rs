@@ -15,9 +15,8 @@
 //! Memory: a snapshot holds one `Url` per provider, so a `Url` is one reference-counted
 //! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 3-byte
 //! references (4 in a URL past 8 MiB), each naming a string of the process-wide
-//! [interner](crate::intern) (every
-//! key; the protocol, path and the values that repeat across providers) or a string stored
-//! inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
+//! interner ([`Url::interned`]: every key; the protocol, path and the values that repeat
+//! across providers) or a string stored inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
 //! The raw text is not kept when the canonical rendering gives it back (protocol, user
 //! info, address, path, parameters sorted by key as `k=v` joined by `&`: how registries
 //! write provider URLs); [`Url::raw`] and [`Display`](fmt::Display) then render it from the

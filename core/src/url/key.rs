@@ -7,8 +7,8 @@ use super::{Url, store};
 use crate::intern::Lookup;
 
 /// The keys derived from the URL's structure rather than its query parameters: the one
-/// table of them. [`Derived`] names its rows; the parts they read ([`Url::derived`]), and
-/// the memo slot and interned id of those stored in a URL's block (protocol, path, address;
+/// table of them. `Derived` names its rows; the parts they read (`Url::derived`), and the
+/// memo slot and interned id of those stored in a URL's block (protocol, path, address;
 /// see `store.rs`) all follow from it.
 ///
 /// `port` is present only when the port is greater than zero; `address` is `host:port`, or
