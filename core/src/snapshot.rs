@@ -111,21 +111,11 @@ pub struct ProviderLineError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.lines.iter().map(|e| format!("{}:{e}", self.origin)).collect::<Vec<_>>().join("\n"))]
 pub struct ProviderListError {
-    /// What names the list in messages (`<text>` unless set with
-    /// [`ProviderListError::in_origin`]).
+    /// What names the list in messages: `<text>` as parsed; a caller that read the text
+    /// from a file sets it to the file's name.
     pub origin: String,
     /// The bad lines, in order.
     pub lines: Vec<ProviderLineError>,
-}
-
-impl ProviderListError {
-    /// The same problems, named after `origin` (a file name).
-    pub fn in_origin(self, origin: impl Into<String>) -> Self {
-        ProviderListError {
-            origin: origin.into(),
-            ..self
-        }
-    }
 }
 
 impl Snapshot {
@@ -223,8 +213,12 @@ mod tests {
         assert_eq!(e.lines.len(), 2);
         assert_eq!((e.lines[0].line, e.lines[0].column), (2, 13));
         assert_eq!(e.lines[1].line, 3);
+        let e = ProviderListError {
+            origin: "p.txt".into(),
+            ..e
+        };
         assert_eq!(
-            e.in_origin("p.txt").to_string(),
+            e.to_string(),
             "p.txt:2:13: invalid provider URL: invalid port \"x\"\n\
              p.txt:3:9: invalid provider URL: IPv6 host without closing ']'"
         );

@@ -137,30 +137,11 @@ pub struct StickyKey {
 }
 
 impl StickyKey {
-    /// A key of the given parts, hashed in order (at least one).
-    pub fn new(parts: Vec<KeyPart>) -> Option<Self> {
-        (!parts.is_empty()).then(|| StickyKey {
-            parts: parts.into_boxed_slice(),
-        })
-    }
-
-    /// Parses one part (see [`KeyPart::parse`]).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        Ok(StickyKey {
-            parts: Box::new([KeyPart::parse(text)?]),
-        })
-    }
-
     /// A rule's `hash_key` value (see [`KeyPart::list_from_value`]).
     pub fn from_value(value: &serde_json::Value, path: &FieldPath) -> Result<Self, Vec<RuleError>> {
         KeyPart::list_from_value(value, path).map(|parts| StickyKey {
             parts: parts.into_boxed_slice(),
         })
-    }
-
-    /// The parts.
-    pub fn parts(&self) -> &[KeyPart] {
-        &self.parts
     }
 
     /// The stable hash of the request's values for this key (`consumer` is the call's
@@ -530,24 +511,32 @@ mod tests {
             assert!(KeyPart::parse(bad).is_err(), "{bad}");
         }
         let consumer = Url::parse("consumer://10.0.0.9/svc").unwrap();
-        let key = StickyKey::parse("attributes[user]").unwrap();
+        let path = FieldPath::root().key("hash_key");
+        let key = StickyKey::from_value(&serde_json::json!("attributes[user]"), &path).unwrap();
+        assert_eq!(*key.parts, [KeyPart::Attribute("user".into())]);
         let r = Request::new().with_attribute("user", "alice");
         assert_eq!(key.hash(&r, &consumer), Some(stable_hash(b"alice")));
         assert_eq!(key.hash(&Request::new(), &consumer), None);
-        let host = StickyKey::parse("consumer.host").unwrap();
+        let host = StickyKey::from_value(&serde_json::json!("consumer.host"), &path).unwrap();
         assert_eq!(
             host.hash(&Request::new(), &consumer),
             Some(stable_hash(b"10.0.0.9"))
         );
-        let both =
-            StickyKey::new(vec![KeyPart::Attachment("t".into()), KeyPart::Argument(0)]).unwrap();
+        let both = StickyKey::from_value(
+            &serde_json::json!(["attachments[t]", "arguments[0]"]),
+            &path,
+        )
+        .unwrap();
+        assert_eq!(
+            *both.parts,
+            [KeyPart::Attachment("t".into()), KeyPart::Argument(0)]
+        );
         let r = Request::new()
             .with_attachment("t", "x")
             .with_argument("y".into());
         assert!(both.hash(&r, &consumer).is_some());
         assert_ne!(both.hash(&r, &consumer), Some(stable_hash(b"xy")));
         assert_eq!(both.to_string(), "attachments[t], arguments[0]");
-        let path = FieldPath::root().key("hash_key");
         let from = |v: serde_json::Value| {
             StickyKey::from_value(&v, &path).map_err(|es| {
                 es.iter()
@@ -555,11 +544,6 @@ mod tests {
                     .collect::<Vec<_>>()
             })
         };
-        assert_eq!(from(serde_json::json!("attributes[user]")), Ok(key));
-        assert_eq!(
-            from(serde_json::json!(["attachments[t]", "arguments[0]"])),
-            Ok(both)
-        );
         assert_eq!(
             from(serde_json::json!(["attributes[u]", 3, "x"])),
             Err(vec![
