@@ -1,4 +1,4 @@
-//! Issue 14's preparation targets timed once each, in wall time and in this process's CPU
+//! The hostile-rule preparation targets (`benches/hostile.rs`) timed once each, in wall time and in this process's CPU
 //! time (user + system, from `/proc/self/stat`), so a figure taken on a shared machine can
 //! be read without the other processes' load: on a loaded 2-core machine the wall time of
 //! the criterion benchmark (`benches/hostile.rs`) is several times the CPU time.

@@ -1,4 +1,4 @@
-//! The memory a rule takes is a small constant times its size (issue 14): the peak of heap
+//! The memory a rule takes is a small constant times its size: the peak of heap
 //! bytes in use while a large generated chain file is parsed, compiled and prepared (as
 //! `route` loads it), or parsed, compiled and linted (as `check` reads it), counted by a
 //! counting global allocator (`allocation-counter`), as a multiple of the file's size.
