@@ -534,7 +534,7 @@ pub(crate) struct AppCounts {
 
 /// Counts by key, in key order: a sorted vector of exactly its entries while there are at
 /// most [`SMALL_COUNTS`] keys (a service's providers have one application or a few, and a
-/// map's first node took 270 B of every live chain), a map beyond (a list of many
+/// map would allocate its first node, a few hundred bytes, in every live chain), a map beyond (a list of many
 /// applications costs a logarithm per change, never a shift of a long vector).
 #[derive(Debug, Clone)]
 enum Counts {
