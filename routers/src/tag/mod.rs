@@ -680,3 +680,12 @@ impl PreparedTag {
         Evaluation::Runtime
     }
 }
+
+#[cfg(test)]
+mod chain_tests;
+#[cfg(test)]
+mod examples_tests;
+#[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
+mod tests;
