@@ -75,10 +75,9 @@ pub fn builtin_registry() -> Registry {
     registry
 }
 
-/// Helpers shared by the routers' unit tests.
-#[cfg(test)]
-mod test_support;
-
-/// Tests across the built-in routers (each router's own tests are in its folder).
+/// Tests across the built-in routers (each router's own tests are in its folder), and the
+/// helpers they share (`tests/support.rs`, reached as `crate::test_support`).
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+use tests::support as test_support;

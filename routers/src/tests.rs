@@ -2,6 +2,7 @@
 //! tests; here are the ones that compare routers or run several in one chain.
 
 mod pass_through;
+pub(crate) mod support;
 mod zero_alloc;
 
 use routechain_core::{FieldPath, RouterSpec, RuleDoc};
