@@ -6,8 +6,8 @@ Usage: cargo doc -p routechain-core --no-deps && python3 scripts/public_items.py
 
 An item is one rendered page (struct, enum, fn, trait, type alias, constant, macro, static,
 union) plus, on each page, every inherent method (`id="method.` before the trait
-implementations), enum variant and struct field. Trait implementations and re-exports of
-items rendered elsewhere are not counted.
+implementations), enum variant and struct field. Trait implementations and the redirect
+pages rustdoc writes for items re-exported from private modules are not counted.
 """
 
 import os
@@ -25,8 +25,10 @@ def count(crate_dir: Path) -> dict:
         kind = page.name.split(".", 1)[0]
         if kind not in KINDS:
             continue
-        counts[kind] += 1
         html = page.read_text(encoding="utf-8")
+        if 'http-equiv="refresh"' in html:
+            continue  # a redirect to the item's page elsewhere (a re-export)
+        counts[kind] += 1
         inherent = html.split('id="trait-implementations"', 1)[0]
         counts["method"] += len(re.findall(r'id="method\.', inherent))
         counts["variant"] += len(re.findall(r'id="variant\.', html))
