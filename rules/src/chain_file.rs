@@ -32,6 +32,7 @@ use routechain_core::{
 };
 use serde_json::Value;
 
+use crate::located::LocatedErrors;
 use crate::service_config::SERVICE_FIELDS;
 use crate::yaml::{LocatedError, Location, YamlDoc};
 
@@ -165,23 +166,25 @@ pub struct ChainFile {
 }
 
 impl ChainFile {
-    /// Reads and parses a chain file and the rule files it names.
-    pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
+    /// Reads and parses a chain file and the rule files it names; the error holds every
+    /// problem, located.
+    pub fn load(path: &Path) -> Result<Self, LocatedErrors> {
         match Self::load_lenient(path) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 
     /// Parses chain text; `origin` names it in errors, `base_dir` resolves `rule_file`s.
+    /// The error holds every problem, located.
     pub fn parse(
         origin: &str,
         text: &str,
         base_dir: Option<PathBuf>,
-    ) -> Result<Self, Vec<LocatedError>> {
+    ) -> Result<Self, LocatedErrors> {
         match Self::parse_lenient(origin, text, base_dir) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 

@@ -33,6 +33,7 @@ mod tree;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
 pub use load::LoadError;
+pub use located::LocatedErrors;
 pub use request::RequestSpec;
 pub use yaml::{LocatedError, Location, YamlDoc};
 

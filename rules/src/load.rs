@@ -42,6 +42,12 @@ impl From<Vec<LocatedError>> for LoadError {
     }
 }
 
+impl From<crate::LocatedErrors> for LoadError {
+    fn from(errors: crate::LocatedErrors) -> Self {
+        LoadError::Invalid(errors.0)
+    }
+}
+
 /// Reads a provider list: one URL per line; blank lines and `#` comments skipped. Every bad
 /// line is reported with its line and column. Only a regular file is read (no size limit:
 /// see [`crate::input`]).

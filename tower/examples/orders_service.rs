@@ -36,14 +36,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Serves `listener` forever, calling the providers ZooKeeper lists.
 pub async fn run(zookeeper: &str, listener: TcpListener) -> Result<(), Box<dyn std::error::Error>> {
-    // Every problem of the chain text at once, each located by line and column.
-    let chain = ChainFile::parse("orders.chain.yaml", CHAIN, None).map_err(|errors| {
-        errors
-            .iter()
-            .map(|e| e.render())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+    // The error holds every problem of the chain text, each located by line and column.
+    let chain = ChainFile::parse("orders.chain.yaml", CHAIN, None)?;
     let live = Arc::new(LiveChain::new(
         chain,
         routechain::registry(),

@@ -68,7 +68,7 @@ fn invalid(message: String) -> LoadError {
 }
 
 fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
-    let mut chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
+    let mut chain = ChainFile::load(&args.chain)?;
     let request = args
         .request
         .as_deref()

@@ -77,7 +77,8 @@ fn compile(text: &str) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
 }
 
 fn compile_with(registry: &Registry, text: &str) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
-    let chain = ChainFile::parse("test.chain.yaml", text, Some(plugin_dir().to_path_buf()))?;
+    let chain = ChainFile::parse("test.chain.yaml", text, Some(plugin_dir().to_path_buf()))
+        .map_err(routechain_rules::LocatedErrors::into_vec)?;
     chain.compile(registry)
 }
 
