@@ -73,6 +73,11 @@ pub mod trace;
 pub mod url;
 pub mod weighted;
 
+/// `serde`, re-exported: a [`TypedRouter`]'s rule as written implements its `Deserialize`.
+pub use serde;
+/// `serde_json`, re-exported: request arguments and rule documents are its `Value`s.
+pub use serde_json;
+
 pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
 pub use cpu::{popcount, words};

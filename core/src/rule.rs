@@ -56,7 +56,7 @@ impl FieldPath {
         self.0.is_empty()
     }
     /// Converts a `serde_path_to_error` path.
-    pub fn from_serde(path: &serde_path_to_error::Path) -> Self {
+    pub(crate) fn from_serde(path: &serde_path_to_error::Path) -> Self {
         use serde_path_to_error::Segment;
         FieldPath(
             path.iter()

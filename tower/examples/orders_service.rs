@@ -7,10 +7,8 @@
 
 use std::sync::Arc;
 
-use routechain::balance::{CallError, Service};
-use routechain::core::Request;
-use routechain::live::{LiveChain, LiveOptions, ZkConfig, ZkSource};
-use routechain::rules::ChainFile;
+use routechain::live::{ZkConfig, ZkSource};
+use routechain::prelude::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -67,7 +65,7 @@ async fn serve(socket: TcpStream, service: Arc<Service>) -> std::io::Result<()> 
         let request = Request::new()
             .with_service("org.example.OrderService")
             .with_method("listOrders")
-            .with_argument(serde_json::json!(user))
+            .with_argument(routechain::serde_json::json!(user))
             .with_attribute("user", user.as_str());
         let reply = service
             .call(&request, |provider| {
