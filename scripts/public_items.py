@@ -6,7 +6,7 @@ Usage: cargo doc -p routechain-core --no-deps && python3 scripts/public_items.py
 
 An item is one rendered page (struct, enum, fn, trait, type alias, constant, macro, static,
 union) plus, on each page, every inherent method (`id="method.` before the trait
-implementations), enum variant and struct field. Trait implementations and the redirect
+implementations, auto-trait and blanket implementations), enum variant and struct field. Trait implementations and the redirect
 pages rustdoc writes for items re-exported from private modules are not counted.
 """
 
@@ -29,7 +29,7 @@ def count(crate_dir: Path) -> dict:
         if 'http-equiv="refresh"' in html:
             continue  # a redirect to the item's page elsewhere (a re-export)
         counts[kind] += 1
-        inherent = html.split('id="trait-implementations"', 1)[0]
+        inherent = re.split(r'id="(?:trait|synthetic|blanket)-implementations"', html, maxsplit=1)[0]
         counts["method"] += len(re.findall(r'id="method\.', inherent))
         counts["variant"] += len(re.findall(r'id="variant\.', html))
         counts["field"] += len(re.findall(r'id="structfield\.', html))
