@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
 """Counts a crate's public items from its rendered rustdoc.
 
-Usage: cargo doc -p routechain-core --no-deps && python3 scripts/public_items.py [CRATE_DIR]
-(CRATE_DIR defaults to $CARGO_TARGET_DIR/doc/routechain_core, else target/doc/routechain_core).
+Usage: python3 scripts/public_items.py [CRATE ...]   (default: routechain-core)
 
-An item is one rendered page (struct, enum, fn, trait, type alias, constant, macro, static,
-union) plus, on each page, every inherent method (`id="method.` before the trait
-implementations, auto-trait and blanket implementations), enum variant and struct field. Trait implementations and the redirect
-pages rustdoc writes for items re-exported from private modules are not counted.
+For each crate it removes the crate's old pages (rustdoc leaves the pages of items that are
+no longer public), runs `cargo doc -p CRATE --no-deps` and counts, under
+$CARGO_TARGET_DIR/doc/<crate> (else target/doc/<crate>):
+
+- one per rendered item page (struct, enum, fn, trait, type alias, constant, macro, static,
+  union), skipping the redirect pages rustdoc writes for items re-exported elsewhere;
+- on each page, every inherent method (`id="method.` before the trait, auto-trait and
+  blanket implementations), enum variant and struct field.
 """
 
 import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 KINDS = ("struct", "enum", "fn", "trait", "type", "constant", "macro", "static", "union")
+IMPLEMENTATIONS = re.compile(r'id="(?:trait|synthetic|blanket)-implementations"')
 
 
 def count(crate_dir: Path) -> dict:
@@ -27,9 +33,9 @@ def count(crate_dir: Path) -> dict:
             continue
         html = page.read_text(encoding="utf-8")
         if 'http-equiv="refresh"' in html:
-            continue  # a redirect to the item's page elsewhere (a re-export)
+            continue
         counts[kind] += 1
-        inherent = re.split(r'id="(?:trait|synthetic|blanket)-implementations"', html, maxsplit=1)[0]
+        inherent = IMPLEMENTATIONS.split(html, maxsplit=1)[0]
         counts["method"] += len(re.findall(r'id="method\.', inherent))
         counts["variant"] += len(re.findall(r'id="variant\.', html))
         counts["field"] += len(re.findall(r'id="structfield\.', html))
@@ -37,16 +43,18 @@ def count(crate_dir: Path) -> dict:
 
 
 def main() -> None:
-    if len(sys.argv) > 1:
-        crate_dir = Path(sys.argv[1])
-    else:
-        target = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
-        crate_dir = target / "doc" / "routechain_core"
-    if not crate_dir.is_dir():
-        sys.exit(f"{crate_dir}: no rendered docs (run `cargo doc -p routechain-core --no-deps`)")
-    counts = count(crate_dir)
-    detail = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
-    print(f"{crate_dir.name}: {sum(counts.values())} public items ({detail})")
+    crates = sys.argv[1:] or ["routechain-core"]
+    target = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
+    for crate in crates:
+        crate_dir = target / "doc" / crate.replace("-", "_")
+        shutil.rmtree(crate_dir, ignore_errors=True)
+        subprocess.run(
+            ["cargo", "doc", "--quiet", "-p", crate, "--no-deps"],
+            check=True,
+        )
+        counts = count(crate_dir)
+        detail = ", ".join(f"{kind} {n}" for kind, n in counts.items() if n)
+        print(f"{crate}: {sum(counts.values())} public items ({detail})")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,10 @@
 //! subsets with fallbacks. Rules are stored per provider application, as the multi-document
 //! YAML text of `<app>.MESHAPPRULE`.
 //!
-//! - [`rule`]: which documents of a text are this router's and what they compile to;
-//! - [`read`]: Dubbo's value conversions, located, with warnings for what Dubbo ignores;
-//! - [`matchers`]: the compiled matchers;
-//! - [`prepared`]: subsets as provider sets per snapshot, and the per-call route.
+//! - `rule`: which documents of a text are this router's and what they compile to;
+//! - `read`: Dubbo's value conversions, located, with warnings for what Dubbo ignores;
+//! - `matchers`: the compiled matchers;
+//! - `prepared`: subsets as provider sets per snapshot, and the per-call route.
 //!
 //! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
 
@@ -22,10 +22,14 @@ use routechain_core::{
 use routechain_rules::YamlDoc;
 use serde_json::Value;
 
+// The matchers and the reader that builds them: the conformance tests (routechain-tests) run
+// Dubbo's match cases against them. Public for those tests, not part of the API.
+#[doc(hidden)]
 pub mod matchers;
-pub mod prepared;
+mod prepared;
+#[doc(hidden)]
 pub mod read;
-pub mod rule;
+mod rule;
 
 pub use prepared::PreparedMesh;
 pub use rule::{AppRule, Checked, TextOutcome};
