@@ -98,7 +98,11 @@ pub use router::{
     FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, RouteContextBuilder,
     Router, TypedFactory, TypedRouter, router_fn,
 };
-pub use rule::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
+pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
+// How `routechain-rules` hands its YAML trees to a `RuleDoc`: public for that crate, not
+// part of the API (a router reads its rule through `RuleDoc`).
+#[doc(hidden)]
+pub use rule::{DocNode, DocTree, tree_value};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};

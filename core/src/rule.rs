@@ -164,7 +164,7 @@ enum DocRepr<'a> {
 }
 
 /// A borrowed rule document (or part of one) with its path from the document root: a JSON
-/// value, or a node of a parsed document's tree (read in place, see [`DocTree`]).
+/// value, or a node of a parsed document's tree (read in place).
 #[derive(Debug, Clone, Copy)]
 pub struct RuleDoc<'a> {
     repr: DocRepr<'a>,
@@ -183,7 +183,9 @@ impl<'a> RuleDoc<'a> {
         }
     }
 
-    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`.
+    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`
+    /// (how `routechain-rules` hands over its YAML trees).
+    #[doc(hidden)]
     pub fn from_tree(tree: &'a dyn DocTree, node: Option<u32>, path: &'a FieldPath) -> Self {
         RuleDoc {
             repr: DocRepr::Tree(tree, node),
