@@ -21,7 +21,8 @@
 //! Loading is two steps: [`ChainFile::parse`] reads the file and the rule files it names
 //! (YAML errors, unknown or mistyped common fields), and [`ChainFile::compile`] builds every
 //! router through a [`Registry`] (unknown types, type-specific fields, rule errors). Both
-//! report every problem at once, each with origin, line, column and field path.
+//! report every problem at once, each with origin, line, column and field path, in a
+//! [`LocatedErrors`] (a `std::error::Error`: `?` carries it on).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -338,7 +339,7 @@ impl ChainFile {
     }
 
     /// Compiles every entry with its own rule.
-    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, LocatedErrors> {
         self.compile_with(registry, |_| RuleOverride::Own)
     }
 
@@ -347,7 +348,7 @@ impl ChainFile {
         &self,
         registry: &Registry,
         rule_for: impl Fn(&EntryDef) -> RuleOverride<'a>,
-    ) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    ) -> Result<Vec<ChainEntry>, LocatedErrors> {
         let mut entries = Vec::new();
         let mut errors = Vec::new();
         for def in self.entries.iter() {
@@ -359,7 +360,7 @@ impl ChainFile {
         if errors.is_empty() {
             Ok(entries)
         } else {
-            Err(errors)
+            Err(LocatedErrors(errors))
         }
     }
 
