@@ -57,7 +57,7 @@
 //! - [`balance`]: load balancers, provider health, failover and the [`Service`](balance::Service).
 //! - [`routers`]: the built-in routers (condition, tag, mock, mesh, affinity, group,
 //!   IDC-weight); [`registry`] returns them (and, with the `plugins` feature, the
-//!   shared-library [`plugins`] loader's `plugin` type).
+//!   shared-library `plugin` type of the `plugins` loader).
 //! - [`rules`]: chain files and rule documents in YAML, every problem located.
 //! - [`live`]: a chain kept live from ZooKeeper (Dubbo's layout) or watched files.
 //! - [`serde_json`]: the JSON values of requests and rule documents.
