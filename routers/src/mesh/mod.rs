@@ -132,7 +132,11 @@ pub(crate) fn interface_of(service: &str) -> &str {
 }
 
 /// Reads the entry's options (`app`, `empty`, `tracing_prefix`).
-pub(crate) fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>) -> MeshOptions {
+pub(crate) fn read_options(
+    entry: &Value,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> MeshOptions {
     let mut o = MeshOptions::default();
     let Some(map) = entry.as_object() else {
         return o;
@@ -461,6 +465,12 @@ impl TypedRouter for MeshRouter {
 }
 
 #[cfg(test)]
+mod examples_tests;
+#[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod sticky_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zero_alloc_tests;
