@@ -328,7 +328,7 @@ pub(crate) fn effective_weight(weight: u32, counts: Counts, opf: Overprovisionin
 /// so that users spilled to another region do not all sit at one end of its IDC split).
 #[inline]
 pub(crate) fn rehash(h: u64) -> u64 {
-    routechain_core::rng::mix64(h ^ 0x9e37_79b9_7f4a_7c15)
+    routechain_core::mix64(h ^ 0x9e37_79b9_7f4a_7c15)
 }
 
 #[cfg(test)]
