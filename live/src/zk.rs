@@ -40,12 +40,12 @@ mod admin;
 mod register;
 mod session;
 mod unreadable;
-pub use register::ZkRegistration;
-pub use session::ZkConnection;
-use unreadable::Unreadable;
 pub use address::{PASSWORD_ENV, PASSWORD_FILE_ENV, ZkAddress};
 pub use admin::ZkAdmin;
+pub use register::ZkRegistration;
 use routechain_core::Url;
+pub use session::ZkConnection;
+use unreadable::Unreadable;
 
 use crate::{
     LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update,
@@ -659,4 +659,3 @@ impl Ctx<'_> {
         Ok(())
     }
 }
-

@@ -253,7 +253,10 @@ async fn register(
     if let Err(code) = check_urls(urls) {
         return code;
     }
-    let providers = urls.iter().map(|u| (service.to_string(), u.clone())).collect();
+    let providers = urls
+        .iter()
+        .map(|u| (service.to_string(), u.clone()))
+        .collect();
     let on_event = |message: String| errln!("routechain zk: {message}");
     let registration =
         match ZkRegistration::start(address, world_readable, providers, on_event).await {

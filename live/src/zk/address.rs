@@ -130,7 +130,10 @@ fn decode(text: &str, part: &str) -> Result<String, ZkError> {
 fn host_port(text: &str, hp: &str) -> Result<String, ZkError> {
     let hp = hp.trim();
     if hp.is_empty() {
-        return Err(invalid(text, "a server is empty (two commas, or nothing after `@`)"));
+        return Err(invalid(
+            text,
+            "a server is empty (two commas, or nothing after `@`)",
+        ));
     }
     let (host, port) = if let Some(rest) = hp.strip_prefix('[') {
         let (host, after) = rest
@@ -256,9 +259,7 @@ impl ZkAddress {
         };
         let chroot = match path {
             "" | "/" => String::new(),
-            p if scheme.is_some() && p.trim_start_matches('/') == REGISTRY_SERVICE => {
-                String::new()
-            }
+            p if scheme.is_some() && p.trim_start_matches('/') == REGISTRY_SERVICE => String::new(),
             p if p.ends_with('/') || p.contains("//") => {
                 return Err(invalid(
                     text,

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkClientError};
 
-
 use super::{ZkAddress, ZkError, op_error};
 use crate::RuleKey;
 use crate::dubbo::{

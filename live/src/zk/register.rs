@@ -33,7 +33,9 @@ impl ZkRegistration {
         providers: Vec<(String, String)>,
         on_event: impl Fn(String) + Send + 'static,
     ) -> Result<Self, ZkError> {
-        let admin = ZkAdmin::connect_to(address).await?.world_readable(world_readable);
+        let admin = ZkAdmin::connect_to(address)
+            .await?
+            .world_readable(world_readable);
         register_all(&admin, &providers).await?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(keep(

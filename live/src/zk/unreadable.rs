@@ -104,7 +104,10 @@ mod tests {
         u.end_round();
         let first = u.retry_at.take().unwrap();
         u.start_round();
-        assert!(!u.failed("/a", "NoAuth"), "reported once while the reason stays");
+        assert!(
+            !u.failed("/a", "NoAuth"),
+            "reported once while the reason stays"
+        );
         u.end_round();
         let second = u.retry_at.take().unwrap();
         assert!(second - Instant::now() > first - Instant::now());
