@@ -282,6 +282,8 @@ struct Ctx<'a> {
     new_app_keys: bool,
     /// The nodes that could not be read, retried with backoff.
     unreadable: Unreadable,
+    /// Unreadable nodes not reported yet.
+    unreadable_news: Vec<Update>,
 }
 
 impl Ctx<'_> {
@@ -299,6 +301,20 @@ impl Ctx<'_> {
             .map(|s| providers_path(&s.interface))
     }
 
+    /// Sends what a read changed, then the unreadable nodes it found, as one update.
+    fn send(&mut self, mut updates: Vec<Update>) {
+        updates.append(&mut self.unreadable_news);
+        match updates.len() {
+            0 => {}
+            1 => {
+                let _ = self.tx.send(updates.remove(0));
+            }
+            _ => {
+                let _ = self.tx.send(Update::Batch(updates));
+            }
+        }
+    }
+
     /// A read of `path` failed with `e`: an error of the session is returned (the session
     /// loop reconnects or re-reads); one of the node alone (`NoAuth`...) is reported as
     /// an unreadable node (once per reason) and retried with backoff, the node's previous
@@ -310,7 +326,9 @@ impl Ctx<'_> {
         let reason = unreadable::reason(&e);
         if self.unreadable.failed(path, &reason) {
             tracing::warn!(path, "ZooKeeper node unreadable: {reason}");
-            let _ = self.tx.send(Update::Unreadable {
+            // Sent with the read's other changes (after them), so that what could be read
+            // is serving when it is reported.
+            self.unreadable_news.push(Update::Unreadable {
                 origin: format!("zookeeper:{path}"),
                 reason: format!(
                     "{reason}; its previous state keeps serving, retrying with backoff until it reads"
@@ -605,15 +623,7 @@ impl Ctx<'_> {
         for key in keys {
             updates.extend(self.read_rule(client, &key).await?);
         }
-        match updates.len() {
-            0 => {}
-            1 => {
-                let _ = self.tx.send(updates.remove(0));
-            }
-            _ => {
-                let _ = self.tx.send(Update::Batch(updates));
-            }
-        }
+        self.send(updates);
         Ok(())
     }
 
@@ -631,7 +641,7 @@ impl Ctx<'_> {
     }
 
     async fn changed_inner(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
-        let mut updates = if Some(path) == self.providers_dir().as_deref() {
+        let updates = if Some(path) == self.providers_dir().as_deref() {
             self.read_providers(client).await?
         } else {
             match self
@@ -647,15 +657,7 @@ impl Ctx<'_> {
                 None => Vec::new(),
             }
         };
-        match updates.len() {
-            0 => {}
-            1 => {
-                let _ = self.tx.send(updates.remove(0));
-            }
-            _ => {
-                let _ = self.tx.send(Update::Batch(updates));
-            }
-        }
+        self.send(updates);
         Ok(())
     }
 }

@@ -39,6 +39,7 @@ pub(super) async fn run(
         view: View::default(),
         new_app_keys: false,
         unreadable: Default::default(),
+        unreadable_news: Vec::new(),
     };
     let mut outage: Option<String> = None;
     loop {
