@@ -14,16 +14,18 @@ const FIRST_RETRY: Duration = Duration::from_millis(500);
 /// The longest pause: Dubbo's registry retry period (`retry.period`, 5000 ms).
 const LAST_RETRY: Duration = Duration::from_secs(5);
 
-/// True for an error of the session or connection (the session loop reconnects and
-/// re-reads everything), false for one of the node alone.
+/// False for an error the server gave about the node alone (its ACL refuses this session,
+/// the request is refused), true for any other: one of the session or the connection (the
+/// session loop reconnects and re-reads everything).
 pub(super) fn is_session_error(e: &ZkClientError) -> bool {
-    matches!(
+    !matches!(
         e,
-        ZkClientError::ConnectionLoss
-            | ZkClientError::SessionExpired
-            | ZkClientError::SessionMoved
-            | ZkClientError::ClientClosed
-            | ZkClientError::Timeout
+        ZkClientError::NoAuth
+            | ZkClientError::InvalidAcl
+            | ZkClientError::BadArguments(_)
+            | ZkClientError::Unimplemented
+            | ZkClientError::MarshallingError
+            | ZkClientError::UnexpectedErrorCode(_)
     )
 }
 
@@ -124,5 +126,6 @@ mod tests {
         assert_eq!(reason(&ZkClientError::NoAuth), "NoAuth (not authorized)");
         assert!(is_session_error(&ZkClientError::ConnectionLoss));
         assert!(!is_session_error(&ZkClientError::NoAuth));
+        assert!(is_session_error(&ZkClientError::Timeout));
     }
 }
