@@ -96,10 +96,20 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
     let connection = config.connection.clone();
     let session = Arc::new(Mutex::new(String::new()));
     let seen = session.clone();
+    // When the source last left a server, and last reconnected to one (same session).
+    let disconnected: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let reconnected: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let (disconnects, reconnects) = (disconnected.clone(), reconnected.clone());
     let _watching = live
         .watch(Box::new(ZkSource::new(config)), move |r| {
             eprintln!("report: {r}");
             let text = r.to_string();
+            if text.contains("zookeeper: disconnected") {
+                *disconnects.lock().unwrap() = Some(Instant::now());
+            }
+            if text.contains("zookeeper: reconnected") {
+                *reconnects.lock().unwrap() = Some(Instant::now());
+            }
             if let Some(at) = text.find("(session ") {
                 let id = text[at + 9..].trim_end_matches(')').to_string();
                 *seen.lock().unwrap() = id;
@@ -169,11 +179,21 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
     let own = ens
         .serving(&sid)
         .expect("a server holds the source's session");
+    *disconnected.lock().unwrap() = None;
+    *reconnected.lock().unwrap() = None;
     let fault = Instant::now();
     ens.servers[own].freeze();
     writer.change(4);
     let frozen = wait_applied(4, fault);
     times.push(("connected server frozen", frozen));
+    let left = disconnected
+        .lock()
+        .unwrap()
+        .expect("the source left the frozen server")
+        - fault;
+    let back = reconnected.lock().unwrap().expect("the source reconnected") - fault;
+    times.push(("  the source left the frozen server", left));
+    times.push(("  the source reconnected to another", back));
     ens.servers[own].thaw();
     ens.wait_serving(own);
 
@@ -212,10 +232,19 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
     assert_eq!(wrong.load(Ordering::Relaxed), 0, "a route was wrong");
     assert!(calls.load(Ordering::Relaxed) > 100);
     assert_eq!(live.stats().refused(), 0);
-    // Frozen: the source leaves the server within the 2 s ping window; the writer may
-    // have been on it too (another 2 s), then the change applies.
+    // Frozen: the source leaves the server within the 2 s ping window (checked every
+    // 2 s / 8). The client then tries the servers in a shuffled order: the frozen one may
+    // come first again (another 2 s). The writer may have been on it too (4 s).
     assert!(
-        frozen < Duration::from_secs(6),
-        "frozen server held on for {frozen:?}"
+        left < Duration::from_millis(2300),
+        "the source held on to the frozen server for {left:?}"
+    );
+    assert!(
+        back < Duration::from_millis(4600),
+        "reconnected after {back:?}"
+    );
+    assert!(
+        frozen < Duration::from_secs(8),
+        "the change applied {frozen:?} after the freeze"
     );
 }

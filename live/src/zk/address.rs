@@ -299,14 +299,23 @@ impl ZkAddress {
         acls(self.credentials.is_some(), world_readable)
     }
 
-    /// Connects: one session with the digest credentials, if any. The client leaves a
-    /// server that stops answering within its ping interval (see [`ping_window`]).
-    pub async fn connect(&self, session_timeout: Duration) -> Result<Client, ZkError> {
+    /// Connects: one session with the digest credentials, if any. With `fast_failover`
+    /// (the source, which must see changes soon) the client leaves a server that stops
+    /// answering within [`ping_window`]; without (writes, registrations), after the
+    /// client's default 2/5 of the session timeout, which a loaded server is less likely
+    /// to exceed.
+    pub(crate) async fn connect(
+        &self,
+        session_timeout: Duration,
+        fast_failover: bool,
+    ) -> Result<Client, ZkError> {
         let session_timeout = self.session.unwrap_or(session_timeout);
         let mut connector = Client::connector()
             .with_session_timeout(session_timeout)
-            .with_connection_timeout(ping_window(session_timeout))
             .with_fail_eagerly();
+        if fast_failover {
+            connector = connector.with_connection_timeout(ping_window(session_timeout));
+        }
         if let Some((user, password)) = &self.credentials {
             connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
         }

@@ -48,7 +48,7 @@ pub(super) async fn run(
         }
         let attempt = tokio::select! {
             _ = stop.changed() => return,
-            r = address.connect(config.session_timeout) => r,
+            r = address.connect(config.session_timeout, true) => r,
         };
         let client = match attempt {
             Ok(c) => c,
