@@ -95,7 +95,7 @@ pub(crate) fn op_error<'p>(
 }
 
 /// What the ZooKeeper source follows.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ZkConfig {
     /// The registry address, in any form [`ZkAddress::parse`] takes (`host:port,...`,
     /// `user:pass@host:port`, `zookeeper://...`); a bad one is refused when the source
@@ -117,6 +117,22 @@ pub struct ZkConfig {
     pub retry_delay: Duration,
     /// The connection's state, set by the source (share it to show it).
     pub connection: ZkConnection,
+}
+
+/// Shows the address with its password masked.
+impl std::fmt::Debug for ZkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkConfig")
+            .field("servers", &address::mask(&self.servers))
+            .field("rule_keys", &self.rule_keys)
+            .field("provider_app_kinds", &self.provider_app_kinds)
+            .field("each_app_kinds", &self.each_app_kinds)
+            .field("service", &self.service)
+            .field("session_timeout", &self.session_timeout)
+            .field("retry_delay", &self.retry_delay)
+            .field("connection", &self.connection)
+            .finish()
+    }
 }
 
 impl ZkConfig {

@@ -80,7 +80,7 @@ fn invalid(text: &str, reason: impl Into<String>) -> ZkError {
 
 /// `text` with any password replaced by `***`: the user-info's password and a `password=`
 /// parameter's value. For messages about an address that may not parse.
-fn mask(text: &str) -> String {
+pub(super) fn mask(text: &str) -> String {
     let (head, query) = match text.split_once('?') {
         Some((h, q)) => (h, Some(q)),
         None => (text, None),
@@ -430,6 +430,23 @@ mod tests {
             "zookeeper://u@a:1?username=u&password=***&x=1"
         );
         assert_eq!(mask("a:1/x@y"), "a:1/x@y");
+        let config = format!(
+            "{:?}",
+            crate::ZkSource::new(crate::ZkConfig {
+                servers: "admin:s3cret@a:1".into(),
+                rule_keys: Vec::new(),
+                provider_app_kinds: Vec::new(),
+                each_app_kinds: Vec::new(),
+                service: None,
+                session_timeout: Duration::from_secs(1),
+                retry_delay: Duration::from_secs(1),
+                connection: Default::default(),
+            })
+        );
+        assert!(
+            config.contains("admin:***@a:1") && !config.contains("s3cret"),
+            "{config}"
+        );
     }
 
     #[test]
