@@ -681,6 +681,23 @@ fn a_provider_line_without_scheme_separator_or_host_is_located() {
     let err = stderr(&out);
     assert!(err.contains(&format!("{p}:2:6")), "{err}");
     assert!(err.contains(&format!("{p}:3:11")), "{err}");
+
+    // `zk register` refuses it before connecting (nothing listens on the port).
+    let out = routechain(&[
+        "zk",
+        "register",
+        "--zookeeper",
+        "127.0.0.1:1",
+        "--service",
+        "com.acme.OrderService",
+        "dubbo//10.0.0.2:20880/com.acme.OrderService",
+    ]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("at column 6: expected `://` after the protocol `dubbo`"),
+        "{err}"
+    );
 }
 
 /// Every sample of `docs/check.md` is what the command prints, and every code of its table
