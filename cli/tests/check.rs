@@ -62,7 +62,7 @@ fn errors_are_located_with_a_code_and_the_source_line_and_exit_2() {
     let b = bad.display();
     assert!(
         text.contains(&format!(
-            "{b}:2:11: error[RC002]: routers[0].type: unknown router type \"nope\""
+            "{b}:2:11: error[RC002]: routers[0].type: unknown router type `nope`, expected one of `affinity`, `condition`,"
         )),
         "{text}"
     );
@@ -107,7 +107,7 @@ fn a_standalone_rule_file_is_checked_by_its_type_not_as_a_chain() {
     assert_exit(&out, 2);
     let text = stdout(&out);
     assert!(
-        text.contains("error[RC004]: unknown rule type `idc_weight`: did you mean `idc-weight`?"),
+        text.contains("error[RC004]: unknown rule type `idc_weight`, expected one of `affinity`, `condition`, `configurators`, `group`, `idc-weight`, `mesh`, `mock`, `tag`; did you mean `idc-weight`?"),
         "{text}"
     );
 }
@@ -647,7 +647,7 @@ fn docs_check_md_samples_are_what_the_commands_print() {
         .filter_map(|l| l.strip_prefix("| RC"))
         .map(|l| &l[..3])
         .collect();
-    assert_eq!(table_codes.len(), 18, "one row per code");
+    assert_eq!(table_codes.len(), 19, "one row per code");
     for c in table_codes {
         assert!(shown.contains(&format!("[RC{c}]")), "RC{c} has no example");
     }
@@ -822,4 +822,44 @@ fn explain_has_json_and_only_its_own_flags() {
         help.contains("--format") && help.contains("--seed"),
         "{help}"
     );
+}
+
+/// A number past its field's range is reported as out of range, with the range, wherever it
+/// is written: a YAML literal past 64 bits, a condition range bound past i64, a priority,
+/// a retry count; a value that is no number is still said to be none.
+#[test]
+fn out_of_range_numbers_are_out_of_range_with_the_range() {
+    let s = Scratch::new("check-numbers");
+    let cases = [
+        (
+            "routers:\n  - type: idc-weight\n    rule:\n      idcs: {beijing: [mt, zf]}\n      route_tables:\n        beijing: {mt: 18446744073709551616, zf: 0}\n",
+            "weight 18446744073709551616 of IDC `mt` in the route table of region `beijing` is out of range; weights are integers from 0 to 18446744073709551615",
+        ),
+        (
+            "routers:\n  - type: condition\n    rule:\n      conditions: ['a = 1~99999999999999999999 => b = c']\n",
+            "bound 99999999999999999999 is out of range: a bound is an integer from -9223372036854775808 to 9223372036854775807",
+        ),
+        (
+            "routers:\n  - type: tag\n    priority: 99999999999999999999\n",
+            "`priority` is out of range: found \"99999999999999999999\", expected an integer from -2147483648 to 2147483647",
+        ),
+        (
+            "retries: 5000000000\nrouters: []\n",
+            "`retries` 5000000000 is out of range: an integer from 0 to 4294967295",
+        ),
+        (
+            "retries: many\nrouters: []\n",
+            "`retries` must be an integer from 0 to 4294967295, found \"many\"",
+        ),
+        (
+            "routers:\n  - type: condition\n    rule:\n      configVersion: v3.1\n      conditions:\n        - from: {match: a = b}\n          to: [{match: c = d, weight: 99999999999999999999}]\n",
+            "weight 99999999999999999999 is out of range: an integer from 0 to 4294967295",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let chain = s.write(&format!("c{i}.chain.yaml"), text);
+        let out = routechain(&["check", chain.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert!(stdout(&out).contains(want), "case {i}: {}", stdout(&out));
+    }
 }

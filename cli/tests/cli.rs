@@ -407,7 +407,7 @@ fn watch_prints_a_route_line_per_applied_change_and_the_reason_of_every_refusal(
     let line = w.stderr_with("refused chain file");
     assert!(
         line.contains(&format!(
-            "{}:1:15: load_balance: unknown load balancer \"fastest\"",
+            "{}:1:15: load_balance: unknown load balancer `fastest`",
             chain.display()
         )),
         "{line}"

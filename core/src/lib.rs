@@ -89,7 +89,10 @@ pub use router::{
     FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, RouteContextBuilder,
     Router, TypedFactory, TypedRouter, router_fn,
 };
-pub use rule::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
+pub use rule::{
+    DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, did_you_mean,
+    integer_range_message, is_integer, one_of, tree_value, unknown_name,
+};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};

@@ -234,13 +234,11 @@ impl ChainFile {
                 err(
                     &mut errors,
                     RuleError::new(
-                        root.clone(),
-                        format!(
-                            "unknown field `{key}`, expected one of {:?}",
-                            CHAIN_FIELDS
-                                .iter()
-                                .chain(&SERVICE_FIELDS)
-                                .collect::<Vec<_>>()
+                        root.key(key),
+                        routechain_core::unknown_name(
+                            "field",
+                            key,
+                            CHAIN_FIELDS.iter().chain(&SERVICE_FIELDS).copied(),
                         ),
                     ),
                 );
@@ -370,11 +368,7 @@ impl ChainFile {
             let known: Vec<&str> = registry.type_names().collect();
             return Err(vec![self.doc.locate_error(&RuleError::new(
                 entry_path.key("type"),
-                format!(
-                    "unknown router type {:?}; known types: {}",
-                    def.type_name,
-                    known.join(", ")
-                ),
+                routechain_core::unknown_name("router type", &def.type_name, known),
             ))]);
         };
         let mut errors = Vec::new();
@@ -383,15 +377,19 @@ impl ChainFile {
                 if !COMMON_ENTRY_FIELDS.contains(&key.as_str())
                     && !factory.extra_fields().contains(&key.as_str())
                 {
-                    let mut expected: Vec<&str> = COMMON_ENTRY_FIELDS.to_vec();
-                    expected.extend_from_slice(factory.extra_fields());
-                    errors.push(self.doc.locate_error(&RuleError::new(
-                        entry_path.clone(),
-                        format!(
-                            "unknown field `{key}` for router type {:?}, expected one of {expected:?}",
-                            def.type_name
-                        ),
-                    )));
+                    let expected = COMMON_ENTRY_FIELDS
+                        .iter()
+                        .chain(factory.extra_fields())
+                        .copied();
+                    let message = routechain_core::unknown_name("field", key, expected).replacen(
+                        ", expected",
+                        &format!(" in a `{}` entry, expected", def.type_name),
+                        1,
+                    );
+                    errors.push(
+                        self.doc
+                            .locate_error(&RuleError::new(entry_path.key(key), message)),
+                    );
                 }
             }
         }
@@ -511,7 +509,7 @@ fn parse_entry(
         Some(v) => match v.as_i64().and_then(|p| i32::try_from(p).ok()) {
             Some(p) => Some(p),
             None => {
-                let what = if v.is_i64() || v.is_u64() {
+                let what = if routechain_core::is_integer(v) {
                     "is out of range"
                 } else {
                     "must be an integer"
@@ -545,7 +543,7 @@ fn parse_entry(
     {
         err(RuleError::new(
             path.key("scope"),
-            format!("unknown scope {s:?}: `service` or `application`"),
+            routechain_core::unknown_name("scope", s, ["service", "application"]),
         ));
     }
     let rule_file = string_field(map.get("rule_file"), &path.key("rule_file"), &mut err);

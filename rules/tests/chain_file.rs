@@ -113,7 +113,9 @@ routers:
     let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 4, "{shown:#?}");
     assert!(
-        shown[0].starts_with("c.yaml:2:11: routers[0].type: unknown router type \"nope\""),
+        shown[0].starts_with(
+            "c.yaml:2:11: routers[0].type: unknown router type `nope`, expected one of"
+        ),
         "{}",
         shown[0]
     );
@@ -123,7 +125,8 @@ routers:
         shown[1]
     );
     assert!(
-        shown[2].starts_with("c.yaml:6:5: routers[2]: unknown field `bogus`"),
+        shown[2]
+            .starts_with("c.yaml:6:5: routers[2].bogus: unknown field `bogus` in a `keep` entry"),
         "{}",
         shown[2]
     );
@@ -145,7 +148,8 @@ fn parse_errors_are_all_reported() {
     let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 4, "{shown:#?}");
     assert!(
-        shown[0].starts_with("c.yaml:1:1: (document): unknown field `servic`"),
+        shown[0].starts_with("c.yaml:1:1: servic: unknown field `servic`")
+            && shown[0].ends_with("did you mean `service`?"),
         "{}",
         shown[0]
     );
@@ -250,7 +254,7 @@ fn service_settings_are_read_and_their_errors_located() {
         .collect();
     assert_eq!(errors.len(), 2, "{found:?}");
     assert_eq!((found[0].0, found[0].1), (2, 15), "{found:?}");
-    assert!(found[0].2.contains("unknown load balancer \"fastest\""));
+    assert!(found[0].2.contains("unknown load balancer `fastest`"));
     assert_eq!((found[1].0, found[1].1), (6, 15), "{found:?}");
     assert!(found[1].2.contains("invalid hash key \"user\""));
 }

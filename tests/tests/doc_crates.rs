@@ -34,7 +34,10 @@ fn block_after(page: &str, marker: &str, lang: &str) -> String {
     let mut lines = page[start..].lines();
     lines
         .by_ref()
-        .find(|l| l.strip_prefix("```").is_some_and(|info| info.starts_with(lang)))
+        .find(|l| {
+            l.strip_prefix("```")
+                .is_some_and(|info| info.starts_with(lang))
+        })
         .unwrap_or_else(|| panic!("no ```{lang} block after {marker:?}"));
     let mut out = String::new();
     for line in lines.take_while(|l| !l.starts_with("```")) {
@@ -99,11 +102,7 @@ fn build_crate(name: &str, manifest_lines: &str, file: &str, source: &str) {
 fn the_embedding_guides_service_builds_from_the_lines_the_page_shows() {
     let page = std::fs::read_to_string(workspace().join("docs/embedding.md")).unwrap();
     let manifest = block_after(&page, "## Cargo.toml", "toml");
-    let service = block_after(
-        &page,
-        "## A tokio service that routes its calls",
-        "rust",
-    );
+    let service = block_after(&page, "## A tokio service that routes its calls", "rust");
     assert!(service.contains("async fn main()"), "{service}");
     build_crate("orders-service", &manifest, "main.rs", &service);
 }
@@ -120,6 +119,9 @@ fn the_plugin_guides_plugin_builds_from_the_lines_the_page_shows() {
 #[test]
 fn a_block_is_read_as_the_page_shows_it() {
     let page = "# T\n```toml\nx = 1\n```\n## Here\ntext\n```rust,no_run\nfn a() {}\n# fn main() {}\n#\n```\n";
-    assert_eq!(block_after(page, "## Here", "rust"), "fn a() {}\nfn main() {}\n\n");
+    assert_eq!(
+        block_after(page, "## Here", "rust"),
+        "fn a() {}\nfn main() {}\n\n"
+    );
     assert_eq!(block_after(page, "# T", "toml"), "x = 1\n");
 }

@@ -478,13 +478,19 @@ impl RawIdcWeightRule {
                         weights_ok = false;
                         let what = match weight {
                             Value::Number(n) if n.as_i64().is_some() => "is negative",
+                            w if routechain_core::is_integer(w) => "is out of range",
                             Value::Number(_) => "is not an integer",
                             _ => "is not a number",
+                        };
+                        let shown = match weight {
+                            Value::String(s) if routechain_core::is_integer(weight) => s.clone(),
+                            w => w.to_string(),
                         };
                         err(
                             wpath.clone(),
                             format!(
-                                "weight {weight} of IDC `{idc_name}` in the route table of region `{region_name}` {what}; weights are non-negative integers"
+                                "weight {shown} of IDC `{idc_name}` in the route table of region `{region_name}` {what}; weights are integers from 0 to {}",
+                                u64::MAX
                             ),
                         );
                         None
