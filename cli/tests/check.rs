@@ -863,3 +863,78 @@ fn out_of_range_numbers_are_out_of_range_with_the_range() {
         assert!(stdout(&out).contains(want), "case {i}: {}", stdout(&out));
     }
 }
+
+/// Every unknown field and type name gets a "did you mean" when a known one is close, and
+/// the expected values in one style: in a chain file, a rule file and a CLI value.
+#[test]
+fn unknown_names_get_a_did_you_mean_everywhere() {
+    let s = Scratch::new("check-did-you-mean");
+    let chain = s.write(
+        "c.chain.yaml",
+        "consumr: consumer://10.0.0.1/svc\nqqq: 1\nrouters:\n  - type: conditon\n  - type: condition\n    priorty: 3\n    rule_fiel: a.yaml\nload_balance: randm\n",
+    );
+    let rule = s.write(
+        "r.idc-weight-router.yaml",
+        "idcs: {beijing: [mt]}\nroute_tabels: {}\n",
+    );
+    let out = routechain(&["check", chain.to_str().unwrap(), rule.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    let text = stdout(&out);
+    for (word, hint) in [
+        ("field `consumr`", "consumer"),
+        ("router type `conditon`", "condition"),
+        ("field `priorty` in a `condition` entry", "priority"),
+        ("field `rule_fiel` in a `condition` entry", "rule_file"),
+        ("load balancer `randm`", "random"),
+        ("field `route_tabels`", "route_tables"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("unknown {word}, expected one of `")))
+            .unwrap_or_else(|| panic!("no {word}: {text}"));
+        assert!(
+            line.ends_with(&format!("; did you mean `{hint}`?")),
+            "{line}"
+        );
+    }
+    // A name close to none gets the list only.
+    let line = text.lines().find(|l| l.contains("`qqq`")).unwrap();
+    assert!(line.contains("`qqq`, expected one of `service`"), "{line}");
+    assert!(!line.contains("did you mean"), "{line}");
+    let out = routechain(&["check", "--type", "conditon", rule.to_str().unwrap()]);
+    assert!(
+        stdout(&out)
+            .contains("unknown rule type `conditon`, expected one of `affinity`, `condition`")
+            && stdout(&out).contains("; did you mean `condition`?"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Every problem at once: a rule's lint warnings are shown together with its errors.
+#[test]
+fn warnings_are_shown_together_with_errors() {
+    let s = Scratch::new("check-warnings-and-errors");
+    let rule = s.write(
+        "x.condition-router.yaml",
+        "forse: true\nconditions:\n  - \"=> ,abc\"\n",
+    );
+    let chain = s.write(
+        "c.chain.yaml",
+        "routers:\n  - type: tag\n    rule:\n      forse: true\n      tags:\n        - name: gray\n          addresses: [\"10.0.0.0/33\"]\n",
+    );
+    for (file, error) in [(&rule, "conditions[0]"), (&chain, "addresses[0]")] {
+        let out = routechain(&["check", file.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        let text = stdout(&out);
+        assert!(
+            text.contains("warning[RC107]") && text.contains("did you mean `force`?"),
+            "{text}"
+        );
+        assert!(
+            text.contains("error[RC002]") && text.contains(error),
+            "{text}"
+        );
+        assert!(text.contains(": 1 error, 1 warning\n"), "{text}");
+    }
+}
