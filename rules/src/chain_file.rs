@@ -20,8 +20,10 @@
 //!
 //! Loading is two steps: [`ChainFile::parse`] reads the file and the rule files it names
 //! (YAML errors, unknown or mistyped common fields), and [`ChainFile::compile`] builds every
-//! router through a [`Registry`] (unknown types, type-specific fields, rule errors). Both
-//! report every problem at once, each with origin, line, column and field path.
+//! router through a [`Registry`] (unknown types, type-specific fields, rule errors).
+//! [`ChainFile::load_with`] and [`ChainFile::parse_with`] do both, so loading a file reports
+//! everything building a chain from it would. Each reports every problem at once, with
+//! origin, line, column and field path.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -166,7 +168,8 @@ pub struct ChainFile {
 
 impl ChainFile {
     /// Reads and parses a chain file (`-`: standard input, see [`crate::input`]) and the rule
-    /// files it names.
+    /// files it names: its fields, not yet its router types and rules, which
+    /// [`ChainFile::load_with`] checks too.
     pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
         match Self::load_lenient(path) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
@@ -183,6 +186,58 @@ impl ChainFile {
         match Self::parse_lenient(origin, text, base_dir) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
             (_, errors) => Err(errors),
+        }
+    }
+
+    /// Reads a chain file like [`ChainFile::load`] and checks every entry against
+    /// `registry`, so that loading reports what building a chain from the file would: an
+    /// unknown router type (with a "did you mean"), an unknown field of an entry, a rule its
+    /// router refuses (an invalid condition text, a bad CIDR, ...). Every problem at once,
+    /// the file's own and the entries', each located by file, line, column and field.
+    ///
+    /// ```
+    /// use routechain_rules::ChainFile;
+    ///
+    /// // In a service: `routechain::registry()`, every router type routechain ships.
+    /// let mut registry = routechain_core::Registry::new();
+    /// registry.register_fn("keep-all", 100, |_cx, _candidates| {});
+    /// let text = "routers:\n  - type: keep-al\n";
+    /// let errors = ChainFile::parse_with("c.yaml", text, None, &registry).unwrap_err();
+    /// assert_eq!(
+    ///     errors[0].to_string(),
+    ///     "c.yaml:2:11: routers[0].type: unknown router type `keep-al`, expected one of \
+    ///      `keep-all`; did you mean `keep-all`?"
+    /// );
+    /// ```
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, Vec<LocatedError>> {
+        Self::checked(Self::load_lenient(path), registry)
+    }
+
+    /// Parses chain text like [`ChainFile::parse`] and checks every entry against `registry`
+    /// (see [`ChainFile::load_with`]).
+    pub fn parse_with(
+        origin: &str,
+        text: &str,
+        base_dir: Option<PathBuf>,
+        registry: &Registry,
+    ) -> Result<Self, Vec<LocatedError>> {
+        Self::checked(Self::parse_lenient(origin, text, base_dir), registry)
+    }
+
+    /// The file when it parsed and every entry compiles through `registry`; else every
+    /// problem of both steps.
+    fn checked(
+        (file, mut errors): (Option<Self>, Vec<LocatedError>),
+        registry: &Registry,
+    ) -> Result<Self, Vec<LocatedError>> {
+        if let Some(file) = &file
+            && let Err(mut more) = file.compile(registry)
+        {
+            errors.append(&mut more);
+        }
+        match file {
+            Some(file) if errors.is_empty() => Ok(file),
+            _ => Err(errors),
         }
     }
 

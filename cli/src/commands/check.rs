@@ -191,7 +191,13 @@ pub fn run(args: &CheckArgs, matches: &clap::ArgMatches) -> ExitCode {
         let origin = path.display().to_string();
         let problems = lint::providers::weights(
             &origin,
-            || routechain::rules::input::read_text(path, &origin).ok(),
+            // Read again only from a regular file: a pipe's text is gone.
+            || {
+                std::fs::metadata(path)
+                    .is_ok_and(|m| m.is_file())
+                    .then(|| routechain::rules::input::read_text(path, &origin).ok())
+                    .flatten()
+            },
             snapshot,
         );
         if !problems.is_empty() {

@@ -80,7 +80,8 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             )));
         }
     }
-    let chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
+    let chain =
+        ChainFile::load_with(&args.chain, &routechain::registry()).map_err(LoadError::Invalid)?;
     let request = args
         .request
         .as_deref()
