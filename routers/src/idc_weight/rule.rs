@@ -264,12 +264,7 @@ impl RawIdcWeightRule {
         let tables = self.check_route_tables(base, &known, &mut err);
         let selected = self.check_selected(base, &known, &mut err);
         let cross_region = self.check_cross_region(base, &known, &mut err);
-        let all_idcs = known
-            .idcs
-            .iter()
-            .map(|d| &*d.name)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let all_idcs = routechain_core::one_of(known.idcs.iter().map(|d| &*d.name));
         let options = RawOptions {
             spillover: self.spillover.as_ref(),
             panic_threshold: self.panic_threshold.as_ref(),
@@ -673,18 +668,14 @@ impl Known<'_> {
             .position(|d| d.name.eq_ignore_ascii_case(name.trim()))
     }
     fn region_list(&self) -> String {
-        self.region_keys
-            .iter()
-            .map(|k| k.trim())
-            .collect::<Vec<_>>()
-            .join(", ")
+        routechain_core::one_of(self.region_keys.iter().map(|k| k.trim()))
     }
     fn idc_list(&self, r: usize) -> String {
-        self.idcs[self.regions[r].idcs.clone()]
-            .iter()
-            .map(|d| &*d.name)
-            .collect::<Vec<_>>()
-            .join(", ")
+        routechain_core::one_of(
+            self.idcs[self.regions[r].idcs.clone()]
+                .iter()
+                .map(|d| &*d.name),
+        )
     }
 }
 
