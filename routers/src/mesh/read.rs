@@ -102,7 +102,7 @@ impl Reader {
             if !known.contains(&key.as_str()) {
                 let mut message = format!(
                     "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}",
-                    known.join(", ")
+                    routechain_core::one_of(known.iter().copied())
                 );
                 if let Some(h) = hint(key) {
                     message.push_str("; ");
