@@ -23,7 +23,8 @@
 //! router through a [`Registry`] (unknown types, type-specific fields, rule errors).
 //! [`ChainFile::load_with`] and [`ChainFile::parse_with`] do both, so loading a file reports
 //! everything building a chain from it would. Each reports every problem at once, with
-//! origin, line, column and field path.
+//! origin, line, column and field path, in a [`LocatedErrors`] (a `std::error::Error`: `?`
+//! carries it on).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use routechain_core::{
 };
 use serde_json::Value;
 
+use crate::located::LocatedErrors;
 use crate::service_config::SERVICE_FIELDS;
 use crate::yaml::{LocatedError, Location, YamlDoc};
 
@@ -169,23 +171,24 @@ pub struct ChainFile {
 impl ChainFile {
     /// Reads and parses a chain file (`-`: standard input, see [`crate::input`]) and the rule
     /// files it names: its fields, not yet its router types and rules, which
-    /// [`ChainFile::load_with`] checks too.
-    pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
+    /// [`ChainFile::load_with`] checks too; the error holds every problem, located.
+    pub fn load(path: &Path) -> Result<Self, LocatedErrors> {
         match Self::load_lenient(path) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 
     /// Parses chain text; `origin` names it in errors, `base_dir` resolves `rule_file`s.
+    /// The error holds every problem, located.
     pub fn parse(
         origin: &str,
         text: &str,
         base_dir: Option<PathBuf>,
-    ) -> Result<Self, Vec<LocatedError>> {
+    ) -> Result<Self, LocatedErrors> {
         match Self::parse_lenient(origin, text, base_dir) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 
@@ -204,12 +207,12 @@ impl ChainFile {
     /// let text = "routers:\n  - type: keep-al\n";
     /// let errors = ChainFile::parse_with("c.yaml", text, None, &registry).unwrap_err();
     /// assert_eq!(
-    ///     errors[0].to_string(),
+    ///     errors.0[0].to_string(),
     ///     "c.yaml:2:11: routers[0].type: unknown router type `keep-al`, expected one of \
     ///      `keep-all`; did you mean `keep-all`?"
     /// );
     /// ```
-    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, Vec<LocatedError>> {
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, LocatedErrors> {
         Self::checked(Self::load_lenient(path), registry)
     }
 
@@ -220,7 +223,7 @@ impl ChainFile {
         text: &str,
         base_dir: Option<PathBuf>,
         registry: &Registry,
-    ) -> Result<Self, Vec<LocatedError>> {
+    ) -> Result<Self, LocatedErrors> {
         Self::checked(Self::parse_lenient(origin, text, base_dir), registry)
     }
 
@@ -229,15 +232,15 @@ impl ChainFile {
     fn checked(
         (file, mut errors): (Option<Self>, Vec<LocatedError>),
         registry: &Registry,
-    ) -> Result<Self, Vec<LocatedError>> {
+    ) -> Result<Self, LocatedErrors> {
         if let Some(file) = &file
-            && let Err(mut more) = file.compile(registry)
+            && let Err(more) = file.compile(registry)
         {
-            errors.append(&mut more);
+            errors.extend(more.into_vec());
         }
         match file {
             Some(file) if errors.is_empty() => Ok(file),
-            _ => Err(errors),
+            _ => Err(LocatedErrors(errors)),
         }
     }
 
@@ -389,7 +392,7 @@ impl ChainFile {
     }
 
     /// Compiles every entry with its own rule.
-    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, LocatedErrors> {
         self.compile_with(registry, |_| RuleOverride::Own)
     }
 
@@ -398,7 +401,7 @@ impl ChainFile {
         &self,
         registry: &Registry,
         rule_for: impl Fn(&EntryDef) -> RuleOverride<'a>,
-    ) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    ) -> Result<Vec<ChainEntry>, LocatedErrors> {
         let mut entries = Vec::new();
         let mut errors = Vec::new();
         for def in self.entries.iter() {
@@ -410,7 +413,7 @@ impl ChainFile {
         if errors.is_empty() {
             Ok(entries)
         } else {
-            Err(errors)
+            Err(LocatedErrors(errors))
         }
     }
 

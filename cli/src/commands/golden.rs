@@ -142,8 +142,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
         ));
     }
     let base = args.cases.parent().unwrap_or(Path::new("."));
-    let chain = ChainFile::load_with(&base.join(&cases.chain), &routechain::registry())
-        .map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load_with(&base.join(&cases.chain), &routechain::registry())?;
     let snapshot = Arc::new(load::load_providers(&base.join(&cases.providers), 1)?);
     let mut coverage = Coverage::new(&chain, &snapshot);
     let mut outcomes = Vec::new();

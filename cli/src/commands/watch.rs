@@ -80,8 +80,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             )));
         }
     }
-    let chain =
-        ChainFile::load_with(&args.chain, &routechain::registry()).map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load_with(&args.chain, &routechain::registry())?;
     let request = args
         .request
         .as_deref()

@@ -114,7 +114,7 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
         add_plugin_entry(&chain_path, library)?;
     }
     let chain =
-        ChainFile::load_with(&chain_path, &routechain::registry()).map_err(LoadError::Invalid)?;
+        ChainFile::load_with(&chain_path, &routechain::registry()).map_err(LoadError::from)?;
     // The chain is live: a file watcher applies changes to the chain file and its rule
     // files (`routechain watch`'s file source).
     let live = Arc::new(LiveChain::with_providers(
