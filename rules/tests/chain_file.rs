@@ -183,7 +183,7 @@ fn chain_file_errors_go_through_question_mark_with_every_problem() {
     let lines: Vec<&str> = shown.lines().collect();
     assert_eq!(lines.len(), 3, "{shown}");
     assert!(
-        lines[0].starts_with("c.yaml:1:1: (document): unknown field `servic`"),
+        lines[0].starts_with("c.yaml:1:1: servic: unknown field `servic`"),
         "{shown}"
     );
     assert_eq!(lines[1], "c.yaml:3:5: routers[0]: missing field `type`");
