@@ -4,7 +4,7 @@
 //! after preparing each chain over it (compiled rules + prepared indexes).
 //!
 //! Checks that `Snapshot::memory_bytes()` plus the interner's growth
-//! (`routechain::core::intern::heap_bytes()`) agrees with the allocator to the byte, and
+//! (`Url::interned().heap_bytes`) agrees with the allocator to the byte, and
 //! exits with an error if not.
 //!
 //! Run: `cargo bench -p routechain-benches --bench memory` (both sizes; 10,000 when run by
@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use routechain::core::intern;
+use routechain::core::Url;
 use routechain_testkit as testkit;
 
 const SIZES: [usize; 2] = [100_000, 1_000_000];
@@ -72,7 +72,7 @@ fn main() {
 
 /// Measures `n` providers; returns the JSON report and whether the accounting agreed.
 fn measure(n: usize) -> (serde_json::Value, bool) {
-    let interner_before = intern::heap_bytes();
+    let interner_before = Url::interned().heap_bytes;
     let mut snapshot = None;
     let snapshot_info = allocation_counter::measure(|| {
         snapshot = Some(testkit::snapshot(n, SEED));
@@ -80,7 +80,7 @@ fn measure(n: usize) -> (serde_json::Value, bool) {
     // (The `Arc` is allocated outside the measurement: the snapshot's own bytes are measured.)
     let snapshot = Arc::new(snapshot.expect("measured closure ran"));
     let snapshot_bytes = snapshot_info.bytes_current.max(0) as u64;
-    let interner_growth = intern::heap_bytes() - interner_before;
+    let interner_growth = Url::interned().heap_bytes - interner_before;
     let reported = (snapshot.memory_bytes() + interner_growth) as u64;
 
     let mut rows = vec![("snapshot".to_string(), snapshot_bytes)];
@@ -122,7 +122,7 @@ fn measure(n: usize) -> (serde_json::Value, bool) {
         "Snapshot::memory_bytes() = {} + interner growth {interner_growth} = {reported} \
          (allocator: {snapshot_bytes}; interned strings in the process: {})",
         snapshot.memory_bytes(),
-        intern::len()
+        Url::interned().strings
     );
     let total = snapshot_bytes + full_state_bytes.unwrap_or(0);
     println!(

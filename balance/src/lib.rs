@@ -17,7 +17,7 @@ pub mod lb;
 pub mod service;
 
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
-pub use lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind, SnapshotBalance};
+pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
 pub use service::{
     CallError, InFlight, InvokeError, Invoked, MethodCall, PerThread, Pooled, SelectError,
     Selected, Service, ServiceConfig, ServiceStats, Target,

@@ -6,10 +6,8 @@
 use std::path::Path;
 
 use routechain_balance::lb::Ring;
-use routechain_balance::{
-    BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind, SnapshotBalance,
-};
-use routechain_core::{BitSet, FastRng, Request, Snapshot};
+use routechain_balance::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
+use routechain_core::{BitSet, FastRng, KeyPart, Request, Snapshot};
 use serde_json::Value;
 
 fn data() -> Value {
@@ -37,12 +35,12 @@ fn snapshot(addresses: &[String]) -> Snapshot {
 }
 
 /// Dubbo's `hash.arguments`: split on `\s*[,]+\s*` into argument indexes.
-fn hash_key(hash_arguments: &str) -> Vec<HashKeyPart> {
+fn hash_key(hash_arguments: &str) -> Vec<KeyPart> {
     hash_arguments
         .split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .map(|p| HashKeyPart::Argument(p.parse().expect("an argument index")))
+        .map(|p| KeyPart::Argument(p.parse().expect("an argument index")))
         .collect()
 }
 

@@ -635,6 +635,71 @@ fn an_invalid_provider_list_is_an_error() {
     );
 }
 
+/// A provider line whose protocol is not followed by `://` (`dubbo//…`, which a lenient
+/// parser reads as the host `dubbo`), or that names no host, is an error at its line and
+/// column; `route` refuses the list as for any bad line.
+#[test]
+fn a_provider_line_without_scheme_separator_or_host_is_located() {
+    let s = Scratch::new("check-mistyped-providers");
+    let providers = s.write(
+        "p.txt",
+        "dubbo://10.0.0.1:20880/com.acme.OrderService?version=1\n\
+         dubbo//10.0.0.2:20880/com.acme.OrderService?version=1\n\
+         \u{20}\u{20}dubbo:///com.acme.OrderService?version=1\n",
+    );
+    let p = providers.display();
+    let out = routechain(&[
+        "check",
+        "--providers",
+        providers.to_str().unwrap(),
+        "rules/examples/full.chain.yaml",
+    ]);
+    assert_exit(&out, 2);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("{p}:2:6: error")) && text.contains("`://`"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{p}:3:11: error")) && text.contains("no host"),
+        "{text}"
+    );
+    assert!(!text.contains(&format!("{p}:1:")), "{text}");
+
+    let request = s.write("r.json", "{\"service\": \"com.acme.OrderService\"}\n");
+    let chain = s.write("c.yaml", "routers: []\n");
+    let out = routechain(&[
+        "route",
+        "--chain",
+        chain.to_str().unwrap(),
+        "--providers",
+        providers.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{p}:2:6")), "{err}");
+    assert!(err.contains(&format!("{p}:3:11")), "{err}");
+
+    // `zk register` refuses it before connecting (nothing listens on the port).
+    let out = routechain(&[
+        "zk",
+        "register",
+        "--zookeeper",
+        "127.0.0.1:1",
+        "--service",
+        "com.acme.OrderService",
+        "dubbo//10.0.0.2:20880/com.acme.OrderService",
+    ]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("at column 6: expected `://` after the protocol `dubbo`"),
+        "{err}"
+    );
+}
+
 /// Every sample of `docs/check.md` is what the command prints, and every code of its table
 /// appears in some sample.
 #[test]

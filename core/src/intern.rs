@@ -41,11 +41,11 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use arc_swap::ArcSwap;
 
 /// A key stops interning new values once it has had this many distinct values interned.
-pub const VALUES_PER_KEY: u32 = 4096;
+pub(crate) const VALUES_PER_KEY: u32 = 4096;
 /// The most strings the process interns; past it every new string stays in its URL.
-pub const MAX_STRINGS: u32 = 1 << 20;
+pub(crate) const MAX_STRINGS: u32 = 1 << 20;
 /// The most bytes of text the process interns; past it every new string stays in its URL.
-pub const MAX_BYTES: usize = 64 << 20;
+pub(crate) const MAX_BYTES: usize = 64 << 20;
 
 /// log2 of the first chunk's size.
 const BASE_BITS: u32 = 10;
@@ -87,7 +87,7 @@ static INTERNER: LazyLock<Interner> = LazyLock::new(|| {
     // Per-process random keys, from the standard library's randomly keyed SipHash.
     let std_keys = std::collections::hash_map::RandomState::new();
     let seed = |i: u64| std_keys.hash_one(i);
-    let interner = Interner {
+    Interner {
         hasher: ahash::RandomState::with_seeds(seed(0), seed(1), seed(2), seed(3)),
         index: ArcSwap::from_pointee(Index::with_capacity(4096)),
         writer: Mutex::new(Writer {
@@ -95,12 +95,7 @@ static INTERNER: LazyLock<Interner> = LazyLock::new(|| {
             text_bytes: 0,
             indexed: 0,
         }),
-    };
-    // The structural keys first: they name the parts every URL has.
-    for key in crate::url::DERIVED_KEYS {
-        interner.insert(key, None);
     }
-    interner
 });
 
 impl Index {
@@ -155,7 +150,7 @@ fn entry(id: u32) -> Option<&'static Entry> {
 
 /// The text of an interned id: lock-free and allocation-free (an id this module did not
 /// give resolves to `""`).
-pub fn resolve(id: u32) -> &'static str {
+pub(crate) fn resolve(id: u32) -> &'static str {
     entry(id).map_or("", |e| e.text)
 }
 
@@ -268,21 +263,15 @@ pub(crate) fn find(text: &str) -> Option<u32> {
     INTERNER.index.load().find(hash, text)
 }
 
-/// The id of one of [`DERIVED_KEYS`](crate::url::DERIVED_KEYS) (interned first, in order).
-pub(crate) fn derived_key(i: usize) -> u32 {
-    LazyLock::force(&INTERNER);
-    i as u32
-}
-
 /// Number of strings interned in this process.
-pub fn len() -> usize {
+pub(crate) fn len() -> usize {
     INTERNER.writer.lock().map_or(0, |w| w.len as usize)
 }
 
 /// Heap bytes held by the interner: the interned text, the id chunks and the look-up table.
 /// Shared by every snapshot of the process; not part of any one
 /// [`Snapshot::memory_bytes`](crate::Snapshot::memory_bytes).
-pub fn heap_bytes() -> usize {
+pub(crate) fn heap_bytes() -> usize {
     let Ok(w) = INTERNER.writer.lock() else {
         return 0;
     };
@@ -308,7 +297,6 @@ mod tests {
         let v = l.value(a, "intern-test-value").unwrap();
         assert_eq!(Lookup::new().value(a, "intern-test-value"), Some(v));
         assert_eq!(resolve(v), "intern-test-value");
-        assert_eq!(resolve(derived_key(3)), "path");
         assert_eq!(resolve(u32::MAX - 1), "");
     }
 

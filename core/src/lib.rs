@@ -59,7 +59,7 @@ mod cpu;
 mod degraded;
 mod edit;
 mod index;
-pub mod intern;
+mod intern;
 mod metrics;
 mod registry;
 mod request;
@@ -93,7 +93,7 @@ pub use index::{
 pub use metrics::{ChainMetrics, EMPTY_LIST_ROUTER, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
-pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};
+pub use rng::{FastRng, RandomSource, SequenceRng, mix64, stable_hash};
 pub use router::{
     FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, RouteContextBuilder,
     Router, TypedFactory, TypedRouter, router_fn,
@@ -107,7 +107,9 @@ pub use rule::{DocNode, DocTree, tree_value};
 // routechain: public for those crates, not part of the API.
 #[doc(hidden)]
 pub use rule::{did_you_mean, integer_range_message, is_integer, one_of, unknown_name};
-pub use snapshot::{Provider, ProviderLineError, Snapshot};
+pub use snapshot::{
+    Provider, ProviderLine, ProviderLineError, ProviderListError, Snapshot, provider_lines,
+};
 pub use trace::{Evaluation, Trace, TraceStep};
-pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};
+pub use url::{DERIVED_KEYS, Interned, Url, UrlError, UrlKey};
 pub use weighted::{Draw, KeyPart, StickyKey};

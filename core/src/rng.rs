@@ -86,15 +86,43 @@ impl RandomSource for SequenceRng {
     }
 }
 
-/// A stable 64-bit hash of bytes (FNV-1a then a finalizer), the same on every platform and
-/// run: used where one caller must always land on the same choice.
+/// A stable 64-bit hash of bytes (FNV-1a 64, then [`mix64`]), the same on every platform
+/// and run: used where one caller must always land on the same choice.
 pub fn stable_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    let mut h = StableHasher::new();
+    h.write(bytes);
+    h.finish()
+}
+
+/// [`stable_hash`] fed in pieces: the hash of the pieces is the hash of their concatenation.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StableHasher(u64);
+
+impl StableHasher {
+    /// An empty hasher.
+    pub(crate) fn new() -> Self {
+        StableHasher(0xcbf2_9ce4_8422_2325)
     }
-    // splitmix64 finalizer to spread the low bits.
+
+    /// Feeds bytes (FNV-1a 64).
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The hash of everything fed.
+    pub(crate) fn finish(&self) -> u64 {
+        mix64(self.0)
+    }
+}
+
+/// The splitmix64 finalizer: a bijection of `u64` that spreads every input bit over the
+/// whole output (FNV's low bits alone are poorly mixed; a second draw from one hash XORs a
+/// constant in first).
+#[inline]
+pub fn mix64(mut h: u64) -> u64 {
     h ^= h >> 30;
     h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     h ^= h >> 27;
@@ -149,5 +177,10 @@ mod tests {
                 String::from_utf8_lossy(bytes)
             );
         }
+        let mut pieces = StableHasher::new();
+        pieces.write(b"10.0.");
+        pieces.write(b"");
+        pieces.write(b"0.1");
+        assert_eq!(pieces.finish(), 0x7fb1_b600_f0f5_c6d3);
     }
 }

@@ -21,15 +21,101 @@ pub struct Snapshot {
     providers: Box<[Provider]>,
 }
 
-/// A provider line that did not parse, with its 1-based line number.
+/// A line of a provider list that holds a URL (not blank, not a `#` comment): the one
+/// grammar of a provider list, whoever reads it (a text, a streamed file, a file source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderLine<'a> {
+    /// 1-based line number.
+    pub number: usize,
+    /// The blanks before the URL.
+    pub indent: &'a str,
+    /// The URL's text, trimmed.
+    pub text: &'a str,
+}
+
+impl<'a> ProviderLine<'a> {
+    /// Line `number` (1-based) of a list, without its line break: `None` for a blank line
+    /// or a `#` comment. (A byte-order mark is the text's, not a line's: see
+    /// [`provider_lines`].)
+    pub fn new(number: usize, line: &'a str) -> Option<Self> {
+        let text = line.trim();
+        if text.is_empty() || text.starts_with('#') {
+            return None;
+        }
+        Some(ProviderLine {
+            number,
+            indent: &line[..line.len() - line.trim_start().len()],
+            text,
+        })
+    }
+
+    /// The provider of this line ([`Url::parse_provider`]), or the problem located in the
+    /// line.
+    pub fn parse(&self) -> Result<Url, ProviderLineError> {
+        Url::parse_provider(self.text).map_err(|e| self.locate(e))
+    }
+
+    /// `error` (of parsing this line's text) located in the line: its column counts
+    /// characters from the line's start (the indentation may be Unicode blanks).
+    pub fn locate(&self, error: UrlError) -> ProviderLineError {
+        ProviderLineError {
+            line: self.number,
+            column: self.indent.chars().count() + error.column,
+            reason: error.reason,
+        }
+    }
+}
+
+/// The lines of a provider list's text that hold a URL: lines end at `\n`, `\r\n` or a
+/// lone `\r`; a leading byte-order mark is skipped.
+pub fn provider_lines(text: &str) -> impl Iterator<Item = ProviderLine<'_>> {
+    let mut rest = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut number = 0;
+    std::iter::from_fn(move || {
+        while !rest.is_empty() {
+            let end = rest
+                .bytes()
+                .position(|b| b == b'\n' || b == b'\r')
+                .unwrap_or(rest.len());
+            let line = &rest[..end];
+            let brk = if rest[end..].starts_with("\r\n") {
+                2
+            } else {
+                usize::from(end < rest.len())
+            };
+            // The breaks are ASCII: `end + brk` is a character boundary.
+            rest = &rest[end + brk..];
+            number += 1;
+            if let Some(l) = ProviderLine::new(number, line) {
+                return Some(l);
+            }
+        }
+        None
+    })
+}
+
+/// A provider line that did not parse: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: {source}")]
+#[error("{line}:{column}: invalid provider URL: {reason}")]
 pub struct ProviderLineError {
-    /// 1-based line number in the provider text.
+    /// 1-based line number.
     pub line: usize,
-    /// The URL error; its column is within the line.
-    #[source]
-    pub source: UrlError,
+    /// 1-based column, in characters from the line's start.
+    pub column: usize,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// The bad lines of a provider list ([`Snapshot::parse_lines`]), every one of them: one
+/// `origin:line:column: invalid provider URL: reason` per line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.lines.iter().map(|e| format!("{}:{e}", self.origin)).collect::<Vec<_>>().join("\n"))]
+pub struct ProviderListError {
+    /// What names the list in messages: `<text>` as parsed; a caller that read the text
+    /// from a file sets it to the file's name.
+    pub origin: String,
+    /// The bad lines, in order.
+    pub lines: Vec<ProviderLineError>,
 }
 
 impl Snapshot {
@@ -50,33 +136,25 @@ impl Snapshot {
         }
     }
 
-    /// Parses a provider list in the text format of the CLI: one URL per line; blank lines
-    /// and lines starting with `#` are skipped; every other line is a distinct provider,
-    /// even when two lines are equal. Returns every bad line at once.
-    pub fn parse_lines(generation: u64, text: &str) -> Result<Self, Vec<ProviderLineError>> {
+    /// Parses a provider list: one URL per line ([`provider_lines`], [`ProviderLine`]);
+    /// blank lines and lines starting with `#` are skipped; every other line is a distinct
+    /// provider, even when two lines are equal. Returns every bad line at once.
+    pub fn parse_lines(generation: u64, text: &str) -> Result<Self, ProviderListError> {
         let mut providers = Vec::new();
-        let mut errors = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-            match Url::parse(trimmed) {
+        let mut lines = Vec::new();
+        for line in provider_lines(text) {
+            match line.parse() {
                 Ok(url) => providers.push(url),
-                Err(mut source) => {
-                    // The column counts characters: the indentation may be Unicode blanks.
-                    source.column += line[..line.len() - line.trim_start().len()].chars().count();
-                    errors.push(ProviderLineError {
-                        line: n + 1,
-                        source,
-                    });
-                }
+                Err(e) => lines.push(e),
             }
         }
-        if errors.is_empty() {
+        if lines.is_empty() {
             Ok(Snapshot::new(generation, providers))
         } else {
-            Err(errors)
+            Err(ProviderListError {
+                origin: "<text>".to_string(),
+                lines,
+            })
         }
     }
 
@@ -132,8 +210,49 @@ mod tests {
     fn parse_lines_reports_every_bad_line() {
         let e = Snapshot::parse_lines(1, "dubbo://h:1/a\n  dubbo://h:x/a\ndubbo://[::1/a\n")
             .unwrap_err();
-        assert_eq!(e.len(), 2);
-        assert_eq!((e[0].line, e[0].source.column), (2, 13));
-        assert_eq!(e[1].line, 3);
+        assert_eq!(e.lines.len(), 2);
+        assert_eq!((e.lines[0].line, e.lines[0].column), (2, 13));
+        assert_eq!(e.lines[1].line, 3);
+        let e = ProviderListError {
+            origin: "p.txt".into(),
+            ..e
+        };
+        assert_eq!(
+            e.to_string(),
+            "p.txt:2:13: invalid provider URL: invalid port \"x\"\n\
+             p.txt:3:9: invalid provider URL: IPv6 host without closing ']'"
+        );
+    }
+
+    /// Every line ending and a byte-order mark; the mistyped and hostless URLs of a
+    /// provider list (issue: `dubbo//h` read as the host `dubbo`) are located at their line.
+    #[test]
+    fn lines_end_alike_and_a_provider_needs_a_protocol_and_a_host() {
+        let text = "\u{feff}dubbo://a:1/s\r\n# c\rdubbo://b:1/s\n\n\u{3000}dubbo://c:1/s";
+        let s = Snapshot::parse_lines(1, text).unwrap();
+        let hosts: Vec<&str> = s.providers().iter().map(|p| p.host()).collect();
+        assert_eq!(hosts, ["a", "b", "c"]);
+        let numbers: Vec<usize> = provider_lines(text).map(|l| l.number).collect();
+        assert_eq!(numbers, [1, 3, 5]);
+        for (line, column, reason) in [
+            (
+                "dubbo//10.0.0.1:20880/com.acme.OrderService?a=1",
+                6,
+                "expected `://`",
+            ),
+            ("  dubbo:/10.0.0.1:20880/s", 8, "expected `://`"),
+            ("10.0.0.1:20880/s", 1, "starts with its protocol"),
+            ("dubbo:///com.acme.OrderService", 9, "no host"),
+            ("dubbo://user@/s", 9, "no host"),
+            ("dub bo://h/s", 4, "whitespace"),
+        ] {
+            let e = Snapshot::parse_lines(1, &format!("dubbo://ok:1/s\n{line}\n")).unwrap_err();
+            assert_eq!(e.lines.len(), 1, "{line}");
+            let e = &e.lines[0];
+            assert_eq!((e.line, e.column), (2, column), "{line}: {e}");
+            assert!(e.reason.contains(reason), "{line}: {e}");
+        }
+        // A line's own BOM is text only on line 1.
+        assert!(Snapshot::parse_lines(1, "dubbo://a:1/s\n\u{feff}dubbo://b:1/s").is_err());
     }
 }

@@ -15,9 +15,8 @@
 //! Memory: a snapshot holds one `Url` per provider, so a `Url` is one reference-counted
 //! heap block behind an 8-byte pointer (see `store.rs` for its layout) of 3-byte
 //! references (4 in a URL past 8 MiB), each naming a string of the process-wide
-//! [interner](crate::intern) (every
-//! key; the protocol, path and the values that repeat across providers) or a string stored
-//! inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
+//! interner ([`Url::interned`]: every key; the protocol, path and the values that repeat
+//! across providers) or a string stored inline in the block (the values unique to a provider: address, `timestamp`, `pid`...).
 //! The raw text is not kept when the canonical rendering gives it back (protocol, user
 //! info, address, path, parameters sorted by key as `k=v` joined by `&`: how registries
 //! write provider URLs); [`Url::raw`] and [`Display`](fmt::Display) then render it from the
@@ -34,17 +33,13 @@ use triomphe::ThinArc;
 
 use crate::intern::Lookup;
 
+mod key;
+mod parse;
 mod store;
+pub(crate) use key::Derived;
+pub use key::{DERIVED_KEYS, UrlKey};
+pub use parse::UrlError;
 use store::{Builder, Parts};
-
-/// The keys derived from the URL's structure rather than its query parameters.
-///
-/// `port` is present only when the port is greater than zero; `address` is `host:port`, or
-/// `host` alone when there is no port.
-pub const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
-
-/// The longest URL parsed (the block's inline offsets are 31-bit).
-const MAX_URL_LEN: usize = 256 << 20;
 
 /// A parsed Dubbo-style URL.
 ///
@@ -58,6 +53,15 @@ pub struct Url {
     /// length and the bytes behind an 8-byte pointer (`std::sync::Arc<[u8]>` would hold a
     /// 16-byte pointer and a weak count nothing uses). Immutable once built.
     data: ThinArc<(), u8>,
+}
+
+/// What the process-wide table of interned URL strings holds ([`Url::interned`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interned {
+    /// Strings interned.
+    pub strings: usize,
+    /// Heap bytes: the text, the id table and the look-up table.
+    pub heap_bytes: usize,
 }
 
 /// Where a URL's parameter table is in its block (see `store.rs`).
@@ -105,44 +109,10 @@ impl PortText {
     }
 }
 
-/// A URL that could not be parsed, with the input and the byte position of the problem.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid URL {input:?} at column {column}: {reason}")]
-pub struct UrlError {
-    /// The text that failed to parse.
-    pub input: String,
-    /// 1-based character column of the problem within `input`.
-    pub column: usize,
-    /// What is wrong.
-    pub reason: String,
-}
-
 impl Url {
     /// An empty URL: no protocol, no host, no parameters. Used as the consumer when none is set.
     pub fn empty() -> Self {
         Url::from_parts("", "", 0, "", [])
-    }
-
-    /// Parses a Dubbo-style URL. Never panics; a malformed URL is an error naming the
-    /// input and the column.
-    pub fn parse(input: &str) -> Result<Self, UrlError> {
-        Parser {
-            input,
-            decode: true,
-        }
-        .parse()
-    }
-
-    /// Parses a URL whose parts are already decoded: path, user info and parameter keys
-    /// and values are taken as written, `%` included (Dubbo's
-    /// `URLStrParser.parseDecodedStr`, what Dubbo's consumer applies to a provider node
-    /// name after decoding it once).
-    pub fn parse_as_written(input: &str) -> Result<Self, UrlError> {
-        Parser {
-            input,
-            decode: false,
-        }
-        .parse()
     }
 
     /// Builds a URL from its parts (used by generators and tests); the parameters are
@@ -157,10 +127,10 @@ impl Url {
         let lookup = Lookup::new();
         let params = params.into_iter();
         let mut b = Builder::new(&lookup, params.size_hint().0);
-        let protocol = b.derived(store::KEY_PROTOCOL, protocol);
+        let protocol = b.derived(Derived::Protocol, protocol);
         let port_text = PortText::new(port);
         let (address, bracketed) = b.address(host, port, port_text.as_str());
-        let path = b.derived(store::KEY_PATH, path.trim_start_matches('/'));
+        let path = b.derived(Derived::Path, path.trim_start_matches('/'));
         for (k, v) in params {
             b.param(k, v);
         }
@@ -181,13 +151,23 @@ impl Url {
 
     /// Heap bytes held by this URL: its one block as allocated (reference count, length and
     /// bytes, padded to 8), counted in full by each holder of a clone; the interned strings
-    /// it names are the process's, counted by [`crate::intern::heap_bytes`].
+    /// it names are the process's, counted by [`Url::interned`].
     pub fn heap_bytes(&self) -> usize {
         // triomphe's layout: `ArcInner { count: AtomicUsize, data: HeaderSlice {
         // HeaderWithLength { header: (), length: usize }, [u8] } }`, each level padded to
         // its alignment (`url::tests::heap_bytes_is_what_the_allocator_gave` checks it).
         let word = std::mem::size_of::<usize>();
         2 * word + self.bytes().len().next_multiple_of(word)
+    }
+
+    /// The process-wide table of the strings URLs name by id (every parameter key, and the
+    /// values that repeat across providers): shared by every URL of the process, and never
+    /// freed (an id, once given, names its string for the life of the process).
+    pub fn interned() -> Interned {
+        Interned {
+            strings: crate::intern::len(),
+            heap_bytes: crate::intern::heap_bytes(),
+        }
     }
 
     /// True when `a` and `b` are clones of one block. Two URLs parsed from one text are
@@ -410,159 +390,6 @@ impl Url {
         let table = self.table();
         (0..table.n).map(move |i| self.param_at(&table, i))
     }
-    /// The value a matcher sees for `key`: a derived key (`protocol`, `host`, `port` when
-    /// greater than zero, `path`, `address`) or else the query parameter.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        match key {
-            "protocol" => Some(self.protocol()),
-            "host" => Some(self.host()),
-            "port" => (self.port() > 0).then(|| self.port_text()),
-            "path" => Some(self.path()),
-            "address" => Some(self.address()),
-            _ => self.param(key),
-        }
-    }
-}
-
-/// A key resolved once for reading it from many URLs ([`Url::get_key`]): what a
-/// preparation uses when it reads one key of every provider of a snapshot.
-///
-/// [`Url::get`] compares the key's text with the URL's keys (a binary search, each step
-/// resolving an interned key to its text); a `UrlKey` knows the derived key it names, or
-/// the key's interned id, so reading a parameter of a URL whose keys are all interned (every
-/// URL but those parsed past the interner's limits) is a scan of 16-bit ids, no string
-/// compared. Same answers as [`Url::get`].
-#[derive(Debug)]
-pub struct UrlKey {
-    text: Box<str>,
-    kind: KeyKind,
-    /// The position the key was last found at: the URLs of one service mostly have the
-    /// same keys, so it is usually where the next URL has it.
-    hint: std::sync::atomic::AtomicUsize,
-}
-
-impl Clone for UrlKey {
-    fn clone(&self) -> Self {
-        UrlKey {
-            text: self.text.clone(),
-            kind: self.kind,
-            hint: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum KeyKind {
-    Protocol,
-    Host,
-    Port,
-    Path,
-    Address,
-    /// A query parameter; its interned id when the key is interned.
-    Param(Option<u32>),
-}
-
-impl UrlKey {
-    /// The key `key` (a derived key or a query parameter, as [`Url::get`] takes it).
-    pub fn new(key: &str) -> Self {
-        let kind = match key {
-            "protocol" => KeyKind::Protocol,
-            "host" => KeyKind::Host,
-            "port" => KeyKind::Port,
-            "path" => KeyKind::Path,
-            "address" => KeyKind::Address,
-            _ => KeyKind::Param(crate::intern::find(key).filter(|&id| id <= u32::from(u16::MAX))),
-        };
-        UrlKey {
-            text: key.into(),
-            kind,
-            hint: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
-    /// The key's text.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-}
-
-impl Url {
-    /// The value a matcher sees for `key`: exactly [`Url::get`] of the key's text.
-    #[inline]
-    pub fn get_key(&self, key: &UrlKey) -> Option<&str> {
-        match key.kind {
-            KeyKind::Protocol => Some(self.protocol()),
-            KeyKind::Host => Some(self.host()),
-            KeyKind::Port => (self.port() > 0).then(|| self.port_text()),
-            KeyKind::Path => Some(self.path()),
-            KeyKind::Address => Some(self.address()),
-            KeyKind::Param(id) => self.param_key(id, key),
-        }
-    }
-
-    /// The query parameter `text`, whose interned id is `id` (`None`: not interned when the
-    /// key was resolved).
-    fn param_key(&self, id: Option<u32>, key: &UrlKey) -> Option<&str> {
-        use std::sync::atomic::Ordering::Relaxed;
-        // Keys stored as references (past 16-bit ids) are looked up by text.
-        let table = self.table();
-        if table.wide_keys {
-            return self.param(&key.text);
-        }
-        // Every key of this URL is an interned 16-bit id, and one text has one id: the key
-        // is present exactly when its id is. A key not interned when the `UrlKey` was made
-        // may have been since (a URL parsed later): look it up by text.
-        let Some(id) = id else {
-            return self.param(&key.text);
-        };
-        let id = id as u16;
-        let keys = self.bytes().get(table.keys..table.keys + 2 * table.n)?;
-        let hint = key.hint.load(Relaxed);
-        let at = |i: usize| match (keys.get(2 * i), keys.get(2 * i + 1)) {
-            (Some(&a), Some(&b)) => Some(u16::from_le_bytes([a, b])),
-            _ => None,
-        };
-        let i = if at(hint) == Some(id) {
-            hint
-        } else {
-            let i = find_u16(keys, id)?;
-            key.hint.store(i, Relaxed);
-            i
-        };
-        Some(store::string_at(
-            self.bytes(),
-            table.values + table.w * i,
-            table.w,
-        ))
-    }
-}
-
-/// The index of the first little-endian `u16` equal to `id` in `keys`: four at a time (a
-/// word-wide test for a zero lane of `word ^ id×4`), so a key absent from a URL of ~17
-/// parameters costs a few word operations.
-fn find_u16(keys: &[u8], id: u16) -> Option<usize> {
-    const LOW: u64 = 0x0001_0001_0001_0001;
-    const HIGH: u64 = 0x8000_8000_8000_8000;
-    let pattern = u64::from(id) * LOW;
-    let mut chunks = keys.chunks_exact(8);
-    let mut base = 0;
-    for c in &mut chunks {
-        let x = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]) ^ pattern;
-        // Exact for "some lane is zero"; which lane is found below.
-        if x.wrapping_sub(LOW) & !x & HIGH != 0 {
-            for lane in 0..4 {
-                if (x >> (16 * lane)) as u16 == 0 {
-                    return Some(base + lane);
-                }
-            }
-        }
-        base += 4;
-    }
-    chunks
-        .remainder()
-        .chunks_exact(2)
-        .position(|k| u16::from_le_bytes([k[0], k[1]]) == id)
-        .map(|i| base + i)
 }
 
 impl PartialEq for Url {
@@ -596,71 +423,6 @@ impl PartialEq for Url {
 
 impl Eq for Url {}
 
-/// The query bytes the parameter scanner stops at: `&`, `=` and `%`.
-static QUERY_SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    table[b'&' as usize] = true;
-    table[b'=' as usize] = true;
-    table[b'%' as usize] = true;
-    table
-};
-
-/// `a < b` for two non-empty keys, deciding on the first byte when it differs (consecutive
-/// keys of a sorted query usually do) without a call to compare the rest.
-#[inline]
-fn key_less(a: &str, b: &str) -> bool {
-    match (a.as_bytes().first(), b.as_bytes().first()) {
-        (Some(x), Some(y)) if x != y => x < y,
-        _ => a < b,
-    }
-}
-
-/// The position of the first `://` in `s` (what `s.find("://")` gives), found from the
-/// colons of `s` (the first one, in a URL with a protocol).
-#[inline]
-fn find_scheme_end(s: &str) -> Option<usize> {
-    let bytes = s.as_bytes();
-    let mut from = 0;
-    while let Some(c) = s[from..].find(':') {
-        let at = from + c;
-        if bytes[at..].starts_with(b"://") {
-            return Some(at);
-        }
-        from = at + 1;
-    }
-    None
-}
-
-/// The position of the first `&`, `=` or `%` of `bytes` at or after `i` (`bytes.len()`
-/// when none): eight bytes per step, each tested for the three bytes at once (a word-wide
-/// zero-byte test of the word XOR each byte repeated), then the table for the last bytes.
-#[inline]
-fn next_special(bytes: &[u8], mut i: usize) -> usize {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    // High bit set in each byte of `x` equal to `b`, at least at the lowest such byte (a
-    // false positive can only follow a true one, so the lowest set bit is exact).
-    let equal = |x: u64, b: u8| {
-        let y = x ^ (LO * u64::from(b));
-        y.wrapping_sub(LO) & !y & HI
-    };
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let x = u64::from_le_bytes(chunk);
-        let found = equal(x, b'&') | equal(x, b'=') | equal(x, b'%');
-        if found != 0 {
-            return i + (found.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < bytes.len() && !QUERY_SPECIAL[bytes[i] as usize] {
-        i += 1;
-    }
-    i
-}
-
 impl fmt::Display for Url {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(raw) = self.optional(store::HAS_RAW) {
@@ -684,282 +446,6 @@ impl std::str::FromStr for Url {
     type Err = UrlError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Url::parse(s)
-    }
-}
-
-struct Parser<'a> {
-    input: &'a str,
-    /// Percent-decode the parts (else take them as written).
-    decode: bool,
-}
-
-impl Parser<'_> {
-    fn err(&self, byte_pos: usize, reason: impl Into<String>) -> UrlError {
-        // Characters that start before `byte_pos` (which may fall inside a character).
-        let column = self
-            .input
-            .char_indices()
-            .take_while(|(i, _)| *i < byte_pos)
-            .count()
-            + 1;
-        UrlError {
-            input: self.input.to_string(),
-            column,
-            reason: reason.into(),
-        }
-    }
-
-    fn parse(&self) -> Result<Url, UrlError> {
-        let s = self.input;
-        if s.trim().is_empty() {
-            return Err(self.err(0, "empty URL"));
-        }
-        if s.len() > MAX_URL_LEN {
-            return Err(self.err(0, "URL longer than 256 MiB"));
-        }
-        // Printable ASCII (the usual case) holds no whitespace or control character; only
-        // other text needs the per-character check.
-        // (An OR over every byte, without an early exit, so the compiler vectorizes it.)
-        let outside = s.bytes().fold(0u8, |acc, b| {
-            acc | u8::from(b.wrapping_sub(0x21) > 0x7e - 0x21)
-        });
-        if outside != 0 {
-            if let Some(pos) = s.find(|c: char| c.is_whitespace() || c.is_control()) {
-                return Err(self.err(pos, "whitespace or control character in URL"));
-            }
-        }
-        // Query.
-        let (before_query, query, query_start) = match s.find('?') {
-            Some(q) => (&s[..q], Some(&s[q + 1..]), q + 1),
-            None => (s, None, s.len()),
-        };
-        // Protocol.
-        let (protocol, rest, rest_start) = match find_scheme_end(before_query) {
-            Some(0) => return Err(self.err(0, "empty protocol before \"://\"")),
-            Some(p) => {
-                let proto = &before_query[..p];
-                if let Some(bad) = proto
-                    .bytes()
-                    .position(|c| !(c.is_ascii_alphanumeric() || b"+-._".contains(&c)))
-                {
-                    return Err(self.err(bad, "invalid character in protocol"));
-                }
-                (proto, &before_query[p + 3..], p + 3)
-            }
-            None => ("", before_query, 0),
-        };
-        // Path.
-        let (authority, path, path_start, slash) = match rest.find('/') {
-            Some(p) => (&rest[..p], &rest[p + 1..], rest_start + p + 1, true),
-            None => (rest, "", rest_start + rest.len(), false),
-        };
-        // User info.
-        let (userinfo, hostport, hostport_start) = match authority.rfind('@') {
-            Some(at) => (
-                Some(&authority[..at]),
-                &authority[at + 1..],
-                rest_start + at + 1,
-            ),
-            None => (None, authority, rest_start),
-        };
-        let (username, password) = match userinfo {
-            Some(ui) => {
-                let (u, p) = match ui.find(':') {
-                    Some(c) => (&ui[..c], Some(&ui[c + 1..])),
-                    None => (ui, None),
-                };
-                (
-                    Some(self.decode(u, rest_start)?),
-                    p.map(|p| self.decode(p, rest_start)).transpose()?,
-                )
-            }
-            None => (None, None),
-        };
-        // Whether rendering the parts gives the input back (then the raw text is not kept):
-        // nothing decoded, a canonical port, no empty path after `/`, no empty or bare
-        // parameter, keys written in strictly increasing order.
-        let borrowed = |c: &Option<Cow<'_, str>>| !matches!(c, Some(Cow::Owned(_)));
-        let mut canonical = borrowed(&username) && borrowed(&password);
-        let (host, port, port_canonical) = self.host_port(hostport, hostport_start)?;
-        // (A host in brackets is rendered in brackets only when it holds a `:`.)
-        let host_port_canonical = port_canonical
-            && matches!(host, Cow::Borrowed(_))
-            && hostport.starts_with('[') == host.contains(':');
-        canonical &= host_port_canonical && !(slash && path.is_empty());
-        if protocol.is_empty() && host.is_empty() {
-            return Err(self.err(0, "no protocol and no host"));
-        }
-        let path = self.decode(path, path_start)?;
-        canonical &= matches!(path, Cow::Borrowed(_));
-        // Every string is interned (keys; values that repeat across providers) or written
-        // once into the URL's one block as the input is scanned; the parameter table is
-        // sorted afterwards (by key, last occurrence winning).
-        let port_text = PortText::new(port);
-        let port_text = port_text.as_str();
-        let lookup = Lookup::new();
-        let mut b = Builder::new(&lookup, if query.is_some() { 24 } else { 0 });
-        let mut sorted = true;
-        let protocol = b.derived(store::KEY_PROTOCOL, protocol);
-        // User info stays in the URL: credentials are not shared through a process-wide table.
-        let username = username.map(|u| b.inline(&u));
-        let password = password.map(|p| b.inline(&p));
-        // The address as written is the rendered one when the host and port are canonical.
-        let (address, bracketed) = if host_port_canonical {
-            b.address_as_written(hostport, host.contains(':'))
-        } else {
-            b.address(&host, port, port_text)
-        };
-        let path = b.derived(store::KEY_PATH, &path);
-        if let Some(query) = query {
-            // One pass over the query's bytes: `&` ends a parameter, its first `=` splits
-            // key from value, and a `%` marks the part that needs decoding.
-            let bytes = query.as_bytes();
-            let mut part_start = 0;
-            let mut eq: Option<usize> = None;
-            let mut key_percent = false;
-            let mut value_percent = false;
-            // The keys as written (the last one): already increasing needs no sort.
-            let mut previous: Option<Cow<'_, str>> = None;
-            let mut i = 0;
-            loop {
-                // Runs of ordinary bytes are skipped eight at a time.
-                i = next_special(bytes, i);
-                match bytes.get(i) {
-                    None | Some(b'&') => {
-                        if i > part_start {
-                            let offset = query_start + part_start;
-                            let (k, v, v_off, v_percent) = match eq {
-                                Some(e) => (
-                                    &query[part_start..e],
-                                    &query[e + 1..i],
-                                    query_start + e + 1,
-                                    value_percent,
-                                ),
-                                None => {
-                                    let part = &query[part_start..i];
-                                    (part, part, offset, key_percent)
-                                }
-                            };
-                            if k.is_empty() {
-                                return Err(self.err(offset, "parameter with an empty key"));
-                            }
-                            let k = if key_percent {
-                                self.decode(k, offset)?
-                            } else {
-                                Cow::Borrowed(k)
-                            };
-                            let v = if v_percent {
-                                self.decode(v, v_off)?
-                            } else {
-                                Cow::Borrowed(v)
-                            };
-                            b.param(&k, &v);
-                            if let Some(p) = &previous {
-                                sorted &= key_less(p, &k);
-                            }
-                            canonical &= eq.is_some()
-                                && matches!((&k, &v), (Cow::Borrowed(_), Cow::Borrowed(_)));
-                            previous = Some(k);
-                        } else {
-                            // An empty parameter (`&&`, a trailing `&`, a bare `?`).
-                            canonical = false;
-                        }
-                        if i == bytes.len() {
-                            break;
-                        }
-                        part_start = i + 1;
-                        eq = None;
-                        key_percent = false;
-                        value_percent = false;
-                    }
-                    Some(b'=') if eq.is_none() => eq = Some(i),
-                    Some(b'%') if eq.is_none() => key_percent = true,
-                    Some(b'%') => value_percent = true,
-                    Some(_) => {}
-                }
-                i += 1;
-            }
-        }
-        b.normalize(sorted);
-        let parts = Parts {
-            protocol,
-            path,
-            address,
-            username,
-            password,
-            port,
-            bracketed,
-        };
-        // The raw text is kept only when the canonical rendering does not give it back.
-        canonical &= sorted;
-        let url = b.finish(&parts, (!canonical).then_some(s));
-        debug_assert_eq!(canonical, url.renders_as(s), "{s}");
-        Ok(url)
-    }
-
-    /// The host, the port (0 when none) and whether the port was written as rendered
-    /// (absent, or its decimal digits without a sign or leading zeros).
-    fn host_port<'a>(
-        &self,
-        hp: &'a str,
-        start: usize,
-    ) -> Result<(Cow<'a, str>, u16, bool), UrlError> {
-        let (host, port_text, port_start) = if let Some(stripped) = hp.strip_prefix('[') {
-            let close = stripped
-                .find(']')
-                .ok_or_else(|| self.err(start, "IPv6 host without closing ']'"))?;
-            let host = &stripped[..close];
-            if host.is_empty()
-                || !host
-                    .bytes()
-                    .all(|c| c.is_ascii_hexdigit() || b":.%".contains(&c))
-            {
-                return Err(self.err(start + 1, "invalid IPv6 host"));
-            }
-            let after = &stripped[close + 1..];
-            let port = match after.strip_prefix(':') {
-                Some(p) => Some(p),
-                None if after.is_empty() => None,
-                None => return Err(self.err(start + close + 2, "unexpected text after ']'")),
-            };
-            (Cow::Borrowed(host), port, start + close + 3)
-        } else {
-            match hp.rfind(':') {
-                Some(c) if hp[..c].contains(':') => {
-                    return Err(self.err(start, "IPv6 host must be written in brackets"));
-                }
-                Some(c) => (
-                    self.decode(&hp[..c], start)?,
-                    Some(&hp[c + 1..]),
-                    start + c + 1,
-                ),
-                None => (self.decode(hp, start)?, None, start),
-            }
-        };
-        let port = match port_text {
-            None => 0,
-            Some("") => return Err(self.err(port_start, "empty port after ':'")),
-            Some(p) => p
-                .parse::<u16>()
-                .map_err(|_| self.err(port_start, format!("invalid port {p:?}")))?,
-        };
-        // Rendered as written: decimal digits without a sign or a leading zero.
-        let canonical = port_text.is_none_or(|p| {
-            port > 0 && !p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit())
-        });
-        Ok((host, port, canonical))
-    }
-
-    /// Percent-decodes `text` when this parser decodes and `text` holds a `%`; else borrows it.
-    fn decode<'a>(&self, text: &'a str, start: usize) -> Result<Cow<'a, str>, UrlError> {
-        if !self.decode || !text.as_bytes().contains(&b'%') {
-            return Ok(Cow::Borrowed(text));
-        }
-        // `percent_decode_str` keeps a `%` that does not start a valid escape as it is
-        // (Java's `URLDecoder` would throw): a bare `%` in a value is data, as in Dubbo.
-        percent_encoding::percent_decode_str(text)
-            .decode_utf8()
-            .map_err(|_| self.err(start, "percent-encoding is not UTF-8"))
     }
 }
 

@@ -17,14 +17,15 @@
 //! Nothing here allocates; every function is O(number of weights).
 
 use crate::request::Request;
-use crate::rng::RandomSource;
+use crate::rng::{RandomSource, StableHasher};
 use crate::rule::{FieldPath, RuleError};
 use crate::url::Url;
 
 /// Full availability: the unit of [`availability`] (one millionth per step).
 pub const UNIT: u64 = 1_000_000;
 
-/// Where a sticky key's value is read from.
+/// One part of a hash key: where a value of the request is read from (the `hash_key` of a
+/// rule's sticky pick and of the `consistenthash` balancer: one grammar for both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyPart {
     /// `arguments[n]`: the argument's string form.
@@ -72,44 +73,14 @@ impl KeyPart {
             "invalid hash key {text:?}: expected attributes[KEY], attachments[KEY], arguments[N] or consumer.host"
         ))
     }
-}
 
-impl std::fmt::Display for KeyPart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KeyPart::Argument(n) => write!(f, "arguments[{n}]"),
-            KeyPart::Attachment(k) => write!(f, "attachments[{k}]"),
-            KeyPart::Attribute(k) => write!(f, "attributes[{k}]"),
-            KeyPart::ConsumerHost => f.write_str("consumer.host"),
-        }
-    }
-}
-
-/// A sticky key: the request values whose stable hash replaces the random draw of a
-/// weighted pick, so one user always lands on the same side of the split.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StickyKey {
-    parts: Box<[KeyPart]>,
-}
-
-impl StickyKey {
-    /// A key of the given parts, hashed in order (at least one).
-    pub fn new(parts: Vec<KeyPart>) -> Option<Self> {
-        (!parts.is_empty()).then(|| StickyKey {
-            parts: parts.into_boxed_slice(),
-        })
-    }
-
-    /// Parses one part (see [`KeyPart::parse`]).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        Ok(StickyKey {
-            parts: Box::new([KeyPart::parse(text)?]),
-        })
-    }
-
-    /// A rule's `hash_key` value: one part as a string, or a non-empty list of them. Every
-    /// bad part is reported at its path below `path` (`hash_key[1]`).
-    pub fn from_value(value: &serde_json::Value, path: &FieldPath) -> Result<Self, Vec<RuleError>> {
+    /// A `hash_key` value, in a rule or a balancer's settings: one part as a string, or a
+    /// non-empty list of them. Every bad part is reported at its path below `path`
+    /// (`hash_key[1]`).
+    pub fn list_from_value(
+        value: &serde_json::Value,
+        path: &FieldPath,
+    ) -> Result<Vec<KeyPart>, Vec<RuleError>> {
         use serde_json::Value;
         let items: Vec<(FieldPath, &Value)> = match value {
             Value::Array(items) => items
@@ -133,20 +104,44 @@ impl StickyKey {
                 )),
             }
         }
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        StickyKey::new(parts).ok_or_else(|| {
-            vec![RuleError::new(
+        if errors.is_empty() && parts.is_empty() {
+            errors.push(RuleError::new(
                 path.clone(),
                 "`hash_key` must name at least one part",
-            )]
-        })
+            ));
+        }
+        if errors.is_empty() {
+            Ok(parts)
+        } else {
+            Err(errors)
+        }
     }
+}
 
-    /// The parts.
-    pub fn parts(&self) -> &[KeyPart] {
-        &self.parts
+impl std::fmt::Display for KeyPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyPart::Argument(n) => write!(f, "arguments[{n}]"),
+            KeyPart::Attachment(k) => write!(f, "attachments[{k}]"),
+            KeyPart::Attribute(k) => write!(f, "attributes[{k}]"),
+            KeyPart::ConsumerHost => f.write_str("consumer.host"),
+        }
+    }
+}
+
+/// A sticky key: the request values whose stable hash replaces the random draw of a
+/// weighted pick, so one user always lands on the same side of the split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StickyKey {
+    parts: Box<[KeyPart]>,
+}
+
+impl StickyKey {
+    /// A rule's `hash_key` value (see [`KeyPart::list_from_value`]).
+    pub fn from_value(value: &serde_json::Value, path: &FieldPath) -> Result<Self, Vec<RuleError>> {
+        KeyPart::list_from_value(value, path).map(|parts| StickyKey {
+            parts: parts.into_boxed_slice(),
+        })
     }
 
     /// The stable hash of the request's values for this key (`consumer` is the call's
@@ -200,39 +195,6 @@ impl std::fmt::Display for StickyKey {
             write!(f, "{p}")?;
         }
         Ok(())
-    }
-}
-
-/// [`crate::stable_hash`], fed in pieces.
-#[derive(Debug, Clone, Copy)]
-pub struct StableHasher(u64);
-
-impl StableHasher {
-    /// An empty hasher.
-    pub fn new() -> Self {
-        StableHasher(0xcbf2_9ce4_8422_2325)
-    }
-    /// Feeds bytes.
-    pub fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= *b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    /// The hash of everything fed (FNV-1a, then the splitmix64 finalizer).
-    pub fn finish(&self) -> u64 {
-        let mut h = self.0;
-        h ^= h >> 30;
-        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^= h >> 27;
-        h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-        h ^ (h >> 31)
-    }
-}
-
-impl Default for StableHasher {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -549,24 +511,32 @@ mod tests {
             assert!(KeyPart::parse(bad).is_err(), "{bad}");
         }
         let consumer = Url::parse("consumer://10.0.0.9/svc").unwrap();
-        let key = StickyKey::parse("attributes[user]").unwrap();
+        let path = FieldPath::root().key("hash_key");
+        let key = StickyKey::from_value(&serde_json::json!("attributes[user]"), &path).unwrap();
+        assert_eq!(*key.parts, [KeyPart::Attribute("user".into())]);
         let r = Request::new().with_attribute("user", "alice");
         assert_eq!(key.hash(&r, &consumer), Some(stable_hash(b"alice")));
         assert_eq!(key.hash(&Request::new(), &consumer), None);
-        let host = StickyKey::parse("consumer.host").unwrap();
+        let host = StickyKey::from_value(&serde_json::json!("consumer.host"), &path).unwrap();
         assert_eq!(
             host.hash(&Request::new(), &consumer),
             Some(stable_hash(b"10.0.0.9"))
         );
-        let both =
-            StickyKey::new(vec![KeyPart::Attachment("t".into()), KeyPart::Argument(0)]).unwrap();
+        let both = StickyKey::from_value(
+            &serde_json::json!(["attachments[t]", "arguments[0]"]),
+            &path,
+        )
+        .unwrap();
+        assert_eq!(
+            *both.parts,
+            [KeyPart::Attachment("t".into()), KeyPart::Argument(0)]
+        );
         let r = Request::new()
             .with_attachment("t", "x")
             .with_argument("y".into());
         assert!(both.hash(&r, &consumer).is_some());
         assert_ne!(both.hash(&r, &consumer), Some(stable_hash(b"xy")));
         assert_eq!(both.to_string(), "attachments[t], arguments[0]");
-        let path = FieldPath::root().key("hash_key");
         let from = |v: serde_json::Value| {
             StickyKey::from_value(&v, &path).map_err(|es| {
                 es.iter()
@@ -574,11 +544,6 @@ mod tests {
                     .collect::<Vec<_>>()
             })
         };
-        assert_eq!(from(serde_json::json!("attributes[user]")), Ok(key));
-        assert_eq!(
-            from(serde_json::json!(["attachments[t]", "arguments[0]"])),
-            Ok(both)
-        );
         assert_eq!(
             from(serde_json::json!(["attributes[u]", 3, "x"])),
             Err(vec![

@@ -6,8 +6,8 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use routechain_core::{CallState, ChainState};
-use routechain_rules::load::{LoadError, build_state, parse_providers, parse_request};
+use routechain_core::{CallState, ChainState, Snapshot};
+use routechain_rules::load::{LoadError, build_state, parse_request};
 use routechain_rules::ChainFile;
 
 const CHAIN: &str = r#"
@@ -39,7 +39,7 @@ fn state() -> &'static ChainState {
     static STATE: OnceLock<ChainState> = OnceLock::new();
     STATE.get_or_init(|| {
         let chain = ChainFile::parse("chain.yaml", CHAIN, None).expect("the chain parses");
-        let providers = parse_providers("providers.txt", PROVIDERS, 1).expect("providers parse");
+        let providers = Snapshot::parse_lines(1, PROVIDERS).expect("providers parse");
         build_state(
             &chain,
             &routechain_routers::builtin_registry(),

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicUsize};
 
-use routechain_core::{Snapshot, SnapshotEdit, Url, UrlError};
+use routechain_core::{ProviderLine, Snapshot, SnapshotEdit, Url, UrlError};
 use routechain_rules::configurators::OverrideEntry;
 
 use crate::overrides::{self, OverrideContext};
@@ -136,7 +136,7 @@ impl TextCache {
                         }
                         part.urls.push(c.url.clone());
                     }
-                    None => match Url::parse(e.text) {
+                    None => match Url::parse_provider(e.text) {
                         Ok(url) => {
                             part.new.push((part.urls.len(), k));
                             part.urls.push(url);
@@ -283,15 +283,11 @@ fn split_lines(text: &str, from: usize) -> Option<usize> {
 /// The provider entry of line `n` (its indentation and trimmed text), unless it is blank
 /// or a `#` comment.
 fn line_entry((n, line): (usize, &str)) -> Option<Entry<'_>> {
-    let trimmed = line.trim();
-    if trimmed.is_empty() || trimmed.starts_with('#') {
-        return None;
-    }
-    let indent = line.len() - line.trim_start().len();
+    let line = ProviderLine::new(n + 1, line)?;
     Some(Entry {
         tag: n,
-        lead: &line[..indent],
-        text: trimmed,
+        lead: line.indent,
+        text: line.text,
     })
 }
 

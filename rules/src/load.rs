@@ -53,55 +53,10 @@ impl From<crate::LocatedErrors> for LoadError {
 /// input is read; a regular file has no size limit (see [`crate::input`]).
 pub fn load_providers(path: &Path, generation: u64) -> Result<Snapshot, LoadError> {
     // Streamed and parsed on every core (`provider_file`); the same lines, providers and
-    // locations as `parse_providers` over the whole text.
+    // locations as `Snapshot::parse_lines` over the whole text.
     let origin = crate::input::origin_of(path);
     let providers = crate::provider_file::read(path, &origin)?;
     Ok(Snapshot::new(generation, providers))
-}
-
-/// Parses a provider list from text; `origin` names it in errors. A leading byte-order mark
-/// is skipped.
-pub fn parse_providers(origin: &str, text: &str, generation: u64) -> Result<Snapshot, LoadError> {
-    let text = crate::input::strip_bom(text);
-    // Lines end as in every other file (`\n`, `\r\n` or a lone `\r`): a lone `\r` becomes
-    // `\n`, which keeps every byte offset and column.
-    let text: std::borrow::Cow<'_, str> = if has_lone_cr(text) {
-        let mut bytes = text.as_bytes().to_vec();
-        for i in 0..bytes.len() {
-            if bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n') {
-                bytes[i] = b'\n';
-            }
-        }
-        // ASCII replaced by ASCII: still UTF-8.
-        String::from_utf8(bytes).map_or(text.into(), Into::into)
-    } else {
-        text.into()
-    };
-    let text = &*text;
-    Snapshot::parse_lines(generation, text).map_err(|errors| {
-        LoadError::Invalid(
-            errors
-                .into_iter()
-                .map(|e| {
-                    LocatedError::in_source(
-                        origin,
-                        text,
-                        Location {
-                            line: e.line,
-                            column: e.source.column,
-                        },
-                        None,
-                        format!("invalid provider URL: {}", e.source.reason),
-                    )
-                })
-                .collect(),
-        )
-    })
-}
-
-fn has_lone_cr(text: &str) -> bool {
-    text.match_indices('\r')
-        .any(|(i, _)| text.as_bytes().get(i + 1) != Some(&b'\n'))
 }
 
 /// Reads a request in the JSON format of the CLI (`-` reads standard input), at most
@@ -222,11 +177,12 @@ mod tests {
 
     #[test]
     fn a_streamed_provider_file_reads_as_its_text_does() {
-        let cases: [&[u8]; 5] = [
+        let cases: [&[u8]; 6] = [
             b"\xef\xbb\xbfdubbo://10.0.0.1:20880/a?x=1\r\n# c\r\n\r\n  dubbo://10.0.0.2:20880/a\n",
             b"dubbo://h:1/a\r\xe3\x80\x80dubbo://h:x/a\rdubbo://[::1/a\r\n",
             b"dubbo://h:1/a\n\tdubbo://h:1/a?=v",
             b"dubbo://h:1/a\ndubbo://h:1/\xff\n",
+            b"dubbo//10.0.0.1:20880/s\n  dubbo:///s\ndubbo://h:1/a\n",
             b"",
         ];
         let dir = std::env::temp_dir();
@@ -236,17 +192,32 @@ mod tests {
             let origin = path.display().to_string();
             let streamed = load_providers(&path, 3);
             let whole = crate::input::decode(&origin, bytes.to_vec())
-                .map_err(|e| LoadError::Invalid(vec![e]))
-                .and_then(|text| parse_providers(&origin, &text, 3));
+                .map(|text| Snapshot::parse_lines(3, &text));
             let _ = std::fs::remove_file(&path);
             match (streamed, whole) {
-                (Ok(a), Ok(b)) => {
+                (Ok(a), Ok(Ok(b))) => {
                     assert_eq!(a.providers(), b.providers(), "case {i}");
                     assert_eq!(a.generation(), 3);
                 }
-                (Err(LoadError::Invalid(a)), Err(LoadError::Invalid(b))) => {
+                (Err(LoadError::Invalid(a)), Ok(Err(b))) => {
+                    let a: Vec<_> = a
+                        .iter()
+                        .map(|e| (e.location.line, e.location.column, e.message.clone()))
+                        .collect();
+                    let b: Vec<_> = b
+                        .lines
+                        .iter()
+                        .map(|e| {
+                            (
+                                e.line,
+                                e.column,
+                                format!("invalid provider URL: {}", e.reason),
+                            )
+                        })
+                        .collect();
                     assert_eq!(a, b, "case {i}")
                 }
+                (Err(LoadError::Invalid(a)), Err(b)) => assert_eq!(a, vec![b], "case {i}"),
                 (a, b) => panic!("case {i}: {a:?} vs {b:?}"),
             }
         }

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::{Mutex, mpsc};
 
-use routechain_core::Url;
+use routechain_core::{ProviderLine, Url};
 
 use crate::located::SourceExcerpt;
 use crate::{LocatedError, Location};
@@ -31,9 +31,9 @@ struct Batch {
 /// Parsed providers and bad lines of one batch.
 type Parsed = (usize, Vec<Url>, Vec<LocatedError>);
 
-/// Parses one line of a provider list into `providers` or `errors`: blank lines and `#`
-/// comments are skipped; a bad URL is located at its line and column (in characters, the
-/// indentation included).
+/// Parses line `line` (its `text`) of a provider list into `providers` or `errors`
+/// ([`ProviderLine`]: blank lines and `#` comments skipped, a bad URL located at its line
+/// and column).
 fn parse_line(
     origin: &str,
     line: usize,
@@ -41,18 +41,19 @@ fn parse_line(
     providers: &mut Vec<Url>,
     errors: &mut Vec<LocatedError>,
 ) {
-    let trimmed = text.trim();
-    if trimmed.is_empty() || trimmed.starts_with('#') {
+    let Some(line) = ProviderLine::new(line, text) else {
         return;
-    }
-    match Url::parse(trimmed) {
+    };
+    match line.parse() {
         Ok(url) => providers.push(url),
         Err(e) => {
-            let indent = text[..text.len() - text.trim_start().len()].chars().count();
-            let column = (e.column + indent).max(1);
+            let column = e.column.max(1);
             errors.push(LocatedError {
                 origin: origin.to_string(),
-                location: Location { line, column },
+                location: Location {
+                    line: e.line,
+                    column,
+                },
                 field: None,
                 message: format!("invalid provider URL: {}", e.reason),
                 source_line: Some(Box::new(SourceExcerpt::around(text, column))),

@@ -20,9 +20,9 @@
 
 use std::time::Duration;
 
-use routechain_balance::lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind};
+use routechain_balance::lb::{BalanceConfig, BalancerSpec, LoadBalanceKind};
 use routechain_balance::{HealthConfig, MethodCall, ServiceConfig};
-use routechain_core::{FieldPath, RuleError};
+use routechain_core::{FieldPath, KeyPart, RuleError};
 use serde_json::{Map, Value};
 
 /// The top-level chain-file fields read here.
@@ -198,32 +198,17 @@ fn balancer(
     let hk_path = path.key("hash_key");
     let hash_key = map.get("hash_key").filter(|v| !v.is_null());
     if let Some(v) = hash_key {
-        let texts: Vec<(FieldPath, &Value)> = match v {
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| (hk_path.index(i), item))
-                .collect(),
-            other => vec![(hk_path.clone(), other)],
-        };
-        let mut parts = Vec::new();
-        for (p, item) in texts {
-            match item.as_str().map(HashKeyPart::parse) {
-                Some(Ok(part)) => parts.push(part),
-                Some(Err(msg)) => errors.push(RuleError::new(p, msg)),
-                None => errors.push(RuleError::new(
-                    p,
-                    "a hash key is a string such as arguments[0] or attributes[user]",
-                )),
-            }
-        }
-        if parts.is_empty() && matches!(v, Value::Array(a) if a.is_empty()) {
-            errors.push(RuleError::new(
+        match KeyPart::list_from_value(v, &hk_path) {
+            // The balancer reads the request only: a pick by the consumer's host would put
+            // every call of a consumer without its own URL on one provider.
+            Ok(parts) if parts.contains(&KeyPart::ConsumerHost) => errors.push(RuleError::new(
                 hk_path.clone(),
-                "`hash_key` must name at least one part",
-            ));
+                "`consumer.host` is a router's hash key; a balancer's is read from the request: \
+                 arguments[N], attachments[KEY] or attributes[KEY]",
+            )),
+            Ok(parts) => spec.hash_key = parts,
+            Err(e) => errors.extend(e),
         }
-        spec.hash_key = parts;
     }
     let hn_path = path.key("hash_nodes");
     match uint(map.get("hash_nodes"), &hn_path, errors) {
@@ -349,7 +334,7 @@ mod tests {
         assert_eq!(get.kind, LoadBalanceKind::ConsistentHash);
         assert_eq!(
             get.hash_key,
-            [HashKeyPart::Argument(1), HashKeyPart::Attribute("u".into())]
+            [KeyPart::Argument(1), KeyPart::Attribute("u".into())]
         );
         assert_eq!(get.hash_nodes, 80);
         assert_eq!(
@@ -385,7 +370,9 @@ mod tests {
             "methods": {
                 "a": {"load_balance": "consistenthash", "hash_key": "user", "weight": 3},
                 "b": 7,
-                "c": {"timeout": "fast", "retries": "many"}
+                "c": {"timeout": "fast", "retries": "many"},
+                "d": {"load_balance": "consistenthash", "hash_key": ["arguments[0]", "consumer.host"]},
+                "e": {"load_balance": "consistenthash", "hash_key": []}
             },
             "skip_degraded": "yes",
             "retries": -1,
@@ -399,6 +386,8 @@ mod tests {
             "methods.a.hash_key: invalid hash key \"user\"",
             "methods.b: a method entry is a mapping",
             "methods.c.timeout: invalid duration \"fast\"",
+            "methods.d.hash_key: `consumer.host` is a router's hash key",
+            "methods.e.hash_key: `hash_key` must name at least one part",
             "methods.c.retries: `methods.c.retries` must be an integer from 0 to 4294967295",
             "timeout: invalid duration \"-5s\"",
             "skip_degraded: `skip_degraded` must be true or false",

@@ -1,70 +1,9 @@
 //! The balancer configuration: which algorithm a service and each method uses, and the
 //! consistent-hash key (`load_balance`, `hash_key`, `hash_nodes`, `methods` in a chain file).
 
+use routechain_core::KeyPart;
+
 use super::{DEFAULT_HASH_NODES, LoadBalanceKind};
-
-/// One piece of a consistent-hash key, read from the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HashKeyPart {
-    /// `arguments[n]`: the argument's string form (as [`Request::with_argument_str`](routechain_core::Request::with_argument_str)).
-    Argument(usize),
-    /// `attachments[k]`.
-    Attachment(String),
-    /// `attributes[k]`.
-    Attribute(String),
-}
-
-impl HashKeyPart {
-    /// Parses `arguments[0]`, `attachments[user]` or `attributes[user]`; the error says what
-    /// is expected.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let text = text.trim();
-        let inner = |prefix: &str| {
-            text.strip_prefix(prefix)
-                .and_then(|r| r.strip_prefix('['))
-                .and_then(|r| r.strip_suffix(']'))
-        };
-        if let Some(n) = inner("arguments") {
-            return n
-                .trim()
-                .parse::<usize>()
-                .map(HashKeyPart::Argument)
-                .map_err(|_| {
-                    format!(
-                        "invalid argument index {n:?} in hash key {text:?}: expected arguments[N]"
-                    )
-                });
-        }
-        for (prefix, make) in [
-            (
-                "attachments",
-                HashKeyPart::Attachment as fn(String) -> HashKeyPart,
-            ),
-            ("attributes", HashKeyPart::Attribute),
-        ] {
-            if let Some(k) = inner(prefix) {
-                let k = k.trim();
-                if k.is_empty() {
-                    return Err(format!("empty key in hash key {text:?}"));
-                }
-                return Ok(make(k.to_string()));
-            }
-        }
-        Err(format!(
-            "invalid hash key {text:?}: expected arguments[N], attachments[KEY] or attributes[KEY]"
-        ))
-    }
-}
-
-impl std::fmt::Display for HashKeyPart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HashKeyPart::Argument(n) => write!(f, "arguments[{n}]"),
-            HashKeyPart::Attachment(k) => write!(f, "attachments[{k}]"),
-            HashKeyPart::Attribute(k) => write!(f, "attributes[{k}]"),
-        }
-    }
-}
 
 /// A configured balancer: the algorithm and its options.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +13,7 @@ pub struct BalancerSpec {
     /// `consistenthash`: the key parts, concatenated (Dubbo's `hash.arguments`, default the
     /// first argument). Parts missing from a request are skipped, as Dubbo skips absent
     /// arguments.
-    pub hash_key: Vec<HashKeyPart>,
+    pub hash_key: Vec<KeyPart>,
     /// `consistenthash`: virtual nodes per provider (Dubbo's `hash.nodes`, default 160;
     /// rounded down to a multiple of 4 as Dubbo does).
     pub hash_nodes: u32,
@@ -91,7 +30,7 @@ impl BalancerSpec {
     pub fn new(kind: LoadBalanceKind) -> Self {
         BalancerSpec {
             kind,
-            hash_key: vec![HashKeyPart::Argument(0)],
+            hash_key: vec![KeyPart::Argument(0)],
             hash_nodes: DEFAULT_HASH_NODES,
         }
     }

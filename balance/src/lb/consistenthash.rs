@@ -10,21 +10,21 @@
 
 use std::sync::Arc;
 
-use routechain_core::{Candidates, RandomSource, Request, Snapshot, SnapshotEdit};
+use routechain_core::{Candidates, KeyPart, RandomSource, Request, Snapshot, SnapshotEdit};
 
-use super::{Balancer, HashKeyPart, LoadBalanceKind, Shared};
+use super::{Balancer, LoadBalanceKind, Shared};
 
 /// Consistent hashing for one balancer slot: the ring (shared between slots with the same
 /// number of virtual nodes) and the slot's key.
 #[derive(Debug)]
 pub struct ConsistentHash {
     ring: Arc<Ring>,
-    key: Box<[HashKeyPart]>,
+    key: Box<[KeyPart]>,
 }
 
 impl ConsistentHash {
     /// Hashes `key` of each request onto `ring`.
-    pub fn new(ring: Arc<Ring>, key: &[HashKeyPart]) -> Self {
+    pub fn new(ring: Arc<Ring>, key: &[KeyPart]) -> Self {
         ConsistentHash {
             ring,
             key: key.into(),
@@ -222,21 +222,27 @@ impl Ring {
 
     /// The hash of the request's key (Dubbo: `hash(md5(key), 0)`), computed without building
     /// the key string.
-    pub fn key_hash(request: &Request, key: &[HashKeyPart]) -> u32 {
+    pub fn key_hash(request: &Request, key: &[KeyPart]) -> u32 {
         let mut ctx = md5::Context::new();
         for part in key {
             match part {
-                HashKeyPart::Argument(n) => {
+                KeyPart::Argument(n) => {
                     request.with_argument_str(*n, |s| ctx.consume(s.as_bytes()));
                 }
-                HashKeyPart::Attachment(k) => {
+                KeyPart::Attachment(k) => {
                     if let Some(v) = request.attachments.get(k) {
                         ctx.consume(v.as_bytes());
                     }
                 }
-                HashKeyPart::Attribute(k) => {
+                KeyPart::Attribute(k) => {
                     if let Some(v) = request.attributes.get(k) {
                         ctx.consume(v.as_bytes());
+                    }
+                }
+                // The balancer sees the request only: the request's own consumer.
+                KeyPart::ConsumerHost => {
+                    if let Some(c) = &request.consumer {
+                        ctx.consume(c.host().as_bytes());
                     }
                 }
             }

@@ -39,7 +39,7 @@ mod sampling_tests;
 #[cfg(test)]
 mod tests;
 
-pub use config::{BalanceConfig, BalancerSpec, HashKeyPart};
+pub use config::{BalanceConfig, BalancerSpec};
 pub use consistenthash::{ConsistentHash, Ring};
 pub use leastactive::LeastActive;
 pub use p2c::P2c;

@@ -4,6 +4,7 @@ use super::consistenthash::{digest_hash, md5_of};
 use super::*;
 use routechain_core::CallState;
 use routechain_core::FastRng;
+use routechain_core::KeyPart;
 use routechain_core::{BitSet, Snapshot};
 
 fn snapshot(weights: &[Option<i64>]) -> Snapshot {
@@ -298,7 +299,7 @@ fn consistent_hash_equals_a_ring_built_over_the_routed_set() {
 fn consistent_hash_is_sticky_and_moves_little_when_a_provider_leaves() {
     let s = snapshot(&[None; 10]);
     let spec = BalancerSpec {
-        hash_key: vec![HashKeyPart::Attribute("user".into())],
+        hash_key: vec![KeyPart::Attribute("user".into())],
         ..BalancerSpec::new(LoadBalanceKind::ConsistentHash)
     };
     let config = BalanceConfig::new(spec);
@@ -325,25 +326,6 @@ fn consistent_hash_is_sticky_and_moves_little_when_a_provider_leaves() {
     }
     assert!(moved > 0);
     assert!(spread.iter().all(|&n| n > 100), "{spread:?}");
-}
-
-#[test]
-fn hash_key_parts_parse_and_report_errors() {
-    assert_eq!(
-        HashKeyPart::parse("arguments[2]"),
-        Ok(HashKeyPart::Argument(2))
-    );
-    assert_eq!(
-        HashKeyPart::parse("attributes[user]"),
-        Ok(HashKeyPart::Attribute("user".into()))
-    );
-    assert_eq!(
-        HashKeyPart::parse("attachments[trace]"),
-        Ok(HashKeyPart::Attachment("trace".into()))
-    );
-    assert!(HashKeyPart::parse("arguments[x]").is_err());
-    assert!(HashKeyPart::parse("attributes[]").is_err());
-    assert!(HashKeyPart::parse("user").is_err());
 }
 
 /// Dubbo's loop over a materialized list, drawing from the same random source.

@@ -227,7 +227,7 @@ fn diff(node: &str, current: Option<&str>, new: &str) -> String {
 /// Refuses a provider URL that does not parse (exit 2), before anything is written.
 fn check_urls(urls: &[String]) -> Result<(), ExitCode> {
     for url in urls {
-        if let Err(e) = routechain::core::Url::parse(url) {
+        if let Err(e) = routechain::core::Url::parse_provider(url) {
             errln!(
                 "routechain zk: invalid provider URL {url:?} at column {}: {}",
                 e.column,

@@ -31,7 +31,7 @@
 //! path, parameters sorted, `k=v` joined by `&`) differs from the text it was parsed from;
 //! for the URLs a registry writes it does not.
 
-use super::Url;
+use super::{Derived, Url};
 use crate::intern::{self, Lookup};
 
 /// Top bit of a reference (in its 32-bit form): the low bits are an inline string's
@@ -63,11 +63,6 @@ pub(super) const ADDRESS: usize = 2;
 pub(super) const OPTIONAL: usize = 3;
 /// The most parameters counted in the byte at [`N_PARAMS`].
 const FEW_PARAMS: usize = 254;
-
-/// The ids of the derived keys, interned first (see [`super::DERIVED_KEYS`]).
-pub(super) const KEY_PROTOCOL: usize = 0;
-pub(super) const KEY_PATH: usize = 3;
-pub(super) const KEY_ADDRESS: usize = 4;
 
 pub(super) fn read_u16(data: &[u8], at: usize) -> u16 {
     data.get(at..at + 2)
@@ -186,7 +181,7 @@ fn varint_len(mut n: usize) -> usize {
 /// The most parameter positions [`MEMO`] remembers.
 const REMEMBERED: usize = 64;
 /// The memo's slots: the parameter positions, then the derived keys (protocol, path...).
-const SLOTS: usize = REMEMBERED + super::DERIVED_KEYS.len();
+const SLOTS: usize = REMEMBERED + Derived::ALL.len();
 /// Values remembered per position (direct-mapped by [`way`]).
 const WAYS: usize = 8;
 
@@ -333,8 +328,8 @@ impl<'l> Builder<'l> {
 
     /// A value of one of the derived keys (remembered per key, as parameters are per
     /// position).
-    pub(super) fn derived(&mut self, key: usize, s: &str) -> u32 {
-        let at = REMEMBERED + key;
+    pub(super) fn derived(&mut self, key: Derived, s: &str) -> u32 {
+        let at = REMEMBERED + key as usize;
         let w = way(s);
         if let Some(&(id, text)) = self.slots.get(at).map(|slot| &slot.values[w])
             && id != u32::MAX
@@ -342,7 +337,7 @@ impl<'l> Builder<'l> {
         {
             return id;
         }
-        let id = self.value(intern::derived_key(key), s);
+        let id = self.value(key.id(), s);
         if id & INLINE == 0
             && let Some(slot) = self.slots.get_mut(at)
         {
@@ -393,7 +388,7 @@ impl<'l> Builder<'l> {
     /// The address as the input wrote it, when that is its rendering (`host:port`, brackets
     /// around a host holding `:`, the port's canonical digits), and whether it is bracketed.
     pub(super) fn address_as_written(&mut self, address: &str, bracketed: bool) -> (u32, bool) {
-        (self.derived(KEY_ADDRESS, address), bracketed)
+        (self.derived(Derived::Address, address), bracketed)
     }
 
     /// `host:port` (brackets around a host holding `:`), or the host alone without a port.
@@ -427,7 +422,7 @@ impl<'l> Builder<'l> {
         }
         // Only whole strings were copied in.
         let address = std::str::from_utf8(buf).unwrap_or_default();
-        (self.derived(KEY_ADDRESS, address), bracketed)
+        (self.derived(Derived::Address, address), bracketed)
     }
 
     /// Sorts the parameters by key, the last occurrence of a key winning (as Dubbo does);
@@ -649,9 +644,9 @@ mod tests {
         let build = |forged: Option<u32>| {
             let lookup = Lookup::new();
             let mut b = Builder::new(&lookup, 4);
-            let protocol = b.derived(KEY_PROTOCOL, "dubbo");
+            let protocol = b.derived(Derived::Protocol, "dubbo");
             let (address, bracketed) = b.address("h", 1, "1");
-            let path = b.derived(KEY_PATH, "s");
+            let path = b.derived(Derived::Path, "s");
             b.param("a", "1");
             b.param("b", "inline-value");
             b.param("c", "3");

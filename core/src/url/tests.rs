@@ -560,3 +560,39 @@ proptest::proptest! {
         }
     }
 }
+
+/// The derived keys come from one table: their names, the parts [`Url::get`] and a
+/// [`UrlKey`] read, and the interned id their stored values are interned under.
+#[test]
+fn derived_keys_are_read_from_the_one_table() {
+    assert_eq!(
+        DERIVED_KEYS,
+        ["protocol", "host", "port", "path", "address"]
+    );
+    let u =
+        Url::parse("dubbo://[::1]:20880/svc?protocol=p&host=h&port=1&path=x&address=a").unwrap();
+    let none = Url::parse("dubbo://10.0.0.1/svc").unwrap();
+    let want = [
+        Some("dubbo"),
+        Some("::1"),
+        Some("20880"),
+        Some("svc"),
+        Some("[::1]:20880"),
+    ];
+    for ((d, name), want) in Derived::ALL.into_iter().zip(DERIVED_KEYS).zip(want) {
+        assert_eq!(Derived::of(name), Some(d));
+        assert_eq!(u.get(name), want, "{name}");
+        assert_eq!(u.get_key(&UrlKey::new(name)), want, "{name}");
+        // A parameter of the same name is not what the key reads.
+        assert_ne!(u.get(name), u.param(name), "{name}");
+        assert_eq!(
+            none.get_key(&UrlKey::new(name)),
+            none.get(name),
+            "{name} without a port"
+        );
+        let id = d.id();
+        assert_eq!(crate::intern::resolve(id), name);
+    }
+    assert_eq!(none.get("port"), None);
+    assert_eq!(Derived::of("zone"), None);
+}

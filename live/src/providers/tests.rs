@@ -229,6 +229,25 @@ proptest! {
     }
 }
 
+/// A mistyped provider line (`dubbo//…`, no `://`) or one without a host is skipped alone,
+/// located at its line, as any bad line is; the other lines load.
+#[test]
+fn a_mistyped_or_hostless_line_is_skipped_alone() {
+    let text =
+        "dubbo://10.0.0.1:20880/s\ndubbo//10.0.0.2:20880/s\n  dubbo:///s\ndubbo://10.0.0.3:1/s\n";
+    let (urls, skipped) = super::parse_providers("p.txt", ProviderText::Lines(text.into()));
+    let hosts: Vec<&str> = urls.iter().map(|u| u.host()).collect();
+    assert_eq!(hosts, ["10.0.0.1", "10.0.0.3"]);
+    let at: Vec<&str> = skipped.iter().map(|s| s.location.as_str()).collect();
+    assert_eq!(at, ["p.txt:2:6", "p.txt:3:11"]);
+    let urls = vec![
+        "dubbo//10.0.0.2:20880/s".to_string(),
+        "dubbo://h:1/s".into(),
+    ];
+    let (urls, skipped) = super::parse_providers("zk", ProviderText::Urls(urls));
+    assert_eq!((urls.len(), skipped.len()), (1, 1));
+}
+
 /// What a list pushed as lines or URLs must give, computed plainly: every entry parsed on
 /// its own, in order, lines numbered by `routechain_rules::located::lines`.
 fn plain_parse(origin: &str, text: &ProviderText) -> (Vec<String>, Vec<crate::Skipped>) {
@@ -237,15 +256,13 @@ fn plain_parse(origin: &str, text: &ProviderText) -> (Vec<String>, Vec<crate::Sk
     match text {
         ProviderText::Lines(t) => {
             for (n, line) in routechain_rules::located::lines(t).enumerate() {
-                let trimmed = line.trim();
-                if trimmed.is_empty() || trimmed.starts_with('#') {
+                let Some(line) = routechain_core::ProviderLine::new(n + 1, line) else {
                     continue;
-                }
-                let lead = &line[..line.len() - line.trim_start().len()];
-                match Url::parse(trimmed) {
+                };
+                match line.parse() {
                     Ok(u) => urls.push(u.raw().to_string()),
                     Err(e) => skipped.push(crate::Skipped {
-                        location: format!("{origin}:{}:{}", n + 1, lead.chars().count() + e.column),
+                        location: format!("{origin}:{}:{}", e.line, e.column),
                         reason: format!("invalid provider URL: {}", e.reason),
                     }),
                 }
@@ -253,7 +270,7 @@ fn plain_parse(origin: &str, text: &ProviderText) -> (Vec<String>, Vec<crate::Sk
         }
         ProviderText::Urls(us) => {
             for u in us {
-                match Url::parse(u) {
+                match Url::parse_provider(u) {
                     Ok(u) => urls.push(u.raw().to_string()),
                     Err(e) => skipped.push(crate::Skipped {
                         location: format!("{origin}: {u:?} column {}", e.column),

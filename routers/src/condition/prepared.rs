@@ -102,7 +102,7 @@ struct Indexes<'a> {
 }
 
 /// The keys every URL answers without a parameter (see `Url::get`).
-pub(super) const DERIVED_KEYS: [&str; 5] = ["protocol", "host", "port", "path", "address"];
+pub(super) use routechain_core::DERIVED_KEYS;
 
 /// The most bytes the decided glob and range patterns of one preparation keep for reuse.
 const CACHE_BYTES: usize = 64 << 20;

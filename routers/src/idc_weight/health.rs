@@ -328,10 +328,7 @@ pub(crate) fn effective_weight(weight: u32, counts: Counts, opf: Overprovisionin
 /// so that users spilled to another region do not all sit at one end of its IDC split).
 #[inline]
 pub(crate) fn rehash(h: u64) -> u64 {
-    let mut x = h ^ 0x9e37_79b9_7f4a_7c15;
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    routechain_core::mix64(h ^ 0x9e37_79b9_7f4a_7c15)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use routechain_core::{ProviderSet, Snapshot, SnapshotEdit, Url};
+use routechain_core::{ProviderSet, Snapshot, SnapshotEdit, Url, stable_hash};
 
 use super::rule::ParamMatch;
 use super::{Dynamic, HostIndex, HostPort, PreparedTag, TAG_KEY, TagLevels, TagRule, failover_of};
@@ -79,13 +79,11 @@ pub(super) struct MatchTag {
     addresses: Addresses,
 }
 
-/// The hash of an address in [`MatchTags::address_hash`] (FNV-1a folded to 32 bits; hits
-/// are verified, so its quality only matters for speed).
+/// The hash of an address in [`MatchTags::address_hash`] (the host's stable hash with the
+/// port mixed in, folded to 32 bits; hits are verified, so its quality only matters for
+/// speed).
 fn address_hash(host: &str, port: u16) -> u32 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in host.as_bytes().iter().chain(&port.to_le_bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-    }
+    let h = stable_hash(host.as_bytes()) ^ u64::from(port);
     (h ^ (h >> 32)) as u32
 }
 
