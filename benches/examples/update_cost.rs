@@ -46,7 +46,7 @@ fn time_shared_pushes(
     time_median(name, 10, || {
         size = if size == n { n + 1 } else { n };
         let reports = live.apply_providers("update_cost", lists.pop().expect("ten lists"));
-        assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+        assert_eq!(live.service().state().snapshot().len(), size, "{reports:?}");
         reports
     });
 }
@@ -118,14 +118,14 @@ fn main() {
             || {
                 size = if size == n { n + 1 } else { n };
                 let reports = live.apply(pushes.pop().expect("six pushes"));
-                assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+                assert_eq!(live.service().state().snapshot().len(), size, "{reports:?}");
                 reports
             },
         );
     }
     // As a registry source pushes them (the ZooKeeper source reads its nodes by name on
     // its own thread): the providers kept are the URLs already serving, one is new.
-    let serving: Vec<Url> = live.chain().load().snapshot().providers().to_vec();
+    let serving: Vec<Url> = live.service().state().snapshot().providers().to_vec();
     let extra = Url::parse(&urls[n]).expect("valid");
     time_shared_pushes(
         &format!("live: one provider added/removed at {n}, shared URLs (registry source)"),
@@ -142,7 +142,7 @@ fn main() {
         &serving,
         &extra,
     );
-    let state = live.chain().load();
+    let state = live.service().state();
     let edited: Vec<String> = state
         .edited_routers()
         .map(|(name, edited)| format!("{name} {}", if edited { "edited" } else { "prepared" }))

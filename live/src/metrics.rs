@@ -397,7 +397,8 @@ mod tests {
     use super::*;
     use crate::{LiveOptions, ProviderText, RuleEvent, RuleKey, Update};
     use routechain_balance::SelectError;
-    use routechain_core::{CallState, Request};
+    use routechain_balance::Caller;
+    use routechain_core::Request;
 
     const CHAIN: &str = "service: com.foo.BarService
 routers:
@@ -478,7 +479,7 @@ routers:
         // Calls: one plain, one the condition rule empties, one the plugin fails, and a
         // failover; then every provider degraded: the breaker.
         let service = live.service();
-        let mut call = CallState::seeded(1);
+        let mut call = Caller::seeded(1);
         let first = service.select(&Request::new(), &[], &mut call).unwrap();
         service
             .select(&Request::new(), std::slice::from_ref(&first), &mut call)
@@ -588,7 +589,7 @@ routers:
             )
             .unwrap(),
         );
-        let mut call = CallState::seeded(1);
+        let mut call = Caller::seeded(1);
         for _ in 0..10 {
             picking
                 .service()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use routechain_balance::Service;
 use routechain_core::{
-    Chain, ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url,
+    ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url,
 };
 
 use crate::request::RequestSpec;
@@ -203,10 +203,7 @@ pub fn build_service(
     consumer: Option<Url>,
 ) -> Result<Service, LoadError> {
     let state = build_state(chain, registry, snapshot, consumer)?;
-    Ok(Service::new(
-        Arc::new(Chain::new(state)),
-        chain.service_config.clone(),
-    ))
+    Ok(Service::new(state, chain.service_config.clone()))
 }
 
 #[cfg(test)]

@@ -272,7 +272,7 @@ struct RequestPrinter {
 
 impl RequestPrinter {
     fn print(&self, live: &LiveChain, call: &mut CallState) {
-        let state = live.chain().load();
+        let state = live.service().state();
         let routed = route_once(&state, &self.request, call);
         println!("{}", routed.json(false, Some(state.generation()), false));
     }

@@ -352,7 +352,7 @@ fn the_chain_files_service_settings_follow_its_edits_and_a_bad_one_is_refused_wh
         "{reason}"
     );
     assert_eq!(live.stats().refused(), 1);
-    assert_eq!(live.chain().state().generation(), generation);
+    assert_eq!(live.service().state().generation(), generation);
     assert_eq!(picks(&live, &request, &mut call, 10), rr);
 
     // A method override, retries and skip_degraded: all follow the next good edit.
@@ -416,7 +416,7 @@ fn override_rule_files_named_in_the_chain_file_apply_and_follow_their_edits() {
         .unwrap(),
     );
     let weight = |live: &LiveChain, addr: &str| -> Option<String> {
-        let state = live.chain().load();
+        let state = live.service().state();
         state
             .snapshot()
             .providers()

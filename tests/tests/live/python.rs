@@ -179,7 +179,7 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
         matches!(r, Report::Status { message, .. }
             if message.ends_with("4 registered, 3 match (group=*, version=1.0.0); excluded 1 by version"))
     });
-    let state = live.chain().load();
+    let state = live.service().state();
     let find = |p: &Provider| {
         state
             .snapshot()
