@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use routechain::core::{CallState, Request};
+use routechain::balance::Caller;
+use routechain::core::Request;
 use routechain::live::{FileConfig, FileSource, LiveChain, LiveOptions, Report};
 use routechain::rules::ChainFile;
 use routechain::rules::load;
@@ -251,7 +252,7 @@ fn balanced_chain(settings: &str, condition: &str) -> String {
 }
 
 /// The addresses `live`'s service selects for `n` calls of `request` (one call state).
-fn picks(live: &LiveChain, request: &Request, call: &mut CallState, n: usize) -> Vec<String> {
+fn picks(live: &LiveChain, request: &Request, call: &mut Caller, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| {
             let s = live.service().select(request, &[], call).expect("selects");
@@ -297,7 +298,7 @@ fn the_chain_files_service_settings_follow_its_edits_and_a_bad_one_is_refused_wh
         ))),
     );
     let request = Request::new();
-    let mut call = CallState::seeded(7);
+    let mut call = Caller::seeded(7);
     // Without a routing change, round robin over the routed `hz` providers but 10.0.0.5.
     let rr = smooth_round_robin(
         &[
