@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use routechain::balance::{
-    BalanceConfig, BalancerSpec, Caller, LoadBalanceKind, Service, ServiceConfig,
-    SnapshotBalance,
+    BalanceConfig, BalancerSpec, Caller, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
 };
 use routechain::core::{CallState, ChainState, Change, RandomSource, Request, Snapshot};
 use routechain_testkit::{self as testkit, naive};
@@ -99,7 +98,14 @@ fn routing(c: &mut Criterion) {
         }
         // The mesh router alone (not in `testkit::CHAINS`: the naive baseline has no mesh).
         if let Some(state) = state_for("mesh", &testkit::mesh_chain_yaml(), &snapshot) {
-            bench_route(c, "route-mesh", n, &Service::new(state, ServiceConfig::default()), &requests, None);
+            bench_route(
+                c,
+                "route-mesh",
+                n,
+                &Service::new(state, ServiceConfig::default()),
+                &requests,
+                None,
+            );
         }
         if let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) {
             let chain = Service::new(state, ServiceConfig::default());

@@ -48,7 +48,10 @@ fn bench(c: &mut Criterion) {
             group.bench_function("route only", |b| {
                 b.iter(|| {
                     let published = svc.load();
-                    published.state().route(black_box(&request), &mut call).unwrap();
+                    published
+                        .state()
+                        .route(black_box(&request), &mut call)
+                        .unwrap();
                 })
             });
         }

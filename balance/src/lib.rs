@@ -19,9 +19,9 @@ pub mod service;
 
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
 pub use lb::{BalanceConfig, BalancerSpec, HashKeyPart, LoadBalanceKind, SnapshotBalance};
-#[doc(hidden)]
-pub use service::{PerThread, Pooled};
 pub use service::{
     CallError, Caller, InFlight, InvokeError, Invoked, MethodCall, Published, SelectError,
     Selected, Service, ServiceChange, ServiceConfig, ServiceStats, Target,
 };
+#[doc(hidden)]
+pub use service::{PerThread, Pooled};

@@ -369,7 +369,11 @@ fn update_swaps_the_state_and_the_configuration_together() {
     // A failing update changes neither the state nor the configuration.
     let refused = svc.apply(ServiceChange {
         config: Some(ServiceConfig::default()),
-        ..Change::entries(vec![ChainEntry::new("failing", 0, Arc::new(FailingPrepare))])
+        ..Change::entries(vec![ChainEntry::new(
+            "failing",
+            0,
+            Arc::new(FailingPrepare),
+        )])
     });
     assert_eq!(refused.unwrap_err().reason, "refused");
     assert_eq!(svc.state().generation(), generation);

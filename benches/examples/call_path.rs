@@ -19,10 +19,10 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
+use routechain::balance::Caller;
 use routechain::balance::{
     BalanceConfig, BalancerSpec, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
 };
-use routechain::balance::Caller;
 use routechain::core::CallState;
 use routechain_testkit as testkit;
 

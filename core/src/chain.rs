@@ -291,7 +291,11 @@ impl ChainState {
                 } else {
                     DegradedSet::new(snapshot.len())
                 };
-                (snapshot.clone(), Arc::new(degraded), Prior::Edited(self, edit))
+                (
+                    snapshot.clone(),
+                    Arc::new(degraded),
+                    Prior::Edited(self, edit),
+                )
             }
             Some((snapshot, _)) => (
                 snapshot.clone(),
@@ -302,11 +306,20 @@ impl ChainState {
         let fresh = change.consumer.is_some() || change.service.is_some();
         Self::assemble(
             self.generation + 1,
-            change.service.clone().unwrap_or_else(|| self.service.clone()),
+            change
+                .service
+                .clone()
+                .unwrap_or_else(|| self.service.clone()),
             snapshot,
-            change.consumer.clone().unwrap_or_else(|| self.consumer.clone()),
+            change
+                .consumer
+                .clone()
+                .unwrap_or_else(|| self.consumer.clone()),
             degraded,
-            change.entries.clone().unwrap_or_else(|| self.entries.clone()),
+            change
+                .entries
+                .clone()
+                .unwrap_or_else(|| self.entries.clone()),
             if fresh { Prior::None } else { prior },
             self.metrics.clone(),
         )

@@ -281,7 +281,7 @@ impl Collector for ChainCollector {
         {
             let mut e = encoder.encode_descriptor(
                 "routechain_calls",
-                "Calls routed through the service (first attempts of Service::select, call and invoke).",
+                "Calls routed through the service (first attempts of Service::select and call).",
                 None,
                 MetricType::Counter,
             )?;
@@ -396,8 +396,8 @@ impl Collector for ChainCollector {
 mod tests {
     use super::*;
     use crate::{LiveOptions, ProviderText, RuleEvent, RuleKey, Update};
-    use routechain_balance::SelectError;
     use routechain_balance::Caller;
+    use routechain_balance::SelectError;
     use routechain_core::Request;
 
     const CHAIN: &str = "service: com.foo.BarService

@@ -325,7 +325,10 @@ routers:
         let alone = alone(Some(&other));
         assert_eq!(live.subscriptions(), alone.subscriptions());
         assert_eq!(live.reference(), Some(other.clone()));
-        assert_eq!(live.service().state().service(), Some("com.foo.OtherService"));
+        assert_eq!(
+            live.service().state().service(),
+            Some("com.foo.OtherService")
+        );
         let list = [(1, "zone=a"), (2, "zone=b")];
         live.apply(providers(&other.interface, &list));
         sibling.apply(providers("com.foo.BarService", &list));

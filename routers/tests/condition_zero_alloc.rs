@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot,
-    TypedFactory, Url,
+    CallState, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot, TypedFactory,
+    Url,
 };
 use routechain_routers::condition::ConditionRouter;
 use serde_json::json;

@@ -47,7 +47,10 @@ impl Chain {
         self.0.read().unwrap().clone()
     }
 
-    fn update<E>(&self, change: impl FnOnce(&ChainState) -> Result<ChainState, E>) -> Result<(), E> {
+    fn update<E>(
+        &self,
+        change: impl FnOnce(&ChainState) -> Result<ChainState, E>,
+    ) -> Result<(), E> {
         let next = change(&self.load())?;
         *self.0.write().unwrap() = Arc::new(next);
         Ok(())

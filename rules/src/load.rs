@@ -7,9 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use routechain_balance::Service;
-use routechain_core::{
-    ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url,
-};
+use routechain_core::{ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url};
 
 use crate::request::RequestSpec;
 use crate::{ChainFile, LocatedError, Location};

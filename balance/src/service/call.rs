@@ -236,7 +236,11 @@ impl Service {
                         });
                     }
                     Err(e) => {
-                        tracing::debug!(provider = selected.address(), attempt = n, "attempt failed");
+                        tracing::debug!(
+                            provider = selected.address(),
+                            attempt = n,
+                            "attempt failed"
+                        );
                         self.report_failure(&selected);
                         last = Some(e);
                         tried.push(selected);

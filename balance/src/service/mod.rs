@@ -170,7 +170,12 @@ impl Published {
     /// caller): the balancers, the address index and the health table carried over by the
     /// edit, the added providers' health taken by address from this state (as
     /// [`Published::replaced`] does for every provider).
-    fn edited(&self, state: Arc<ChainState>, config: Arc<ServiceConfig>, edit: &SnapshotEdit) -> Self {
+    fn edited(
+        &self,
+        state: Arc<ChainState>,
+        config: Arc<ServiceConfig>,
+        edit: &SnapshotEdit,
+    ) -> Self {
         let snapshot = state.snapshot();
         let balance = Arc::new(self.balance.edited(edit, snapshot, &config.balance));
         let by_address = by_address::index_edited(&self.by_address, edit, snapshot);
@@ -462,37 +467,40 @@ impl Service {
         caller: &mut Caller<R>,
     ) -> Result<Selected, SelectError> {
         let handle = caller.handle(self);
-        let view = &*handle.published;
+        let published = &*handle.published;
         if exclude.is_empty()
-            && let Some(m) = view.state.metrics()
+            && let Some(m) = published.state.metrics()
         {
             m.count_call();
         }
         let now = self.clock.now();
-        if view.health.expire(now) > 0 {
+        if published.health.expire(now) > 0 {
             self.health_epoch.fetch_add(1, Ordering::Relaxed);
         }
         // The state's address and generation: an address reused by a later state has
         // another generation.
         let routed_on = (
-            (Arc::as_ptr(&view.state) as usize, view.state.generation()),
+            (
+                Arc::as_ptr(&published.state) as usize,
+                published.state.generation(),
+            ),
             self.health_epoch.load(Ordering::Relaxed),
         );
         let retry_same_set = !exclude.is_empty()
             && caller.routed_on == routed_on
-            && caller.routed.len() == view.state.snapshot().len();
+            && caller.routed.len() == published.state.snapshot().len();
         if retry_same_set {
             // A retry: the same routed set as the first attempt (Dubbo: remove the failed
             // provider and try the next of the same list), not a new routing draw.
             caller.call.candidates.copy_from(&caller.routed);
         } else {
-            view.state.route(request, &mut caller.call)?;
+            published.state.route(request, &mut caller.call)?;
             caller.routed.copy_from(&caller.call.candidates);
             caller.routed_on = routed_on;
         }
         let call = &mut caller.call;
         let candidates = &mut call.candidates;
-        let degraded = view.state.degraded();
+        let degraded = published.state.degraded();
         if degraded.any() {
             let healthy = candidates.count_with(|w| !degraded.word(w));
             if healthy == 0 {
@@ -502,7 +510,7 @@ impl Service {
                     tracing::warn!("breaker open: every routed provider is degraded");
                 }
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
-                let retry_after = view
+                let retry_after = published
                     .health
                     .next_expiry()
                     .map_or(Duration::ZERO, |t| t.saturating_sub(now));
@@ -511,15 +519,15 @@ impl Service {
                     retry_after,
                 });
             }
-            if view.config.skip_degraded {
+            if published.config.skip_degraded {
                 candidates.and_with(|w| !degraded.word(w));
             }
         }
         for s in exclude {
-            if Arc::ptr_eq(s.published().state.snapshot(), view.state.snapshot()) {
+            if Arc::ptr_eq(s.published().state.snapshot(), published.state.snapshot()) {
                 candidates.remove(s.index);
             } else {
-                for i in view.indexes_of(s.address()) {
+                for i in published.indexes_of(s.address()) {
                     candidates.remove(i);
                 }
             }
@@ -529,19 +537,19 @@ impl Service {
                 tried: exclude.len(),
             });
         }
-        let balance = &view.config.balance;
+        let balance = &published.config.balance;
         let slot = balance.slot(request.method.as_deref());
-        let index = view
+        let index = published
             .balance
             .pick(slot, balance.spec(slot), request, candidates, &mut call.rng)
             .ok_or(SelectError::Exhausted {
                 tried: exclude.len(),
             })?;
-        if let Some(m) = view.state.metrics() {
+        if let Some(m) = published.state.metrics() {
             if !exclude.is_empty() {
                 m.count_failover();
             }
-            view.state.count_pick(index);
+            published.state.count_pick(index);
         }
         Ok(Selected { handle, index })
     }
@@ -549,7 +557,9 @@ impl Service {
     /// Resolves a target to indexes of `published`.
     fn with_target(&self, published: &Published, target: Target<'_>, mut f: impl FnMut(usize)) {
         match target {
-            Target::Selected(s) if Arc::ptr_eq(&s.published().health, &published.health) => f(s.index),
+            Target::Selected(s) if Arc::ptr_eq(&s.published().health, &published.health) => {
+                f(s.index)
+            }
             Target::Selected(s) => published.indexes_of(s.address()).for_each(f),
             Target::Index(i) => f(i),
             Target::Address(a) => published.indexes_of(a).for_each(f),
@@ -559,11 +569,11 @@ impl Service {
     /// Records a successful call: the provider's failure count resets; on probation it is
     /// healthy again.
     pub fn report_success<'a>(&self, target: impl Into<Target<'a>>) {
-        let view = self.published.load();
-        self.with_target(&view, target.into(), |i| {
-            if view.health.success(i) == HealthChange::Recovered {
+        let published = self.published.load();
+        self.with_target(&published, target.into(), |i| {
+            if published.health.success(i) == HealthChange::Recovered {
                 self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(provider = view.address(i), "provider recovered");
+                tracing::info!(provider = published.address(i), "provider recovered");
             }
         });
     }
@@ -571,26 +581,28 @@ impl Service {
     /// Records a failed call: the threshold-th consecutive failure (or any failure on
     /// probation) degrades the provider for the cool-down.
     pub fn report_failure<'a>(&self, target: impl Into<Target<'a>>) {
-        let view = self.published.load();
+        let published = self.published.load();
         let now = self.clock.now();
-        self.with_target(&view, target.into(), |i| {
-            if view.health.failure(i, now, &view.config.health) == HealthChange::Degraded {
+        self.with_target(&published, target.into(), |i| {
+            if published.health.failure(i, now, &published.config.health) == HealthChange::Degraded
+            {
                 self.health_epoch.fetch_add(1, Ordering::Relaxed);
                 self.counters.degradations.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(provider = view.address(i), "provider degraded");
+                tracing::warn!(provider = published.address(i), "provider degraded");
             }
         });
     }
 
     /// Degrades a provider now for the cool-down, whatever its failure count.
     pub fn degrade<'a>(&self, target: impl Into<Target<'a>>) {
-        let view = self.published.load();
+        let published = self.published.load();
         let now = self.clock.now();
-        self.with_target(&view, target.into(), |i| {
-            if view.health.degrade(i, now, &view.config.health) == HealthChange::Degraded {
+        self.with_target(&published, target.into(), |i| {
+            if published.health.degrade(i, now, &published.config.health) == HealthChange::Degraded
+            {
                 self.health_epoch.fetch_add(1, Ordering::Relaxed);
                 self.counters.degradations.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(provider = view.address(i), "provider degraded");
+                tracing::warn!(provider = published.address(i), "provider degraded");
             }
         });
     }

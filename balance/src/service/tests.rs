@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use routechain_core::{Change, ChainState, Request, Snapshot, Url};
+use routechain_core::{ChainState, Change, Request, Snapshot, Url};
 
 use super::{Caller, Service, ServiceChange, ServiceConfig};
 
@@ -115,7 +115,7 @@ fn numbered(ns: &[u32]) -> Vec<Url> {
         .collect()
 }
 
-/// Health and degraded marks, per provider address, of the service's current view.
+/// Health and degraded marks, per provider address, of the service's published state.
 fn health_by_address(service: &Service) -> Vec<(String, crate::health::ProviderHealth, bool)> {
     let state = service.state();
     let mut out: Vec<_> = state
@@ -183,9 +183,7 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
     next.push(Url::parse("dubbo://10.0.0.200:20880/svc?n=200&again=true").unwrap());
     let old = by_edit.state().snapshot().clone();
     let (edited, edit) = old.edit_to(2, &next);
-    by_edit
-        .apply(Change::edit(Arc::new(edited), edit))
-        .unwrap();
+    by_edit.apply(Change::edit(Arc::new(edited), edit)).unwrap();
     by_address
         .apply(Change::providers(Arc::new(Snapshot::from_shared(2, next))))
         .unwrap();

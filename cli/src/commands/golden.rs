@@ -185,8 +185,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
                 (Some(err), false) => format!("no provider ({}), expected some", err.message),
             },
             (None, None, Some(by), Some(want)) => {
-                let service =
-                    Service::new(state, chain.service_config.clone());
+                let service = Service::new(state, chain.service_config.clone());
                 let calls = case.calls.unwrap_or(DEFAULT_CALLS);
                 let tally = super::simulate::tally(&service, &request, calls, seed);
                 let mut got: BTreeMap<&str, u64> = BTreeMap::new();

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use routechain_core::{
-    CallState, ChainEntry, Change, ChainState, NoProvider, PrepareContext, Registry, Request,
+    CallState, ChainEntry, ChainState, Change, NoProvider, PrepareContext, Registry, Request,
     Router, Snapshot, Trace, Url,
 };
 use routechain_plugin_loader::{LoadedRouter, PluginError, PluginFactory};
@@ -319,10 +319,7 @@ fn a_plugin_that_fails_to_prepare_keeps_the_previous_chain_serving() {
     );
     assert_eq!(plugins.stats()[0].failures(), 1);
     // Still the canary chain.
-    assert_eq!(
-        chain.router_names().collect::<Vec<_>>(),
-        ["plugin(canary)"]
-    );
+    assert_eq!(chain.router_names().collect::<Vec<_>>(), ["plugin(canary)"]);
     assert_eq!(routed(&chain, &Request::new()).unwrap(), STABLE);
 }
 

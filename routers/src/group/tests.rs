@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::*;
 use routechain_core::{
-    CallState, ChainEntry, ChainState, Change, NoProvider, Request, Router, Snapshot,
-    Trace, Url, router_fn,
+    CallState, ChainEntry, ChainState, Change, NoProvider, Request, Router, Snapshot, Trace, Url,
+    router_fn,
 };
 
 const PROVIDERS: &str = "\

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use routechain_core::{
-    CallState, ChainEntry, ChainState, Change, DegradedSet, FieldPath, PrepareContext, Request, Snapshot,
-    SnapshotEdit, Trace, Url,
+    CallState, ChainEntry, ChainState, Change, DegradedSet, FieldPath, PrepareContext, Request,
+    Snapshot, SnapshotEdit, Trace, Url,
 };
 use routechain_rules::YamlDoc;
 

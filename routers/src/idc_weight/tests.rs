@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::*;
 use routechain_core::{
-    CallState, ChainEntry, ChainState, Change, NoProvider, Request, Router, Snapshot,
-    Trace, Url, stable_hash,
+    CallState, ChainEntry, ChainState, Change, NoProvider, Request, Router, Snapshot, Trace, Url,
+    stable_hash,
 };
 use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
 
@@ -646,7 +646,11 @@ fn an_invalid_update_is_refused_and_the_previous_rule_keeps_serving() {
     );
     assert_eq!(chain.generation(), 1);
     routes_to(&chain, "mt");
-    let chain = update(&chain, &format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n")).unwrap();
+    let chain = update(
+        &chain,
+        &format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n"),
+    )
+    .unwrap();
     assert_eq!(chain.generation(), 2);
     routes_to(&chain, "zf");
 }

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use routechain::balance::{Service, ServiceConfig};
 use routechain::balance::Caller;
+use routechain::balance::{Service, ServiceConfig};
 use routechain::core::{CallState, ChainMetrics, Request, Snapshot, Url};
 use routechain::rules::ChainFile;
 use routechain_testkit as testkit;

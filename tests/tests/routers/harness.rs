@@ -12,8 +12,7 @@
 use std::sync::Arc;
 
 use routechain::core::{
-    BitSet, CallState, ChainState, Change, Evaluation, NoProvider, Request, Snapshot, Trace,
-    Url,
+    BitSet, CallState, ChainState, Change, Evaluation, NoProvider, Request, Snapshot, Trace, Url,
 };
 use routechain::rules::ChainFile;
 use serde_json::{Value, json};

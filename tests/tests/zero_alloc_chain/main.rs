@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use routechain::balance::{BalanceConfig, Service, ServiceConfig, SnapshotBalance};
 use routechain::balance::Caller;
+use routechain::balance::{BalanceConfig, Service, ServiceConfig, SnapshotBalance};
 use routechain::core::CallState;
 use routechain_testkit as testkit;
 
