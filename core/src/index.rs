@@ -138,7 +138,8 @@ impl ProviderSet {
     /// Dense sets answer in O(1); sparse sets search their indexes.
     ///
     /// Inlined: routers call it once per word in their per-call loops, and an out-of-line
-    /// call per word cost more than the word operation itself (measured in BENCHMARKS.md).
+    /// call per word costs more than the word operation itself (callgrind over
+    /// `benches/examples/call_path.rs`).
     #[inline]
     pub fn word(&self, w: usize) -> u64 {
         self.as_set_ref().word(w)
@@ -317,9 +318,10 @@ fn sparse_word(indexes: &[u32], w: usize) -> u64 {
 /// without the key.
 #[derive(Debug, Clone)]
 pub struct ParamIndex {
-    /// Hashed with `foldhash`: routers look a request's value up per call (SipHash cost
-    /// about 190 instructions per lookup, the chain's largest fixed cost after the word
-    /// passes).
+    /// Hashed with `foldhash`: routers look a request's value up per call, and SipHash
+    /// costs about 190 instructions per lookup against foldhash's 50, the chain's largest
+    /// fixed cost after the word passes (callgrind over `benches/examples/call_path.rs`, as
+    /// its module doc shows).
     by_value: HashMap<Box<str>, ProviderSet, foldhash::fast::RandomState>,
     missing: ProviderSet,
     len: usize,

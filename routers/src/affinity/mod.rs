@@ -183,3 +183,6 @@ impl PreparedAffinity {
         evaluation
     }
 }
+
+#[cfg(test)]
+mod tests;

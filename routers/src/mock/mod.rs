@@ -136,3 +136,6 @@ impl PreparedMock {
         Evaluation::Runtime
     }
 }
+
+#[cfg(test)]
+mod tests;
