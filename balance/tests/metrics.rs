@@ -24,7 +24,7 @@ fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> ChainState {
         }
     }));
     let pass: Arc<dyn Router> = Arc::new(router_fn("pass", |_, _| {}));
-    let state = ChainState::new(
+    ChainState::new(
         None,
         snapshot,
         Url::empty(),
@@ -34,8 +34,7 @@ fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> ChainState {
         ],
     )
     .unwrap()
-    .with_metrics(metrics);
-    state
+    .with_metrics(metrics)
 }
 
 fn router<'a>(stats: &'a [RouterStats], name: &str) -> &'a RouterStats {
