@@ -335,7 +335,7 @@ impl ParamIndex {
     }
 
     /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
-    pub fn build_with<'s>(
+    pub(crate) fn build_with<'s>(
         snapshot: &'s Snapshot,
         mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
     ) -> Self {
@@ -363,7 +363,7 @@ impl ParamIndex {
     }
 
     /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for
-    /// the added providers only: equal to [`ParamIndex::build_with`] over `snapshot`
+    /// the added providers only: equal to the index of `value_of` built over `snapshot`
     /// (a value left with no provider is dropped). Time: the index's size plus the added
     /// providers.
     pub fn edited<'s>(

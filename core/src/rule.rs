@@ -60,7 +60,7 @@ impl FieldPath {
         self.0.is_empty()
     }
     /// Converts a `serde_path_to_error` path.
-    pub fn from_serde(path: &serde_path_to_error::Path) -> Self {
+    pub(crate) fn from_serde(path: &serde_path_to_error::Path) -> Self {
         use serde_path_to_error::Segment;
         FieldPath(
             path.iter()
@@ -168,7 +168,7 @@ enum DocRepr<'a> {
 }
 
 /// A borrowed rule document (or part of one) with its path from the document root: a JSON
-/// value, or a node of a parsed document's tree (read in place, see [`DocTree`]).
+/// value, or a node of a parsed document's tree (read in place).
 #[derive(Debug, Clone, Copy)]
 pub struct RuleDoc<'a> {
     repr: DocRepr<'a>,
@@ -187,7 +187,9 @@ impl<'a> RuleDoc<'a> {
         }
     }
 
-    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`.
+    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`
+    /// (how `routechain-rules` hands over its YAML trees).
+    #[doc(hidden)]
     pub fn from_tree(tree: &'a dyn DocTree, node: Option<u32>, path: &'a FieldPath) -> Self {
         RuleDoc {
             repr: DocRepr::Tree(tree, node),

@@ -42,7 +42,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use routechain_balance::Service;
-use routechain_core::metrics::EMPTY_LIST_ROUTER;
+use routechain_core::EMPTY_LIST_ROUTER;
 
 use crate::LiveChain;
 use crate::observe::{APPLY_BUCKETS, ApplyHistogram, SourceCount, UpdateResult};

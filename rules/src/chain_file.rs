@@ -21,7 +21,8 @@
 //! Loading is two steps: [`ChainFile::parse`] reads the file and the rule files it names
 //! (YAML errors, unknown or mistyped common fields), and [`ChainFile::compile`] builds every
 //! router through a [`Registry`] (unknown types, type-specific fields, rule errors). Both
-//! report every problem at once, each with origin, line, column and field path.
+//! report every problem at once, each with origin, line, column and field path, in a
+//! [`LocatedErrors`] (a `std::error::Error`: `?` carries it on).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use routechain_core::{
 };
 use serde_json::Value;
 
+use crate::located::LocatedErrors;
 use crate::service_config::SERVICE_FIELDS;
 use crate::yaml::{LocatedError, Location, YamlDoc};
 
@@ -166,23 +168,24 @@ pub struct ChainFile {
 
 impl ChainFile {
     /// Reads and parses a chain file (`-`: standard input, see [`crate::input`]) and the rule
-    /// files it names.
-    pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
+    /// files it names; the error holds every problem, located.
+    pub fn load(path: &Path) -> Result<Self, LocatedErrors> {
         match Self::load_lenient(path) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 
     /// Parses chain text; `origin` names it in errors, `base_dir` resolves `rule_file`s.
+    /// The error holds every problem, located.
     pub fn parse(
         origin: &str,
         text: &str,
         base_dir: Option<PathBuf>,
-    ) -> Result<Self, Vec<LocatedError>> {
+    ) -> Result<Self, LocatedErrors> {
         match Self::parse_lenient(origin, text, base_dir) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 
@@ -336,7 +339,7 @@ impl ChainFile {
     }
 
     /// Compiles every entry with its own rule.
-    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, LocatedErrors> {
         self.compile_with(registry, |_| RuleOverride::Own)
     }
 
@@ -345,7 +348,7 @@ impl ChainFile {
         &self,
         registry: &Registry,
         rule_for: impl Fn(&EntryDef) -> RuleOverride<'a>,
-    ) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    ) -> Result<Vec<ChainEntry>, LocatedErrors> {
         let mut entries = Vec::new();
         let mut errors = Vec::new();
         for def in self.entries.iter() {
@@ -357,7 +360,7 @@ impl ChainFile {
         if errors.is_empty() {
             Ok(entries)
         } else {
-            Err(errors)
+            Err(LocatedErrors(errors))
         }
     }
 

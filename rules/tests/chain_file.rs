@@ -166,6 +166,45 @@ fn parse_errors_are_all_reported() {
     );
 }
 
+/// `ChainFile::parse`'s error is a `std::error::Error`: `?` carries it into
+/// `Box<dyn Error>`, whose text is every problem on a line of its own.
+#[test]
+fn chain_file_errors_go_through_question_mark_with_every_problem() {
+    fn load(text: &str) -> Result<ChainFile, Box<dyn std::error::Error>> {
+        Ok(ChainFile::parse("c.yaml", text, None)?)
+    }
+    let text = "servic: x\nrouters:\n  - priority: 1\n  - type: keep\n    priority: high\n";
+    let error = load(text).unwrap_err();
+    let shown = error.to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 3, "{shown}");
+    assert!(
+        lines[0].starts_with("c.yaml:1:1: (document): unknown field `servic`"),
+        "{shown}"
+    );
+    assert_eq!(lines[1], "c.yaml:3:5: routers[0]: missing field `type`");
+    assert!(
+        lines[2].starts_with("c.yaml:5:15: routers[1].priority: "),
+        "{shown}"
+    );
+    // The typed error is there too, for a caller that wants the located problems.
+    let errors = error.downcast::<routechain_rules::LocatedErrors>().unwrap();
+    assert_eq!(errors.len(), 3);
+    assert_eq!(
+        errors[1].location,
+        routechain_rules::Location { line: 3, column: 5 }
+    );
+    // `render` adds each source line and a caret.
+    assert!(
+        errors
+            .render()
+            .contains("\n 3 |   - priority: 1\n   |     ^"),
+        "{}",
+        errors.render()
+    );
+    assert!(load("routers: []\n").is_ok());
+}
+
 #[test]
 fn rule_files_and_overrides_locate_in_their_own_document() {
     let dir = std::env::temp_dir().join(format!("rc-rules-{}", std::process::id()));

@@ -7,10 +7,8 @@
 
 use std::sync::Arc;
 
-use routechain::balance::{CallError, Service};
-use routechain::core::Request;
-use routechain::live::{LiveChain, LiveOptions, ZkConfig, ZkSource};
-use routechain::rules::ChainFile;
+use routechain::live::{ZkConfig, ZkSource};
+use routechain::prelude::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -36,14 +34,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Serves `listener` forever, calling the providers ZooKeeper lists.
 pub async fn run(zookeeper: &str, listener: TcpListener) -> Result<(), Box<dyn std::error::Error>> {
-    // Every problem of the chain text at once, each located by line and column.
-    let chain = ChainFile::parse("orders.chain.yaml", CHAIN, None).map_err(|errors| {
-        errors
-            .iter()
-            .map(|e| e.render())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
+    // The error holds every problem of the chain text, each located by line and column.
+    let chain = ChainFile::parse("orders.chain.yaml", CHAIN, None)?;
     let live = Arc::new(LiveChain::new(
         chain,
         routechain::registry(),
@@ -73,7 +65,7 @@ async fn serve(socket: TcpStream, service: Arc<Service>) -> std::io::Result<()> 
         let request = Request::new()
             .with_service("org.example.OrderService")
             .with_method("listOrders")
-            .with_argument(serde_json::json!(user))
+            .with_argument(routechain::serde_json::json!(user))
             .with_attribute("user", user.as_str());
         let reply = service
             .call(&request, |provider| {

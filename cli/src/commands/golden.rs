@@ -126,7 +126,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
         .parse()
         .map_err(|e| vec![doc.locate_error(&e)])?;
     let base = args.cases.parent().unwrap_or(Path::new("."));
-    let chain = ChainFile::load(&base.join(&cases.chain)).map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load(&base.join(&cases.chain))?;
     let snapshot = Arc::new(load::load_providers(&base.join(&cases.providers), 1)?);
     let mut coverage = Coverage::new(&chain, &snapshot);
     let mut outcomes = Vec::new();

@@ -134,7 +134,7 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
     let request = load::load_request(&inputs.request);
     let mut errors = Vec::new();
     for e in [
-        chain.as_ref().err().cloned().map(LoadError::Invalid),
+        chain.as_ref().err().cloned().map(LoadError::from),
         providers.as_ref().err().map(clone_load_error),
         request.as_ref().err().map(clone_load_error),
     ]
@@ -149,7 +149,7 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
     if !errors.is_empty() {
         return Err(LoadError::Invalid(errors));
     }
-    Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
+    Ok((chain?, providers?, request?))
 }
 
 /// Reads the inputs ([`load_inputs`]) and builds the chain state over the provider list

@@ -80,7 +80,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             )));
         }
     }
-    let chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load(&args.chain)?;
     let request = args
         .request
         .as_deref()

@@ -107,14 +107,6 @@ impl Dict {
         self.table[i] = k as u32 + 1;
     }
 
-    /// The number of `value`, adding it when absent.
-    fn find_or_insert(&mut self, value: &str) -> usize {
-        match self.find(value) {
-            Some(k) => k,
-            None => self.insert(value),
-        }
-    }
-
     fn heap_bytes(&self) -> usize {
         self.text.capacity() + self.ends.capacity() * 8 + self.table.capacity() * 4
     }
@@ -139,24 +131,6 @@ pub struct ValueIndex {
 }
 
 impl ValueIndex {
-    /// Indexes the value `value_of(provider)` over `snapshot`.
-    pub fn build_with<'s>(
-        snapshot: &'s Snapshot,
-        mut value_of: impl FnMut(&'s Provider) -> Option<&'s str>,
-    ) -> Self {
-        let len = snapshot.len();
-        let mut dict = Dict::with_capacity(16);
-        let mut of = Vec::with_capacity(len);
-        let mut missing = Vec::new();
-        for (i, p) in snapshot.providers().iter().enumerate() {
-            match value_of(p) {
-                Some(v) => of.push((dict.find_or_insert(v) as u32, i as u32)),
-                None => missing.push(i as u32),
-            }
-        }
-        Self::assemble(dict, &of, ProviderSet::from_sorted(missing, len), len)
-    }
-
     /// The same index as `index` (a [`super::ParamIndex`]), without reading a provider.
     pub fn from_index(index: &super::ParamIndex) -> Self {
         let len = index.len();
@@ -234,7 +208,7 @@ impl ValueIndex {
     }
 
     /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for the
-    /// added providers only: answers as [`ValueIndex::build_with`] over `snapshot`. Time:
+    /// added providers only: answers as an index of `value_of` built over `snapshot`. Time:
     /// the members (a binary search over the removed positions each) and the values'
     /// offsets, the dictionary copied only when a new value appears, the dense sets built
     /// again, plus the added providers.
@@ -408,7 +382,7 @@ mod tests {
     }
 
     proptest! {
-        /// Built, converted from a `ParamIndex` or carried over a series of edits (values
+        /// Converted from a `ParamIndex` or carried over a series of edits (values
         /// from a small set, so some are dense and some leave and come back; or near
         /// unique), the index holds exactly what a `ParamIndex` of the snapshot holds, and
         /// `get` answers alike for every value.
@@ -422,10 +396,9 @@ mod tests {
         ) {
             let mut values = base;
             let mut s = snap(&values);
-            let mut ix = ValueIndex::build_with(&s, |p| p.get("g"));
             let fresh = ParamIndex::build(&s, "g");
+            let mut ix = ValueIndex::from_index(&fresh);
             prop_assert_eq!(contents(&ix), param_contents(&fresh));
-            prop_assert_eq!(contents(&ValueIndex::from_index(&fresh)), param_contents(&fresh));
             for (removed, added) in edits {
                 let edit = SnapshotEdit::new(values.len(), removed, added.len());
                 values = (0..values.len())

@@ -13,9 +13,9 @@
 //! when a dynamic tag's addresses match none of the candidates; the request's
 //! `dubbo.force.tag` refuses every fallback (and hierarchical fallback `a|b|c` → `a|b` → `a`).
 
-pub mod address;
+mod address;
 mod edit;
-pub mod rule;
+mod rule;
 
 use std::collections::HashMap;
 use std::sync::Arc;
