@@ -103,6 +103,10 @@ pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
 // part of the API (a router reads its rule through `RuleDoc`).
 #[doc(hidden)]
 pub use rule::{DocNode, DocTree, tree_value};
+// The messages of unknown names and out-of-range numbers, written alike by every crate of
+// routechain: public for those crates, not part of the API.
+#[doc(hidden)]
+pub use rule::{did_you_mean, integer_range_message, is_integer, one_of, unknown_name};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};

@@ -34,13 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Serves `listener` forever, calling the providers ZooKeeper lists.
 pub async fn run(zookeeper: &str, listener: TcpListener) -> Result<(), Box<dyn std::error::Error>> {
-    // The error holds every problem of the chain text, each located by line and column.
-    let chain = ChainFile::parse("orders.chain.yaml", CHAIN, None)?;
-    let live = Arc::new(LiveChain::new(
-        chain,
-        routechain::registry(),
-        LiveOptions::default(),
-    )?);
+    // The error holds every problem of the chain text (router types and rules included),
+    // each located by line and column.
+    let registry = routechain::registry();
+    let chain = ChainFile::parse_with("orders.chain.yaml", CHAIN, None, &registry)?;
+    let live = Arc::new(LiveChain::new(chain, registry, LiveOptions::default())?);
     // Rules and providers from ZooKeeper, on the source's own thread and runtime.
     let source = ZkSource::new(ZkConfig::for_chain(&live, zookeeper));
     let _watching = live.watch(Box::new(source), |report| eprintln!("routechain: {report}"))?;

@@ -129,7 +129,8 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
         ("--providers", inputs.providers.as_path()),
         ("--request", inputs.request.as_path()),
     ])?;
-    let chain = ChainFile::load(&inputs.chain);
+    // Router types and rules checked too: every problem of every input at once.
+    let chain = ChainFile::load_with(&inputs.chain, &routechain::registry());
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);
     let mut errors = Vec::new();

@@ -83,7 +83,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             )));
         }
     }
-    let chain = ChainFile::load(&args.chain)?;
+    let chain = ChainFile::load_with(&args.chain, &routechain::registry())?;
     let request = args
         .request
         .as_deref()

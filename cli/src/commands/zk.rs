@@ -197,14 +197,11 @@ fn known_type(ty: &str) -> Result<(), ExitCode> {
     if known.contains(&ty) {
         return Ok(());
     }
-    let hint = crate::lint::did_you_mean(ty, known.iter().copied())
-        .map(|k| format!("did you mean `{k}`? "))
-        .unwrap_or_default();
     errln!(
         "{}",
         crate::out::paint_errors(&format!(
-            "routechain zk: unknown rule type `{ty}`: {hint}known types: {}",
-            known.join(", ")
+            "routechain zk: {}",
+            routechain::core::unknown_name("rule type", ty, known.iter().copied())
         ))
     );
     Err(ExitCode::from(EXIT_INVALID))
