@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use routechain::balance::{Service, ServiceConfig};
-use routechain::core::{CallState, Chain, ChainMetrics, Request};
+use routechain::balance::{Caller, Service, ServiceConfig};
+use routechain::core::{ChainMetrics, Request};
 use routechain_testkit as testkit;
 
 const N: usize = 10_000;
@@ -33,25 +33,25 @@ fn services() -> (Service, Service, Vec<Request>) {
     let on = testkit::build_state(&yaml, snapshot)
         .unwrap_or_else(|e| panic!("{}", e.render()))
         .with_metrics(Some(Arc::new(ChainMetrics::new())));
-    let service = |s| Service::new(Arc::new(Chain::new(s)), ServiceConfig::default());
+    let service = |s| Service::new(s, ServiceConfig::default());
     (service(off), service(on), testkit::requests(64, SEED))
 }
 
-fn select(service: &Service, requests: &[Request], call: &mut CallState, i: usize) -> bool {
+fn select(service: &Service, requests: &[Request], call: &mut Caller, i: usize) -> bool {
     service
         .select(&requests[i % requests.len()], &[], call)
         .is_ok()
 }
 
-fn route(service: &Service, requests: &[Request], call: &mut CallState, i: usize) -> bool {
+fn route(service: &Service, requests: &[Request], call: &mut Caller, i: usize) -> bool {
     service
-        .chain()
         .load()
+        .state()
         .route(&requests[i % requests.len()], call)
         .is_ok()
 }
 
-type Op = fn(&Service, &[Request], &mut CallState, usize) -> bool;
+type Op = fn(&Service, &[Request], &mut Caller, usize) -> bool;
 
 fn on_off(c: &mut Criterion) {
     let (off, on, requests) = services();
@@ -64,7 +64,7 @@ fn on_off(c: &mut Criterion) {
         group.warm_up_time(Duration::from_millis(500));
         group.measurement_time(Duration::from_secs(2));
         for (label, service) in [("off", &off), ("on", &on)] {
-            let mut call = CallState::seeded(SEED);
+            let mut call = Caller::seeded(SEED);
             let mut i = 0usize;
             group.bench_function(BenchmarkId::new(format!("{N}"), label), |b| {
                 b.iter(|| {
@@ -95,7 +95,7 @@ fn interleaved(off: &Service, on: &Service, requests: &[Request]) {
     let mut report = serde_json::Map::new();
     for (name, op) in [("select", select as Op), ("route", route as Op)] {
         let mut times = [Vec::new(), Vec::new()];
-        let mut call = CallState::seeded(SEED);
+        let mut call = Caller::seeded(SEED);
         for round in 0..ROUNDS {
             // Alternate which goes first, so a load change mid-round hits both alike.
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
@@ -160,7 +160,7 @@ fn threads(c: &mut Criterion) {
                         for t in 0..threads {
                             let requests = &requests;
                             s.spawn(move || {
-                                let mut call = CallState::seeded(SEED + t as u64);
+                                let mut call = Caller::seeded(SEED + t as u64);
                                 for i in 0..iters as usize {
                                     black_box(select(service, requests, &mut call, i + t * 7));
                                 }
@@ -231,7 +231,7 @@ fn cpu_scaling(label: &str, service: &Service, requests: &[Request]) -> serde_js
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     s.spawn(move || {
-                        let mut call = CallState::seeded(SEED + t as u64);
+                        let mut call = Caller::seeded(SEED + t as u64);
                         let before = thread_sched_ns();
                         for i in 0..CALLS {
                             black_box(select(service, requests, &mut call, i + t * 7));

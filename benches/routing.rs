@@ -15,11 +15,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use routechain::balance::{
-    BalanceConfig, BalancerSpec, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
+    BalanceConfig, BalancerSpec, Caller, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
 };
-use routechain::core::{
-    CallState, Chain, ChainState, DegradedSet, RandomSource, Request, Snapshot,
-};
+use routechain::core::{CallState, ChainState, Change, RandomSource, Request, Snapshot};
 use routechain_testkit::{self as testkit, naive};
 
 /// Provider counts.
@@ -56,13 +54,14 @@ fn state_for(name: &str, yaml: &str, snapshot: &Arc<Snapshot>) -> Option<ChainSt
     }
 }
 
-/// Routes the cycled requests through `chain`; with `balance`, its weighted random balancer
+/// Routes the cycled requests through the state `chain` publishes (loaded per call, as a
+/// route-only caller does); with `balance`, its weighted random balancer
 /// (Dubbo's default `random`) then picks one provider.
 fn bench_route(
     c: &mut Criterion,
     group_name: &str,
     n: usize,
-    chain: &Chain,
+    chain: &Service,
     requests: &[Request],
     balance: Option<&SnapshotBalance>,
 ) {
@@ -75,7 +74,8 @@ fn bench_route(
         b.iter(|| {
             let request = &requests[i % requests.len()];
             i = i.wrapping_add(1);
-            let state = chain.load();
+            let published = chain.load();
+            let state = published.state();
             let routed = state.route(request, &mut call).is_ok();
             if let (Some(balance), true) = (balance, routed) {
                 black_box(balance.pick(0, &spec, request, &call.candidates, &mut call.rng));
@@ -92,25 +92,32 @@ fn routing(c: &mut Criterion) {
         let snapshot = Arc::new(testkit::snapshot(n, SEED));
         for (name, yaml) in testkit::CHAINS {
             if let Some(state) = state_for(name, &yaml(), &snapshot) {
-                let chain = Chain::new(state);
+                let chain = Service::new(state, ServiceConfig::default());
                 bench_route(c, &format!("route-{name}"), n, &chain, &requests, None);
             }
         }
         // The mesh router alone (not in `testkit::CHAINS`: the naive baseline has no mesh).
         if let Some(state) = state_for("mesh", &testkit::mesh_chain_yaml(), &snapshot) {
-            bench_route(c, "route-mesh", n, &Chain::new(state), &requests, None);
+            bench_route(
+                c,
+                "route-mesh",
+                n,
+                &Service::new(state, ServiceConfig::default()),
+                &requests,
+                None,
+            );
         }
         if let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) {
-            let chain = Arc::new(Chain::new(state));
+            let chain = Service::new(state, ServiceConfig::default());
             bench_route(c, "route-full", n, &chain, &requests, None);
             let balance = SnapshotBalance::new(&snapshot, &BalanceConfig::default());
             bench_route(c, "route-full-pick", n, &chain, &requests, Some(&balance));
 
             // What an application calls: `Service::select` (route, breaker check, pick).
-            let service = Service::new(chain.clone(), ServiceConfig::default());
+            let service = &chain;
             let mut group = c.benchmark_group("route-full-select");
             tune(&mut group, n);
-            let mut call = CallState::seeded(SEED);
+            let mut call = Caller::seeded(SEED);
             let mut i = 0usize;
             group.bench_function(BenchmarkId::from_parameter(n), |b| {
                 b.iter(|| {
@@ -169,7 +176,7 @@ routers:
         let Some(state) = state_for("condition-per-call-consumer", yaml, &snapshot) else {
             return;
         };
-        let chain = Chain::new(state);
+        let chain = Service::new(state, ServiceConfig::default());
         for (name, params) in [
             ("value", "region=shanghai&idc=sh1"),
             ("glob", "region=sh*&idc=*1"),
@@ -212,7 +219,7 @@ fn updates(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(n), |b| {
             b.iter_with_large_drop(|| {
                 state
-                    .with_snapshot(changed.clone(), Arc::new(DegradedSet::new(n)))
+                    .next(&Change::<()>::providers(changed.clone()))
                     .map(|s| s.generation())
             })
         });
@@ -241,7 +248,7 @@ fn updates(c: &mut Criterion) {
                         routechain::rules::chain_file::RuleOverride::Own,
                     )
                     .expect("the changed rule compiles");
-                state.with_entries(entries)
+                state.next(&Change::<()>::entries(entries))
             })
         });
         group.finish();
@@ -255,7 +262,7 @@ fn threads(c: &mut Criterion) {
     let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) else {
         return;
     };
-    let chain = Chain::new(state);
+    let chain = Service::new(state, ServiceConfig::default());
     let mut group = c.benchmark_group("threads-full-10000");
     group.sample_size(20);
     group.warm_up_time(Duration::from_millis(500));
@@ -273,7 +280,8 @@ fn threads(c: &mut Criterion) {
                         s.spawn(move || {
                             let mut call = CallState::seeded(SEED + t as u64);
                             for i in 0..iters as usize {
-                                let state = chain.load();
+                                let published = chain.load();
+                                let state = published.state();
                                 let ok = state
                                     .route(&requests[(i + t * 7) % requests.len()], &mut call)
                                     .is_ok();
@@ -315,7 +323,7 @@ fn thread_sched_ns() -> Option<(u64, u64)> {
 /// with other work (when the CPU time per call stays the same with 2 threads, the threads do
 /// not slow each other down, and any missing wall-clock speed-up is time spent waiting for a
 /// core). Printed, and written to `target/criterion/threads_cpu.json`.
-fn cpu_scaling(chain: &Chain, requests: &[Request]) {
+fn cpu_scaling(chain: &Service, requests: &[Request]) {
     const CALLS: usize = 1_000_000;
     let mut rows = Vec::new();
     for threads in [1usize, 2] {
@@ -327,7 +335,8 @@ fn cpu_scaling(chain: &Chain, requests: &[Request]) {
                         let mut call = CallState::seeded(SEED + t as u64);
                         let before = thread_sched_ns();
                         for i in 0..CALLS {
-                            let state = chain.load();
+                            let published = chain.load();
+                            let state = published.state();
                             let ok = state
                                 .route(&requests[(i + t * 7) % requests.len()], &mut call)
                                 .is_ok();
@@ -397,7 +406,7 @@ fn spillover(c: &mut Criterion) {
                     state.degraded().mark(i);
                 }
             }
-            let chain = Chain::new(state);
+            let chain = Service::new(state, ServiceConfig::default());
             bench_route(
                 c,
                 &format!("idc-spillover-{health}-{mode}"),

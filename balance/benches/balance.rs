@@ -33,7 +33,7 @@ fn service(n: usize, kind: LoadBalanceKind) -> Service {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()
     };
-    Service::new(Arc::new(Chain::new(state)), config)
+    Service::new(state, config)
 }
 
 fn bench(c: &mut Criterion) {
@@ -44,17 +44,20 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("select/{n}"));
         {
             let svc = service(n, LoadBalanceKind::Random);
-            let mut call = CallState::seeded(1);
+            let mut call = Caller::seeded(1);
             group.bench_function("route only", |b| {
                 b.iter(|| {
-                    let state = svc.chain().load();
-                    state.route(black_box(&request), &mut call).unwrap();
+                    let published = svc.load();
+                    published
+                        .state()
+                        .route(black_box(&request), &mut call)
+                        .unwrap();
                 })
             });
         }
         for kind in LoadBalanceKind::ALL {
             let svc = service(n, kind);
-            let mut call = CallState::seeded(1);
+            let mut call = Caller::seeded(1);
             group.bench_with_input(BenchmarkId::from_parameter(kind), &kind, |b, _| {
                 b.iter(|| {
                     svc.select(black_box(&request), &[], &mut call)

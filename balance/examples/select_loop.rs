@@ -53,11 +53,11 @@ fn main() {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()
     };
-    let service = Service::new(Arc::new(Chain::new(state)), config);
+    let service = Service::new(state, config);
     let request = Request::new()
         .with_method("get")
         .with_argument(serde_json::json!("user-42"));
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let mut sum = 0usize;
     for _ in 0..selects {
         match service.select(black_box(&request), &[], &mut call) {

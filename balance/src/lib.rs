@@ -6,9 +6,10 @@
 //!   picking one provider from the candidate bitset, prepared per snapshot.
 //! - [`health`]: failure counting, cool-downs and probation, marking the chain's
 //!   [`routechain_core::DegradedSet`].
-//! - [`service`]: [`Service`], route + balance + failover (async [`Service::call`], sync
-//!   [`Service::invoke`]) + health tracking + the service breaker, over a live
-//!   [`routechain_core::Chain`], published to calls as one atomically swapped view.
+//! - [`service`]: [`Service`], route + balance + failover ([`Service::select`] for the
+//!   caller's own loop, async [`Service::call`] around a closure) + health tracking + the
+//!   service breaker, over one published state (chain state, balancer and health tables,
+//!   configuration) that [`Service::apply`] replaces whole.
 //!
 //! Depends only on `routechain-core`.
 
@@ -19,6 +20,8 @@ pub mod service;
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
 pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
 pub use service::{
-    CallError, InFlight, InvokeError, Invoked, MethodCall, PerThread, Pooled, SelectError,
-    Selected, Service, ServiceConfig, ServiceStats, Target,
+    CallError, Caller, InFlight, InvokeError, Invoked, MethodCall, Published, SelectError,
+    Selected, Service, ServiceChange, ServiceConfig, ServiceStats, Target,
 };
+#[doc(hidden)]
+pub use service::{PerThread, Pooled};

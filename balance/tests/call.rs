@@ -16,7 +16,7 @@ fn service(n: usize, config: ServiceConfig) -> Arc<Service> {
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
     Arc::new(Service::with_clock(
-        Arc::new(Chain::new(state)),
+        state,
         config,
         Arc::new(ManualClock::new()),
     ))
@@ -217,7 +217,7 @@ async fn a_cancelled_call_leaves_nothing_in_flight() {
     let busy = rx.await.unwrap();
     assert_eq!(svc.in_flight(busy), 1, "counted while the attempt runs");
     // leastactive steers new calls away from the busy provider meanwhile.
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     for _ in 0..10 {
         let s = svc.select(&Request::new(), &[], &mut call).unwrap();
         assert_ne!(s.index(), busy);

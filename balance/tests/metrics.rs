@@ -10,7 +10,7 @@ use routechain_core::*;
 /// A chain of two routers over `n` providers: `pick` keeps the providers whose index is the
 /// request's `keep` attribute modulo 10 (empties the set when it is `none`, notes a
 /// fallback when it is `fallback`, a failure when it is `fail`), then `pass` keeps all.
-fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> Arc<Chain> {
+fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> ChainState {
     let text: String = (0..n)
         .map(|i| format!("dubbo://10.0.{}.{}:20880/svc\n", i / 250, i % 250))
         .collect();
@@ -24,7 +24,7 @@ fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> Arc<Chain> {
         }
     }));
     let pass: Arc<dyn Router> = Arc::new(router_fn("pass", |_, _| {}));
-    let state = ChainState::new(
+    ChainState::new(
         None,
         snapshot,
         Url::empty(),
@@ -34,8 +34,7 @@ fn chain(n: usize, metrics: Option<Arc<ChainMetrics>>) -> Arc<Chain> {
         ],
     )
     .unwrap()
-    .with_metrics(metrics);
-    Arc::new(Chain::new(state))
+    .with_metrics(metrics)
 }
 
 fn router<'a>(stats: &'a [RouterStats], name: &str) -> &'a RouterStats {
@@ -45,9 +44,8 @@ fn router<'a>(stats: &'a [RouterStats], name: &str) -> &'a RouterStats {
 #[test]
 fn every_call_path_counter_counts_what_it_says() {
     let metrics = Arc::new(ChainMetrics::new());
-    let chain = chain(20, Some(metrics.clone()));
-    let service = Service::new(chain.clone(), ServiceConfig::default());
-    let mut call = CallState::seeded(1);
+    let service = Service::new(chain(20, Some(metrics.clone())), ServiceConfig::default());
+    let mut call = Caller::seeded(1);
     let plain = Request::new();
     // Three calls; the third fails over once.
     for _ in 0..2 {
@@ -87,31 +85,25 @@ fn every_call_path_counter_counts_what_it_says() {
     assert_eq!((pass.no_provider, pass.fallback, pass.failures), (0, 0, 0));
     assert_eq!(&*pass.kind, "plugin");
     // Route-only callers count routing decisions (not calls: those are the service's).
-    chain.load().route(&none, &mut call).unwrap_err();
+    service.load().state().route(&none, &mut call).unwrap_err();
     assert_eq!(router(&metrics.routers(), "pick").no_provider, 2);
     assert_eq!(metrics.calls(), 6);
     // An empty provider list counts under no router.
-    chain
-        .update(|s| {
-            let empty = Arc::new(Snapshot::new(2, vec![]));
-            s.with_snapshot(empty, Arc::new(DegradedSet::new(0)))
-        })
+    service
+        .apply(Change::providers(Arc::new(Snapshot::new(2, vec![]))))
         .unwrap();
     assert!(service.select(&plain, &[], &mut call).is_err());
     assert_eq!(metrics.empty_list(), 1);
-    // The metrics followed the update; a state swapped in without them inherits them.
-    assert!(Arc::ptr_eq(chain.load().metrics().unwrap(), &metrics));
-    chain
-        .update(|s| {
-            ChainState::new(
-                None,
-                s.snapshot().clone(),
-                Url::empty(),
-                s.entries().clone(),
-            )
+    // The metrics followed the update, and one that prepares every router again.
+    assert!(Arc::ptr_eq(service.state().metrics().unwrap(), &metrics));
+    service
+        .apply(ServiceChange {
+            service: Some(Some("svc".into())),
+            consumer: Some(Url::parse("consumer://10.9.9.9/svc").unwrap()),
+            ..ServiceChange::default()
         })
         .unwrap();
-    assert!(Arc::ptr_eq(chain.load().metrics().unwrap(), &metrics));
+    assert!(Arc::ptr_eq(service.state().metrics().unwrap(), &metrics));
     assert_eq!(metrics.calls(), 7);
 }
 
@@ -124,7 +116,7 @@ fn breaker_trips_are_counted_by_the_service() {
         ServiceConfig::default(),
         clock.clone(),
     );
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     service.degrade(0);
     service.degrade(1);
     for _ in 0..3 {
@@ -154,7 +146,7 @@ fn counting_allocates_nothing_with(metrics: ChainMetrics) {
         Request::new().with_attribute("keep", "fail"),
         Request::new().with_attribute("keep", "none"),
     ];
-    let mut call = CallState::seeded(9);
+    let mut call = Caller::seeded(9);
     let first = service.select(&requests[0], &[], &mut call).unwrap();
     let info = allocation_counter::measure(|| {
         for _ in 0..250 {

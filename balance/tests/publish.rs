@@ -1,9 +1,9 @@
 //! Publish once: a `Service`'s chain state, balancers, health and configuration are one
-//! view, built by the writer before it is stored; `select` reads it without a lock.
+//! value, built by the writer before it is stored; `select` reads it without a lock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use routechain_balance::*;
@@ -22,24 +22,48 @@ fn service(n: usize, kind: LoadBalanceKind) -> Arc<Service> {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()
     };
-    Arc::new(Service::new(Arc::new(Chain::new(state)), config))
+    Arc::new(Service::new(state, config))
 }
 
-/// While a writer is inside `update` (holding the writers' lock, the chain update under
-/// way), `select` runs to completion on another thread and sees the previous state with
-/// its own balancers; once the update returns, the next `select` sees the new state.
+/// A router whose prepare says it started and waits to be released (then keeps every
+/// provider): a writer held in the middle of an update.
+struct Held {
+    entered: Mutex<mpsc::Sender<()>>,
+    release: Mutex<mpsc::Receiver<()>>,
+}
+
+impl Router for Held {
+    fn name(&self) -> &str {
+        "held"
+    }
+    fn default_priority(&self) -> i32 {
+        0
+    }
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        self.entered.lock().unwrap().send(()).unwrap();
+        self.release.lock().unwrap().recv().unwrap();
+        router_fn("held", |_, _| {}).prepare(cx)
+    }
+}
+
+/// While a writer is inside `apply` (holding the writers' lock, a router preparing),
+/// `select` runs to completion on another thread and sees the previous state with its own
+/// balancers; once the update returns, the next `select` sees the new state.
 #[test]
 fn select_never_waits_for_a_writer() {
     let svc = service(10, LoadBalanceKind::RoundRobin);
     let (entered_tx, entered_rx) = mpsc::channel();
     let (release_tx, release_rx) = mpsc::channel::<()>();
+    let held = Held {
+        entered: Mutex::new(entered_tx),
+        release: Mutex::new(release_rx),
+    };
     let writer = {
         let svc = svc.clone();
         std::thread::spawn(move || {
-            svc.update(None, |cur| {
-                entered_tx.send(()).unwrap();
-                release_rx.recv().unwrap(); // holds the writer side until released
-                cur.with_snapshot(snapshot(2, 20), Arc::new(DegradedSet::new(20)))
+            svc.apply(ServiceChange {
+                entries: Some(vec![ChainEntry::new("held", 0, Arc::new(held))].into()),
+                ..Change::providers(snapshot(2, 20))
             })
             .unwrap()
             .generation()
@@ -50,7 +74,7 @@ fn select_never_waits_for_a_writer() {
     {
         let svc = svc.clone();
         std::thread::spawn(move || {
-            let mut call = CallState::seeded(1);
+            let mut call = Caller::seeded(1);
             let mut max = 0;
             for _ in 0..10_000 {
                 let s = svc.select(&Request::new(), &[], &mut call).unwrap();
@@ -68,7 +92,7 @@ fn select_never_waits_for_a_writer() {
     assert_eq!(max, 9, "the old view's balancer over the old snapshot");
     release_tx.send(()).unwrap();
     let generation = writer.join().unwrap();
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let s = svc.select(&Request::new(), &[], &mut call).unwrap();
     assert_eq!(s.generation(), generation);
     assert_eq!(s.state().snapshot().len(), 20);
@@ -85,7 +109,7 @@ fn selections_stay_consistent_under_concurrent_updates() {
             let svc = svc.clone();
             let stop = stop.clone();
             std::thread::spawn(move || {
-                let mut call = CallState::seeded(t);
+                let mut call = Caller::seeded(t);
                 let mut selections = 0u64;
                 let mut tried = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
@@ -112,8 +136,9 @@ fn selections_stay_consistent_under_concurrent_updates() {
             balance: BalanceConfig::new(BalancerSpec::new(kind)),
             ..ServiceConfig::default()
         };
-        svc.update(Some(config), |cur| {
-            cur.with_snapshot(snapshot(k + 2, n), Arc::new(DegradedSet::new(n)))
+        svc.apply(ServiceChange {
+            config: Some(config),
+            ..Change::providers(snapshot(k + 2, n))
         })
         .unwrap();
     }

@@ -1,6 +1,7 @@
 //! Service: select with exclusion (failover), health tracking, cool-down and probation,
 //! the service breaker, `skip_degraded`, and health carried over a snapshot change.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ fn service(
     let snapshot = Arc::new(Snapshot::parse_lines(1, &providers(n)).unwrap());
     let state = ChainState::new(None, snapshot, Url::empty(), entries).unwrap();
     let clock = Arc::new(ManualClock::new());
-    let svc = Service::with_clock(Arc::new(Chain::new(state)), config, clock.clone());
+    let svc = Service::with_clock(state, config, clock.clone());
     (svc, clock)
 }
 
@@ -50,11 +51,25 @@ fn zone_router() -> ChainEntry {
     )
 }
 
+/// Runs [`Service::call`] with a synchronous attempt to completion on this thread (no
+/// runtime: the attempts are ready futures and no timer is armed).
+fn call_now<T, E>(
+    svc: &Service,
+    request: &Request,
+    mut attempt: impl FnMut(&Selected) -> Result<T, CallError<E>>,
+) -> Result<Invoked<T>, InvokeError<E>> {
+    let fut = std::pin::pin!(svc.call(request, |s| std::future::ready(attempt(&s))));
+    match fut.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(result) => result,
+        std::task::Poll::Pending => panic!("a call of ready attempts completes at once"),
+    }
+}
+
 #[test]
 fn select_excludes_tried_providers_until_the_routed_set_is_exhausted() {
     let (svc, _) = service(6, ServiceConfig::default(), vec![zone_router()]);
     let req = Request::new().with_attribute("zone", "1");
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let mut tried = Vec::new();
     for _ in 0..3 {
         let s = svc.select(&req, &tried, &mut call).unwrap();
@@ -72,18 +87,16 @@ fn select_excludes_tried_providers_until_the_routed_set_is_exhausted() {
 }
 
 #[test]
-fn invoke_fails_over_with_two_retries_by_default() {
+fn call_fails_over_with_two_retries_by_default() {
     let (svc, _) = service(4, ServiceConfig::default(), vec![]);
-    let mut call = CallState::seeded(3);
     let req = Request::new();
     // Every provider fails: 1 + 2 retries = 3 distinct providers tried.
     let mut seen = Vec::new();
-    let err = svc
-        .invoke(&req, &mut call, |s| -> Result<(), CallError<&str>> {
-            seen.push(s.index());
-            Err(CallError::Retryable("down"))
-        })
-        .unwrap_err();
+    let err = call_now(&svc, &req, |s| -> Result<(), CallError<&str>> {
+        seen.push(s.index());
+        Err(CallError::Retryable("down"))
+    })
+    .unwrap_err();
     assert!(
         matches!(
             err,
@@ -100,16 +113,15 @@ fn invoke_fails_over_with_two_retries_by_default() {
     assert_eq!(seen.len(), 3);
     // The first attempt fails, the retry succeeds on another provider.
     let mut first = None;
-    let ok = svc
-        .invoke(&req, &mut call, |s| {
-            if first.is_none() {
-                first = Some(s.index());
-                Err(CallError::Retryable("down"))
-            } else {
-                Ok(s.index())
-            }
-        })
-        .unwrap();
+    let ok = call_now(&svc, &req, |s| {
+        if first.is_none() {
+            first = Some(s.index());
+            Err(CallError::Retryable("down"))
+        } else {
+            Ok(s.index())
+        }
+    })
+    .unwrap();
     assert_eq!(ok.attempts, 2);
     assert_ne!(Some(ok.value), first);
 }
@@ -135,7 +147,7 @@ fn consecutive_failures_degrade_then_cooldown_then_probation() {
     );
     assert_eq!(svc.stats().degradations, 1);
     clock.advance(Duration::from_secs(29));
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     svc.select(&Request::new(), &[], &mut call).unwrap();
     assert!(svc.is_degraded(0));
     clock.advance(Duration::from_secs(1));
@@ -166,7 +178,7 @@ fn skip_degraded_drops_degraded_providers_from_every_routed_set() {
         };
         let (svc, _) = service(3, config, vec![]);
         svc.report_failure(1);
-        let mut call = CallState::seeded(5);
+        let mut call = Caller::seeded(5);
         let mut hits = [0; 3];
         for _ in 0..3000 {
             hits[svc.select(&Request::new(), &[], &mut call).unwrap().index()] += 1;
@@ -193,7 +205,7 @@ fn routers_see_the_degraded_set_without_a_rebuild() {
     let (svc, _) = service(2, config, vec![filter]);
     let generation = svc.state().generation();
     svc.report_failure(0);
-    let mut call = CallState::seeded(2);
+    let mut call = Caller::seeded(2);
     for _ in 0..100 {
         assert_eq!(
             svc.select(&Request::new(), &[], &mut call).unwrap().index(),
@@ -216,7 +228,7 @@ fn breaker_opens_when_every_routed_provider_is_degraded_and_closes_after_cooldow
         svc.report_failure(i);
         svc.report_failure(i);
     }
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     clock.advance(Duration::from_secs(4));
     match svc.select(&zone1, &[], &mut call) {
         Err(SelectError::ServiceUnavailable {
@@ -257,7 +269,7 @@ fn a_retry_reuses_the_routed_set_of_the_first_attempt() {
         })),
     );
     let (svc, _) = service(4, ServiceConfig::default(), vec![one]);
-    let mut call = CallState::seeded(7);
+    let mut call = Caller::seeded(7);
     for _ in 0..50 {
         let first = svc.select(&Request::new(), &[], &mut call).unwrap();
         // Not a new draw: the routed set was {first}, minus first = nothing.
@@ -277,23 +289,30 @@ fn health_is_carried_over_by_address_when_the_snapshot_changes() {
     };
     let (svc, _) = service(3, config, vec![]);
     svc.report_failure("10.0.0.2:20880");
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let before = svc.select(&Request::new(), &[], &mut call).unwrap();
     // New list: 10.0.0.2 moved to index 0, a new provider appended.
     let text =
         "dubbo://10.0.0.2:20880/svc\ndubbo://10.0.0.1:20880/svc\ndubbo://10.0.0.9:20880/svc\n";
-    svc.update_snapshot(Arc::new(Snapshot::parse_lines(2, text).unwrap()))
-        .unwrap();
+    svc.apply(Change::providers(Arc::new(
+        Snapshot::parse_lines(2, text).unwrap(),
+    )))
+    .unwrap();
     let state = svc.state();
     assert!(state.degraded().contains(0), "marked before the swap");
     assert!(!state.degraded().contains(1));
     assert!(svc.health(0).degraded_until > 0);
-    // A chain update by someone else (fresh degraded set) is carried over too.
+    // And again, with new settings in the same change.
     let text = "dubbo://10.0.0.9:20880/svc\ndubbo://10.0.0.2:20880/svc\n";
     let snap = Arc::new(Snapshot::parse_lines(3, text).unwrap());
-    svc.chain()
-        .update(|s| s.with_snapshot(snap, Arc::new(DegradedSet::new(2))))
-        .unwrap();
+    svc.apply(ServiceChange {
+        config: Some(ServiceConfig {
+            health: health(2, 30),
+            ..ServiceConfig::default()
+        }),
+        ..Change::providers(snap)
+    })
+    .unwrap();
     let s = svc.select(&Request::new(), &[], &mut call).unwrap();
     assert!(svc.state().degraded().contains(1));
     assert!(!svc.state().degraded().contains(0));
@@ -323,8 +342,9 @@ fn update_swaps_the_state_and_the_configuration_together() {
                 dubbo://10.0.0.3:20880/svc\ndubbo://10.0.0.4:20880/svc\n";
     let snap = Arc::new(Snapshot::parse_lines(2, text).unwrap());
     let generation = svc
-        .update(Some(rr.clone()), |s| {
-            s.with_snapshot(snap, Arc::new(DegradedSet::new(4)))
+        .apply(ServiceChange {
+            config: Some(rr.clone()),
+            ..Change::providers(snap)
         })
         .unwrap()
         .generation();
@@ -333,13 +353,13 @@ fn update_swaps_the_state_and_the_configuration_together() {
     // The degraded provider is marked in the new state before any call.
     assert!(svc.state().degraded().contains(0));
     // Round robin over the healthy providers (skip_degraded), in Dubbo's exact order.
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let seq: Vec<usize> = (0..6)
         .map(|_| svc.select(&Request::new(), &[], &mut call).unwrap().index())
         .collect();
     assert_eq!(seq, [1, 2, 3, 1, 2, 3]);
     // `retries: 0`: one attempt only.
-    let failed = svc.invoke(&Request::new(), &mut call, |_| {
+    let failed = call_now(&svc, &Request::new(), |_| {
         Err::<(), _>(CallError::Retryable("down"))
     });
     assert!(
@@ -347,13 +367,21 @@ fn update_swaps_the_state_and_the_configuration_together() {
         "{failed:?}"
     );
     // A failing update changes neither the state nor the configuration.
-    let refused = svc.update(Some(ServiceConfig::default()), |_| Err("bad"));
-    assert_eq!(refused.unwrap_err(), "bad");
+    let refused = svc.apply(ServiceChange {
+        config: Some(ServiceConfig::default()),
+        ..Change::entries(vec![ChainEntry::new(
+            "failing",
+            0,
+            Arc::new(FailingPrepare),
+        )])
+    });
+    assert_eq!(refused.unwrap_err().reason, "refused");
     assert_eq!(svc.state().generation(), generation);
     assert_eq!(*svc.config(), rr);
-    // `None` keeps the configuration.
-    svc.update(None, |s| s.with_entries(s.entries().clone()))
+    // No new settings keeps the configuration.
+    svc.apply(Change::entries(svc.state().entries().clone()))
         .unwrap();
+    assert_eq!(svc.state().generation(), generation + 1);
     assert_eq!(*svc.config(), rr);
 }
 
@@ -366,7 +394,7 @@ fn per_method_balancers_apply() {
         ..ServiceConfig::default()
     };
     let (svc, _) = service(5, config, vec![]);
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let get = Request::new()
         .with_method("get")
         .with_argument(serde_json::json!("user-7"));
@@ -388,7 +416,7 @@ fn in_flight_guards_steer_least_active() {
         ..ServiceConfig::default()
     };
     let (svc, _) = service(2, config, vec![]);
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let a = svc.select(&Request::new(), &[], &mut call).unwrap();
     let _busy = a.begin();
     for _ in 0..20 {
@@ -415,7 +443,7 @@ fn a_retry_after_a_health_change_routes_again() {
         ..ServiceConfig::default()
     };
     let (svc, _) = service(2, config, vec![prefer0]);
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let first = svc.select(&Request::new(), &[], &mut call).unwrap();
     assert_eq!(first.index(), 0);
     svc.report_failure(&first); // degrades 0: health changed
@@ -424,4 +452,23 @@ fn a_retry_after_a_health_change_routes_again() {
         .unwrap();
     assert_eq!(retry.index(), 1);
     assert_eq!(svc.stats().breaker_trips, 0);
+}
+
+/// A router whose prepare fails.
+struct FailingPrepare;
+
+impl Router for FailingPrepare {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn default_priority(&self) -> i32 {
+        0
+    }
+    fn prepare(&self, cx: &PrepareContext<'_>) -> Result<Arc<dyn PreparedRouter>, PrepareError> {
+        Err(PrepareError {
+            router: "failing".into(),
+            generation: cx.snapshot.generation(),
+            reason: "refused".into(),
+        })
+    }
 }

@@ -19,10 +19,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
+use routechain::balance::Caller;
 use routechain::balance::{
     BalanceConfig, BalancerSpec, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
 };
-use routechain::core::{CallState, Chain};
+use routechain::core::CallState;
 use routechain_testkit as testkit;
 
 fn main() {
@@ -45,11 +46,13 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let chain = Arc::new(Chain::new(state));
-    let mut call = CallState::seeded(42);
+    // The service publishes the state; `chain` and `pick` route on it (one guard per call).
+    let service = Service::new(state, ServiceConfig::default());
+    let mut call = Caller::seeded(42);
     let mut routed = 0usize;
     if mode == "chain" && args.get(4).map(String::as_str) == Some("time") {
-        let state = chain.load();
+        let published = service.load();
+        let state = published.state();
         let mut best = f64::INFINITY;
         for _ in 0..20 {
             let start = std::time::Instant::now();
@@ -66,10 +69,11 @@ fn main() {
         "chain" | "pick" => {
             let balance = SnapshotBalance::new(&snapshot, &BalanceConfig::default());
             let spec = BalancerSpec::new(LoadBalanceKind::Random);
+            let call: &mut CallState = &mut call;
             for i in 0..calls {
                 let request = &requests[i % requests.len()];
-                let state = chain.load();
-                if state.route(request, &mut call).is_ok() {
+                let published = service.load();
+                if published.state().route(request, call).is_ok() {
                     routed += 1;
                     if mode == "pick" {
                         black_box(balance.pick(0, &spec, request, &call.candidates, &mut call.rng));
@@ -78,7 +82,6 @@ fn main() {
             }
         }
         "select" => {
-            let service = Service::new(chain, ServiceConfig::default());
             for i in 0..calls {
                 let request = &requests[i % requests.len()];
                 routed += usize::from(service.select(request, &[], &mut call).is_ok());

@@ -2,14 +2,14 @@
 //! (the condition and IDC-weight routers' `prepare_edit`), at `N` providers: each chain of
 //! `testkit::CHAINS`, the full chain and a condition rule with a `$host` reference prepared
 //! over `N` providers, then carried by
-//! `ChainState::with_edit` over one provider removed and one added (median of a few runs,
+//! `ChainState::next` over one provider removed and one added (median of a few runs,
 //! wall time and this process's CPU time).
 //!
 //! Run: `cargo run --release -p routechain-benches --example edit_cost -- 100000`.
 
 use std::sync::Arc;
 
-use routechain::core::DegradedSet;
+use routechain::core::Change;
 use routechain_testkit::{self as testkit, time_median};
 
 fn main() {
@@ -23,6 +23,7 @@ fn main() {
     // One provider removed from the middle, one appended.
     let (next, edit) = snapshot.edited(2, vec![(n / 2) as u32], added);
     let next = Arc::new(next);
+    let change = Change::<()>::edit(next.clone(), edit);
     let mut chains: Vec<(&str, String)> = testkit::CHAINS
         .iter()
         .map(|(name, text)| (*name, text()))
@@ -46,16 +47,9 @@ fn main() {
         let edited = time_median(
             &format!("{name}: edit (1 removed, 1 added) at {n}"),
             11,
-            || {
-                let degraded = Arc::new(DegradedSet::edited(state.degraded(), &edit));
-                state
-                    .with_edit(next.clone(), &edit, degraded)
-                    .expect("the edit prepares")
-            },
+            || state.next(&change).expect("the edit prepares"),
         );
-        let state = state
-            .with_edit(next.clone(), &edit, Arc::new(DegradedSet::new(next.len())))
-            .expect("the edit prepares");
+        let state = state.next(&change).expect("the edit prepares");
         let derived: Vec<String> = state
             .edited_routers()
             .map(|(r, e)| format!("{r}{}", if e { "" } else { " (prepared)" }))

@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use routechain::core::{CallState, Chain};
+use routechain::balance::{Service, ServiceConfig};
+use routechain::core::CallState;
 use routechain_testkit as testkit;
 
 fn main() {
@@ -52,13 +53,14 @@ fn main() {
             state.degraded().mark(i);
         }
     }
-    let chain = Chain::new(state);
+    let service = Service::new(state, ServiceConfig::default());
     let mut call = CallState::seeded(42);
     let mut routed = 0usize;
     for i in 0..calls {
-        let state = chain.load();
+        let published = service.load();
         routed += usize::from(
-            state
+            published
+                .state()
                 .route(&requests[i % requests.len()], &mut call)
                 .is_ok(),
         );

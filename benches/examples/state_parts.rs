@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use routechain::balance::{BalanceConfig, HealthTable, Service, ServiceConfig, SnapshotBalance};
-use routechain::core::{Chain, DegradedSet, Snapshot, Url};
+use routechain::core::{DegradedSet, Snapshot, Url};
 use routechain::live::{ChainTemplate, LiveOptions};
 use routechain::rules::ChainFile;
 use routechain_testkit as testkit;
@@ -71,11 +71,9 @@ fn main() {
     let yaml = testkit::full_chain_yaml();
     let st1 = testkit::build_state(&yaml, full.clone()).expect("builds");
     let st0 = testkit::build_state(&yaml, empty.clone()).expect("builds");
-    let (x1, a1, c1) =
-        counted(|| Service::new(Arc::new(Chain::new(st1)), ServiceConfig::default()));
-    let (x0, a0, c0) =
-        counted(|| Service::new(Arc::new(Chain::new(st0)), ServiceConfig::default()));
-    row("Service (view tables)", (a1, c1), (a0, c0));
+    let (x1, a1, c1) = counted(|| Service::new(st1, ServiceConfig::default()));
+    let (x0, a0, c0) = counted(|| Service::new(st0, ServiceConfig::default()));
+    row("Service (published tables)", (a1, c1), (a0, c0));
     drop((x1, x0));
 
     // Live chains from one template, fed shared URLs (as `many_services --part shared`).

@@ -91,7 +91,7 @@ fn main() {
         let reports = push_once(&live, update);
         let c1 = thread_cpu_ns();
         let (wall, cpu, waited) = (t0.elapsed(), c1.0 - c0.0, c1.1 - c0.1);
-        assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+        assert_eq!(live.service().state().snapshot().len(), size, "{reports:?}");
         drop(reports);
         // The process's CPU over the push and what it left to free (10 ms ticks: summed).
         std::thread::sleep(pause);

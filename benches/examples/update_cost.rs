@@ -11,7 +11,7 @@
 //!   text cache; each push after a pause in which the previous one's leftovers are freed,
 //!   as a source pushes, and back to back) and as shared URLs (as a registry source pushes
 //!   them), with no router, and a full provider-list replacement;
-//! - each router's incremental update ([`ChainState::with_edit`], one provider removed and
+//! - each router's incremental update ([`ChainState::next`], one provider removed and
 //!   one added at `N`) against its preparation from scratch, for the single-router chains
 //!   and the full chain (see [`edit_costs`]).
 //!
@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use routechain::core::{ChainState, DegradedSet, Snapshot, Url};
+use routechain::core::{ChainState, Change, Snapshot, Url};
 use routechain::live::{ProviderText, Update};
 use routechain_testkit::{self as testkit, time_median, time_median_settled};
 
@@ -46,7 +46,7 @@ fn time_shared_pushes(
     time_median(name, 10, || {
         size = if size == n { n + 1 } else { n };
         let reports = live.apply_providers("update_cost", lists.pop().expect("ten lists"));
-        assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+        assert_eq!(live.service().state().snapshot().len(), size, "{reports:?}");
         reports
     });
 }
@@ -118,14 +118,14 @@ fn main() {
             || {
                 size = if size == n { n + 1 } else { n };
                 let reports = live.apply(pushes.pop().expect("six pushes"));
-                assert_eq!(live.chain().load().snapshot().len(), size, "{reports:?}");
+                assert_eq!(live.service().state().snapshot().len(), size, "{reports:?}");
                 reports
             },
         );
     }
     // As a registry source pushes them (the ZooKeeper source reads its nodes by name on
     // its own thread): the providers kept are the URLs already serving, one is new.
-    let serving: Vec<Url> = live.chain().load().snapshot().providers().to_vec();
+    let serving: Vec<Url> = live.service().state().snapshot().providers().to_vec();
     let extra = Url::parse(&urls[n]).expect("valid");
     time_shared_pushes(
         &format!("live: one provider added/removed at {n}, shared URLs (registry source)"),
@@ -142,7 +142,7 @@ fn main() {
         &serving,
         &extra,
     );
-    let state = live.chain().load();
+    let state = live.service().state();
     let edited: Vec<String> = state
         .edited_routers()
         .map(|(name, edited)| format!("{name} {}", if edited { "edited" } else { "prepared" }))
@@ -184,10 +184,10 @@ tags:
 ";
 
 /// Incremental updates: for each single-router chain and the full chain, the time of
-/// [`ChainState::with_edit`] carrying the state over `snapshot` to one with a provider
+/// [`ChainState::next`] carrying the state over `snapshot` to one with a provider
 /// removed (in the middle) and one added (at the end), next to the chain's preparation
 /// from scratch over that snapshot. A router without `prepare_edit` prepares from scratch
-/// inside `with_edit`; the line says which routers derived.
+/// inside `next`; the line says which routers derived.
 fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
     let mut chains: Vec<(String, String)> = testkit::CHAINS
         .iter()
@@ -211,6 +211,7 @@ fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
     let added = testkit::providers(1, seed + 2).remove(0);
     let (next, edit) = snapshot.edited(snapshot.generation() + 1, vec![n as u32 / 2], vec![added]);
     let next = Arc::new(next);
+    let change = Change::<()>::edit(next.clone(), edit);
     for (name, text) in chains {
         let state: ChainState = testkit::build_state(&text, snapshot.clone()).expect("prepares");
         let prepare = time_median(&format!("prepare {name} at {n}"), 3, || {
@@ -221,10 +222,7 @@ fn edit_costs(n: usize, seed: u64, snapshot: &Arc<Snapshot>) {
             &format!("edit (1 removed + 1 added) {name} at {n}"),
             7,
             || {
-                let degraded = Arc::new(DegradedSet::new(next.len()));
-                let s = state
-                    .with_edit(next.clone(), &edit, degraded)
-                    .expect("the edit prepares");
+                let s = state.next(&change).expect("the edit prepares");
                 derived = s
                     .edited_routers()
                     .map(|(r, e)| format!("{r}: {}", if e { "derived" } else { "prepared" }))

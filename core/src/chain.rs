@@ -1,14 +1,14 @@
-//! The chain: routers sorted once by priority, prepared for one snapshot, published whole.
+//! The chain: routers sorted once by priority, prepared for one snapshot.
 //!
 //! A [`ChainState`] is one immutable value: the snapshot, the consumer, every router's
-//! prepared state and the live degraded set. [`Chain`] holds the current state behind an
-//! [`ArcSwap`]: a call loads it without a lock, routes, and sees either the whole old state or
-//! the whole new one. Updates build a new state off the call path and swap it in; an update
-//! that fails leaves the previous state serving.
+//! prepared state and the live degraded set. [`ChainState::new`] builds the first one;
+//! [`ChainState::next`] derives the next one from it and a [`Change`] (new providers, with
+//! or without the [`SnapshotEdit`] leading to them; new routers; a new consumer), off the
+//! call path. Whoever serves the state publishes it whole (`routechain-balance`'s service
+//! keeps it behind one `ArcSwap`, with its balancer and health tables), so a call sees the
+//! old state or the new one; an update that fails leaves the previous state serving.
 
-use std::sync::{Arc, Mutex};
-
-use arc_swap::{ArcSwap, Guard};
+use std::sync::Arc;
 
 use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
@@ -114,22 +114,6 @@ pub enum NoProvider {
     },
 }
 
-/// A routed set remembered across the attempts of one call, with what it was routed on, so
-/// a retry reuses it instead of routing again.
-#[derive(Debug, Clone, Default)]
-pub struct RoutedMemo {
-    /// The routed set.
-    pub set: BitSet,
-    /// Identifies the chain state it was routed on (its address and generation).
-    pub state: (usize, u64),
-    /// The health epoch it was routed at.
-    pub epoch: u64,
-    /// A per-caller value the balancing layer keeps across calls (`routechain-balance`
-    /// keeps its handle on the published view here, so a call clones a reference count
-    /// only this caller writes). Opaque to the chain.
-    pub layer: Option<Arc<dyn std::any::Any + Send + Sync>>,
-}
-
 /// The per-caller, reusable buffers of a call: candidates, scratch and the random source.
 /// Keep one per task or thread and reuse it: after the first call routing allocates nothing.
 #[derive(Debug, Clone)]
@@ -137,9 +121,6 @@ pub struct CallState<R: RandomSource = FastRng> {
     /// The routed set after [`ChainState::route`].
     pub candidates: Candidates,
     scratch: BitSet,
-    /// The routed set of the last selection by a balancing layer (`routechain-balance`'s
-    /// `Service::select`), kept for its retries.
-    pub routed: RoutedMemo,
     /// The random source for per-call draws.
     pub rng: R,
 }
@@ -167,7 +148,6 @@ impl<R: RandomSource> CallState<R> {
         CallState {
             candidates: BitSet::default(),
             scratch: BitSet::default(),
-            routed: RoutedMemo::default(),
             rng,
         }
     }
@@ -198,6 +178,74 @@ impl std::fmt::Debug for ChainState {
     }
 }
 
+/// A change of a [`ChainState`]: any combination of its parts, applied at once by
+/// [`ChainState::next`]. `C` is what the layer serving the state changes beside it
+/// (`routechain-balance`'s `ServiceConfig`); the chain ignores it.
+#[derive(Debug, Clone)]
+pub struct Change<C = ()> {
+    /// A new provider snapshot, with the edit leading to it from the current one when known
+    /// ([`Snapshot::edit_to`]): the routers, and the serving layer's tables, then carry
+    /// their state over by the edit ([`PreparedRouter::prepare_edit`]) in proportion to
+    /// what changed; without one (or when it does not lead from the current snapshot to
+    /// this one) everything prepares over the new snapshot.
+    pub providers: Option<(Arc<Snapshot>, Option<SnapshotEdit>)>,
+    /// New routers, in configuration order: a router that is the same `Arc` as before keeps
+    /// its prepared state (or derives it by the edit); the others prepare.
+    pub entries: Option<Arc<[ChainEntry]>>,
+    /// A new consumer URL: every router prepares.
+    pub consumer: Option<Url>,
+    /// A new service name (`Some(None)`: unnamed): every router prepares.
+    pub service: Option<Option<Arc<str>>>,
+    /// New settings of the serving layer.
+    pub config: Option<C>,
+}
+
+impl<C> Default for Change<C> {
+    fn default() -> Self {
+        Change {
+            providers: None,
+            entries: None,
+            consumer: None,
+            service: None,
+            config: None,
+        }
+    }
+}
+
+impl<C> Change<C> {
+    /// New providers in place of the current ones.
+    pub fn providers(snapshot: Arc<Snapshot>) -> Self {
+        Change {
+            providers: Some((snapshot, None)),
+            ..Change::default()
+        }
+    }
+
+    /// New providers following the current ones by `edit` ([`Snapshot::edit_to`]).
+    pub fn edit(snapshot: Arc<Snapshot>, edit: SnapshotEdit) -> Self {
+        Change {
+            providers: Some((snapshot, Some(edit))),
+            ..Change::default()
+        }
+    }
+
+    /// New routers.
+    pub fn entries(entries: impl Into<Arc<[ChainEntry]>>) -> Self {
+        Change {
+            entries: Some(entries.into()),
+            ..Change::default()
+        }
+    }
+
+    /// New settings of the serving layer.
+    pub fn config(config: C) -> Self {
+        Change {
+            config: Some(config),
+            ..Change::default()
+        }
+    }
+}
+
 impl ChainState {
     /// Builds and prepares a state. Routers are sorted by (priority, position in `entries`).
     pub fn new(
@@ -220,7 +268,64 @@ impl ChainState {
         )
     }
 
-    // Private: every field of the state it assembles, passed by the `with_*` builders.
+    /// The state after `change`, one generation on, counting into this state's metrics;
+    /// this state is untouched (it serves until the new one is published). What `change`
+    /// leaves out is kept: a router that is the same `Arc` as before keeps its prepared
+    /// state over the same snapshot and consumer, or derives it by the providers' edit
+    /// ([`PreparedRouter::prepare_edit`], falling back to a fresh prepare), and the degraded
+    /// set follows the edit ([`DegradedSet::edited`]); new providers without an edit get a
+    /// new degraded set. The result routes exactly as a state built by [`ChainState::new`]
+    /// from the same parts would.
+    pub fn next<C>(&self, change: &Change<C>) -> Result<Self, PrepareError> {
+        let (snapshot, degraded, prior) = match &change.providers {
+            None => (
+                self.snapshot.clone(),
+                self.degraded.clone(),
+                Prior::Same(self),
+            ),
+            Some((snapshot, Some(edit)))
+                if edit.old_len() == self.snapshot.len() && edit.new_len() == snapshot.len() =>
+            {
+                let degraded = if self.degraded.len() == edit.old_len() {
+                    self.degraded.edited(edit)
+                } else {
+                    DegradedSet::new(snapshot.len())
+                };
+                (
+                    snapshot.clone(),
+                    Arc::new(degraded),
+                    Prior::Edited(self, edit),
+                )
+            }
+            Some((snapshot, _)) => (
+                snapshot.clone(),
+                Arc::new(DegradedSet::new(snapshot.len())),
+                Prior::None,
+            ),
+        };
+        let fresh = change.consumer.is_some() || change.service.is_some();
+        Self::assemble(
+            self.generation + 1,
+            change
+                .service
+                .clone()
+                .unwrap_or_else(|| self.service.clone()),
+            snapshot,
+            change
+                .consumer
+                .clone()
+                .unwrap_or_else(|| self.consumer.clone()),
+            degraded,
+            change
+                .entries
+                .clone()
+                .unwrap_or_else(|| self.entries.clone()),
+            if fresh { Prior::None } else { prior },
+            self.metrics.clone(),
+        )
+    }
+
+    // Private: every field of the state it assembles, from `new` and `next`.
     #[allow(clippy::too_many_arguments)]
     fn assemble(
         generation: u64,
@@ -302,6 +407,7 @@ impl ChainState {
                     )
                 })
             }
+            Prior::Same(old) if old.picks.is_some() => old.picks.clone(),
             _ => pick_counters(metrics.as_deref(), snapshot.providers().iter()),
         };
         Ok(ChainState {
@@ -318,8 +424,8 @@ impl ChainState {
     }
 
     /// This state counting its routing decisions into `metrics` (`None`: not counting):
-    /// each router's counters are resolved now, by name. Every state a [`Chain`] update
-    /// builds from a state with metrics carries them on.
+    /// each router's counters are resolved now, by name. Every state [`ChainState::next`]
+    /// derives from it carries them on.
     pub fn with_metrics(mut self, metrics: Option<Arc<ChainMetrics>>) -> Self {
         for step in self.steps.iter_mut() {
             let entry = &self.entries[step.entry];
@@ -349,121 +455,14 @@ impl ChainState {
         self.metrics.as_ref()
     }
 
-    /// A new state for another provider snapshot: every router re-prepares.
-    pub fn with_snapshot(
-        &self,
-        snapshot: Arc<Snapshot>,
-        degraded: Arc<DegradedSet>,
-    ) -> Result<Self, PrepareError> {
-        self.with_snapshot_and_entries(snapshot, degraded, self.entries.clone())
-    }
-
-    /// A new state for `snapshot`, which follows this state's snapshot by `edit` (see
-    /// [`SnapshotEdit`]; [`Snapshot::edit_to`] computes both): each router derives its state
-    /// from its current one in proportion to what changed
-    /// ([`PreparedRouter::prepare_edit`]), or prepares from scratch when it cannot; the
-    /// result routes exactly as [`ChainState::with_snapshot`] would. `degraded` is the new
-    /// snapshot's set ([`DegradedSet::edited`] carries the current one over). When `edit`
-    /// does not lead from this snapshot to `snapshot` (their lengths disagree), every
-    /// router prepares.
-    pub fn with_edit(
-        &self,
-        snapshot: Arc<Snapshot>,
-        edit: &SnapshotEdit,
-        degraded: Arc<DegradedSet>,
-    ) -> Result<Self, PrepareError> {
-        self.with_edit_and_entries(snapshot, edit, degraded, self.entries.clone())
-    }
-
-    /// [`ChainState::with_edit`] and [`ChainState::with_entries`] at once (one atomic swap):
-    /// a new snapshot following this state's by `edit`, and new routers. A router that is
-    /// the same `Arc` as before (its rule unchanged) derives its state by the edit
-    /// ([`PreparedRouter::prepare_edit`]); the others (new or recompiled rules) prepare
-    /// over `snapshot`. Routes exactly as [`ChainState::with_snapshot_and_entries`] would.
-    /// When `edit` does not lead from this snapshot to `snapshot`, every router prepares.
-    pub fn with_edit_and_entries(
-        &self,
-        snapshot: Arc<Snapshot>,
-        edit: &SnapshotEdit,
-        degraded: Arc<DegradedSet>,
-        entries: impl Into<Arc<[ChainEntry]>>,
-    ) -> Result<Self, PrepareError> {
-        let fits = edit.old_len() == self.snapshot.len() && edit.new_len() == snapshot.len();
-        Self::assemble(
-            self.generation + 1,
-            self.service.clone(),
-            snapshot,
-            self.consumer.clone(),
-            degraded,
-            entries.into(),
-            if fits {
-                Prior::Edited(self, edit)
-            } else {
-                Prior::None
-            },
-            self.metrics.clone(),
-        )
-    }
-
     /// Each router's name in run order, with whether its prepared state was derived by
-    /// [`ChainState::with_edit`] from the previous state's ([`PreparedRouter::prepare_edit`])
+    /// [`ChainState::next`] from the previous state's ([`PreparedRouter::prepare_edit`])
     /// rather than prepared from scratch: for update logs and tests.
     pub fn edited_routers(&self) -> impl Iterator<Item = (&str, bool)> + '_ {
         self.steps.iter().map(|s| (&*s.name, s.edited))
     }
 
-    /// A new state with other routers over the same snapshot: routers that are the same
-    /// `Arc` as before keep their prepared state, the others prepare.
-    pub fn with_entries(
-        &self,
-        entries: impl Into<Arc<[ChainEntry]>>,
-    ) -> Result<Self, PrepareError> {
-        Self::assemble(
-            self.generation + 1,
-            self.service.clone(),
-            self.snapshot.clone(),
-            self.consumer.clone(),
-            self.degraded.clone(),
-            entries.into(),
-            Prior::Same(self),
-            self.metrics.clone(),
-        )
-    }
-
-    /// A new state with new routers and a new snapshot at once (one atomic swap).
-    pub fn with_snapshot_and_entries(
-        &self,
-        snapshot: Arc<Snapshot>,
-        degraded: Arc<DegradedSet>,
-        entries: impl Into<Arc<[ChainEntry]>>,
-    ) -> Result<Self, PrepareError> {
-        Self::assemble(
-            self.generation + 1,
-            self.service.clone(),
-            snapshot,
-            self.consumer.clone(),
-            degraded,
-            entries.into(),
-            Prior::None,
-            self.metrics.clone(),
-        )
-    }
-
-    /// A new state prepared for another consumer.
-    pub fn with_consumer(&self, consumer: Url) -> Result<Self, PrepareError> {
-        Self::assemble(
-            self.generation + 1,
-            self.service.clone(),
-            self.snapshot.clone(),
-            consumer,
-            self.degraded.clone(),
-            self.entries.clone(),
-            Prior::None,
-            self.metrics.clone(),
-        )
-    }
-
-    /// The state's generation (incremented by every update of a [`Chain`]).
+    /// The state's generation (one more with every [`ChainState::next`]).
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -622,58 +621,4 @@ enum Prior<'a> {
     /// A state over the snapshot the new one follows from by the edit: a router that is the
     /// same `Arc` derives its state by [`PreparedRouter::prepare_edit`] when it can.
     Edited(&'a ChainState, &'a SnapshotEdit),
-}
-
-/// The live chain: the current [`ChainState`] behind an [`ArcSwap`].
-pub struct Chain {
-    state: ArcSwap<ChainState>,
-    updates: Mutex<()>,
-}
-
-impl std::fmt::Debug for Chain {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Chain").field(&**self.state.load()).finish()
-    }
-}
-
-impl Chain {
-    /// A chain serving `state`.
-    pub fn new(state: ChainState) -> Self {
-        Chain {
-            state: ArcSwap::from_pointee(state),
-            updates: Mutex::new(()),
-        }
-    }
-
-    /// The current state, without a lock or an allocation. Hold it for the whole call so
-    /// the routed indexes refer to its snapshot.
-    pub fn load(&self) -> Guard<Arc<ChainState>> {
-        self.state.load()
-    }
-
-    /// The current state as an owned `Arc`.
-    pub fn state(&self) -> Arc<ChainState> {
-        self.state.load_full()
-    }
-
-    /// Builds a new state from the current one with `f` and swaps it in. Updates are
-    /// serialized with each other (never with calls); when `f` fails nothing changes and
-    /// the previous state keeps serving. The new state's generation is one more than the
-    /// current one.
-    pub fn update<E>(
-        &self,
-        f: impl FnOnce(&ChainState) -> Result<ChainState, E>,
-    ) -> Result<Arc<ChainState>, E> {
-        let _serial = self.updates.lock().unwrap_or_else(|p| p.into_inner());
-        let current = self.state.load_full();
-        let mut next = f(&current)?;
-        next.generation = current.generation + 1;
-        if next.metrics.is_none() && current.metrics.is_some() {
-            next = next.with_metrics(current.metrics.clone());
-        }
-        let next = Arc::new(next);
-        self.state.store(next.clone());
-        tracing::debug!(generation = next.generation, "chain state swapped");
-        Ok(next)
-    }
 }

@@ -13,7 +13,7 @@
 //! the rest, with no re-sorting and no per-provider string work: the cost of an edit is the
 //! size of the prepared indexes in words, plus the work of the changed providers only.
 //! Routers use it in [`crate::TypedRouter::prepare_edit`]; the chain in
-//! [`crate::ChainState::with_edit`]; the balancer for its tables.
+//! [`crate::ChainState::next`]; the balancer for its tables.
 //!
 //! [`Snapshot::edit_to`] computes the edit from a new provider list whose providers are
 //! shared with the old snapshot (the live sources reuse parsed providers by their URL

@@ -13,8 +13,8 @@
 //! - [`TypedRouter`]: the router contract authors implement (raw rule → compiled rule →
 //!   prepared state → per-call route); [`Router`] / [`PreparedRouter`]: its object-safe
 //!   twins the chain stores, derived by [`TypedFactory`].
-//! - [`ChainState`] / [`Chain`]: routers sorted once by priority, published whole behind
-//!   `ArcSwap`.
+//! - [`ChainState`]: routers sorted once by priority, prepared for one snapshot;
+//!   [`ChainState::next`] derives the next state from it and a [`Change`].
 //! - [`ProviderSet`] / [`ParamIndex`] / [`NamedSets`]: per-snapshot indexes (value →
 //!   providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
@@ -78,7 +78,7 @@ pub use serde;
 pub use serde_json;
 
 pub use bitset::{BitSet, Candidates, WordMask};
-pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
+pub use chain::{CallState, ChainEntry, ChainState, Change, NoProvider};
 // The balancers' weighted picks (`routechain-balance`) count candidate bits with these
 // CPU-dispatched kernels, and the kernels' `unsafe` stays in `cpu`: public for that crate,
 // not part of the API.

@@ -1,7 +1,7 @@
 //! Call-path counters of one chain: routing decisions per router, calls and failovers.
 //!
 //! A [`ChainMetrics`] is attached to a [`crate::ChainState`] (and carried by every state a
-//! [`crate::Chain`] update builds from it); the chain counts, per router, the calls it
+//! [`crate::ChainState::next`] derives from it); the chain counts, per router, the calls it
 //! emptied (`no_provider`), the calls on which it took its fallback or force path
 //! ([`crate::RouteContext::note_fallback`]) and the calls on which it failed and was
 //! isolated ([`crate::RouteContext::note_failure`], the plugin router); a balancing layer

@@ -129,49 +129,82 @@ impl Router for FailingPrepare {
 }
 
 #[test]
-fn a_failed_update_leaves_the_old_state_serving() {
-    let chain = Chain::new(
-        ChainState::new(
-            None,
-            snapshot(8),
-            Url::empty(),
-            vec![ChainEntry::new("group", 0, group_router())],
-        )
-        .unwrap(),
-    );
-    let before = chain.state();
-    let err = chain
-        .update(|s| {
-            s.with_entries(vec![ChainEntry::new(
-                "failing",
-                0,
-                Arc::new(FailingPrepare),
-            )])
-        })
+fn a_failed_next_is_an_error_and_a_good_one_is_one_generation_on() {
+    let state = ChainState::new(
+        None,
+        snapshot(8),
+        Url::empty(),
+        vec![ChainEntry::new("group", 0, group_router())],
+    )
+    .unwrap();
+    let err = state
+        .next(&Change::<()>::entries(vec![ChainEntry::new(
+            "failing",
+            0,
+            Arc::new(FailingPrepare),
+        )]))
         .unwrap_err();
     assert_eq!(err.reason, "refused");
-    let after = chain.load();
-    assert!(Arc::ptr_eq(&before, &after));
     let mut call = CallState::seeded(1);
-    after
+    state
         .route(&Request::new().with_attribute("group", "g1"), &mut call)
         .unwrap();
     assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [1, 5]);
 
-    // A good update swaps and bumps the generation; unchanged routers keep their state.
-    let next = chain
-        .update(|s| s.with_snapshot(snapshot(12), Arc::new(DegradedSet::new(12))))
-        .unwrap();
-    assert_eq!(next.generation(), before.generation() + 1);
-    chain
-        .load()
-        .route(&Request::new().with_attribute("group", "g1"), &mut call)
+    // New providers: every router prepares over them, with a new degraded set.
+    let next = state.next(&Change::<()>::providers(snapshot(12))).unwrap();
+    assert_eq!(next.generation(), state.generation() + 1);
+    assert_eq!(next.degraded().len(), 12);
+    next.route(&Request::new().with_attribute("group", "g1"), &mut call)
         .unwrap();
     assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [1, 5, 9]);
 }
 
 #[test]
-fn with_entries_reuses_prepared_state_of_unchanged_routers() {
+fn next_by_an_edit_carries_the_degraded_marks_and_routes_as_a_fresh_state() {
+    let state = ChainState::new(
+        None,
+        snapshot(8),
+        Url::empty(),
+        vec![ChainEntry::new("group", 0, group_router())],
+    )
+    .unwrap();
+    state.degraded().mark(5);
+    // Providers 0 and 1 leave; four new ones are appended.
+    let mut list = state.snapshot().providers()[2..].to_vec();
+    list.extend(snapshot(12).providers()[8..].iter().cloned());
+    let (edited, edit) = state.snapshot().edit_to(2, &list);
+    assert_eq!((edit.removed(), edit.added()), (&[0, 1][..], 6..10));
+    let edited = Arc::new(edited);
+    let next = state
+        .next(&Change::<()>::edit(edited.clone(), edit))
+        .unwrap();
+    assert!(next.edited_routers().all(|(_, edited)| edited));
+    assert_eq!(next.degraded().len(), 10);
+    assert!(next.degraded().contains(3), "provider 5 is now at 3");
+    let fresh = ChainState::new(None, edited, Url::empty(), state.entries().clone()).unwrap();
+    let (mut a, mut b) = (CallState::seeded(1), CallState::seeded(1));
+    for g in ["g0", "g1", "g2", "g3"] {
+        let request = Request::new().with_attribute("group", g);
+        next.route(&request, &mut a).unwrap();
+        fresh.route(&request, &mut b).unwrap();
+        assert_eq!(a.candidates, b.candidates, "{g}");
+    }
+
+    // A new consumer prepares every router again, over the same providers.
+    let other = next
+        .next(&Change::<()> {
+            consumer: Some(Url::parse("consumer://10.9.9.9/svc").unwrap()),
+            ..Change::default()
+        })
+        .unwrap();
+    assert!(other.edited_routers().all(|(_, edited)| !edited));
+    assert!(Arc::ptr_eq(other.snapshot(), next.snapshot()));
+    assert!(Arc::ptr_eq(other.degraded(), next.degraded()));
+}
+
+#[test]
+fn new_entries_reuse_the_prepared_state_of_unchanged_routers() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     struct Counting(Arc<AtomicUsize>);
     impl Router for Counting {
@@ -200,10 +233,10 @@ fn with_entries_reuses_prepared_state_of_unchanged_routers() {
     )
     .unwrap();
     let next = state
-        .with_entries(vec![
+        .next(&Change::<()>::entries(vec![
             ChainEntry::new("counting", 0, counting),
             ChainEntry::new("group", 1, group_router()),
-        ])
+        ]))
         .unwrap();
     assert_eq!(prepared.load(Ordering::SeqCst), 1);
     assert_eq!(next.router_names().count(), 2);
@@ -212,7 +245,7 @@ fn with_entries_reuses_prepared_state_of_unchanged_routers() {
 /// A call fanned out to many tasks must route every task by its own attributes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fan_out_tasks_route_by_their_own_attributes() {
-    let chain = Arc::new(Chain::new(
+    let chain = Arc::new(
         ChainState::new(
             None,
             snapshot(64),
@@ -220,7 +253,7 @@ async fn fan_out_tasks_route_by_their_own_attributes() {
             vec![ChainEntry::new("group", 0, group_router())],
         )
         .unwrap(),
-    ));
+    );
     let logical_call = Request::new().with_method("buildIndex");
     let mut tasks = Vec::new();
     for t in 0..64 {
@@ -232,7 +265,7 @@ async fn fan_out_tasks_route_by_their_own_attributes() {
             let mut call = CallState::seeded(t);
             let mut seen = Vec::new();
             for _ in 0..50 {
-                chain.load().route(&request, &mut call).unwrap();
+                chain.route(&request, &mut call).unwrap();
                 seen.extend(call.candidates.iter());
                 tokio::task::yield_now().await;
             }

@@ -1,5 +1,5 @@
-//! [`LiveChain`]: a [`Chain`] that applies [`Update`](crate::Update)s atomically and
-//! refuses bad ones.
+//! [`LiveChain`]: a [`Service`] whose providers, rules and settings follow live
+//! [`Update`](crate::Update)s, applied atomically, bad ones refused.
 //!
 //! This file holds the chain, its inputs and its subscriptions; `apply.rs` reads an update
 //! into staged changes, `batch.rs` applies a batch of them as one swap.
@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use routechain_balance::{Service, SystemClock};
-use routechain_core::{Chain, ChainEntry, ChainState, Registry, Snapshot, Url};
+use routechain_core::{ChainEntry, ChainState, Registry, Snapshot, Url};
 use routechain_rules::{ChainFile, LocatedError, YamlDoc};
 
 use crate::dubbo::ServiceKey;
@@ -43,18 +43,17 @@ struct Inputs {
 
 /// A chain whose rules, providers and service settings change while it serves.
 ///
-/// Calls route through [`LiveChain::chain`] (lock-free) or route and balance through
-/// [`LiveChain::service`], the [`Service`] over the same chain, configured by the chain
-/// file's service settings (`load_balance`, `methods`, `skip_degraded`, `retries`,
-/// `health`). Updates are applied one at a time by [`LiveChain::apply`] (or the thread
-/// [`LiveChain::watch`] starts): each builds a new [`ChainState`] from the current one and
-/// swaps it in whole, together with the reloaded chain file's service settings, so a call
-/// sees the old state and settings or the new ones, never a mix. A rule change recompiles
-/// only the entries that subscribe to that rule (the others keep their prepared state); a
-/// provider change is an edit of the serving snapshot, which every router follows
-/// (`ChainState::with_edit`); both in one update make one swap, in which the routers whose
-/// rule is unchanged follow the edit and the recompiled ones prepare
-/// (`ChainState::with_edit_and_entries`).
+/// Calls route and balance through [`LiveChain::service`], configured by the chain file's
+/// service settings (`load_balance`, `methods`, `skip_degraded`, `retries`, `health`);
+/// route-only callers read its state (`service().load()`, lock-free). Updates are applied
+/// one at a time by [`LiveChain::apply`] (or the thread [`LiveChain::watch`] starts): each
+/// becomes one [`routechain_balance::ServiceChange`] that [`Service::apply`] publishes
+/// whole, together with the reloaded chain file's service settings, so a call sees the old
+/// state and settings or the new ones, never a mix. A rule change recompiles only the
+/// entries that subscribe to that rule (the others keep their prepared state); a provider
+/// change is an edit of the serving snapshot, which every router follows; both in one
+/// update make one change, in which the routers whose rule is unchanged follow the edit and
+/// the recompiled ones prepare.
 pub struct LiveChain {
     service: Arc<Service>,
     registry: Registry,
@@ -146,11 +145,7 @@ impl LiveChain {
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
-        let service = Service::with_clock(
-            Arc::new(Chain::new(state)),
-            file.service_config.clone(),
-            clock,
-        );
+        let service = Service::with_clock(state, file.service_config.clone(), clock);
         Ok(LiveChain {
             service: Arc::new(service),
             registry,
@@ -167,11 +162,6 @@ impl LiveChain {
             parsed: Mutex::new(TextCache::default()),
             stats: LiveStats::default(),
         })
-    }
-
-    /// The chain calls route through (`chain().load()` per call).
-    pub fn chain(&self) -> &Arc<Chain> {
-        self.service.chain()
     }
 
     /// The service over the chain: routes, balances, fails over and tracks health with the

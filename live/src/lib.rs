@@ -13,10 +13,10 @@
 //!   its rule files and a providers file, watched with `notify`) and [`ZkSource`] (ZooKeeper
 //!   in Apache Dubbo's layout). An etcd or Nacos source implements the same trait; the
 //!   routers never see where a rule came from.
-//! - [`LiveChain`] owns a [`routechain_core::Chain`] and the `Service`
-//!   over it (balancers, failover, health; `routechain-balance`), configured by the chain file's service settings.
-//!   It applies each update by building a new [`routechain_core::ChainState`] off the call
-//!   path and swapping it in at once, with a reloaded chain file's service settings; a rule
+//! - [`LiveChain`] owns a `Service` (`routechain-balance`: routing, balancers, failover,
+//!   health), configured by the chain file's service settings. It turns each update into
+//!   one change of the service's published state, built off the call path and published at
+//!   once, with a reloaded chain file's service settings; a rule
 //!   that does not parse or validate is refused (the previous state keeps serving, the
 //!   refusal is logged, counted in [`LiveStats`] and reported), a provider entry that does
 //!   not parse is skipped alone, and a provider list that suddenly becomes empty is held
@@ -35,7 +35,8 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use routechain_core::{CallState, Request};
+//! use routechain_balance::Caller;
+//! use routechain_core::Request;
 //! use routechain_live::{LiveChain, LiveOptions, ZkConfig, ZkSource};
 //!
 //! let chain_file = routechain_rules::ChainFile::load("bar.chain.yaml".as_ref()).unwrap();
@@ -44,12 +45,11 @@
 //! // The source runs its own single-threaded tokio runtime on a thread of its own.
 //! let zk = ZkSource::new(ZkConfig::for_chain(&live, "127.0.0.1:2181"));
 //! let _watching = live.watch(Box::new(zk), |report| eprintln!("{report}")).unwrap();
-//! // On the call path:
-//! let state = live.chain().load();
-//! let mut call = CallState::new();
-//! let _ = state.route(&Request::new().with_method("getComment"), &mut call);
-//! // Or route and balance with the chain file's (live) settings:
-//! let _ = live.service().select(&Request::new().with_method("getComment"), &[], &mut call);
+//! // On the call path: route and balance with the chain file's (live) settings.
+//! let mut caller = Caller::new();
+//! let _ = live.service().select(&Request::new().with_method("getComment"), &[], &mut caller);
+//! // Or route only, on the published state (a guard: no lock, no reference count).
+//! let _ = live.service().load().state().route(&Request::new(), &mut caller);
 //! ```
 
 mod chain;

@@ -281,7 +281,7 @@ impl Collector for ChainCollector {
         {
             let mut e = encoder.encode_descriptor(
                 "routechain_calls",
-                "Calls routed through the service (first attempts of Service::select, call and invoke).",
+                "Calls routed through the service (first attempts of Service::select and call).",
                 None,
                 MetricType::Counter,
             )?;
@@ -440,8 +440,9 @@ impl Collector for RegistryCollector {
 mod tests {
     use super::*;
     use crate::{LiveOptions, ProviderText, RuleEvent, RuleKey, Update};
+    use routechain_balance::Caller;
     use routechain_balance::SelectError;
-    use routechain_core::{CallState, Request};
+    use routechain_core::Request;
 
     const CHAIN: &str = "service: com.foo.BarService
 routers:
@@ -522,7 +523,7 @@ routers:
         // Calls: one plain, one the condition rule empties, one the plugin fails, and a
         // failover; then every provider degraded: the breaker.
         let service = live.service();
-        let mut call = CallState::seeded(1);
+        let mut call = Caller::seeded(1);
         let first = service.select(&Request::new(), &[], &mut call).unwrap();
         service
             .select(&Request::new(), std::slice::from_ref(&first), &mut call)
@@ -632,7 +633,7 @@ routers:
             )
             .unwrap(),
         );
-        let mut call = CallState::seeded(1);
+        let mut call = Caller::seeded(1);
         for _ in 0..10 {
             picking
                 .service()

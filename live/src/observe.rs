@@ -249,7 +249,7 @@ impl LiveChain {
                 results.push(name);
             }
         }
-        let generation = self.chain().load().generation();
+        let generation = self.service().state().generation();
         let result = results.join("+");
         span.record("generation", generation);
         span.record("result", result.as_str());
@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn a_live_chain_counts_calls_unless_told_not_to() {
         let live = live();
-        assert!(live.chain().load().metrics().is_some());
+        assert!(live.service().state().metrics().is_some());
         let file = ChainFile::parse("t.yaml", "routers: []\n", None).unwrap();
         let off = LiveChain::new(
             file,
@@ -360,12 +360,12 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(off.chain().load().metrics().is_none());
+        assert!(off.service().state().metrics().is_none());
         // The metrics follow every update.
         live.apply(providers(
             "p",
             "dubbo://10.0.0.1:20880/com.foo.BarService\n",
         ));
-        assert!(live.chain().load().metrics().is_some());
+        assert!(live.service().state().metrics().is_some());
     }
 }

@@ -266,7 +266,7 @@ routers:
         let template = template();
         let a = template.live_chain(LiveOptions::default()).unwrap();
         let b = template.live_chain(LiveOptions::default()).unwrap();
-        let (sa, sb) = (a.chain().state(), b.chain().state());
+        let (sa, sb) = (a.service().state(), b.service().state());
         for (x, y) in sa.entries().iter().zip(sb.entries().iter()) {
             assert!(Arc::ptr_eq(&x.router, &y.router), "compiled once");
         }
@@ -278,7 +278,7 @@ routers:
         a.apply(providers("com.foo.BarService", &list));
         b.apply(providers("com.foo.BarService", &list));
         // (The tag entry follows the providers' application, known now: both recompiled it.)
-        let sb = b.chain().state();
+        let sb = b.service().state();
         let request = Request::new();
         assert_eq!(
             routed_for(&a, &request),
@@ -296,7 +296,7 @@ routers:
             routed_for(&b, &request),
             ["10.0.0.1:20880", "10.0.0.2:20880"]
         );
-        let after = b.chain().state();
+        let after = b.service().state();
         for (x, y) in sb.entries().iter().zip(after.entries().iter()) {
             assert!(
                 Arc::ptr_eq(&x.router, &y.router),
@@ -305,7 +305,7 @@ routers:
         }
         assert!(!Arc::ptr_eq(
             &sa.entries()[0].router,
-            &a.chain().state().entries()[0].router
+            &a.service().state().entries()[0].router
         ));
     }
 
@@ -326,7 +326,10 @@ routers:
         let alone = alone(Some(&other));
         assert_eq!(live.subscriptions(), alone.subscriptions());
         assert_eq!(live.reference(), Some(other.clone()));
-        assert_eq!(live.chain().state().service(), Some("com.foo.OtherService"));
+        assert_eq!(
+            live.service().state().service(),
+            Some("com.foo.OtherService")
+        );
         let list = [(1, "zone=a"), (2, "zone=b")];
         live.apply(providers(&other.interface, &list));
         sibling.apply(providers("com.foo.BarService", &list));
@@ -373,7 +376,7 @@ routers:
         let other = template
             .live_chain_for(&ServiceKey::parse(OTHER), LiveOptions::default())
             .unwrap();
-        let (own, other) = (own.chain().state(), other.chain().state());
+        let (own, other) = (own.service().state(), other.service().state());
         let names = |s: &routechain_core::ChainState| -> Vec<String> {
             s.entries()
                 .iter()

@@ -11,7 +11,7 @@ fn a_call_left_with_no_provider_emits_a_debug_event() {
     const EMPTIED: &str = "no provider: the router emptied the candidate set";
     let live = live_chain(EMPTIES);
     live.apply(providers());
-    let state = live.chain().load();
+    let state = live.service().state();
     let capture = Capture::default();
     let mut call = CallState::seeded(1);
     let routed = capture.during(|| state.route(&Request::new(), &mut call));
@@ -33,7 +33,7 @@ fn a_call_left_with_no_provider_emits_a_debug_event() {
     // A call that keeps a provider emits no such event.
     let open = live_chain("service: com.foo.BarService\nrouters: []\n");
     open.apply(providers());
-    let state = open.chain().load();
+    let state = open.service().state();
     let quiet = Capture::default();
     quiet
         .during(|| state.route(&Request::new(), &mut call))

@@ -10,7 +10,7 @@ use tracing_capture::*;
 #[test]
 fn each_update_runs_in_a_span_with_its_source_generation_result_and_duration() {
     let live = live_chain(EMPTIES);
-    let before = live.chain().load().generation();
+    let before = live.service().state().generation();
     let capture = Capture::default();
     let (applied, refused) = capture.during(|| {
         let applied = live.apply_from("file", providers());
@@ -29,7 +29,7 @@ fn each_update_runs_in_a_span_with_its_source_generation_result_and_duration() {
         matches!(refused.as_slice(), [Report::Refused { .. }]),
         "{refused:?}"
     );
-    let after = live.chain().load().generation();
+    let after = live.service().state().generation();
     assert!(after > before, "{before} -> {after}");
 
     let spans = capture.update_spans();

@@ -7,9 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use routechain_balance::Service;
-use routechain_core::{
-    Chain, ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url,
-};
+use routechain_core::{ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url};
 
 use crate::request::RequestSpec;
 use crate::{ChainFile, LocatedError, Location};
@@ -165,10 +163,7 @@ pub fn build_service(
     consumer: Option<Url>,
 ) -> Result<Service, LoadError> {
     let state = build_state(chain, registry, snapshot, consumer)?;
-    Ok(Service::new(
-        Arc::new(Chain::new(state)),
-        chain.service_config.clone(),
-    ))
+    Ok(Service::new(state, chain.service_config.clone()))
 }
 
 #[cfg(test)]

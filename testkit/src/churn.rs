@@ -256,7 +256,7 @@ pub fn run(servers: &str, churn: &Churn) -> Outcome {
             move |report| match report {
                 Report::Applied { .. } => {
                     let at = Instant::now();
-                    let state = live2.chain().state();
+                    let state = live2.service().state();
                     if let Ok(mut s) = states.lock() {
                         s.push((state, at));
                     }
@@ -310,7 +310,7 @@ pub fn run(servers: &str, churn: &Churn) -> Outcome {
                     if ph >= 2 {
                         break;
                     }
-                    let state = live.chain().load();
+                    let state = live.service().state();
                     let t0 = Instant::now();
                     let routed = state.route(&request, &mut call);
                     let ns = t0.elapsed().as_nanos() as u64;

@@ -1,7 +1,7 @@
 //! The check that incremental provider updates route exactly as a fresh preparation.
 //!
 //! [`assert_edits_route_as_prepare`] carries a chain through a series of provider edits
-//! with `ChainState::with_edit` (each router's `prepare_edit`) and, after each, routes a
+//! with `ChainState::next` (each router's `prepare_edit`) and, after each, routes a
 //! set of requests through it and through the same chain prepared from scratch over the
 //! same snapshot, with the same degraded providers and the same random seed: the routed
 //! sets and outcomes must be equal. Used by `tests/tests/edits.rs` for every built-in
@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use routechain::core::{CallState, DegradedSet, Request, Snapshot, Url};
+use routechain::core::{CallState, Change, DegradedSet, Request, Snapshot, Url};
 
 /// One update: the old positions removed and the providers appended.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ pub fn churn(n: usize, steps: usize, max_change: usize, seed: u64) -> Vec<Churn>
         .collect()
 }
 
-/// Builds `chain_yaml` over `base`, applies each update with `ChainState::with_edit`,
+/// Builds `chain_yaml` over `base`, applies each update with `ChainState::next`,
 /// and asserts after each that every request routes exactly as through the chain prepared
 /// from scratch over the same snapshot (every 7th provider degraded in both, the same
 /// seed per request). Returns, per update, the routers whose state was derived by edit
@@ -64,10 +64,9 @@ pub fn assert_edits_route_as_prepare(
             added,
         );
         let snapshot = Arc::new(snapshot);
-        // A fresh degraded set (as the fresh chain's), marked the same way below.
-        let degraded = Arc::new(DegradedSet::new(snapshot.len()));
+        // The degraded set follows the edit; both chains' sets are set the same way below.
         state = state
-            .with_edit(snapshot.clone(), &edit, degraded)
+            .next(&Change::<()>::edit(snapshot.clone(), edit))
             .unwrap_or_else(|e| panic!("update {step}: the edit does not prepare: {e}"));
         let fresh = crate::build_state(chain_yaml, snapshot.clone())
             .unwrap_or_else(|e| panic!("update {step}: the chain does not prepare: {e}"));
@@ -108,9 +107,14 @@ pub fn assert_edits_route_as_prepare(
     derived
 }
 
-/// Marks every 7th provider degraded (shifted by the step, so the marks move).
+/// Marks every 7th provider degraded (shifted by the step, so the marks move) and clears
+/// the others' marks.
 fn mark_degraded(set: &DegradedSet, step: usize) {
-    for i in (step % 7..set.len()).step_by(7) {
-        set.mark(i);
+    for i in 0..set.len() {
+        if i >= step % 7 && (i - step % 7) % 7 == 0 {
+            set.mark(i);
+        } else {
+            set.clear(i);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Incremental provider updates route exactly as a fresh preparation.
 //!
 //! Every built-in router's chain is carried through seeded series of provider updates
-//! (removals at random positions, appended providers) with `ChainState::with_edit`, and
+//! (removals at random positions, appended providers) with `ChainState::next`, and
 //! after each update a mix of requests must route exactly as through the same chain
 //! prepared from scratch over the same snapshot (`testkit::edits`). The routers listed in
 //! [`DERIVING`] must also have derived their state by edit rather than prepared it again.
@@ -260,7 +260,7 @@ mod small_universe {
 fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
     use std::sync::Arc;
 
-    use routechain::core::{DegradedSet, Snapshot, Url};
+    use routechain::core::{Change, Snapshot, Url};
 
     let urls = |lines: &[&str]| -> Vec<Url> {
         lines.iter().map(|l| Url::parse(l).expect("URL")).collect()
@@ -298,7 +298,7 @@ fn the_tag_router_prepares_from_scratch_only_in_its_two_rare_shapes() {
         let (next, edit) = snapshot.edited(2, vec![1], urls(&[added]));
         let next = Arc::new(next);
         let edited = state
-            .with_edit(next.clone(), &edit, Arc::new(DegradedSet::new(next.len())))
+            .next(&Change::<()>::edit(next.clone(), edit))
             .expect("the edit prepares");
         let derived: Vec<bool> = edited.edited_routers().map(|(_, e)| e).collect();
         assert_eq!(derived, [derives], "{rule} + {added}");
@@ -484,7 +484,7 @@ fn condition_and_idc_weight_features_route_after_each_edit_exactly_as_a_fresh_pr
 }
 
 /// A batch that changes the providers and some routers' rules at once
-/// (`ChainState::with_edit_and_entries`, what the live chain applies): the routers whose
+/// (one `Change` of both, what the live chain applies): the routers whose
 /// rule is unchanged (the same compiled router) derive their state by the edit, the ones
 /// with a new rule prepare over the new snapshot, and every request routes exactly as the
 /// new chain prepared from scratch over the new snapshot.
@@ -492,7 +492,7 @@ fn condition_and_idc_weight_features_route_after_each_edit_exactly_as_a_fresh_pr
 fn providers_and_rules_changed_together_route_as_a_fresh_preparation() {
     use std::sync::Arc;
 
-    use routechain::core::{CallState, ChainEntry, ChainState, DegradedSet};
+    use routechain::core::{CallState, ChainEntry, ChainState, Change};
 
     let forced = forced_tag_rule();
     let before = ruled_chain(&[
@@ -536,13 +536,15 @@ fn providers_and_rules_changed_together_route_as_a_fresh_preparation() {
             );
             let snapshot = Arc::new(snapshot);
             let next = state
-                .with_edit_and_entries(
-                    snapshot.clone(),
-                    &edit,
-                    Arc::new(DegradedSet::new(snapshot.len())),
-                    entries.clone(),
-                )
+                .next(&Change::<()> {
+                    entries: Some(entries.clone().into()),
+                    ..Change::edit(snapshot.clone(), edit)
+                })
                 .expect("the edit prepares");
+            // The marks carried over by the edit are replaced by the ones set below.
+            for i in 0..snapshot.len() {
+                next.degraded().clear(i);
+            }
             let fresh = ChainState::new(
                 state.service().map(Arc::from),
                 snapshot.clone(),

@@ -23,7 +23,7 @@ fn provider(k: u32) -> String {
 
 /// The routed addresses (sorted), empty when routing found none.
 fn route(live: &LiveChain) -> Vec<String> {
-    let state = live.chain().load();
+    let state = live.service().state();
     let mut call = CallState::seeded(1);
     if state.route(&Request::new(), &mut call).is_err() {
         return Vec::new();

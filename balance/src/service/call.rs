@@ -1,6 +1,4 @@
-//! The failover loop, once: [`Service::call`] (async, a timeout per attempt),
-//! [`Service::call_with`] (async, the caller's [`CallState`]) and [`Service::invoke`]
-//! (synchronous attempts) all run [`Service::failover`].
+//! [`Service::call`]: the failover loop around the caller's attempt closure.
 //!
 //! Per call, Dubbo's failover cluster: select a provider (route + balance, excluding the
 //! providers this call already tried), count it in flight while the attempt runs (a guard:
@@ -8,11 +6,9 @@
 //! retryable failure try another provider, up to `retries` more times.
 
 use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use routechain_core::{CallState, RandomSource, Request};
+use routechain_core::Request;
 
 use super::pool::{Buffers, Pooled};
 use super::{SelectError, Selected, Service};
@@ -100,15 +96,6 @@ impl<E> InvokeError<E> {
     }
 }
 
-/// What bounds one run of the failover loop besides the configuration.
-#[derive(Debug, Clone, Copy)]
-struct Limits {
-    /// Apply the configured timeout to each attempt.
-    timed: bool,
-    /// At most this many attempts (the configured retries + 1 when fewer).
-    max_attempts: u32,
-}
-
 /// True inside a tokio runtime (whose timers `call` uses). Outside one, attempts are not
 /// timed (said once in the log) rather than panicking.
 fn timer_available() -> bool {
@@ -135,12 +122,14 @@ impl Service {
     /// - Outcomes feed health (see [`CallError`]); a cancelled attempt reports nothing.
     /// - Providers already tried by this call are never selected again.
     /// - The call's buffers come from a per-thread cache and go back to it: no
-    ///   [`CallState`] to keep, and nothing allocated per call once warm.
+    ///   [`super::Caller`] to keep, and nothing allocated per call once warm.
+    /// - Outside an async context, poll it to completion (its attempts' futures are all
+    ///   the loop waits for when no timer is armed), or drive [`Service::select`] yourself.
     ///
     /// ```
     /// # use std::sync::Arc;
     /// # use routechain_balance::{CallError, Service, ServiceConfig};
-    /// # use routechain_core::{Chain, ChainState, Request, Snapshot, Url};
+    /// # use routechain_core::{ChainState, Request, Snapshot, Url};
     /// async fn send(address: &str) -> Result<String, std::io::Error> {
     ///     Ok(format!("pong from {address}")) // a real client connects here
     /// }
@@ -157,7 +146,7 @@ impl Service {
     /// # let providers = "dubbo://10.0.0.1:20880/svc\n";
     /// # let snapshot = Arc::new(Snapshot::parse_lines(1, providers).unwrap());
     /// # let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
-    /// # let service = Service::new(Arc::new(Chain::new(state)), ServiceConfig::default());
+    /// # let service = Service::new(state, ServiceConfig::default());
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     /// assert_eq!(rt.block_on(ping(&service)).unwrap(), "pong from 10.0.0.1:20880");
     /// ```
@@ -176,181 +165,100 @@ impl Service {
     /// [`Service::call`] with at most `max_attempts` attempts in all (the configured
     /// `retries` still apply: the smaller limit wins). `1` makes exactly one attempt, for a
     /// request that cannot be sent twice (a streamed body): its provider's outcome is
-    /// reported as usual, and no second provider is selected, counted or reported.
+    /// reported as usual, and no second provider is selected, counted or reported. For
+    /// transport layers (`routechain-tower`).
+    #[doc(hidden)]
     pub async fn call_limited<T, E, F, Fut>(
         &self,
         request: &Request,
         max_attempts: u32,
-        attempt: F,
-    ) -> Result<Invoked<T>, InvokeError<E>>
-    where
-        F: FnMut(Selected) -> Fut,
-        Fut: Future<Output = Result<T, CallError<E>>>,
-    {
-        let mut pooled = Pooled::<Buffers>::take();
-        let buffers = pooled.get();
-        self.failover(
-            request,
-            &mut buffers.call,
-            &mut buffers.tried,
-            attempt,
-            Limits {
-                timed: true,
-                max_attempts,
-            },
-        )
-        .await
-    }
-
-    /// [`Service::call`] with the caller's [`CallState`] (for instance a seeded one, for
-    /// repeatable balancer draws).
-    pub async fn call_with<T, E, R, F, Fut>(
-        &self,
-        request: &Request,
-        call: &mut CallState<R>,
-        attempt: F,
-    ) -> Result<Invoked<T>, InvokeError<E>>
-    where
-        R: RandomSource,
-        F: FnMut(Selected) -> Fut,
-        Fut: Future<Output = Result<T, CallError<E>>>,
-    {
-        let mut pooled = Pooled::<Buffers>::take();
-        self.failover(
-            request,
-            call,
-            &mut pooled.get().tried,
-            attempt,
-            Limits {
-                timed: true,
-                max_attempts: u32::MAX,
-            },
-        )
-        .await
-    }
-
-    /// The synchronous form of [`Service::call`]: `attempt` runs on the calling thread,
-    /// with the same failover, exclusion, in-flight counting and health reports, but no
-    /// timeout (a synchronous attempt cannot be interrupted; bound it in `attempt`).
-    pub fn invoke<T, E, R: RandomSource>(
-        &self,
-        request: &Request,
-        call: &mut CallState<R>,
-        mut attempt: impl FnMut(&Selected) -> Result<T, CallError<E>>,
-    ) -> Result<Invoked<T>, InvokeError<E>> {
-        let mut pooled = Pooled::<Buffers>::take();
-        let tried = &mut pooled.get().tried;
-        let mut fut = pin!(self.failover(
-            request,
-            call,
-            tried,
-            |s| std::future::ready(attempt(&s)),
-            Limits {
-                timed: false,
-                max_attempts: u32::MAX,
-            },
-        ));
-        // Every attempt future is ready and no timer is armed, so the loop never waits:
-        // the first poll completes it.
-        let mut cx = Context::from_waker(Waker::noop());
-        loop {
-            if let Poll::Ready(result) = fut.as_mut().poll(&mut cx) {
-                return result;
-            }
-            std::thread::yield_now();
-        }
-    }
-
-    /// The failover loop (see the module documentation), within `limits`.
-    async fn failover<T, E, R, F, Fut>(
-        &self,
-        request: &Request,
-        call: &mut CallState<R>,
-        tried: &mut Vec<Selected>,
         mut attempt: F,
-        limits: Limits,
     ) -> Result<Invoked<T>, InvokeError<E>>
     where
-        R: RandomSource,
         F: FnMut(Selected) -> Fut,
         Fut: Future<Output = Result<T, CallError<E>>>,
     {
+        let mut pooled = Pooled::<Buffers>::take();
+        let Buffers { call, tried } = pooled.get();
         tried.clear();
         let (max, timeout) = {
             // The settings of the configuration the call starts under.
-            let view = self.current();
+            let published = self.published.load();
             let method = request.method.as_deref();
-            let timeout = if limits.timed {
-                view.config
-                    .timeout_for(method)
-                    .filter(|_| timer_available())
-            } else {
-                None
-            };
-            let max = view.config.retries_for(method).saturating_add(1);
-            (max.min(limits.max_attempts.max(1)), timeout)
+            let timeout = published
+                .config
+                .timeout_for(method)
+                .filter(|_| timer_available());
+            let max = published.config.retries_for(method).saturating_add(1);
+            (max.min(max_attempts.max(1)), timeout)
         };
-        let mut last = None;
-        for n in 1..=max {
-            let selected = match self.select(request, tried, call) {
-                Ok(s) => s,
-                Err(e) => {
-                    tried.clear();
-                    return Err(match last {
-                        None => InvokeError::Select(e),
-                        Some(last) => InvokeError::Failed {
-                            last,
-                            attempts: n - 1,
-                            stopped: Some(e),
-                        },
-                    });
-                }
-            };
-            let result = {
-                let _in_flight = selected.begin();
-                let fut = attempt(selected.clone());
-                match timeout {
-                    Some(d) => tokio::time::timeout(d, fut)
-                        .await
-                        .unwrap_or(Err(CallError::Timeout(d))),
-                    None => fut.await,
-                }
-            };
-            match result {
-                Ok(value) => {
-                    self.report_success(&selected);
-                    tried.clear();
-                    return Ok(Invoked {
-                        value,
-                        provider: selected,
-                        attempts: n,
-                    });
-                }
-                Err(CallError::Final(e)) => {
-                    self.report_success(&selected);
-                    tried.clear();
-                    return Err(InvokeError::Failed {
-                        last: CallError::Final(e),
-                        attempts: n,
-                        stopped: None,
-                    });
-                }
-                Err(e) => {
-                    tracing::debug!(provider = selected.address(), attempt = n, "attempt failed");
-                    self.report_failure(&selected);
-                    last = Some(e);
-                    tried.push(selected);
+        let result = async {
+            let mut last = None;
+            for n in 1..=max {
+                let selected = match self.select(request, tried, call) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        return Err(match last {
+                            None => InvokeError::Select(e),
+                            Some(last) => InvokeError::Failed {
+                                last,
+                                attempts: n - 1,
+                                stopped: Some(e),
+                            },
+                        });
+                    }
+                };
+                let result = {
+                    let _in_flight = selected.begin();
+                    let fut = attempt(selected.clone());
+                    match timeout {
+                        Some(d) => tokio::time::timeout(d, fut)
+                            .await
+                            .unwrap_or(Err(CallError::Timeout(d))),
+                        None => fut.await,
+                    }
+                };
+                match result {
+                    Ok(value) => {
+                        self.report_success(&selected);
+                        return Ok(Invoked {
+                            value,
+                            provider: selected,
+                            attempts: n,
+                        });
+                    }
+                    Err(CallError::Final(e)) => {
+                        self.report_success(&selected);
+                        return Err(InvokeError::Failed {
+                            last: CallError::Final(e),
+                            attempts: n,
+                            stopped: None,
+                        });
+                    }
+                    Err(e) => {
+                        tracing::debug!(
+                            provider = selected.address(),
+                            attempt = n,
+                            "attempt failed"
+                        );
+                        self.report_failure(&selected);
+                        last = Some(e);
+                        tried.push(selected);
+                    }
                 }
             }
+            Err(match last {
+                Some(last) => InvokeError::Failed {
+                    last,
+                    attempts: max,
+                    stopped: None,
+                },
+                None => InvokeError::Select(SelectError::Exhausted { tried: 0 }),
+            })
         }
+        .await;
         tried.clear();
-        Err(match last {
-            Some(last) => InvokeError::Failed {
-                last,
-                attempts: max,
-                stopped: None,
-            },
-            None => InvokeError::Select(SelectError::Exhausted { tried: 0 }),
-        })
+        call.release(self);
+        result
     }
 }

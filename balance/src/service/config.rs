@@ -20,8 +20,8 @@ pub struct ServiceConfig {
     pub balance: BalanceConfig,
     /// Drop degraded providers from every routed set (chain-level `skip_degraded`).
     pub skip_degraded: bool,
-    /// Retries after the first attempt in [`crate::Service::call`] and
-    /// [`crate::Service::invoke`] (default 2: three attempts).
+    /// Retries after the first attempt in [`crate::Service::call`] (default 2: three
+    /// attempts).
     pub retries: u32,
     /// The timeout of one attempt of [`crate::Service::call`] (default 1 s, Dubbo's);
     /// [`Duration::ZERO`] means no timeout. A timed-out attempt is a failure of its provider

@@ -1,7 +1,7 @@
 //! Reusable call buffers, so a caller of [`crate::Service::call`] never keeps a
-//! [`CallState`] and a call allocates nothing once a thread's buffers have grown.
+//! [`Caller`] and a call allocates nothing once a thread's buffers have grown.
 //!
-//! A call takes a [`Buffers`] (a [`CallState`] and the list of providers it tried) from a
+//! A call takes a [`Buffers`] (a [`Caller`] and the list of providers it tried) from a
 //! small per-thread cache when it starts and owns it until it ends, across every `.await`:
 //! it works with one task per request, on any runtime, and a task that moves to another
 //! thread gives its buffers back to that thread's cache. The cache holds only buffers:
@@ -12,9 +12,7 @@
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
-use routechain_core::CallState;
-
-use super::Selected;
+use super::{Caller, Selected};
 
 /// Values kept per thread by a [`Pooled`]; more concurrent users on one thread allocate
 /// their own.
@@ -69,8 +67,8 @@ impl<T: PerThread> Drop for Pooled<T> {
 /// The buffers of one call.
 #[derive(Debug, Default)]
 pub(crate) struct Buffers {
-    /// Candidates, scratch, the routed-set memo and the random source.
-    pub(crate) call: CallState,
+    /// Candidates, scratch, the routed-set memo, the random source and the handle.
+    pub(crate) call: Caller,
     /// The providers this call already tried (emptied before reuse).
     pub(crate) tried: Vec<Selected>,
 }
@@ -84,19 +82,11 @@ impl PerThread for Buffers {
         &BUFFERS
     }
 
-    /// Release the tried providers' views now, and make sure no memo outlives the call;
-    /// the handle on the view is kept for the next call unless a newer view replaced it.
+    /// Release the tried providers' states now, and make sure no routed set outlives the
+    /// call (the handle is kept for the next call: [`crate::Service::call`] drops it when a
+    /// newer state was published).
     fn recycle(&mut self) {
         self.tried.clear();
-        self.call.routed.state = (0, 0);
-        if self
-            .call
-            .routed
-            .layer
-            .as_ref()
-            .is_some_and(super::handle_is_stale)
-        {
-            self.call.routed.layer = None;
-        }
+        self.call.routed_on = ((0, 0), 0);
     }
 }

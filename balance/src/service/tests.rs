@@ -1,13 +1,12 @@
-//! The caller's handle on the published view: a selection writes no reference count that
-//! another caller writes, the handle follows a new view, and a pooled call state drops a
-//! handle on a replaced view.
+//! The caller's handle on the published state: a selection writes no reference count that
+//! another caller writes, the handle follows a new state, and a call drops a handle on a
+//! replaced state when it ends; health carried over by an edit as by address.
 
 use std::sync::Arc;
 
-use routechain_core::{CallState, Chain, ChainState, Request, Snapshot, Url};
+use routechain_core::{ChainState, Change, Request, Snapshot, Url};
 
-use super::pool::{Buffers, PerThread};
-use super::{Service, ServiceConfig, handle_is_stale};
+use super::{Caller, Service, ServiceChange, ServiceConfig};
 
 fn snapshot(n: usize) -> Arc<Snapshot> {
     let text: String = (0..n)
@@ -18,101 +17,88 @@ fn snapshot(n: usize) -> Arc<Snapshot> {
 
 fn service() -> Service {
     let state = ChainState::new(None, snapshot(8), Url::empty(), vec![]).unwrap();
-    Service::new(Arc::new(Chain::new(state)), ServiceConfig::default())
+    Service::new(state, ServiceConfig::default())
 }
 
 #[test]
-fn selections_share_the_callers_handle_not_the_views_count() {
+fn selections_share_the_callers_handle_not_the_published_count() {
     let service = service();
     let request = Request::new();
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let first = service.select(&request, &[], &mut call).unwrap();
-    let view = service.view.load_full();
-    let count = Arc::strong_count(&view);
+    let published = service.published.load_full();
+    let count = Arc::strong_count(&published);
     let more: Vec<_> = (0..10)
         .map(|_| service.select(&request, &[], &mut call).unwrap())
         .collect();
     assert_eq!(
-        Arc::strong_count(&view),
+        Arc::strong_count(&published),
         count,
-        "a selection counted on the view"
+        "a selection counted on the published state"
     );
     for s in &more {
         assert!(Arc::ptr_eq(&s.handle, &first.handle));
     }
     let _in_flight = first.begin();
     assert_eq!(
-        Arc::strong_count(&view),
+        Arc::strong_count(&published),
         count,
-        "an in-flight guard counted on the view"
+        "an in-flight guard counted on the published state"
     );
 
-    // Two callers: two handles on one view.
-    let mut other = CallState::seeded(2);
+    // Two callers: two handles on one published state.
+    let mut other = Caller::seeded(2);
     let theirs = service.select(&request, &[], &mut other).unwrap();
     assert!(!Arc::ptr_eq(&theirs.handle, &first.handle));
-    assert!(Arc::ptr_eq(&theirs.handle.view, &first.handle.view));
+    assert!(Arc::ptr_eq(
+        &theirs.handle.published,
+        &first.handle.published
+    ));
 }
 
 #[test]
-fn the_handle_follows_a_new_view_in_place_when_free() {
+fn the_handle_follows_a_new_state_in_place_when_free() {
     let service = service();
     let request = Request::new();
-    let mut call = CallState::seeded(1);
+    let mut call = Caller::seeded(1);
     let old = service.select(&request, &[], &mut call).unwrap();
-    let old_view = old.handle.view.clone();
-    service.update_snapshot(snapshot(5)).unwrap();
-    assert!(old_view.retired.load(std::sync::atomic::Ordering::Relaxed));
+    let old_published = old.handle.published.clone();
+    service.apply(Change::providers(snapshot(5))).unwrap();
 
-    // `old` still holds the caller's handle: a new handle for the new view.
+    // `old` still holds the caller's handle: a new handle for the new state.
     let new = service.select(&request, &[], &mut call).unwrap();
     assert!(!Arc::ptr_eq(&new.handle, &old.handle));
     assert!(new.index() < 5);
     assert!(Arc::ptr_eq(new.state(), &service.state()));
-    assert!(old.index() < 8 && Arc::ptr_eq(&old.handle.view, &old_view));
+    assert!(old.index() < 8 && Arc::ptr_eq(&old.handle.published, &old_published));
 
     // Nothing holds the handle any more: the same allocation is re-pointed.
     let handle_ptr = Arc::as_ptr(&new.handle);
     drop(new);
-    service.set_config(ServiceConfig::default());
+    service
+        .apply(ServiceChange::config(ServiceConfig::default()))
+        .unwrap();
     let again = service.select(&request, &[], &mut call).unwrap();
     assert_eq!(Arc::as_ptr(&again.handle), handle_ptr);
-    assert!(Arc::ptr_eq(&again.handle.view, &service.view.load_full()));
+    assert!(Arc::ptr_eq(
+        &again.handle.published,
+        &service.published.load_full()
+    ));
 }
 
 #[test]
-fn a_chain_swapped_behind_the_service_is_caught_up() {
+fn a_call_ends_by_dropping_a_handle_on_a_replaced_state() {
     let service = service();
     let request = Request::new();
-    let mut call = CallState::seeded(1);
-    let _ = service.select(&request, &[], &mut call).unwrap();
+    let mut caller = Caller::seeded(1);
+    drop(service.select(&request, &[], &mut caller).unwrap());
+    caller.release(&service);
+    assert!(caller.has_handle(), "kept for the next call");
     service
-        .chain()
-        .update(|s| s.with_snapshot(snapshot(3), Arc::new(routechain_core::DegradedSet::new(3))))
+        .apply(ServiceChange::config(ServiceConfig::default()))
         .unwrap();
-    let s = service.select(&request, &[], &mut call).unwrap();
-    assert!(s.index() < 3);
-    assert!(Arc::ptr_eq(s.state(), &service.chain().state()));
-}
-
-#[test]
-fn a_pooled_call_state_drops_a_handle_on_a_replaced_view() {
-    let service = service();
-    let request = Request::new();
-    let mut buffers = Buffers::default();
-    drop(service.select(&request, &[], &mut buffers.call).unwrap());
-    buffers.recycle();
-    let layer = buffers
-        .call
-        .routed
-        .layer
-        .clone()
-        .expect("kept for the next call");
-    assert!(!handle_is_stale(&layer));
-    drop(layer);
-    service.set_config(ServiceConfig::default());
-    buffers.recycle();
-    assert!(buffers.call.routed.layer.is_none());
+    caller.release(&service);
+    assert!(!caller.has_handle());
 }
 
 /// A snapshot of providers named by number: `dubbo://10.0.<n/250>.<n%250>:20880/svc`.
@@ -129,7 +115,7 @@ fn numbered(ns: &[u32]) -> Vec<Url> {
         .collect()
 }
 
-/// Health and degraded marks, per provider address, of the service's current view.
+/// Health and degraded marks, per provider address, of the service's published state.
 fn health_by_address(service: &Service) -> Vec<(String, crate::health::ProviderHealth, bool)> {
     let state = service.state();
     let mut out: Vec<_> = state
@@ -163,11 +149,7 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
         )
         .unwrap();
         let clock = Arc::new(ManualClock::new());
-        let service = Service::with_clock(
-            Arc::new(Chain::new(state)),
-            ServiceConfig::default(),
-            clock.clone(),
-        );
+        let service = Service::with_clock(state, ServiceConfig::default(), clock.clone());
         // Degraded: 3, 70, 200 (200 is removed, then its address comes back as a new
         // provider); failures without degrading: 5 and 299; 71 on probation.
         for i in [3usize, 70, 200, 71] {
@@ -187,8 +169,8 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
         service.degrade(70usize);
         service.degrade(200usize);
     }
-    let _ = by_address.select(&Request::new(), &[], &mut CallState::seeded(1));
-    let _ = by_edit.select(&Request::new(), &[], &mut CallState::seeded(1));
+    let _ = by_address.select(&Request::new(), &[], &mut Caller::seeded(1));
+    let _ = by_edit.select(&Request::new(), &[], &mut Caller::seeded(1));
     assert!(by_edit.health(71).probation && by_address.health(71).probation);
     // Removed: 0, 1, 200, 250; added: 300, 301 and provider 200's address again (another URL).
     let mut next: Vec<Url> = first
@@ -201,11 +183,9 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
     next.push(Url::parse("dubbo://10.0.0.200:20880/svc?n=200&again=true").unwrap());
     let old = by_edit.state().snapshot().clone();
     let (edited, edit) = old.edit_to(2, &next);
-    by_edit
-        .update_snapshot_edit(Arc::new(edited), &edit)
-        .unwrap();
+    by_edit.apply(Change::edit(Arc::new(edited), edit)).unwrap();
     by_address
-        .update_snapshot(Arc::new(Snapshot::from_shared(2, next)))
+        .apply(Change::providers(Arc::new(Snapshot::from_shared(2, next))))
         .unwrap();
     assert_eq!(health_by_address(&by_edit), health_by_address(&by_address));
     let state = by_edit.state();
@@ -219,8 +199,8 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
     assert_eq!(state.degraded().count(), 3, "3, 70 and the returned 200");
     // Reports by address find the providers of the edited snapshot.
     for (i, p) in state.snapshot().providers().iter().enumerate() {
-        let view = by_edit.view.load_full();
-        assert_eq!(view.indexes_of(p.address()).collect::<Vec<_>>(), [i]);
+        let published = by_edit.published.load_full();
+        assert_eq!(published.indexes_of(p.address()).collect::<Vec<_>>(), [i]);
     }
     by_edit.report_success("10.0.0.5:20880");
     let five = state

@@ -28,7 +28,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use routechain::balance::Service;
-use routechain::core::{CallState, Chain, FieldPath, RuleDoc, Snapshot, Trace};
+use routechain::core::{CallState, FieldPath, RuleDoc, Snapshot, Trace};
 use routechain::rules::load::{self, LoadError};
 use routechain::rules::{ChainFile, RequestSpec, RuleSource, YamlDoc};
 use serde::{Deserialize, Serialize};
@@ -202,8 +202,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
                 (Some(err), false) => format!("no provider ({}), expected some", err.message),
             },
             (None, None, Some(by), Some(want)) => {
-                let service =
-                    Service::new(Arc::new(Chain::new(state)), chain.service_config.clone());
+                let service = Service::new(state, chain.service_config.clone());
                 let calls = case.calls.unwrap_or(DEFAULT_CALLS);
                 let tally = super::simulate::tally(&service, &request, calls, seed);
                 let mut got: BTreeMap<&str, u64> = BTreeMap::new();

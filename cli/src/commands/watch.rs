@@ -191,7 +191,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         errln!("routechain watch: serving metrics on http://{bound}/metrics");
     }
     if args.zookeeper.is_none() {
-        let state = live.chain().load();
+        let state = live.service().state();
         let providers = match &args.providers {
             Some(p) => format!("the providers of {}", p.display()),
             None => "no provider list".into(),
@@ -328,7 +328,7 @@ impl RequestPrinter {
     /// Prints the routed request, once per generation: one read can bring several reports
     /// (providers ignored, a rule applied) about one state.
     fn print(&self, live: &LiveChain, (call, printed): &mut (CallState, Option<u64>)) {
-        let state = live.chain().load();
+        let state = live.service().state();
         if *printed == Some(state.generation()) {
             return;
         }

@@ -1,15 +1,14 @@
 //! Applying a batch of staged changes as one swap: chain-file reloads and rule changes
 //! recompile the entries that follow them, provider lists become an edit of the serving
-//! snapshot (with the override rules), and the new state is built from the current one:
-//! routers whose rule is unchanged derive their state by the edit, the others prepare.
+//! snapshot (with the override rules), and all of it becomes one change of the service's
+//! published state: routers whose rule is unchanged derive their state by the edit, the
+//! others prepare.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use routechain_balance::ServiceConfig;
-use routechain_core::{
-    ChainEntry, ChainState, DegradedSet, PrepareError, Snapshot, SnapshotEdit, Url,
-};
+use routechain_balance::ServiceChange;
+use routechain_core::{ChainEntry, Snapshot, SnapshotEdit, Url};
 use routechain_rules::{ChainFile, EntryDef, RuleOverride, RuleSource};
 
 use super::apply::Staged;
@@ -29,7 +28,7 @@ const LARGE_STATE: usize = 4096;
 impl LiveChain {
     pub(super) fn apply_parsed(&self, staged: Vec<Staged>) -> Vec<Report> {
         let mut inputs = self.lock();
-        let current = self.chain().state();
+        let current = self.service.state();
         let mut reports = Vec::new();
         let mut new_file: Option<ChainFile> = None;
         let mut overrides = inputs.overrides.clone();
@@ -377,53 +376,26 @@ impl LiveChain {
         });
         // A reloaded chain file brings its service settings; they swap with the state.
         let old_config = self.service.config();
-        let config: Option<ServiceConfig> = new_file
+        let config = new_file
             .as_ref()
             .map(|f| f.service_config.clone())
             .filter(|c| *c != *old_config);
-        let result = match (&snapshot, &edit) {
-            // Providers changed (alone or with some routers' rules): the balancers, health
-            // and every router whose rule is unchanged follow the edit (a router that cannot
-            // prepares afresh); a router with a new rule prepares over the new snapshot.
-            (Some(s), Some(e)) if fresh.is_none() => {
-                self.service
-                    .update_edited(config, e, |cur, degraded| match &entries {
-                        Some(es) => cur.with_edit_and_entries(s.clone(), e, degraded, es.clone()),
-                        None => cur.with_edit(s.clone(), e, degraded),
-                    })
-            }
-            _ => self
-                .service
-                .update(config, |cur| -> Result<ChainState, PrepareError> {
-                    if let Some(file) = fresh {
-                        let snap = snapshot.clone().unwrap_or_else(|| cur.snapshot().clone());
-                        let consumer = self
-                            .options
-                            .consumer
-                            .clone()
-                            .or_else(|| file.consumer.clone())
-                            .unwrap_or_else(Url::empty);
-                        return ChainState::new(
-                            file.service.as_deref().map(Arc::from),
-                            snap,
-                            consumer,
-                            entries.clone().unwrap_or_default(),
-                        );
-                    }
-                    match (&snapshot, &entries) {
-                        (Some(s), Some(e)) => cur.with_snapshot_and_entries(
-                            s.clone(),
-                            Arc::new(DegradedSet::new(s.len())),
-                            e.clone(),
-                        ),
-                        (Some(s), None) => {
-                            cur.with_snapshot(s.clone(), Arc::new(DegradedSet::new(s.len())))
-                        }
-                        (None, Some(e)) => cur.with_entries(e.clone()),
-                        (None, None) => cur.with_entries(cur.entries().clone()),
-                    }
-                }),
-        };
+        // Providers changed (alone or with some routers' rules): the balancers, health and
+        // every router whose rule is unchanged follow the edit (a router that cannot
+        // prepares afresh); a router with a new rule prepares over the new snapshot.
+        let result = self.service.apply(ServiceChange {
+            providers: snapshot.map(|s| (s, edit)),
+            entries: entries.map(Into::into),
+            consumer: fresh.map(|file| {
+                self.options
+                    .consumer
+                    .clone()
+                    .or_else(|| file.consumer.clone())
+                    .unwrap_or_else(Url::empty)
+            }),
+            service: fresh.map(|file| file.service.as_deref().map(Arc::from)),
+            config,
+        });
         match result {
             Ok(state) => {
                 if let Some(file) = new_file {

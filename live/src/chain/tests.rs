@@ -70,7 +70,7 @@ fn routed(live: &LiveChain) -> Vec<String> {
 
 /// The routed providers' addresses for `request`, sorted.
 pub(crate) fn routed_for(live: &LiveChain, request: &Request) -> Vec<String> {
-    let state = live.chain().load();
+    let state = live.service().state();
     let mut call = CallState::seeded(1);
     let mut out: Vec<String> = match state.route(request, &mut call) {
         Ok(()) => call
@@ -88,14 +88,14 @@ pub(crate) fn routed_for(live: &LiveChain, request: &Request) -> Vec<String> {
 fn a_changed_list_shares_the_urls_it_keeps_and_parses_only_the_new_ones() {
     let live = live();
     live.apply(providers(&[(1, "zone=a"), (2, "zone=b"), (3, "zone=a")]));
-    let before = live.chain().state();
+    let before = live.service().state();
     live.apply(providers(&[
         (1, "zone=a"),
         (2, "zone=b"),
         (3, "zone=a"),
         (4, "zone=b"),
     ]));
-    let after = live.chain().state();
+    let after = live.service().state();
     let (old, new) = (before.snapshot().providers(), after.snapshot().providers());
     assert_eq!(new.len(), 4);
     for i in 0..3 {
@@ -104,7 +104,7 @@ fn a_changed_list_shares_the_urls_it_keeps_and_parses_only_the_new_ones() {
     assert_eq!(new[3].address(), "10.0.0.4:20880");
     // One removed: the rest still the same URLs, and the list is routed as a whole.
     live.apply(providers(&[(1, "zone=a"), (3, "zone=a"), (4, "zone=b")]));
-    let last = live.chain().state();
+    let last = live.service().state();
     let kept = last.snapshot().providers();
     assert!(Url::ptr_eq(&kept[0], &old[0]) && Url::ptr_eq(&kept[1], &old[2]));
     assert!(Url::ptr_eq(&kept[2], &new[3]));
@@ -167,7 +167,7 @@ fn rule_keys_follow_the_reference_the_consumer_and_the_providers_application() {
         };
     let reports = live.apply(Update::Batch(vec![list, tag]));
     assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
-    let state = live.chain().load();
+    let state = live.service().state();
     let mut call = CallState::seeded(1);
     state
         .route(
@@ -200,8 +200,8 @@ fn override_rules_change_weights_disable_providers_and_bad_ones_are_refused() {
     // The overridden provider is another URL: it left its place and was appended (a
     // live chain keeps the others in their order).
     let weights: Vec<(String, Option<String>)> = live
-        .chain()
-        .load()
+        .service()
+        .state()
         .snapshot()
         .providers()
         .iter()
@@ -247,7 +247,7 @@ fn override_rules_change_weights_disable_providers_and_bad_ones_are_refused() {
 #[test]
 fn a_rule_and_providers_in_one_batch_make_one_swap() {
     let live = live();
-    let before = live.chain().state().generation();
+    let before = live.service().state().generation();
     let reports = live.apply(Update::Batch(vec![
         rule(
             "com.foo.BarService::",
@@ -295,12 +295,12 @@ fn a_batch_refuses_its_bad_parts_and_applies_the_good_ones() {
 fn a_rule_change_recompiles_only_the_entries_that_follow_it() {
     let live = live();
     live.apply(providers(&[(1, "region=hz&zone=a")]));
-    let old = live.chain().state();
+    let old = live.service().state();
     live.apply(rule(
         "web",
         RuleEvent::Added("conditions: ['=> region = hz']".into()),
     ));
-    let new = live.chain().state();
+    let new = live.service().state();
     let same: Vec<bool> = old
         .entries()
         .iter()
@@ -323,12 +323,12 @@ fn unchanged_lists_and_unfollowed_rules_are_ignored_and_empty_pushes_held_back()
         live.apply(rule("nobody", RuleEvent::Deleted))[0],
         Report::Ignored { .. }
     ));
-    let generation = live.chain().state().generation();
+    let generation = live.service().state().generation();
     assert!(matches!(
         live.apply(providers(&[]))[0],
         Report::HeldBack { serving: 1, .. }
     ));
-    assert_eq!(live.chain().state().generation(), generation);
+    assert_eq!(live.service().state().generation(), generation);
     assert_eq!(live.stats().held_back(), 1);
     // A provider URL that does not parse is skipped alone; the others apply.
     let reports = live.apply(providers(&[(2, "zone=a"), (3, "zone=a")]).clone());
@@ -381,13 +381,13 @@ fn a_chain_reload_recompiles_only_the_entries_whose_definition_or_rule_file_chan
             .map(|(a, b)| Arc::ptr_eq(&a.router, &b.router))
             .collect()
     };
-    let old = live.chain().state();
+    let old = live.service().state();
     write("b.rule.yaml", "force: true\nconditions: ['=> zone = b']\n");
     assert!(matches!(
         live.apply(Update::ChainFile(path.clone()))[0],
         Report::Applied { .. }
     ));
-    let new = live.chain().state();
+    let new = live.service().state();
     assert_eq!(same(&old, &new), [true, false]);
     // The untouched router kept its prepared state too: routing reflects both rules.
     assert_eq!(routed(&live), Vec::<String>::new());
@@ -395,10 +395,10 @@ fn a_chain_reload_recompiles_only_the_entries_whose_definition_or_rule_file_chan
     live.apply(Update::ChainFile(path.clone()));
     assert_eq!(routed(&live), ["10.0.0.1:20880"]);
     // Another service: everything compiles and prepares afresh.
-    let old = live.chain().state();
+    let old = live.service().state();
     write("c.yaml", &format!("service: com.foo.Other\n{chain_text}"));
     live.apply(Update::ChainFile(path.clone()));
-    let new = live.chain().state();
+    let new = live.service().state();
     assert_eq!(same(&old, &new), [false, false]);
     assert_eq!(new.service(), Some("com.foo.Other"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -428,7 +428,7 @@ fn a_batch_of_providers_and_a_rule_edits_the_other_routers_and_prepares_the_chan
         matches!(&reports[0], Report::Applied { providers: 3, .. }),
         "{reports:?}"
     );
-    let state = live.chain().state();
+    let state = live.service().state();
     // The entry following `web` has a new rule: prepared; the other two followed the edit.
     let derived: Vec<bool> = state.edited_routers().map(|(_, e)| e).collect();
     assert_eq!(derived, [true, false, true]);

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use routechain_core::{
-    CallState, Chain, ChainEntry, ChainState, NoProvider, PrepareContext, Registry, Request,
+    CallState, ChainEntry, ChainState, Change, NoProvider, PrepareContext, Registry, Request,
     Router, Snapshot, Trace, Url,
 };
 use routechain_plugin_loader::{LoadedRouter, PluginError, PluginFactory};
@@ -307,11 +307,11 @@ fn a_panicking_plugin_leaves_the_input_unchanged_and_is_counted_and_traced() {
 #[test]
 fn a_plugin_that_fails_to_prepare_keeps_the_previous_chain_serving() {
     let good = compile(&canary_chain("")).unwrap();
-    let chain = Chain::new(state(good));
+    let chain = state(good);
     let (registry, plugins) = registry();
     let bad = compile_with(&registry, &faulty_chain("{ fail: panic, in: prepare }")).unwrap();
     let err = chain
-        .update(|s| s.with_entries(bad.clone()))
+        .next(&Change::<()>::entries(bad.clone()))
         .expect_err("prepare fails");
     assert!(
         err.reason.contains("faulty plugin panics in prepare") && err.reason.contains("panic"),
@@ -319,11 +319,8 @@ fn a_plugin_that_fails_to_prepare_keeps_the_previous_chain_serving() {
     );
     assert_eq!(plugins.stats()[0].failures(), 1);
     // Still the canary chain.
-    assert_eq!(
-        chain.load().router_names().collect::<Vec<_>>(),
-        ["plugin(canary)"]
-    );
-    assert_eq!(routed(&chain.load(), &Request::new()).unwrap(), STABLE);
+    assert_eq!(chain.router_names().collect::<Vec<_>>(), ["plugin(canary)"]);
+    assert_eq!(routed(&chain, &Request::new()).unwrap(), STABLE);
 }
 
 fn refusal(text: &str) -> String {

@@ -1266,25 +1266,21 @@ fn a_rule_that_fails_to_load_keeps_the_previous_one() {
     let consumer = Url::parse(&local_consumer()).unwrap();
     let snap = Arc::new(three(""));
     let first = compile_text(&chain_text("' => host = 10.20.3.3'")).unwrap();
-    let chain = routechain_core::Chain::new(
-        routechain_core::ChainState::new(None, snap.clone(), consumer.clone(), first).unwrap(),
-    );
-    let routed = |chain: &routechain_core::Chain| {
+    let chain =
+        routechain_core::ChainState::new(None, snap.clone(), consumer.clone(), first).unwrap();
+    let routed = |chain: &routechain_core::ChainState| {
         let mut call = routechain_core::CallState::seeded(1);
-        chain.load().route(&Request::new(), &mut call).unwrap();
+        chain.route(&Request::new(), &mut call).unwrap();
         call.candidates.iter().collect::<Vec<_>>()
     };
     assert_eq!(routed(&chain), [0]);
-    let bad = chain.update(|_| {
-        compile_text(&chain_text("' => host = 127.0.0.1', 'x = 1 => ,y'")).map(|entries| {
-            routechain_core::ChainState::new(None, snap.clone(), consumer.clone(), entries).unwrap()
-        })
-    });
+    // The bad rule is refused before any state is built: the serving one is untouched.
+    let bad = compile_text(&chain_text("' => host = 127.0.0.1', 'x = 1 => ,y'"));
     let errors = bad.unwrap_err();
     assert_eq!(errors.len(), 1);
     assert!(errors[0].to_string().contains("condition #1"));
     assert_eq!(routed(&chain), [0], "the previous rule still routes");
-    assert_eq!(chain.load().generation(), 1);
+    assert_eq!(chain.generation(), 1);
 }
 
 // ---- property tests ----------------------------------------------------------------------

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use crate::condition::ConditionRouter;
 use routechain_core::{
-    CallState, Chain, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot,
-    TypedFactory, Url,
+    CallState, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot, TypedFactory,
+    Url,
 };
 use serde_json::json;
 
@@ -54,18 +54,16 @@ fn condition_routing_allocates_nothing() {
             ]},
         ]
     }));
-    let chain = Chain::new(
-        ChainState::new(
-            None,
-            snapshot,
-            consumer,
-            vec![
-                ChainEntry::new("condition", 140, v30),
-                ChainEntry::new("condition", 150, v31),
-            ],
-        )
-        .unwrap(),
-    );
+    let chain = ChainState::new(
+        None,
+        snapshot,
+        consumer,
+        vec![
+            ChainEntry::new("condition", 140, v30),
+            ChainEntry::new("condition", 150, v31),
+        ],
+    )
+    .unwrap();
     let other = Url::parse("consumer://10.8.8.8/svc?application=web&region=bj&env=gray").unwrap();
     // Every `$name` of this consumer is a glob.
     let globs =
@@ -90,13 +88,12 @@ fn condition_routing_allocates_nothing() {
     ];
     let mut call = CallState::seeded(3);
     for r in &requests {
-        chain.load().route(r, &mut call).unwrap(); // grows the buffers
+        chain.route(r, &mut call).unwrap(); // grows the buffers
     }
     let mut routed = 0;
     let info = allocation_counter::measure(|| {
         for i in 0..4000 {
-            let state = chain.load();
-            if state
+            if chain
                 .route(&requests[i % requests.len()], &mut call)
                 .is_ok()
             {

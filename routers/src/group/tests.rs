@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::*;
 use routechain_core::{
-    CallState, Chain, ChainEntry, ChainState, DegradedSet, NoProvider, Request, Router, Snapshot,
-    Trace, Url, router_fn,
+    CallState, ChainEntry, ChainState, Change, NoProvider, Request, Router, Snapshot, Trace, Url,
+    router_fn,
 };
 
 const PROVIDERS: &str = "\
@@ -360,7 +360,8 @@ async fn fanned_out_tasks_each_route_to_their_own_group_during_updates() {
         lines.rotate_left(shift);
         Arc::new(Snapshot::parse_lines(generation, &lines.join("\n")).unwrap())
     }
-    let chain = Arc::new(Chain::new(
+    // The published state, swapped whole by the updater.
+    let chain = Arc::new(std::sync::RwLock::new(Arc::new(
         ChainState::new(
             None,
             snapshot(0),
@@ -372,14 +373,14 @@ async fn fanned_out_tasks_each_route_to_their_own_group_during_updates() {
             )],
         )
         .unwrap(),
-    ));
+    )));
+    let load = |chain: &std::sync::RwLock<Arc<ChainState>>| chain.read().unwrap().clone();
     let updater = {
         let chain = chain.clone();
         tokio::spawn(async move {
             for generation in 1..=200u64 {
-                let next = snapshot(generation);
-                let degraded = Arc::new(DegradedSet::new(next.len()));
-                chain.update(|s| s.with_snapshot(next, degraded)).unwrap();
+                let next = load(&chain).next(&Change::<()>::providers(snapshot(generation)));
+                *chain.write().unwrap() = Arc::new(next.unwrap());
                 tokio::task::yield_now().await;
             }
         })
@@ -394,7 +395,7 @@ async fn fanned_out_tasks_each_route_to_their_own_group_during_updates() {
             let mut call = CallState::seeded(g as u64);
             let mut generations = std::collections::BTreeSet::new();
             for _ in 0..300 {
-                let state = chain.load();
+                let state = load(&chain);
                 state.route(&request, &mut call).unwrap();
                 generations.insert(state.generation());
                 assert!(call.candidates.count() >= 1);
@@ -412,7 +413,7 @@ async fn fanned_out_tasks_each_route_to_their_own_group_during_updates() {
         seen_generations = seen_generations.max(t.await.unwrap());
     }
     updater.await.unwrap();
-    assert_eq!(chain.load().generation(), 201);
+    assert_eq!(load(&chain).generation(), 201);
     // The tasks really ran while the provider list changed.
     assert!(seen_generations > 1, "no task saw an update");
 }

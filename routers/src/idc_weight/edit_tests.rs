@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use routechain_core::{
-    CallState, ChainEntry, ChainState, DegradedSet, FieldPath, PrepareContext, Request, Snapshot,
-    SnapshotEdit, Trace, Url,
+    CallState, ChainEntry, ChainState, Change, DegradedSet, FieldPath, PrepareContext, Request,
+    Snapshot, SnapshotEdit, Trace, Url,
 };
 use routechain_rules::YamlDoc;
 
@@ -228,9 +228,8 @@ fn check_chain(
         .expect("the chain prepares");
     let (after, edit) = before.edited(2, removed, added_urls);
     let after = Arc::new(after);
-    let degraded = Arc::new(DegradedSet::edited(state.degraded(), &edit));
     let edited = state
-        .with_edit(after.clone(), &edit, degraded)
+        .next(&Change::<()>::edit(after.clone(), edit))
         .expect("the edit prepares");
     prop_assert!(edited.edited_routers().all(|(_, e)| e));
     let fresh = ChainState::new(None, after.clone(), consumer, entries()).expect("prepares");

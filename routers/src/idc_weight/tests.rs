@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::*;
 use routechain_core::{
-    CallState, Chain, ChainEntry, ChainState, DegradedSet, NoProvider, Request, Router, Snapshot,
-    Trace, Url, stable_hash,
+    CallState, ChainEntry, ChainState, Change, NoProvider, Request, Router, Snapshot, Trace, Url,
+    stable_hash,
 };
 use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
 
@@ -556,24 +556,21 @@ fn a_deleted_config_center_rule_passes_every_provider() {
         file.compile_entry(&registry, &file.entries[0], rule)
             .unwrap()
     };
-    let chain = Chain::new(
-        ChainState::new(
-            None,
-            Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
-            consumer(BJ_MT),
-            vec![entry(RuleOverride::Doc(&node))],
-        )
-        .unwrap(),
-    );
-    let routed = |chain: &Chain| {
-        let state = chain.load();
+    let chain = ChainState::new(
+        None,
+        Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
+        consumer(BJ_MT),
+        vec![entry(RuleOverride::Doc(&node))],
+    )
+    .unwrap();
+    let routed = |state: &ChainState| {
         let mut call = CallState::seeded(1);
         state.route(&Request::new(), &mut call).unwrap();
-        idcs_of(&state, &call)
+        idcs_of(state, &call)
     };
     assert_eq!(Some(routed(&chain)), set(&["zf"]));
-    chain
-        .update(|s| s.with_entries(vec![entry(RuleOverride::Cleared)]))
+    let chain = chain
+        .next(&Change::<()>::entries(vec![entry(RuleOverride::Cleared)]))
         .unwrap();
     assert_eq!(Some(routed(&chain)), set(&["mt", "zf", "sh"]));
 }
@@ -620,42 +617,42 @@ fn an_invalid_update_is_refused_and_the_previous_rule_keeps_serving() {
     let file = ChainFile::parse("chain.yaml", &text, None).unwrap();
     let registry = crate::builtin_registry();
     let entries = file.compile(&registry).unwrap();
-    let chain = Chain::new(
-        ChainState::new(
-            None,
-            Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
-            consumer(BJ_MT),
-            entries,
-        )
-        .unwrap(),
-    );
-    let update = |rule_text: &str| {
+    let chain = ChainState::new(
+        None,
+        Arc::new(Snapshot::parse_lines(1, PROVIDERS).unwrap()),
+        consumer(BJ_MT),
+        entries,
+    )
+    .unwrap();
+    let update = |s: &ChainState, rule_text: &str| {
         let node = YamlDoc::parse("/config/svc.idc-weight", rule_text).unwrap();
-        chain.update(|s| {
-            let entry = file
-                .compile_entry(&registry, &file.entries[0], RuleOverride::Doc(&node))
-                .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-            s.with_entries(vec![entry]).map_err(|e| vec![e.to_string()])
-        })
+        let entry = file
+            .compile_entry(&registry, &file.entries[0], RuleOverride::Doc(&node))
+            .map_err(|e| e.iter().map(ToString::to_string).collect::<Vec<_>>())?;
+        s.next(&Change::<()>::entries(vec![entry]))
+            .map_err(|e| vec![e.to_string()])
     };
-    let routes_to = |want: &str| {
-        let state = chain.load();
+    let routes_to = |state: &ChainState, want: &str| {
         let mut call = CallState::seeded(1);
         state.route(&Request::new(), &mut call).unwrap();
-        assert_eq!(idcs_of(&state, &call), set(&[want]).unwrap());
+        assert_eq!(idcs_of(state, &call), set(&[want]).unwrap());
     };
-    routes_to("mt");
+    routes_to(&chain, "mt");
     let bad = format!("{IDCS}route_tables: {{beijing: {{mt: 60, zf: 60}}}}\n");
-    let errors = update(&bad).err().unwrap();
+    let errors = update(&chain, &bad).err().unwrap();
     assert!(
         errors[0].starts_with("/config/svc.idc-weight:4:25: route_tables.beijing: the weights"),
         "{errors:?}"
     );
-    assert_eq!(chain.load().generation(), 1);
-    routes_to("mt");
-    update(&format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n")).unwrap();
-    assert_eq!(chain.load().generation(), 2);
-    routes_to("zf");
+    assert_eq!(chain.generation(), 1);
+    routes_to(&chain, "mt");
+    let chain = update(
+        &chain,
+        &format!("{IDCS}route_tables: {{beijing: {{zf: 100}}}}\n"),
+    )
+    .unwrap();
+    assert_eq!(chain.generation(), 2);
+    routes_to(&chain, "zf");
 }
 
 #[test]
@@ -1020,9 +1017,7 @@ fn a_snapshot_update_re_prepares_the_indexes() {
             Snapshot::parse_lines(2, "dubbo://10.1.0.9:1/svc?region=beijing&idc=zf\ndubbo://10.1.0.8:1/svc?region=beijing&idc=mt\n")
                 .unwrap(),
         );
-    let s2 = s
-        .with_snapshot(next.clone(), Arc::new(DegradedSet::new(next.len())))
-        .unwrap();
+    let s2 = s.next(&Change::<()>::providers(next.clone())).unwrap();
     let mut call = CallState::seeded(1);
     s2.route(&Request::new(), &mut call).unwrap();
     assert_eq!(call.candidates.iter().collect::<Vec<_>>(), [1]);

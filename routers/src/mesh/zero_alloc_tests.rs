@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::builtin_registry;
-use routechain_core::{CallState, Chain, ChainState, Request, Snapshot, Url};
+use routechain_core::{CallState, ChainState, Request, Snapshot, Url};
 use routechain_rules::ChainFile;
 use serde_json::json;
 
@@ -62,7 +62,7 @@ spec:
             - { weight: 0, destination: { subset: c } }
 "#;
 
-fn chain(empty: &str, sticky: bool) -> Chain {
+fn chain(empty: &str, sticky: bool) -> ChainState {
     let dir = std::env::temp_dir().join(format!(
         "mesh-zero-alloc-{}-{empty}-{sticky}",
         std::process::id()
@@ -99,9 +99,7 @@ fn chain(empty: &str, sticky: bool) -> Chain {
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
-    Chain::new(
-        ChainState::new(Some("com.foo.Bar".into()), snapshot, Url::empty(), entries).unwrap(),
-    )
+    ChainState::new(Some("com.foo.Bar".into()), snapshot, Url::empty(), entries).unwrap()
 }
 
 fn requests() -> Vec<Request> {
@@ -150,13 +148,12 @@ fn mesh_routing_allocates_nothing() {
         let requests = requests();
         let mut call = CallState::seeded(3);
         for r in &requests {
-            let _ = chain.load().route(r, &mut call); // grows the buffers
+            let _ = chain.route(r, &mut call); // grows the buffers
         }
         let mut ok = 0;
         let info = allocation_counter::measure(|| {
             for i in 0..3_000 {
                 if chain
-                    .load()
                     .route(&requests[i % requests.len()], &mut call)
                     .is_ok()
                 {

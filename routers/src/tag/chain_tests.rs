@@ -1,12 +1,12 @@
 //! The tag router from a user's point of view: a canary release through a chain file and a
-//! live [`Chain`], and invalid rules rejected with file:line:column while the chain keeps
+//! live chain state, and invalid rules rejected with file:line:column while the chain keeps
 //! serving its previous rule.
 
 use std::sync::Arc;
 
 use crate::builtin_registry;
 use crate::test_support::*;
-use routechain_core::{CallState, Chain, ChainState, DegradedSet, NoProvider, Request, Snapshot};
+use routechain_core::{CallState, ChainState, Change, NoProvider, Request, Snapshot};
 use routechain_rules::{ChainFile, LocatedErrors, RuleOverride, YamlDoc};
 
 const CHAIN: &str = "\
@@ -37,6 +37,24 @@ fn canary_providers(gray: bool) -> Arc<Snapshot> {
     snapshot(&refs)
 }
 
+/// The serving state, replaced whole by an update that succeeds.
+struct Chain(std::sync::RwLock<Arc<ChainState>>);
+
+impl Chain {
+    fn load(&self) -> Arc<ChainState> {
+        self.0.read().unwrap().clone()
+    }
+
+    fn update<E>(
+        &self,
+        change: impl FnOnce(&ChainState) -> Result<ChainState, E>,
+    ) -> Result<(), E> {
+        let next = change(&self.load())?;
+        *self.0.write().unwrap() = Arc::new(next);
+        Ok(())
+    }
+}
+
 fn load_chain(text: &str, providers: Arc<Snapshot>) -> (ChainFile, Chain) {
     let file = ChainFile::parse("orders.chain.yaml", text, None).expect("chain parses");
     let entries = file.compile(&builtin_registry()).expect("chain compiles");
@@ -47,7 +65,7 @@ fn load_chain(text: &str, providers: Arc<Snapshot>) -> (ChainFile, Chain) {
         entries,
     )
     .expect("chain prepares");
-    (file, Chain::new(state))
+    (file, Chain(std::sync::RwLock::new(Arc::new(state))))
 }
 
 fn hosts(chain: &Chain, request: &Request) -> Result<Vec<String>, NoProvider> {
@@ -84,11 +102,7 @@ fn canary_release_with_a_dynamic_tag() {
 
     // Both gray providers vanish (a new snapshot): gray traffic falls back to stable...
     chain
-        .update(|s| {
-            let next = canary_providers(false);
-            let degraded = Arc::new(DegradedSet::new(next.len()));
-            s.with_snapshot(next, degraded)
-        })
+        .update(|s| s.next(&Change::<()>::providers(canary_providers(false))))
         .unwrap();
     assert_eq!(hosts(&chain, &gray_req).unwrap(), stable);
     assert_eq!(hosts(&chain, &Request::new()).unwrap(), stable);
@@ -100,11 +114,7 @@ fn canary_release_with_a_dynamic_tag() {
 
     // The gray providers come back: gray traffic goes to them again.
     chain
-        .update(|s| {
-            let next = canary_providers(true);
-            let degraded = Arc::new(DegradedSet::new(next.len()));
-            s.with_snapshot(next, degraded)
-        })
+        .update(|s| s.next(&Change::<()>::providers(canary_providers(true))))
         .unwrap();
     assert_eq!(hosts(&chain, &gray_forced).unwrap(), gray);
 }
@@ -136,7 +146,7 @@ fn canary_release_with_static_tags() {
         [10, 11]
     );
     let gone = state
-        .with_snapshot(snapshot(&refs[..10]), Arc::new(DegradedSet::new(10)))
+        .next(&Change::<()>::providers(snapshot(&refs[..10])))
         .unwrap();
     assert_eq!(
         route_state(&gone, &request(&[("dubbo.tag", "gray")])),
@@ -252,7 +262,9 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
                     }
                 })
                 .map_err(LocatedErrors::into_vec)?;
-            state.with_entries(entries).map_err(|_| Vec::new())
+            state
+                .next(&Change::<()>::entries(entries))
+                .map_err(|_| Vec::new())
         });
         assert!(result.is_err(), "{name} must be rejected");
         assert_eq!(chain.load().generation(), before, "{name}: nothing swapped");
@@ -279,7 +291,9 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
                     }
                 })
                 .map_err(LocatedErrors::into_vec)?;
-            state.with_entries(entries).map_err(|_| Vec::new())
+            state
+                .next(&Change::<()>::entries(entries))
+                .map_err(|_| Vec::new())
         })
         .unwrap();
     assert_eq!(hosts(&chain, &gray_req).unwrap(), ["10.0.1.2"]);
@@ -295,7 +309,9 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
                     }
                 })
                 .map_err(LocatedErrors::into_vec)?;
-            state.with_entries(entries).map_err(|_| Vec::new())
+            state
+                .next(&Change::<()>::entries(entries))
+                .map_err(|_| Vec::new())
         })
         .unwrap();
     assert_eq!(hosts(&chain, &Request::new()).unwrap().len(), 12);

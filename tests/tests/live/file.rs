@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use routechain::core::{CallState, Request};
+use routechain::balance::Caller;
+use routechain::core::Request;
 use routechain::live::{FileConfig, FileSource, LiveChain, LiveOptions, Report};
 use routechain::rules::ChainFile;
 use routechain::rules::load;
@@ -251,7 +252,7 @@ fn balanced_chain(settings: &str, condition: &str) -> String {
 }
 
 /// The addresses `live`'s service selects for `n` calls of `request` (one call state).
-fn picks(live: &LiveChain, request: &Request, call: &mut CallState, n: usize) -> Vec<String> {
+fn picks(live: &LiveChain, request: &Request, call: &mut Caller, n: usize) -> Vec<String> {
     (0..n)
         .map(|_| {
             let s = live.service().select(request, &[], call).expect("selects");
@@ -297,7 +298,7 @@ fn the_chain_files_service_settings_follow_its_edits_and_a_bad_one_is_refused_wh
         ))),
     );
     let request = Request::new();
-    let mut call = CallState::seeded(7);
+    let mut call = Caller::seeded(7);
     // Without a routing change, round robin over the routed `hz` providers but 10.0.0.5.
     let rr = smooth_round_robin(
         &[
@@ -352,7 +353,7 @@ fn the_chain_files_service_settings_follow_its_edits_and_a_bad_one_is_refused_wh
         "{reason}"
     );
     assert_eq!(live.stats().refused(), 1);
-    assert_eq!(live.chain().state().generation(), generation);
+    assert_eq!(live.service().state().generation(), generation);
     assert_eq!(picks(&live, &request, &mut call, 10), rr);
 
     // A method override, retries and skip_degraded: all follow the next good edit.
@@ -416,7 +417,7 @@ fn override_rule_files_named_in_the_chain_file_apply_and_follow_their_edits() {
         .unwrap(),
     );
     let weight = |live: &LiveChain, addr: &str| -> Option<String> {
-        let state = live.chain().load();
+        let state = live.service().state();
         state
             .snapshot()
             .providers()

@@ -45,7 +45,7 @@ pub fn watch(live: &Arc<LiveChain>, source: Box<dyn Source>) -> (Watching, Recei
 /// a live chain keeps its providers in its own stable order (those kept stay in place, new
 /// ones are appended), not the registry's; the order means nothing to routing.
 pub fn route(live: &LiveChain, request: &Request) -> Result<Vec<String>, NoProvider> {
-    let state = live.chain().load();
+    let state = live.service().state();
     let mut call = CallState::seeded(1);
     state.route(request, &mut call)?;
     let mut addresses: Vec<String> = call

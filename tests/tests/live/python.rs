@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use routechain::core::{CallState, Request};
+use routechain::balance::Caller;
+use routechain::core::Request;
 use routechain::live::{Report, ZkConfig, ZkSource};
 
 use super::support::zookeeper::ZooKeeper;
@@ -179,7 +180,7 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
         matches!(r, Report::Status { message, .. }
             if message.ends_with("4 registered, 3 match (group=*, version=1.0.0); excluded 1 by version"))
     });
-    let state = live.chain().load();
+    let state = live.service().state();
     let find = |p: &Provider| {
         state
             .snapshot()
@@ -202,7 +203,7 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
     let blue_refs: Vec<&str> = blues.iter().map(String::as_str).collect();
     wait_route_for(&live, &blue, &blue_refs);
     let green_req = Request::new().with_attribute("group", "green");
-    let mut call_state = CallState::seeded(3);
+    let mut call_state = Caller::seeded(3);
     let selected = live
         .service()
         .select(&green_req, &[], &mut call_state)

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use routechain::core::{CallState, Request};
+use routechain::balance::Caller;
+use routechain::core::Request;
 use routechain::live::{LiveChain, Report, ZkAdmin, ZkConfig, ZkSource, encode_component};
 
 use super::support::zookeeper::ZooKeeper;
@@ -32,7 +33,7 @@ fn register(raw: &Raw, url: &str) {
 
 /// Routes and balances `calls` calls; the calls each provider address answered.
 fn distribution(live: &LiveChain, calls: usize) -> BTreeMap<String, usize> {
-    let mut call = CallState::seeded(7);
+    let mut call = Caller::seeded(7);
     let mut out = BTreeMap::new();
     for _ in 0..calls {
         let answered = match live.service().select(&Request::new(), &[], &mut call) {
@@ -81,7 +82,7 @@ fn a_bare_percent_value_is_kept_and_an_unparseable_node_is_skipped_alone() {
     let live = live("service: com.acme.OrderService\nrouters:\n  - type: condition\n");
     let (_watching, rx) = watch(&live, source(&live, &zk));
     wait_route(&live, &["10.0.0.1:20880", "10.0.0.2:20880"]);
-    let state = live.chain().load();
+    let state = live.service().state();
     assert_eq!(
         state.snapshot().providers()[0].param("discount"),
         Some("100%"),
@@ -169,8 +170,8 @@ fn a_group_star_reference_takes_every_group_of_its_version_and_routes_per_call_w
     );
     wait_route(&live, &["10.0.1.4:20880", "10.0.1.5:20880"]);
     wait_route_for(&live, &group("green,red"), &["10.0.1.5:20880"]);
-    let state = live.chain().load();
-    let mut call = CallState::seeded(1);
+    let state = live.service().state();
+    let mut call = Caller::seeded(1);
     assert!(
         state.route(&group("red"), &mut call).is_err(),
         "red is all in bj"

@@ -369,7 +369,7 @@ fn empty_push_protection_can_be_turned_off() {
     wait_route(&live, &["10.0.0.1:20880"]);
     admin.unregister(&provider(1, "zone=a"));
     super::support::wait_for(super::PATIENCE, "empty provider list", || {
-        live.chain().load().snapshot().is_empty().then_some(())
+        live.service().state().snapshot().is_empty().then_some(())
     });
     assert_eq!(live.stats().held_back(), 0);
 }
@@ -395,7 +395,7 @@ impl Traffic {
                     let request = Request::new();
                     let mut call = CallState::seeded(3);
                     while !stop.load(Ordering::Relaxed) {
-                        let state = live.chain().load();
+                        let state = live.service().state();
                         if state.route(&request, &mut call).is_err() {
                             failures.fetch_add(1, Ordering::Relaxed);
                         }
@@ -552,7 +552,7 @@ fn a_thousand_rule_updates_under_concurrent_routing_never_fail_or_tear() {
                 let request = Request::new();
                 let mut call = CallState::seeded(5);
                 while !stop.load(Ordering::Relaxed) {
-                    let state = live.chain().load();
+                    let state = live.service().state();
                     match state.route(&request, &mut call) {
                         Ok(()) => {
                             let picked: Vec<usize> = call.candidates.iter().collect();

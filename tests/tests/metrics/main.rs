@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use routechain::balance::Caller;
 use routechain::balance::{Service, ServiceConfig};
-use routechain::core::{CallState, Chain, ChainMetrics, Request, Snapshot, Url};
+use routechain::core::{CallState, ChainMetrics, Request, Snapshot, Url};
 use routechain::rules::ChainFile;
 use routechain_testkit as testkit;
 
@@ -218,9 +219,9 @@ fn the_full_chain_with_metrics_on_allocates_nothing_per_call() {
     let state = testkit::build_state(&yaml, snapshot)
         .unwrap_or_else(|e| panic!("{}", e.render()))
         .with_metrics(Some(metrics.clone()));
-    let service = Service::new(Arc::new(Chain::new(state)), ServiceConfig::default());
+    let service = Service::new(state, ServiceConfig::default());
     let requests = testkit::requests(64, 42);
-    let mut call = CallState::seeded(7);
+    let mut call = Caller::seeded(7);
     service.select(&requests[0], &[], &mut call).ok(); // grows the buffers
     let mut selected = 0u64;
     let info = allocation_counter::measure(|| {

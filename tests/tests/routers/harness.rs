@@ -4,7 +4,7 @@
 //! nothing once the call state's buffers have grown.
 //!
 //! Every case is then run again on chains carried to its providers by incremental updates
-//! (`ChainState::with_edit`, each router's `prepare_edit`), which must give the same
+//! (`ChainState::next`, each router's `prepare_edit`), which must give the same
 //! result: prepared without one provider, then that provider added (it moves to the end,
 //! so the expected indexes are mapped), and prepared with a copy of one provider in front,
 //! then that copy removed (the case's own providers, in order).
@@ -12,8 +12,7 @@
 use std::sync::Arc;
 
 use routechain::core::{
-    BitSet, CallState, ChainState, DegradedSet, Evaluation, NoProvider, Request, Snapshot, Trace,
-    Url,
+    BitSet, CallState, ChainState, Change, Evaluation, NoProvider, Request, Snapshot, Trace, Url,
 };
 use routechain::rules::ChainFile;
 use serde_json::{Value, json};
@@ -158,10 +157,13 @@ fn edited_case(
     moved.snapshot = after.clone();
     // The input router keeps the moved case's input (over the edited providers).
     let state = prepare(&moved, before);
-    let degraded = Arc::new(DegradedSet::new(after.len()));
     let state = state
-        .with_edit(after, &edit, degraded)
+        .next(&Change::<()>::edit(after, edit))
         .unwrap_or_else(|e| panic!("{id}: the edit prepares: {e}"));
+    // The marks carried over by the edit are replaced by the moved case's.
+    for i in 0..state.degraded().len() {
+        state.degraded().clear(i);
+    }
     for &i in &moved.degraded {
         state.degraded().mark(i);
     }

@@ -5,33 +5,37 @@
 
 use std::sync::Arc;
 
+use routechain::balance::Caller;
 use routechain::balance::{BalanceConfig, Service, ServiceConfig, SnapshotBalance};
-use routechain::core::{CallState, Chain};
+use routechain::core::CallState;
 use routechain_testkit as testkit;
 
-fn chain() -> (Arc<Chain>, Vec<routechain::core::Request>) {
+fn chain() -> (Service, Vec<routechain::core::Request>) {
     let yaml = testkit::full_chain_yaml();
     let snapshot = Arc::new(testkit::snapshot(10_000, 42));
     let state = testkit::build_state(&yaml, snapshot).unwrap_or_else(|e| panic!("{}", e.render()));
-    (Arc::new(Chain::new(state)), testkit::requests(64, 42))
+    (
+        Service::new(state, ServiceConfig::default()),
+        testkit::requests(64, 42),
+    )
 }
 
 #[test]
 fn full_chain_and_balancer_pick_allocate_nothing_per_call() {
-    let (chain, requests) = chain();
+    let (service, requests) = chain();
     let config = BalanceConfig::default();
-    let balance = SnapshotBalance::new(chain.load().snapshot(), &config);
+    let balance = SnapshotBalance::new(service.state().snapshot(), &config);
     let spec = config.spec(0);
     let mut call = CallState::seeded(7);
     // Grow the buffers.
-    chain.load().route(&requests[0], &mut call).ok();
+    service.state().route(&requests[0], &mut call).ok();
     let mut routed = 0usize;
     let mut picked = 0usize;
     let info = allocation_counter::measure(|| {
         for i in 0..2_000 {
             let request = &requests[i % requests.len()];
-            let state = chain.load();
-            if state.route(request, &mut call).is_ok() {
+            let published = service.load();
+            if published.state().route(request, &mut call).is_ok() {
                 routed += 1;
                 if let Some(p) = balance.pick(0, spec, request, &call.candidates, &mut call.rng) {
                     assert!(call.candidates.contains(p));
@@ -48,9 +52,8 @@ fn full_chain_and_balancer_pick_allocate_nothing_per_call() {
 
 #[test]
 fn service_select_allocates_nothing_per_call() {
-    let (chain, requests) = chain();
-    let service = Service::new(chain, ServiceConfig::default());
-    let mut call = CallState::seeded(7);
+    let (service, requests) = chain();
+    let mut call = Caller::seeded(7);
     service.select(&requests[0], &[], &mut call).ok(); // grows the buffers
     let mut selected = 0usize;
     let info = allocation_counter::measure(|| {
