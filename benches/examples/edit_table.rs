@@ -136,7 +136,9 @@ fn main() {
     let edited = median(runs, || degraded.edited(&edit));
     println!("| degraded set | {rebuild:.3} | {edited:.3} |");
     let health = HealthTable::new(degraded.clone());
-    let rebuild = median(runs, || HealthTable::new(Arc::new(DegradedSet::new(next.len()))));
+    let rebuild = median(runs, || {
+        HealthTable::new(Arc::new(DegradedSet::new(next.len())))
+    });
     let edited = median(runs, || {
         health.edited(&edit, Arc::new(DegradedSet::new(next.len())))
     });

@@ -5,10 +5,9 @@
 //! high-cardinality parameter (`host`, `address`) costs memory in proportion to the
 //! providers, not to providers × values.
 //!
-//! - [`ParamIndex`]: one parameter's exact values → providers, and the providers without it.
-//! - [`ValueIndex`]: the same, stored flat so that a provider edit costs a few passes over
-//!   arrays even when every provider has its own value (a `$host` reference's index); its
-//!   sets are read as [`SetRef`]s.
+//! - [`ValueIndex`]: one key's exact values → providers, and the providers without it,
+//!   stored flat so that a key with a value per provider costs a few bytes per provider and
+//!   a provider edit a few passes over arrays; its sets are read as [`SetRef`]s.
 //! - [`NamedSets`]: names compared case-insensitively → providers, some names pinned at
 //!   fixed positions (a rule's regions or datacenters), looked up without allocating;
 //!   [`NamedSetsEdit`] carries them over a [`crate::SnapshotEdit`].
@@ -18,7 +17,6 @@ use std::collections::hash_map::Entry;
 use std::hash::Hasher;
 
 use crate::bitset::{BitSet, Candidates};
-use crate::snapshot::Snapshot;
 
 mod named_edit;
 mod values;
@@ -124,14 +122,7 @@ impl ProviderSet {
 
     /// `dst |= self`, without allocating.
     pub fn or_into(&self, dst: &mut BitSet) {
-        match self {
-            ProviderSet::Dense(b) => dst.or_assign(b),
-            ProviderSet::Sparse { indexes, .. } => {
-                for &i in indexes.iter() {
-                    dst.insert(i as usize);
-                }
-            }
-        }
+        self.as_set_ref().or_into(dst);
     }
 
     /// Word `w` of the set as a bitset word (for combining in [`BitSet::and_with`]).
@@ -212,6 +203,12 @@ pub enum SetRef<'a> {
     Sparse(&'a [u32]),
 }
 
+impl<'a> From<&'a ProviderSet> for SetRef<'a> {
+    fn from(set: &'a ProviderSet) -> Self {
+        set.as_set_ref()
+    }
+}
+
 impl SetRef<'_> {
     /// The number of members.
     #[inline]
@@ -257,6 +254,26 @@ impl SetRef<'_> {
         match self {
             SetRef::Dense(b) => candidates.and_assign(b),
             SetRef::Sparse(ix) => sparse_and_into(ix, candidates),
+        }
+    }
+
+    /// `dst |= self`, without allocating.
+    pub fn or_into(&self, dst: &mut BitSet) {
+        match self {
+            SetRef::Dense(b) => dst.or_assign(b),
+            SetRef::Sparse(ix) => {
+                for &i in ix.iter() {
+                    dst.insert(i as usize);
+                }
+            }
+        }
+    }
+
+    /// The set stored in the smaller form over `len` providers.
+    pub fn to_provider_set(&self, len: usize) -> ProviderSet {
+        match self {
+            SetRef::Dense(b) => ProviderSet::Dense((*b).clone()),
+            SetRef::Sparse(ix) => ProviderSet::from_sorted(ix.to_vec(), len),
         }
     }
 
@@ -313,128 +330,6 @@ fn sparse_word(indexes: &[u32], w: usize) -> u64 {
         .fold(0, |m, &i| m | 1 << (i % 64))
 }
 
-/// For one parameter key: each distinct value → the providers having it, and the providers
-/// without the key.
-#[derive(Debug, Clone)]
-pub struct ParamIndex {
-    /// Hashed with `foldhash`: routers look a request's value up per call (SipHash cost
-    /// about 190 instructions per lookup, the chain's largest fixed cost after the word
-    /// passes).
-    by_value: HashMap<Box<str>, ProviderSet, foldhash::fast::RandomState>,
-    missing: ProviderSet,
-    len: usize,
-}
-
-impl ParamIndex {
-    /// Indexes `key` (a parameter or a derived key, see [`crate::Url::get`]) over `snapshot`.
-    pub fn build(snapshot: &Snapshot, key: &str) -> Self {
-        let key = crate::UrlKey::new(key);
-        Self::build_with(snapshot, |p| p.get_key(&key))
-    }
-
-    /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
-    pub fn build_with<'s>(
-        snapshot: &'s Snapshot,
-        mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
-    ) -> Self {
-        let len = snapshot.len();
-        // foldhash: a value per provider is hashed here, and SipHash was a tenth of a full
-        // preparation at 100,000 providers.
-        let mut by_value: HashMap<&str, Vec<u32>, foldhash::fast::RandomState> = HashMap::default();
-        let mut missing = Vec::new();
-        for (i, p) in snapshot.providers().iter().enumerate() {
-            match value_of(p) {
-                Some(v) => by_value.entry(v).or_default().push(i as u32),
-                None => missing.push(i as u32),
-            }
-        }
-        // Indexes were pushed in increasing provider order: sorted and distinct.
-        let to_set = |ix: Vec<u32>| ProviderSet::from_sorted(ix, len);
-        ParamIndex {
-            by_value: by_value
-                .into_iter()
-                .map(|(k, v)| (Box::from(k), to_set(v)))
-                .collect(),
-            missing: to_set(missing),
-            len,
-        }
-    }
-
-    /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for
-    /// the added providers only: equal to [`ParamIndex::build_with`] over `snapshot`
-    /// (a value left with no provider is dropped). Time: the index's size plus the added
-    /// providers.
-    pub fn edited<'s>(
-        &self,
-        edit: &crate::SnapshotEdit,
-        snapshot: &'s Snapshot,
-        mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
-    ) -> Self {
-        let len = edit.new_len();
-        let mut added: HashMap<&str, Vec<u32>, foldhash::fast::RandomState> = HashMap::default();
-        let mut added_missing = Vec::new();
-        for i in edit.added() {
-            match value_of(&snapshot.providers()[i]) {
-                Some(v) => added.entry(v).or_default().push(i as u32),
-                None => added_missing.push(i as u32),
-            }
-        }
-        let mut by_value = HashMap::with_capacity_and_hasher(
-            self.by_value.len() + added.len(),
-            foldhash::fast::RandomState::default(),
-        );
-        for (value, set) in &self.by_value {
-            let extra = added.remove(&**value);
-            let set = set.edited(edit, member_of(extra.as_deref().unwrap_or_default()));
-            if set.count() > 0 {
-                by_value.insert(value.clone(), set);
-            }
-        }
-        for (value, list) in added {
-            by_value.insert(Box::from(value), ProviderSet::from_sorted(list, len));
-        }
-        ParamIndex {
-            by_value,
-            missing: self.missing.edited(edit, member_of(&added_missing)),
-            len,
-        }
-    }
-
-    /// The providers whose value is `value`.
-    pub fn get(&self, value: &str) -> Option<&ProviderSet> {
-        self.by_value.get(value)
-    }
-
-    /// The providers without the key.
-    pub fn missing(&self) -> &ProviderSet {
-        &self.missing
-    }
-
-    /// Every distinct value with its providers.
-    pub fn values(&self) -> impl Iterator<Item = (&str, &ProviderSet)> + '_ {
-        self.by_value.iter().map(|(k, v)| (&**k, v))
-    }
-
-    /// The snapshot length.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when the snapshot is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Approximate heap bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.by_value
-            .iter()
-            .map(|(k, v)| k.len() + v.heap_bytes() + 48)
-            .sum::<usize>()
-            + self.missing.heap_bytes()
-    }
-}
-
 /// Names (regions, datacenters...) compared case-insensitively (ASCII) → provider sets over
 /// one snapshot, each at a fixed position.
 ///
@@ -443,7 +338,7 @@ impl ParamIndex {
 /// dense or sparse by size, stored lower-cased and found by a case-insensitive hash. So a
 /// parameter with many distinct values (a misconfigured `idc_param: host`, say) costs memory
 /// and time in proportion to the providers, and a lookup never allocates nor scans them.
-/// Unlike [`ParamIndex`] (exact values, keyed by the value), a set is addressed by its
+/// Unlike [`ValueIndex`] (exact values, keyed by the value), a set is addressed by its
 /// position, so a compiled rule can refer to its names by index.
 #[derive(Debug, Clone)]
 pub struct NamedSets {
@@ -662,6 +557,7 @@ impl NamedSetsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::Snapshot;
     use proptest::prelude::*;
 
     fn snap(values: &[Option<&str>]) -> Snapshot {
@@ -674,20 +570,6 @@ mod tests {
             })
             .collect();
         Snapshot::parse_lines(1, &text).unwrap()
-    }
-
-    #[test]
-    fn param_index_groups_values_and_missing() {
-        let s = snap(&[Some("a"), None, Some("b"), Some("a")]);
-        let ix = ParamIndex::build(&s, "g");
-        assert_eq!(
-            ix.get("a").unwrap().to_bitset().iter().collect::<Vec<_>>(),
-            [0, 3]
-        );
-        assert_eq!(ix.missing().to_bitset().iter().collect::<Vec<_>>(), [1]);
-        assert!(ix.get("c").is_none());
-        let hosts = ParamIndex::build(&s, "host");
-        assert_eq!(hosts.get("10.0.0.2").unwrap().count(), 1);
     }
 
     #[test]

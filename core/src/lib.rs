@@ -16,7 +16,7 @@
 //!   twins the chain stores, derived by [`TypedFactory`].
 //! - [`ChainState`] / [`Chain`]: routers sorted once by priority, published whole behind
 //!   `ArcSwap`.
-//! - [`ProviderSet`] / [`ParamIndex`] / [`NamedSets`]: per-snapshot indexes (value →
+//! - [`ProviderSet`] / [`ValueIndex`] / [`NamedSets`]: per-snapshot indexes (value →
 //!   providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
 //! - [`DegradedSet`]: live provider health as routers see it (a bitset of atomics).
@@ -78,9 +78,7 @@ pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo
 pub use cpu::{popcount, words};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
-pub use index::{
-    NamedSets, NamedSetsBuilder, NamedSetsEdit, ParamIndex, ProviderSet, SetRef, ValueIndex,
-};
+pub use index::{NamedSets, NamedSetsBuilder, NamedSetsEdit, ProviderSet, SetRef, ValueIndex};
 pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
