@@ -10,7 +10,8 @@
 //!   a provider edit a few passes over arrays; its sets are read as [`SetRef`]s.
 //! - [`NamedSets`]: names compared case-insensitively → providers, some names pinned at
 //!   fixed positions (a rule's regions or datacenters), looked up without allocating;
-//!   [`NamedSetsEdit`] carries them over a [`crate::SnapshotEdit`].
+//!   [`NamedSetsBuilder::with_names`] builds them again over an edited snapshot from each
+//!   provider's position, kept by the router.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -18,9 +19,7 @@ use std::hash::Hasher;
 
 use crate::bitset::{BitSet, Candidates};
 
-mod named_edit;
 mod values;
-pub use named_edit::NamedSetsEdit;
 pub use values::ValueIndex;
 
 /// A set of providers of one snapshot, stored dense or sparse by size.
@@ -517,15 +516,51 @@ impl NamedSetsBuilder {
         self.pinned.len() + m
     }
 
-    /// Adds provider `i` to the pinned set at position `k`.
-    pub fn add_to(&mut self, k: usize, i: usize) {
-        self.pinned[k].1.insert(i);
+    /// A builder over `n` providers with the names of `sets` at their positions (its pinned
+    /// names pinned): what a preparation carried over a provider edit files the surviving
+    /// providers into by position ([`NamedSetsBuilder::add_to`], from the table it kept)
+    /// and the added ones by name.
+    pub fn with_names(sets: &NamedSets, n: usize) -> Self {
+        let mut builder = Self::new(sets.sets[..sets.pinned].iter().map(|(k, _)| &**k), n);
+        for (m, (name, _)) in sets.sets[sets.pinned..].iter().enumerate() {
+            builder.others.insert(name.clone(), m);
+            builder.members.push((name.clone(), Vec::new()));
+        }
+        builder
     }
 
-    /// The sets.
-    pub fn finish(self) -> NamedSets {
+    /// Adds provider `i` to the set at position `k` (as [`NamedSetsBuilder::add`] does).
+    pub fn add_to(&mut self, k: usize, i: usize) {
+        match self.pinned.get_mut(k) {
+            Some(p) => p.1.insert(i),
+            None => self.members[k - self.pinned.len()].1.push(i as u32),
+        }
+    }
+
+    /// The sets. A name other than a pinned one that no provider has (left from
+    /// [`NamedSetsBuilder::with_names`]) is dropped and the positions after it move down:
+    /// `table` (each provider's position, [`crate::DegradedTally::NONE`] for none) is
+    /// renumbered to match.
+    pub fn finish(mut self, table: &mut [u32]) -> NamedSets {
         let n = self.n;
         let pinned = self.pinned.len();
+        if self.members.iter().any(|(_, m)| m.is_empty()) {
+            let mut kept = pinned as u32;
+            let remap: Vec<u32> = self
+                .members
+                .iter()
+                .map(|(_, m)| {
+                    kept += u32::from(!m.is_empty());
+                    if m.is_empty() { u32::MAX } else { kept - 1 }
+                })
+                .collect();
+            for k in table.iter_mut() {
+                if let Some(&to) = (*k as usize).checked_sub(pinned).and_then(|m| remap.get(m)) {
+                    *k = to;
+                }
+            }
+            self.members.retain(|(_, m)| !m.is_empty());
+        }
         let mut sets: Vec<(Box<str>, ProviderSet)> = self
             .pinned
             .into_iter()
@@ -582,7 +617,7 @@ mod tests {
             }
         }
         b.add_to(1, 2);
-        let sets = b.finish();
+        let sets = b.finish(&mut []);
         assert_eq!(sets.len(), 4);
         assert_eq!(sets.find("Mt"), Some(0));
         assert_eq!(sets.find("GONE"), Some(1));
@@ -595,6 +630,83 @@ mod tests {
             (members(0), members(1), members(3)),
             (vec![0], vec![2], vec![3, 4])
         );
+    }
+
+    /// The names of a snapshot for the builder tests: `None` for a provider filed under no
+    /// name, `Some(j)` for `NAMES[j]` (pinned names first, in mixed case to test
+    /// case-insensitivity).
+    const NAMES: [&str; 7] = ["mt", "ZF", "sh", "Gz", "gz", "xx", "yY"];
+    const PINNED: [&str; 2] = ["MT", "zf"];
+
+    fn build_names(names: &[Option<usize>]) -> (NamedSets, Vec<u32>) {
+        let mut b = NamedSetsBuilder::new(PINNED.into_iter(), names.len());
+        let mut table: Vec<u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n.map_or(crate::DegradedTally::NONE, |j| b.add(NAMES[j], i) as u32))
+            .collect();
+        (b.finish(&mut table), table)
+    }
+
+    /// Each name's members, by name (positions may differ; the sets may not).
+    fn named_members(sets: &NamedSets) -> Vec<(String, Vec<usize>)> {
+        let mut out: Vec<_> = (0..sets.len())
+            .map(|k| {
+                (
+                    sets.name(k).to_ascii_lowercase(),
+                    sets.set(k).to_bitset().iter().collect(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    proptest! {
+        /// Sets built again over an edited snapshot from the old names, the survivors'
+        /// positions and the added providers' names hold what a fresh build holds (a name
+        /// left with no provider dropped, pinned names kept dense at their positions), and
+        /// the renumbered table names each provider's set.
+        #[test]
+        fn names_built_again_after_an_edit_file_providers_as_a_fresh_build(
+            old in proptest::collection::vec(proptest::option::of(0usize..7), 0..150),
+            removed in proptest::collection::vec(0u32..160, 0..60),
+            added in proptest::collection::vec(proptest::option::of(0usize..7), 0..40),
+        ) {
+            let edit = crate::SnapshotEdit::new(old.len(), removed, added.len());
+            let (before, table) = build_names(&old);
+            let survivors: Vec<Option<usize>> = (0..old.len())
+                .filter(|&i| edit.new_index(i).is_some())
+                .map(|i| old[i])
+                .collect();
+            let new: Vec<Option<usize>> = survivors.iter().chain(&added).copied().collect();
+            let (fresh, _) = build_names(&new);
+            let mut b = NamedSetsBuilder::with_names(&before, new.len());
+            let mut table = edit.table(&table, |_| crate::DegradedTally::NONE);
+            for (i, k) in table.iter_mut().enumerate() {
+                match new[i] {
+                    Some(j) if i >= edit.added().start => *k = b.add(NAMES[j], i) as u32,
+                    Some(_) => b.add_to(*k as usize, i),
+                    None => {}
+                }
+            }
+            let after = b.finish(&mut table);
+            prop_assert_eq!(named_members(&after), named_members(&fresh));
+            for k in 0..PINNED.len() {
+                prop_assert_eq!(after.name(k), fresh.name(k));
+                prop_assert!(matches!(after.set(k), ProviderSet::Dense(_)));
+            }
+            for name in NAMES.iter().chain(["none", "MT"].iter()) {
+                let found = after.find(name).map(|k| after.name(k).to_ascii_lowercase());
+                prop_assert_eq!(found, fresh.find(name).map(|k| fresh.name(k).to_ascii_lowercase()));
+            }
+            for (i, n) in new.iter().enumerate() {
+                match n {
+                    Some(j) => prop_assert!(after.name(table[i] as usize).eq_ignore_ascii_case(NAMES[*j])),
+                    None => prop_assert_eq!(table[i], crate::DegradedTally::NONE),
+                }
+            }
+        }
     }
 
     /// A key resolved once reads every URL as `Url::get` does: derived keys, present and

@@ -78,7 +78,7 @@ pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo
 pub use cpu::{popcount, words};
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
-pub use index::{NamedSets, NamedSetsBuilder, NamedSetsEdit, ProviderSet, SetRef, ValueIndex};
+pub use index::{NamedSets, NamedSetsBuilder, ProviderSet, SetRef, ValueIndex};
 pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};

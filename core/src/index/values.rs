@@ -40,7 +40,7 @@ struct Dict {
     /// Every value's text, concatenated.
     text: String,
     /// Value `k`'s text ends at `ends[k]` and starts where value `k - 1`'s ends.
-    ends: Vec<usize>,
+    ends: Vec<u32>,
     /// Open addressing, a power of two, at most half full: 0 empty, else value number + 1.
     table: Vec<u32>,
 }
@@ -60,23 +60,24 @@ impl Dict {
     }
 
     fn text(&self, k: usize) -> &str {
-        let start = if k == 0 { 0 } else { self.ends[k - 1] };
-        &self.text[start..self.ends[k]]
+        let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+        &self.text[start..self.ends[k] as usize]
     }
 
-    /// The number of `value`, if present.
+    /// The number of `value`, if present (per call: inlined, bytes compared).
+    #[inline]
     fn find(&self, value: &str) -> Option<usize> {
         let mask = self.table.len() - 1;
         let mut i = self.hasher.hash_one(value) as usize & mask;
         loop {
-            match self.table[i] {
-                0 => return None,
-                slot => {
-                    let k = slot as usize - 1;
-                    if self.text(k) == value {
-                        return Some(k);
-                    }
-                }
+            let slot = self.table[i];
+            if slot == 0 {
+                return None;
+            }
+            let k = slot as usize - 1;
+            let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+            if self.text.as_bytes().get(start..self.ends[k] as usize) == Some(value.as_bytes()) {
+                return Some(k);
             }
             i = (i + 1) & mask;
         }
@@ -86,7 +87,7 @@ impl Dict {
     fn insert(&mut self, value: &str) -> usize {
         let k = self.ends.len();
         self.text.push_str(value);
-        self.ends.push(self.text.len());
+        self.ends.push(self.text.len() as u32);
         if (k + 1) * 2 > self.table.len() {
             self.table = vec![0; self.table.len() * 2];
             for j in 0..=k {
@@ -116,7 +117,7 @@ impl Dict {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * 8 + self.table.capacity() * 4
+        self.text.capacity() + self.ends.capacity() * 4 + self.table.capacity() * 4
     }
 }
 
@@ -255,6 +256,7 @@ impl ValueIndex {
         &self.members[self.starts[k] as usize..self.starts[k + 1] as usize]
     }
 
+    #[inline]
     fn dense_of(&self, k: usize) -> Option<&BitSet> {
         if self.dense.is_empty() {
             return None;
