@@ -39,8 +39,8 @@ struct Dict {
     hasher: foldhash::fast::RandomState,
     /// Every value's text, concatenated.
     text: String,
-    /// Value `k`'s text ends at `ends[k]` and starts where value `k - 1`'s ends.
-    ends: Vec<u32>,
+    /// Value `k`'s text is `text[bounds[k]..bounds[k + 1]]`.
+    bounds: Vec<u32>,
     /// Open addressing, a power of two, at most half full: 0 empty, else value number + 1.
     table: Vec<u32>,
 }
@@ -50,18 +50,21 @@ impl Dict {
         Dict {
             hasher: foldhash::fast::RandomState::default(),
             text: String::new(),
-            ends: Vec::with_capacity(values),
+            bounds: {
+                let mut b = Vec::with_capacity(values + 1);
+                b.push(0);
+                b
+            },
             table: vec![0; (values * 2).next_power_of_two().max(16)],
         }
     }
 
     fn len(&self) -> usize {
-        self.ends.len()
+        self.bounds.len() - 1
     }
 
     fn text(&self, k: usize) -> &str {
-        let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
-        &self.text[start..self.ends[k] as usize]
+        &self.text[self.bounds[k] as usize..self.bounds[k + 1] as usize]
     }
 
     /// The number of `value`, if present (per call: inlined, bytes compared).
@@ -75,8 +78,8 @@ impl Dict {
                 return None;
             }
             let k = slot as usize - 1;
-            let start = if k == 0 { 0 } else { self.ends[k - 1] as usize };
-            if self.text.as_bytes().get(start..self.ends[k] as usize) == Some(value.as_bytes()) {
+            let (start, end) = (self.bounds[k] as usize, self.bounds[k + 1] as usize);
+            if self.text.as_bytes().get(start..end) == Some(value.as_bytes()) {
                 return Some(k);
             }
             i = (i + 1) & mask;
@@ -85,9 +88,9 @@ impl Dict {
 
     /// Adds `value` (absent) and returns its number.
     fn insert(&mut self, value: &str) -> usize {
-        let k = self.ends.len();
+        let k = self.len();
         self.text.push_str(value);
-        self.ends.push(self.text.len() as u32);
+        self.bounds.push(self.text.len() as u32);
         if (k + 1) * 2 > self.table.len() {
             self.table = vec![0; self.table.len() * 2];
             for j in 0..=k {
@@ -117,7 +120,7 @@ impl Dict {
     }
 
     fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * 4 + self.table.capacity() * 4
+        self.text.capacity() + self.bounds.capacity() * 4 + self.table.capacity() * 4
     }
 }
 
@@ -131,8 +134,11 @@ pub struct ValueIndex {
     starts: Vec<u32>,
     /// Positions, ascending within each value.
     members: Vec<u32>,
-    /// The values held as bitsets (many providers), by value number, ascending.
-    dense: Vec<(u32, BitSet)>,
+    /// The values held as bitsets (many providers: at least 1/32 of them, so at most 32).
+    dense: Vec<BitSet>,
+    /// Per value, 0 when its members are in `members`, else `1 +` its place in `dense` (one
+    /// byte per value: a call finds a dense value's set with one load).
+    dense_at: Vec<u8>,
     missing: ProviderSet,
     len: usize,
     /// Values with at least one provider.
@@ -144,7 +150,8 @@ struct Sets {
     len: usize,
     starts: Vec<u32>,
     members: Vec<u32>,
-    dense: Vec<(u32, BitSet)>,
+    dense: Vec<BitSet>,
+    dense_at: Vec<u8>,
     live: usize,
 }
 
@@ -157,6 +164,7 @@ impl Sets {
             starts,
             members: Vec::with_capacity(members),
             dense: Vec::new(),
+            dense_at: Vec::with_capacity(values),
             live: 0,
         }
     }
@@ -164,7 +172,6 @@ impl Sets {
     /// Ends the next value, whose positions were pushed to `members` since the last one
     /// (`bits`: a bitset of further members), storing it in the smaller form.
     fn close(&mut self, bits: Option<BitSet>) {
-        let k = self.starts.len() as u32 - 1;
         let from = *self.starts.last().unwrap_or(&0) as usize;
         let count = self.members.len() - from + bits.as_ref().map_or(0, BitSet::count);
         if count > 0 {
@@ -178,13 +185,15 @@ impl Sets {
                 self.members.truncate(from);
                 self.members.extend(all);
             }
+            self.dense_at.push(0);
         } else {
             let mut b = bits.unwrap_or_else(|| BitSet::empty(self.len));
             for &i in &self.members[from..] {
                 b.insert(i as usize);
             }
             self.members.truncate(from);
-            self.dense.push((k, b));
+            self.dense.push(b);
+            self.dense_at.push(self.dense.len() as u8);
         }
         self.starts.push(self.members.len() as u32);
     }
@@ -195,6 +204,7 @@ impl Sets {
             starts: self.starts,
             members: self.members,
             dense: self.dense,
+            dense_at: self.dense_at,
             missing,
             len: self.len,
             live: self.live,
@@ -258,23 +268,19 @@ impl ValueIndex {
 
     #[inline]
     fn dense_of(&self, k: usize) -> Option<&BitSet> {
-        if self.dense.is_empty() {
-            return None;
-        }
-        let d = self
-            .dense
-            .binary_search_by_key(&(k as u32), |(j, _)| *j)
-            .ok()?;
-        Some(&self.dense[d].1)
+        let d = *self.dense_at.get(k)? as usize;
+        d.checked_sub(1).map(|d| &self.dense[d])
     }
 
     /// Value `k`'s providers, `None` when it has none.
     #[inline]
     fn set(&self, k: usize) -> Option<SetRef<'_>> {
-        if self.starts[k] != self.starts[k + 1] {
-            return Some(SetRef::Sparse(self.members_of(k)));
+        let d = *self.dense_at.get(k)? as usize;
+        if d > 0 {
+            return Some(SetRef::Dense(&self.dense[d - 1]));
         }
-        self.dense_of(k).map(SetRef::Dense)
+        let m = self.members_of(k);
+        (!m.is_empty()).then_some(SetRef::Sparse(m))
     }
 
     /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for the
@@ -361,11 +367,7 @@ impl ValueIndex {
     /// The providers whose value is `value` (`None`: no provider has it). No allocation.
     #[inline]
     pub fn get(&self, value: &str) -> Option<SetRef<'_>> {
-        let k = self.dict.find(value)?;
-        if k + 1 >= self.starts.len() {
-            return None;
-        }
-        self.set(k)
+        self.set(self.dict.find(value)?)
     }
 
     /// Every value some provider has, with its providers (in no particular order).
@@ -397,8 +399,9 @@ impl ValueIndex {
             + self
                 .dense
                 .iter()
-                .map(|(_, b)| b.words().len() * 8 + 8)
+                .map(|b| b.words().len() * 8 + 8)
                 .sum::<usize>()
+            + self.dense_at.capacity()
             + self.missing.heap_bytes()
     }
 }
