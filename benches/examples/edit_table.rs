@@ -1,7 +1,13 @@
 //! Each router's and each per-snapshot table's cost of one provider change at `N` providers:
 //! prepared from scratch over the new snapshot against derived by the edit (one provider
-//! removed from the middle, one appended): the minimum and the median of many runs, in the
-//! measuring thread's CPU time.
+//! removed from the middle, one appended), median of many runs, wall time; or, with `runs`
+//! 1 under callgrind, the instructions of each (load-independent, for a shared machine):
+//!
+//! ```text
+//! valgrind --tool=callgrind --toggle-collect='*measured*' --dump-after='*measured*' \
+//!   --callgrind-out-file=/tmp/et.%p target/release/examples/edit_table 100000 1 nohash
+//! grep -h '^summary' /tmp/et.*.[0-9]*   # in dump order: rebuild, edit, rebuild, edit, ...
+//! ```
 //!
 //! - routers: every built-in router alone with a rule using its features (the full chain's
 //!   rules, plus a tag rule with address and `match` tags, a `$host` condition, mesh,
@@ -9,7 +15,8 @@
 //! - tables: the balancer's tables (`SnapshotBalance`, default and consistent-hash
 //!   balancing), the health table and the degraded set, new against `edited`.
 //!
-//! Run: `cargo run --release -p routechain-benches --example edit_table -- 100000 [runs]`.
+//! Run: `cargo run --release -p routechain-benches --example edit_table -- 100000 [runs]
+//! [nohash]` (`nohash`: without the consistent-hash ring, slow under callgrind).
 
 use std::sync::Arc;
 
@@ -19,21 +26,26 @@ use routechain::balance::{
 use routechain::core::{DegradedSet, PrepareContext, Snapshot};
 use routechain_testkit::{self as testkit};
 
-/// The minimum and the median of `runs` calls of `f`, in ms of this thread's CPU time
-/// (`/proc/thread-self/schedstat`: the time other processes take on a shared machine is not
-/// counted), as "min / median".
-fn median<T>(runs: usize, mut f: impl FnMut() -> T) -> String {
-    let mut cpu: Vec<f64> = (0..runs)
+/// The median wall time of `runs` calls of `f`, in ms. Each call runs in [`measured`].
+fn median<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
+    let mut walls: Vec<f64> = (0..runs)
         .map(|_| {
-            let t = testkit::thread_cpu_ms();
-            let out = f();
-            let ms = testkit::thread_cpu_ms() - t;
+            let t = std::time::Instant::now();
+            let out = measured(&mut f);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
             drop(out);
             ms
         })
         .collect();
-    cpu.sort_by(f64::total_cmp);
-    format!("{:.3} / {:.3}", cpu[0], cpu[runs / 2])
+    walls.sort_by(f64::total_cmp);
+    walls[runs / 2]
+}
+
+/// Runs `f`: the function callgrind collects in (`--toggle-collect=*measured*`), one dump
+/// per measurement (`--dump-after=*measured*`), in the order the table prints them.
+#[inline(never)]
+fn measured<T>(f: &mut impl FnMut() -> T) -> T {
+    f()
 }
 
 const TAG_RULE_YAML: &str = "configVersion: v3.0
@@ -53,6 +65,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(21);
+    let ring = args.next().as_deref() != Some("nohash");
     let seed = 7;
     let snapshot = Arc::new(testkit::snapshot(n, seed));
     let added = testkit::providers(1, seed + 2);
@@ -85,7 +98,7 @@ fn main() {
         )]),
     ));
     chains.push(("mock".into(), testkit::chain_of(&[("mock", -100, None)])));
-    println!("| router / table | rebuild at {n} (ms, min / median) | edit at {n} (ms, min / median) |");
+    println!("| router / table | rebuild at {n} (ms) | edit at {n} (ms) |");
     println!("|---|---|---|");
     for (name, text) in &chains {
         let state = testkit::build_state(text, snapshot.clone()).expect("prepares");
@@ -109,26 +122,27 @@ fn main() {
                 None => entry.router.prepare(&cx).expect("prepares"),
             });
             let how = if derives { "" } else { " (no edit: prepares)" };
-            println!("| {name} | {rebuild} | {edited}{how} |");
+            println!("| {name} | {rebuild:.3} | {edited:.3}{how} |");
         }
     }
 
-    for (name, config) in [
-        ("balancer tables (random)", BalanceConfig::default()),
-        (
+    let mut configs = vec![("balancer tables (random)", BalanceConfig::default())];
+    if ring {
+        configs.push((
             "balancer tables (consistenthash)",
             BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::ConsistentHash)),
-        ),
-    ] {
+        ));
+    }
+    for (name, config) in configs {
         let old = SnapshotBalance::new(&snapshot, &config);
         let rebuild = median(runs, || SnapshotBalance::new(&next, &config));
         let edited = median(runs, || old.edited(&edit, &next, &config));
-        println!("| {name} | {rebuild} | {edited} |");
+        println!("| {name} | {rebuild:.3} | {edited:.3} |");
     }
     let degraded = Arc::new(DegradedSet::new(snapshot.len()));
     let rebuild = median(runs, || DegradedSet::new(next.len()));
     let edited = median(runs, || degraded.edited(&edit));
-    println!("| degraded set | {rebuild} | {edited} |");
+    println!("| degraded set | {rebuild:.3} | {edited:.3} |");
     let health = HealthTable::new(degraded.clone());
     let rebuild = median(runs, || {
         HealthTable::new(Arc::new(DegradedSet::new(next.len())))
@@ -136,9 +150,9 @@ fn main() {
     let edited = median(runs, || {
         health.edited(&edit, Arc::new(DegradedSet::new(next.len())))
     });
-    println!("| health table | {rebuild} | {edited} |");
+    println!("| health table | {rebuild:.3} | {edited:.3} |");
     let providers = next.providers().to_vec();
     let rebuild = median(runs, || Snapshot::from_shared(3, providers.clone()));
     let edited = median(runs, || snapshot.edit_to(3, &providers));
-    println!("| snapshot (from the list / edit_to) | {rebuild} | {edited} |");
+    println!("| snapshot (from the list / edit_to) | {rebuild:.3} | {edited:.3} |");
 }
