@@ -1,6 +1,6 @@
 #![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
 
-//! Hostile-input benchmarks (issue 14): per-request routing whatever the request carries, and
+//! Hostile-input benchmarks: per-request routing whatever the request carries, and
 //! rule preparation for rules built to be expensive. Targets: any request routes in ≤ 1 ms
 //! at 10,000 providers; 1 condition with 100,000 `&` terms prepares over 10,000 providers in
 //! ≤ 1 s; 10,000 conditions prepare over 100,000 providers in ≤ 2 s.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes issue 14's large hostile inputs for the CLI measurements in BENCHMARKS.md
+"""Writes the large hostile inputs for the CLI measurements in BENCHMARKS.md
 ("Hostile input") into the directory given (default: target/hostile):
 - p10k.txt: 10,000 providers;
 - big.chain.yaml: a tag rule of 725,092 tags of two exact addresses (about 52 MB);

@@ -8,7 +8,7 @@ registry writes them (keys sorted): regions/IDCs as in rules/examples/providers.
 (beijing mt/zf 40% each, shanghai sh 20%), groups idx_user/idx_order, 5% tagged gray, 1%
 degraded, a unique address, pid and timestamp each. About 300 bytes per line. The same N
 always gives the same file. Used for the CLI's 1,000,000-provider measurement in
-BENCHMARKS.md ("Memory").
+BENCHMARKS.md ("The CLI at 1,000,000 providers").
 """
 
 import sys

@@ -1,5 +1,5 @@
 #![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
-//! Scale (issue 20): URL parsing throughput, and what a provider-list change costs at
+//! Scale: URL parsing throughput, and what a provider-list change costs at
 //! 100,000 providers when the parsed providers of the previous snapshot are reused.
 //!
 //! ```sh

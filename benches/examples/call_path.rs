@@ -1,7 +1,7 @@
 //! Routes N calls through the full chain (tag → condition → group → IDC-weight) at a given
 //! provider count, optionally followed by the `random` balancer's pick or made through
 //! `Service::select`, for a load-independent cost comparison under callgrind (instructions
-//! per call = (Ir(N calls) − Ir(0 calls)) / N; see BENCHMARKS.md, "Scale: per call"):
+//! per call = (Ir(N calls) − Ir(0 calls)) / N; see BENCHMARKS.md, "Instructions per call"):
 //!
 //! ```text
 //! cargo build --release -p routechain-benches --example call_path

@@ -3,7 +3,7 @@
 //! (above what was in use before) at each step, and the multiple of the rule's size.
 //!
 //! Run: `cargo run --release -p routechain-benches --example hostile_memory [TAGS]` (default
-//! 100,000 tags, about 7.5 MB; 725,092 tags is the 52 MB rule of issue 14);
+//! 100,000 tags, about 7.5 MB; 725,092 tags is a 52 MB rule);
 //! `… hostile_memory conditions N` measures a condition rule of `N` conditions
 //! (`method = mI => region = rJ & env != eK`) instead.
 

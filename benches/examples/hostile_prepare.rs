@@ -1,7 +1,7 @@
-//! Issue 14's preparation targets timed once each, in wall time and in this process's CPU
-//! time (user + system, from `/proc/self/stat`), so a figure taken on a shared machine can
-//! be read without the other processes' load: on a loaded 2-core machine the wall time of
-//! the criterion benchmark (`benches/hostile.rs`) is several times the CPU time.
+//! The hostile-rule preparation targets (`benches/hostile.rs`) timed once each, in wall time
+//! and in this process's CPU time (user + system, from `/proc/self/stat`), so a figure taken
+//! on a shared machine can be read without the other processes' load: on a loaded 2-core
+//! machine the wall time of the criterion benchmark is several times the CPU time.
 //!
 //! Run: `cargo run --release -p routechain-benches --example hostile_prepare`.
 

@@ -1,4 +1,4 @@
-//! Issue 20's "many services": one process holding 500 services of 200 providers each
+//! Many services: one process holding 500 services of 200 providers each
 //! (100,000 providers, one [`LiveChain`] per service with the full chain, all built from one
 //! [`ChainTemplate`]), and what an update to one service costs there against the same update
 //! to a process holding that service alone. Prints the memory the services hold: resident
@@ -14,7 +14,7 @@
 //! - `empty`: the live chains with no provider, built from one template (what a service
 //!   costs whatever its size);
 //! - `separate`: the same, each service parsing its own chain file and building its own
-//!   registry (as `testkit::live_full_chain` does; the way before the template);
+//!   registry (as `testkit::live_full_chain` does: the cost a template saves);
 //! - `distinct`: the same from one template, each service for a reference of its own (an
 //!   interface per service, as a consumer's references are: each compiles its routers);
 //! - `shared`: the parsed URLs and the live chains fed them as shared URLs (as the

@@ -1,4 +1,4 @@
-//! Throwaway (issue 20): what a service of `n` providers holds per part, counted by the
+//! What a service of `n` providers holds per part, counted by the
 //! allocator (bytes still allocated): each router's prepared state, the balancer's tables,
 //! the health table, a `Service`, and a template-built `LiveChain` fed shared URLs.
 //! Each figure is the part at `n` providers minus the same part at 0.

@@ -1,4 +1,4 @@
-//! Issue 20's update costs at scale, timed once each (median of a few runs) in wall time and
+//! Update costs at scale, timed once each (median of a few runs) in wall time and
 //! in this process's CPU time (so a figure taken on the shared machine can be read without
 //! the other processes' load):
 //!

@@ -1,6 +1,6 @@
 //! Parses N generated provider URLs (~330 characters, 15–17 parameters, a unique address
 //! and timestamp each), for a load-independent cost of `Url::parse` under callgrind
-//! (instructions per URL = (Ir(N) − Ir(0)) / N; see BENCHMARKS.md, "Memory"):
+//! (instructions per URL = (Ir(N) − Ir(0)) / N; see BENCHMARKS.md, "Updates"):
 //!
 //! ```text
 //! cargo build --release -p routechain-benches --example url_parse

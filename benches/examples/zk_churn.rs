@@ -1,4 +1,4 @@
-//! Issue 20's churn figures against a real ZooKeeper (started here): 50,000 providers
+//! Churn figures against a real ZooKeeper (started here): 50,000 providers
 //! registered, then 1,000 registrations and removals in 10 s while two routing threads
 //! route through the live chain. Prints the registration time, the states applied, the
 //! time from the last change to the applied final state, and the routing latency

@@ -5,6 +5,11 @@
 //! line, its terminal output and the demo, so that their dependencies (clap, indicatif,
 //! tracing-subscriber) never reach a service.
 
+// Every byte of output goes through `out` (a closed pipe must not panic).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod out;
 mod commands;
 mod demo;
 mod lint;

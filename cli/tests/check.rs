@@ -82,8 +82,8 @@ fn errors_are_located_with_a_code_and_the_source_line_and_exit_2() {
 
 #[test]
 fn a_standalone_rule_file_is_checked_by_its_type_not_as_a_chain() {
-    // The case: the demo's IDC-weight rule file, checked as a chain, gave six
-    // problems that do not apply.
+    // The demo's IDC-weight rule file: checked as a chain, it would give six problems
+    // that do not apply.
     let rule = "rules/examples/demo/idc-weight.rule.yaml";
     let out = routechain(&["check", "--type", "idc-weight", rule]);
     assert_exit(&out, 0);

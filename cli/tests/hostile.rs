@@ -239,7 +239,7 @@ fn invalid_utf8_is_located_at_the_bad_byte_in_chain_and_rule_files() {
 }
 
 /// One condition line with 2,000 mistakes: at most 100 problems printed, then a count, each
-/// excerpt cut around its column (before: every problem reprinted the 66 KB line).
+/// excerpt cut around its column (not the whole 66 KB line once per problem).
 #[test]
 fn problem_output_is_bounded_per_file_and_excerpts_are_cut_around_the_column() {
     let s = Scratch::new("bounded");

@@ -128,7 +128,8 @@ impl ProviderSet {
     /// Dense sets answer in O(1); sparse sets search their indexes.
     ///
     /// Inlined: routers call it once per word in their per-call loops, and an out-of-line
-    /// call per word cost more than the word operation itself (measured in BENCHMARKS.md).
+    /// call per word costs more than the word operation itself (callgrind over
+    /// `benches/examples/call_path.rs`).
     #[inline]
     pub fn word(&self, w: usize) -> u64 {
         self.as_set_ref().word(w)

@@ -1,9 +1,13 @@
 //! Rule documents as routers receive them, and rule errors located by field path.
 //!
-//! The `rules` crate parses YAML (chain files, rule files, config-center nodes) into a JSON
-//! value plus a table from field path to line and column. Routers see only the value and
-//! report problems by field path (`conditions[2].to[0].weight`); the loader turns the path
-//! back into file, line and column. So `core` and the routers know nothing of YAML.
+//! The `rules` crate parses YAML (chain files, rule files, config-center nodes) into a tree
+//! of nodes over the source text, which `core` sees through [`DocTree`]. A router receives
+//! its rule as a [`RuleDoc`]: a node of such a tree (or a `serde_json::Value`, for rules
+//! built in code), which it deserializes in place with [`RuleDoc::parse`] (serde_json's types,
+//! messages and field paths) without building the whole document as a value first. It
+//! reports problems as [`RuleError`]s located by field path (`conditions[2].to[0].weight`);
+//! the loader turns the path back into file, line and column. So `core` and the routers know
+//! nothing of YAML.
 
 use std::fmt;
 

@@ -24,10 +24,8 @@
 //! parts. A generated provider URL of ~330 characters and 15–17 parameters takes about 156
 //! bytes (13 of header, 5 per parameter: a 16-bit key id and a 3-byte value reference, then
 //! the inline strings), plus 16 for the block's reference count and length and 8 for the
-//! `Url` pointer,
-//! against ~990 before (raw text, a decoded copy and 16 bytes of spans per parameter);
-//! BENCHMARKS.md, "Memory", has the measurements. Reading a part or a parameter is
-//! lock-free and allocation-free.
+//! `Url` pointer (`cargo bench -p routechain-benches --bench memory`; BENCHMARKS.md,
+//! "Memory"). Reading a part or a parameter is lock-free and allocation-free.
 
 use std::borrow::Cow;
 use std::fmt;

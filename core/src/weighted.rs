@@ -407,7 +407,7 @@ mod tests {
         for (h, t, want) in cases {
             assert_eq!(availability(1400, h, t), want, "{h}/{t}");
         }
-        // The example: {mt: 50, zf: 50}, 5 of 10 mt degraded → 35 against 50.
+        // docs/group-and-idc.md's example: {mt: 50, zf: 50}, 5 of 10 mt degraded → 35 against 50.
         let mt = effective_weight(50, availability(1400, 5, 10));
         let zf = effective_weight(50, availability(1400, 10, 10));
         assert_eq!((mt, zf), (35 * UNIT, 50 * UNIT));

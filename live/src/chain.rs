@@ -344,13 +344,6 @@ impl LiveChain {
             }])
         })
     }
-
-    /// [`LiveChain::apply_providers`]: since a [`Url`] is shared by cloning it, the two
-    /// are the same.
-    #[deprecated(note = "use apply_providers: every parsed list is applied sharing its URLs")]
-    pub fn apply_shared_providers(&self, origin: &str, providers: Vec<Url>) -> Vec<Report> {
-        self.apply_providers(origin, providers)
-    }
 }
 
 /// A source and the thread applying its updates; dropping it stops both.

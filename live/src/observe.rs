@@ -114,8 +114,8 @@ type BySource = (Arc<str>, UpdateResult);
 #[derive(Debug, Default)]
 pub(crate) struct Observed {
     /// Updates by (source, result), in no order: a handful of entries (one per source and
-    /// result seen), so a vector grown one entry at a time (a map's first node was 300 B of
-    /// every live chain).
+    /// result seen), so a vector grown one entry at a time (a map would allocate its first
+    /// node, a few hundred bytes, in every live chain).
     by_source: Mutex<Vec<(BySource, u64)>>,
     apply: Mutex<ApplyHistogram>,
 }

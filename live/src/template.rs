@@ -5,7 +5,8 @@
 //! by one (`ChainFile::load` and `routechain::registry()` per service), every live chain
 //! holds its own parsed chain file (its YAML document and tree, the entry definitions),
 //! its own registry of factories and its own compiled routers: about 10 KB a service of the
-//! shipped full chain before a single provider. A template parses and compiles once; the
+//! shipped full chain before a single provider (`cargo run --release -p routechain-benches
+//! --example many_services`, part `separate`). A template parses and compiles once; the
 //! live chains built from it share the parsed file, the registry and the compiled routers
 //! (all of them when they route the template's service; for another service, those whose
 //! factory does not read the service, [`routechain_core::RouterFactory::reads_service`]:

@@ -75,33 +75,9 @@ pub fn builtin_registry() -> Registry {
     registry
 }
 
-/// Helpers shared by the routers' unit tests.
+/// Tests across the built-in routers (each router's own tests are in its folder), and the
+/// helpers they share (`tests/support.rs`, reached as `crate::test_support`).
 #[cfg(test)]
-mod test_support {
-    use std::sync::Arc;
-
-    use routechain_core::{
-        FieldPath, Router, RouterFactory, RouterSpec, RuleDoc, RuleError, TypedFactory, TypedRouter,
-    };
-    use routechain_rules::YamlDoc;
-
-    /// Builds a router of `type_name` from the typed `router`, as entry `routers[0]` of a
-    /// chain file with `rule` (YAML text) as its rule document.
-    pub(crate) fn build<T: TypedRouter>(
-        router: T,
-        type_name: &str,
-        rule: Option<&str>,
-    ) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
-        let root = FieldPath::root();
-        let entry_path = FieldPath::root().key("routers").index(0);
-        let entry = serde_json::Value::Null;
-        TypedFactory::new(type_name, router).build(&RouterSpec {
-            type_name,
-            entry: RuleDoc::new(&entry, &entry_path),
-            rule: doc.as_ref().and_then(|d| d.rule_doc(&root)),
-            base_dir: None,
-            service: None,
-        })
-    }
-}
+mod tests;
+#[cfg(test)]
+use tests::support as test_support;

@@ -165,7 +165,8 @@ pub struct ChainFile {
 }
 
 impl ChainFile {
-    /// Reads and parses a chain file and the rule files it names.
+    /// Reads and parses a chain file (`-`: standard input, see [`crate::input`]) and the rule
+    /// files it names.
     pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
         match Self::load_lenient(path) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
@@ -189,12 +190,15 @@ impl ChainFile {
     /// entries that parsed (when the document itself did) together with every problem, so
     /// `routechain check` can also compile what parsed and report everything at once.
     pub fn load_lenient(path: &Path) -> (Option<Self>, Vec<LocatedError>) {
-        let origin = path.display().to_string();
-        match crate::input::read_text(path, &origin) {
+        // `-` is standard input, whose rule files are found from the working directory.
+        let base_dir = (!crate::input::is_stdin(path))
+            .then(|| path.parent().map(Path::to_path_buf))
+            .flatten();
+        match crate::input::read_input(path) {
             // The text is handed over: kept once, as the document's source.
             Ok(text) => Self::parse_doc_lenient(
-                YamlDoc::parse_owned(origin, text),
-                path.parent().map(Path::to_path_buf),
+                YamlDoc::parse_owned(crate::input::origin_of(path), text),
+                base_dir,
             ),
             Err(e) => (None, vec![e]),
         }

@@ -1,14 +1,19 @@
-//! Reading input files safely: regular files only, a size limit, located UTF-8 errors, and
-//! one byte-order-mark policy.
+//! Reading input files safely: a size limit, located UTF-8 errors, one byte-order-mark
+//! policy, and only what ends.
 //!
 //! Every file routechain reads (chain files, rule files, provider lists, requests) goes
-//! through [`read_text`]:
-//! - only a regular file is opened: a FIFO (which would block forever), a device such as
-//!   `/dev/zero` (which never ends) or a directory is refused with a clear error;
-//! - a chain, rule or request file larger than the limit is refused before it is read (the
-//!   limit is [`max_file_size`], [`DEFAULT_MAX_FILE_SIZE`] unless [`set_max_file_size`]
-//!   changed it: `routechain --max-file-size`); a provider list has no size limit (a million
-//!   providers is a large but legitimate file);
+//! through this module:
+//! - a file given on the command line ([`read_input`], [`for_each_line`]) may be a regular
+//!   file, a FIFO or a pipe (process substitution, `<(…)`), or `-` for standard input;
+//! - a file named inside another file (a chain file's `rule_file`, `overrides`: [`read_text`])
+//!   must be a regular file: a FIFO there would block the reader, on the word of a file;
+//! - a device such as `/dev/zero` (which never ends) or a directory is refused with a clear
+//!   error;
+//! - a chain, rule or request file larger than the limit is refused (the limit is
+//!   [`max_file_size`], [`DEFAULT_MAX_FILE_SIZE`] unless [`set_max_file_size`] changed it:
+//!   `routechain --max-file-size`): a regular file before it is read, a stream as soon as it
+//!   passes the limit; a provider list in a regular file has no size limit (a million
+//!   providers is a large but legitimate file), a streamed one has (it may never end);
 //! - invalid UTF-8 is reported at the line and column of the first bad byte;
 //! - a UTF-8 byte-order mark at the start is accepted and skipped, for every kind of file.
 
@@ -73,6 +78,34 @@ pub fn file_error(origin: &str, message: impl Into<String>) -> LocatedError {
     }
 }
 
+/// The command-line name of standard input.
+pub const STDIN: &str = "-";
+
+/// Whether `path` is the command-line name of standard input (`-`).
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// The name of a command-line input in errors: `<stdin>` for `-`, else the path.
+pub fn origin_of(path: &Path) -> String {
+    if is_stdin(path) {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Reads a command-line input as UTF-8 text of at most [`max_file_size`] bytes: `-` is
+/// standard input; a regular file, a FIFO or a pipe is read; errors name it by
+/// [`origin_of`].
+pub fn read_input(path: &Path) -> Result<String, LocatedError> {
+    let origin = origin_of(path);
+    if is_stdin(path) {
+        return read_limited(std::io::stdin().lock(), &origin, max_file_size());
+    }
+    read(path, &origin, max_file_size(), Accept::Pipes)
+}
+
 /// Reads a regular file of at most [`max_file_size`] bytes as UTF-8 text (see the module
 /// documentation); `origin` names it in errors.
 pub fn read_text(path: &Path, origin: &str) -> Result<String, LocatedError> {
@@ -81,46 +114,86 @@ pub fn read_text(path: &Path, origin: &str) -> Result<String, LocatedError> {
 
 /// Reads a regular file of at most `limit` bytes as UTF-8 text, like [`read_text`].
 pub fn read_text_with_limit(path: &Path, origin: &str, limit: u64) -> Result<String, LocatedError> {
-    let (file, len) = open_regular(path, origin)?;
-    if len > limit {
+    read(path, origin, limit, Accept::Regular)
+}
+
+fn read(path: &Path, origin: &str, limit: u64, accept: Accept) -> Result<String, LocatedError> {
+    let (file, len) = open(path, origin, accept)?;
+    if len.is_some_and(|len| len > limit) {
         return Err(too_large(origin, limit));
     }
     read_limited(file, origin, limit)
 }
 
-/// Opens `path` if it is a regular file; with its length.
-fn open_regular(path: &Path, origin: &str) -> Result<(std::fs::File, u64), LocatedError> {
+/// What [`open`] accepts besides a regular file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Accept {
+    /// Regular files only.
+    Regular,
+    /// FIFOs and pipes too.
+    Pipes,
+}
+
+/// Opens `path` if it is a regular file (with its length) or, when `accept` allows, a FIFO
+/// or pipe (no length: it ends when its writer closes it).
+fn open(
+    path: &Path,
+    origin: &str,
+    accept: Accept,
+) -> Result<(std::fs::File, Option<u64>), LocatedError> {
     let meta =
         std::fs::metadata(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
-    if !meta.is_file() {
+    let pipe = is_fifo(&meta) && accept == Accept::Pipes;
+    if !meta.is_file() && !pipe {
         let kind = if meta.is_dir() {
             "a directory"
         } else {
-            "not a regular file (a FIFO, socket or device)"
+            match accept {
+                Accept::Regular => "not a regular file (a FIFO, socket or device)",
+                Accept::Pipes => "not a regular file or a pipe (a socket or device)",
+            }
         };
-        return Err(file_error(
-            origin,
-            format!("cannot read: {kind}; routechain reads only regular files"),
-        ));
+        let read = match accept {
+            Accept::Regular => "routechain reads only regular files",
+            Accept::Pipes => "routechain reads regular files, pipes and standard input (`-`)",
+        };
+        return Err(file_error(origin, format!("cannot read: {kind}; {read}")));
     }
     let file =
         std::fs::File::open(path).map_err(|e| file_error(origin, format!("cannot read: {e}")))?;
-    Ok((file, meta.len()))
+    Ok((file, meta.is_file().then_some(meta.len())))
 }
 
-/// Streams a regular file line by line, without holding it whole (a provider list of a
-/// million providers is hundreds of megabytes): calls `each(line number, line)` for every
-/// line, without its break. Lines end as in [`crate::located::lines`] (`\n`, `\r\n`, a lone
-/// `\r`); a byte-order mark at the start is skipped; invalid UTF-8 stops the reading with
-/// the error [`decode`] gives for the whole file. No size limit.
+#[cfg(unix)]
+fn is_fifo(meta: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type())
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Streams a regular file, a pipe or (`-`) standard input line by line, without holding it
+/// whole (a provider list of a million providers is hundreds of megabytes): calls
+/// `each(line number, line)` for every line, without its break. Lines end as in
+/// [`crate::located::lines`] (`\n`, `\r\n`, a lone `\r`); a byte-order mark at the start is
+/// skipped; invalid UTF-8 stops the reading with the error [`decode`] gives for the whole
+/// file. A regular file has no size limit; a pipe or standard input, which may never end,
+/// is refused past [`max_file_size`].
 pub fn for_each_line(
     path: &Path,
     origin: &str,
     mut each: impl FnMut(usize, &str),
 ) -> Result<(), LocatedError> {
     use std::io::BufRead;
-    let (file, _) = open_regular(path, origin)?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let (input, limit): (Box<dyn Read>, u64) = if is_stdin(path) {
+        (Box::new(std::io::stdin().lock()), max_file_size())
+    } else {
+        let (file, len) = open(path, origin, Accept::Pipes)?;
+        (Box::new(file), len.map_or_else(max_file_size, |_| u64::MAX))
+    };
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, input);
     let mut lines = LineState {
         origin,
         number: 0,
@@ -167,6 +240,9 @@ pub fn for_each_line(
         carry.extend_from_slice(&chunk[pos..]);
         reader.consume(len);
         read_at += len as u64;
+        if read_at > limit {
+            return Err(too_large(origin, limit));
+        }
     }
     if !carry.is_empty() {
         lines.emit(&carry, &mut each)?;
@@ -218,11 +294,6 @@ impl LineState<'_> {
     }
 }
 
-/// Reads standard input as UTF-8 text of at most [`max_file_size`] bytes.
-pub fn read_stdin(origin: &str) -> Result<String, LocatedError> {
-    read_limited(std::io::stdin().lock(), origin, max_file_size())
-}
-
 fn too_large(origin: &str, limit: u64) -> LocatedError {
     let mib = if limit >= 1 << 20 && limit % (1 << 20) == 0 {
         format!(" ({} MiB)", limit >> 20)
@@ -237,7 +308,8 @@ fn too_large(origin: &str, limit: u64) -> LocatedError {
     )
 }
 
-/// Reads at most `limit` bytes (a file that grows while read is still refused past it).
+/// Reads at most `limit` bytes: a stream, or a file that grows while read, is refused as
+/// soon as it passes the limit.
 fn read_limited(reader: impl Read, origin: &str, limit: u64) -> Result<String, LocatedError> {
     let mut bytes = Vec::new();
     reader
@@ -361,5 +433,46 @@ mod tests {
             "{e}"
         );
         assert_eq!(read_limited(&b"01234"[..], "s", 5).unwrap(), "01234");
+    }
+
+    #[test]
+    fn a_fifo_is_read_as_an_argument_never_as_a_named_file() {
+        let fifo = std::env::temp_dir().join(format!("routechain-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        // Named inside a file: refused without opening (which would block).
+        let e = read_text(&fifo, "f").unwrap_err();
+        assert!(e.message.contains("not a regular file (a FIFO"), "{e}");
+        // Given as an argument: read until its writer closes it.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(&fifo, "a: 1\n"))
+        };
+        assert_eq!(read_input(&fifo).unwrap(), "a: 1\n");
+        writer.join().unwrap().unwrap();
+        // A stream of lines stops at the size limit (a regular file would not).
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let line = [b'#'; 100];
+                let mut f = std::fs::OpenOptions::new().write(true).open(&fifo)?;
+                loop {
+                    std::io::Write::write_all(&mut f, &line)?;
+                }
+                #[allow(unreachable_code)]
+                Ok::<(), std::io::Error>(())
+            })
+        };
+        let limit = max_file_size();
+        let e = for_each_line(&fifo, "f", |_, _| {}).unwrap_err();
+        assert!(
+            e.message
+                .contains(&format!("larger than the limit of {limit} bytes")),
+            "{e}"
+        );
+        // The writer ends with a broken pipe once the reader is gone.
+        assert!(writer.join().unwrap().is_err());
+        let _ = std::fs::remove_file(&fifo);
     }
 }

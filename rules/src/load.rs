@@ -43,12 +43,12 @@ impl From<Vec<LocatedError>> for LoadError {
 }
 
 /// Reads a provider list: one URL per line; blank lines and `#` comments skipped. Every bad
-/// line is reported with its line and column. Only a regular file is read (no size limit:
-/// see [`crate::input`]).
+/// line is reported with its line and column. A regular file, a pipe or (`-`) standard
+/// input is read; a regular file has no size limit (see [`crate::input`]).
 pub fn load_providers(path: &Path, generation: u64) -> Result<Snapshot, LoadError> {
     // Streamed and parsed on every core (`provider_file`); the same lines, providers and
     // locations as `parse_providers` over the whole text.
-    let origin = path.display().to_string();
+    let origin = crate::input::origin_of(path);
     let providers = crate::provider_file::read(path, &origin)?;
     Ok(Snapshot::new(generation, providers))
 }
@@ -101,14 +101,8 @@ fn has_lone_cr(text: &str) -> bool {
 /// Reads a request in the JSON format of the CLI (`-` reads standard input), at most
 /// [`crate::input::max_file_size`] bytes.
 pub fn load_request(path: &Path) -> Result<Request, LoadError> {
-    let origin = path.display().to_string();
-    let text = if path == Path::new("-") {
-        crate::input::read_stdin("<stdin>")
-    } else {
-        crate::input::read_text(path, &origin)
-    }
-    .map_err(|e| vec![e])?;
-    parse_request(&origin, &text)
+    let text = crate::input::read_input(path).map_err(|e| vec![e])?;
+    parse_request(&crate::input::origin_of(path), &text)
 }
 
 /// Parses a request from JSON text. An error names the field path (`attachments.x`) and the

@@ -1,4 +1,4 @@
-//! Provider churn against a real ZooKeeper (issue 20): `providers` registered in Dubbo's
+//! Provider churn against a real ZooKeeper: `providers` registered in Dubbo's
 //! layout, then `changes` registrations and removals paced over a period while routing
 //! threads route through the live chain fed by the ZooKeeper source.
 //!

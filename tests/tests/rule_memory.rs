@@ -1,4 +1,4 @@
-//! The memory a rule takes is a small constant times its size (issue 14): the peak of heap
+//! The memory a rule takes is a small constant times its size: the peak of heap
 //! bytes in use while a large generated chain file is parsed, compiled and prepared (as
 //! `route` loads it), or parsed, compiled and linted (as `check` reads it), counted by a
 //! counting global allocator (`allocation-counter`), as a multiple of the file's size.
@@ -114,13 +114,12 @@ fn checking_a_large_condition_rule_takes_at_most_a_bounded_multiple_of_its_size(
 }
 
 /// The bound for tag rules (measured 8.3x: source 1x, location tree 2.7x, the rule as
-/// deserialized and as compiled, the prepared trie): see BENCHMARKS.md "Hostile input".
+/// deserialized and as compiled, the prepared trie): see BENCHMARKS.md "Rule memory".
 const TAG_BOUND: f64 = 8.5;
 
 /// The bound for condition rules as loaded (measured 5.9x: the source 1x, its location
 /// tree 0.9x, the compiled conditions 3.1x with key names, then-part values and then-parts
-/// shared, the prepared sets one per distinct then-part): see BENCHMARKS.md "Rule memory,
-/// fourth pass".
+/// shared, the prepared sets one per distinct then-part): see BENCHMARKS.md "Rule memory".
 const CONDITION_BOUND: f64 = 6.5;
 
 /// The bound for condition rules as checked (measured 6.9x: the file's text is held
@@ -191,12 +190,11 @@ fn a_large_override_rule_takes_at_most_a_bounded_multiple_of_its_size() {
     assert_bounded("an override rule", &text, multiple, OVERRIDE_BOUND);
 }
 
-/// The bound for mesh rules (measured 13.9x: the document 3.8x, the compiled rule 9x; 64x
-/// before, when the reader built the rule as a `serde_json::Value`, about 25 times the text
-/// of a rule of many small mappings, and copied it: now each route detail's value is built
-/// when it is read; see BENCHMARKS.md "Rule memory, fourth pass").
+/// The bound for mesh rules (measured 13.9x: the document 3.8x, the compiled rule 9x). Each
+/// route detail's value is built only when it is read, since a `serde_json::Value` of a rule
+/// of many small mappings takes about 25 times its text; see BENCHMARKS.md "Rule memory".
 const MESH_BOUND: f64 = 15.0;
 
-/// The bound for override rules (measured 13.5x, 28.7x before each `configs` item was built
-/// as a value only when read: the document 4x, each item's override URL and its parameters).
+/// The bound for override rules (measured 13.5x: the document 4x, each item's override URL
+/// and its parameters; each `configs` item is built as a value only when it is read).
 const OVERRIDE_BOUND: f64 = 15.0;

@@ -1,4 +1,4 @@
-//! Provider churn against a real ZooKeeper (issue 20): 50,000 providers registered, then
+//! Provider churn against a real ZooKeeper: 50,000 providers registered, then
 //! 1,000 registrations and removals in 10 s while routing threads run. Asserts correctness
 //! only: every applied state is exactly a state the registry went through, in order, the
 //! last one holds every change, and every checked call was routed to a provider the rule

@@ -23,10 +23,10 @@ use crate::lint::{self, Code, Problem, RuleRef, Severity};
 /// Arguments of `check`.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// The type of the rule files given (`condition`, `tag`, `affinity`, `mock`, `group`,
-    /// `idc-weight`, or a plugin's type); default: from the file name's Dubbo node suffix.
-    #[arg(long = "type", value_name = "TYPE")]
-    rule_type: Option<String>,
+    /// The type of the rule files after it, up to the next `--type` (files before the first
+    /// `--type` take the first); default: from the file name's Dubbo node suffix.
+    #[arg(long = "type", value_name = "TYPE", value_parser = RuleTypeParser)]
+    rule_type: Vec<String>,
     /// A provider list (as for `route`) to cross-check the rules against.
     #[arg(long, value_name = "FILE")]
     providers: Option<PathBuf>,
@@ -36,9 +36,67 @@ pub struct CheckArgs {
     /// Exit 1 when there are warnings (and no error).
     #[arg(long)]
     deny_warnings: bool,
-    /// Chain files and rule files to check.
+    /// Chain files and rule files to check (`-`: standard input, for one of the files or
+    /// `--providers`; pipes and FIFOs are read too).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+}
+
+/// The `--type` values of `check` and `zk`: any text (an unknown type is reported with the
+/// known ones), with the known types as the possible values that `--help` lists and shell
+/// completion offers.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleTypeParser;
+
+impl clap::builder::TypedValueParser for RuleTypeParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let registry = routechain::registry();
+        let types: Vec<String> = rule_types(&registry)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        Some(Box::new(
+            types.into_iter().map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// The type each of `files` is checked as, from the `--type`s among the arguments
+/// (`matches`, the `check` subcommand's): a `--type` applies to the files after it up to
+/// the next one; the files before the first take the first. `None`: no `--type`.
+fn types_per_file(matches: &clap::ArgMatches, files: usize) -> Vec<Option<String>> {
+    let types: Vec<(usize, String)> = match (
+        matches.indices_of("rule_type"),
+        matches.get_many::<String>("rule_type"),
+    ) {
+        (Some(at), Some(types)) => at.zip(types.cloned()).collect(),
+        _ => Vec::new(),
+    };
+    let Some(at) = matches.indices_of("files") else {
+        return vec![None; files];
+    };
+    at.map(|file| {
+        types
+            .iter()
+            .rev()
+            .find(|(t, _)| *t < file)
+            .or(types.first())
+            .map(|(_, ty)| ty.clone())
+    })
+    .collect()
 }
 
 /// Output formats of `check` and `test`.
@@ -90,8 +148,21 @@ struct JsonOutput<'a> {
     files: Vec<JsonFile<'a>>,
 }
 
-/// Runs `check`.
-pub fn run(args: &CheckArgs) -> ExitCode {
+/// Runs `check`; `matches` are the `check` subcommand's (for the position of every
+/// `--type` among the files).
+pub fn run(args: &CheckArgs, matches: &clap::ArgMatches) -> ExitCode {
+    let types = types_per_file(matches, args.files.len());
+    if let Some(problem) = unused_type(matches) {
+        errln!("{}", crate::out::paint_errors(&problem));
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let inputs = args.files.iter().map(|f| ("FILE", f.as_path()));
+    if let Err(e) =
+        super::one_stdin(inputs.chain(args.providers.iter().map(|p| ("--providers", p.as_path()))))
+    {
+        errln!("{}", crate::out::paint_errors(&e.render()));
+        return ExitCode::from(EXIT_INVALID);
+    }
     let registry = routechain::registry();
     let providers = match &args.providers {
         None => Ok(None),
@@ -116,20 +187,35 @@ pub fn run(args: &CheckArgs) -> ExitCode {
             None
         }
     };
-    for path in &args.files {
+    for (path, ty) in args.files.iter().zip(&types) {
         reports.push(check_file(
             path,
-            args.rule_type.as_deref(),
+            ty.as_deref(),
             snapshot.as_ref(),
             &registry,
         ));
     }
     let (errors, warnings) = count(reports.iter().flat_map(|r| &r.problems));
     match args.format {
-        Format::Text => print!("{}", text(&reports)),
-        Format::Json => println!("{}", json(&reports)),
+        Format::Text => out!("{}", text(&reports)),
+        Format::Json => outln!("{}", json(&reports)),
     }
     exit(errors, warnings, args.deny_warnings)
+}
+
+/// A `--type` after the last file while another `--type` comes before it applies to no
+/// file: the message saying so.
+fn unused_type(matches: &clap::ArgMatches) -> Option<String> {
+    let last_file = matches.indices_of("files")?.max()?;
+    let types: Vec<usize> = matches.indices_of("rule_type")?.collect();
+    let last_type = *types.last()?;
+    let ty = matches.get_many::<String>("rule_type")?.next_back()?;
+    (types.len() > 1 && last_type > last_file).then(|| {
+        format!(
+            "routechain check: `--type {ty}` comes after the last file: a `--type` applies to \
+             the files after it"
+        )
+    })
 }
 
 /// The exit code for a count of errors and warnings.
@@ -274,9 +360,10 @@ pub fn check_file(
     providers: Option<&Snapshot>,
     registry: &Registry,
 ) -> FileReport {
-    let origin = path.display().to_string();
-    // Regular files within the size limit, invalid UTF-8 located, a BOM skipped.
-    let text = match routechain::rules::input::read_text(path, &origin) {
+    let origin = routechain::rules::input::origin_of(path);
+    // Regular files and pipes (`-`: stdin) within the size limit, invalid UTF-8 located, a
+    // BOM skipped.
+    let text = match routechain::rules::input::read_input(path) {
         Ok(t) => t,
         Err(e) => {
             return FileReport {
@@ -287,17 +374,26 @@ pub fn check_file(
         }
     };
     let routers = FieldPath::root().key("routers");
-    let is_chain = YamlDoc::parse(origin.as_str(), &text)
-        .ok()
-        .is_some_and(|d| d.is_object_at(&FieldPath::root()) && d.rule_doc(&routers).is_some());
-    let mut report = if is_chain {
-        check_chain(&origin, &text, path.parent(), providers, registry)
-    } else {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let ty = rule_type
-            .map(str::to_string)
-            .or_else(|| name.as_deref().and_then(type_from_name));
-        check_rule(&origin, &text, ty.as_deref(), providers, registry)
+    let parsed = YamlDoc::parse(origin.as_str(), &text);
+    let is_chain = parsed
+        .as_ref()
+        .is_ok_and(|d| d.is_object_at(&FieldPath::root()) && d.rule_doc(&routers).is_some());
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let ty = rule_type
+        .map(str::to_string)
+        .or_else(|| name.as_deref().and_then(type_from_name));
+    let mut report = match parsed {
+        _ if is_chain => check_chain(&origin, &text, path.parent(), providers, registry),
+        // Neither a chain file nor a rule of a known type: the YAML error, where it is (as
+        // `route` reports it), unless the text is a valid stream of documents (a mesh rule).
+        Err(e) if ty.is_none() && YamlDoc::parse_stream(origin.as_str(), &text).is_err() => {
+            FileReport {
+                file: origin.clone(),
+                what: String::new(),
+                problems: lint::invalid([e]),
+            }
+        }
+        _ => check_rule(&origin, &text, ty.as_deref(), providers, registry),
     };
     report.problems.sort_by(|a, b| {
         (&a.error.origin, a.error.location, a.code).cmp(&(
@@ -332,7 +428,7 @@ pub fn type_from_name(name: &str) -> Option<String> {
 /// The types a rule file can be checked as: the registry's, but not `plugin` (a plugin
 /// entry names its library in the chain file, so it has no rule file of its own).
 /// Dubbo's override rules (`<key>.configurators`) are checked too, by their own parser.
-fn rule_types(registry: &Registry) -> Vec<&str> {
+pub fn rule_types(registry: &Registry) -> Vec<&str> {
     let mut types: Vec<&str> = registry.type_names().filter(|t| *t != "plugin").collect();
     types.push(CONFIGURATORS);
     types.sort_unstable();

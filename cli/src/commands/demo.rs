@@ -59,11 +59,11 @@ pub fn run(args: &DemoArgs) -> ExitCode {
         Ok(report) => {
             if args.json {
                 match serde_json::to_string_pretty(&report) {
-                    Ok(s) => println!("{s}"),
-                    Err(e) => eprintln!("cannot render the report: {e}"),
+                    Ok(s) => outln!("{s}"),
+                    Err(e) => errln!("cannot render the report: {e}"),
                 }
             } else {
-                print!("{}", report.render());
+                out!("{}", report.render());
             }
             if report.pass {
                 ExitCode::SUCCESS
@@ -72,7 +72,7 @@ pub fn run(args: &DemoArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("demo could not run: {e}");
+            errln!("demo could not run: {e}");
             ExitCode::from(EXIT_INVALID)
         }
     }

@@ -40,7 +40,8 @@ use super::route::route_once;
 /// Arguments of `test`.
 #[derive(Debug, clap::Args)]
 pub struct TestArgs {
-    /// The test cases (YAML): `chain`, `providers` and `tests`.
+    /// The test cases (YAML): `chain`, `providers` and `tests` (`-`: standard input, its
+    /// `chain` and `providers` then relative to the working directory).
     #[arg(value_name = "CASES.yaml")]
     cases: PathBuf,
     /// Output format.
@@ -117,8 +118,8 @@ fn invalid(doc: &YamlDoc, path: FieldPath, message: impl Into<String>) -> LoadEr
 }
 
 fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
-    let origin = args.cases.display().to_string();
-    let text = routechain::rules::input::read_text(&args.cases, &origin).map_err(|e| vec![e])?;
+    let origin = routechain::rules::input::origin_of(&args.cases);
+    let text = routechain::rules::input::read_input(&args.cases).map_err(|e| vec![e])?;
     let doc = YamlDoc::parse(origin.as_str(), &text).map_err(|e| vec![e])?;
     let root = FieldPath::root();
     let cases: Cases = RuleDoc::new(doc.value(), &root)
@@ -228,7 +229,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
     let passed = outcomes.iter().filter(|o| o.pass).count();
     let failed = outcomes.len() - passed;
     match args.format {
-        Format::Json => println!(
+        Format::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&Output {
                 tests: &outcomes,
@@ -241,20 +242,20 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
         Format::Text => {
             for o in &outcomes {
                 if o.pass {
-                    println!("PASS  {}", o.name);
+                    outln!("PASS  {}", o.name);
                 } else {
-                    println!("FAIL  {}: {}", o.name, o.message);
+                    outln!("FAIL  {}: {}", o.name, o.message);
                 }
             }
             if uncovered.is_empty() {
-                println!("coverage: every condition, tag, route-table cell and group was reached");
+                outln!("coverage: every condition, tag, route-table cell and group was reached");
             } else {
-                println!("coverage: {} reached by no test:", uncovered.len());
+                outln!("coverage: {} reached by no test:", uncovered.len());
                 for u in &uncovered {
-                    println!("  {u}");
+                    outln!("  {u}");
                 }
             }
-            println!("test: {passed} passed, {failed} failed");
+            outln!("test: {passed} passed, {failed} failed");
         }
     }
     Ok(if failed == 0 {

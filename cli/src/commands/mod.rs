@@ -4,7 +4,8 @@
 //! file:line:column; `check` prints its problems on stdout); 3 no provider left (`route`,
 //! `explain`, `simulate` when every call found none); 4 ZooKeeper unreachable or an
 //! operation on it failed (`zk`); 1 a check of `demo` failed, a golden test of `test`
-//! failed, or `check --deny-warnings` found warnings.
+//! failed, or `check --deny-warnings` found warnings. A closed stdout (`… | head -1`) ends
+//! any command quietly with 0 ([`crate::out`]).
 //!
 //! Commands: `route`, `explain`, `check`, `test` (golden tests), `simulate` (route + balance
 //! N calls and count), `demo` (real calls over TCP through the demo chain), `watch`, `zk`,
@@ -62,7 +63,7 @@ enum Command {
     Explain(route::ExplainArgs),
     /// Validate and lint chain files and rule files; cross-check them with a provider list.
     #[command(
-        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
+        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check --type tag a.yaml --type condition b.yaml   # a --type applies to the files after it\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service S | routechain check --providers - bar.chain.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
     )]
     Check(check::CheckArgs),
     /// Route and balance one request N times; print how many calls each provider got.
@@ -116,10 +117,22 @@ enum CompletionShell {
 
 /// Runs the command line in `args` (the first item is the program name).
 pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+    use clap::{CommandFactory, FromArgMatches};
+    // The matches are kept: `check` reads where each `--type` stands among its files.
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|matches| Cli::from_arg_matches(&matches).map(|cli| (cli, matches)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
-            let _ = e.print();
+            // Help and version on stdout, usage errors on stderr (through `out`: a closed
+            // pipe ends quietly).
+            let text = e.render().ansi().to_string();
+            if e.use_stderr() {
+                crate::out::stderr(&text);
+            } else {
+                crate::out::stdout(&text);
+            }
             return if e.use_stderr() {
                 ExitCode::from(EXIT_INVALID)
             } else {
@@ -140,7 +153,10 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     match cli.command {
         Command::Route(args) => route::run(&args),
         Command::Explain(args) => route::run_explain(&args),
-        Command::Check(args) => check::run(&args),
+        Command::Check(args) => match matches.subcommand_matches("check") {
+            Some(matches) => check::run(&args, matches),
+            None => ExitCode::from(EXIT_INVALID),
+        },
         Command::Test(args) => golden::run(&args),
         Command::Completions { shell } => {
             let shell = match shell {
@@ -149,7 +165,10 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
                 CompletionShell::Fish => clap_complete::Shell::Fish,
             };
             let mut command = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut command, "routechain", &mut std::io::stdout());
+            // Written whole through `out` (clap_complete panics on a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "routechain", &mut script);
+            out!("{}", String::from_utf8_lossy(&script));
             ExitCode::SUCCESS
         }
         Command::Simulate(args) => simulate::run(&args),
@@ -163,9 +182,33 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
 /// error is printed (with its file:line:column) and exits [`EXIT_INVALID`].
 fn exit_code(result: Result<ExitCode, routechain::rules::load::LoadError>) -> ExitCode {
     result.unwrap_or_else(|e| {
-        eprintln!("{}", e.render());
+        errln!("{}", crate::out::paint_errors(&e.render()));
         ExitCode::from(EXIT_INVALID)
     })
+}
+
+/// Refuses standard input (`-`) given to more than one of `inputs` (argument name, path):
+/// it can be read once.
+pub fn one_stdin<'a>(
+    inputs: impl IntoIterator<Item = (&'a str, &'a std::path::Path)>,
+) -> Result<(), routechain::rules::load::LoadError> {
+    let readers: Vec<&str> = inputs
+        .into_iter()
+        .filter(|(_, path)| routechain::rules::input::is_stdin(path))
+        .map(|(name, _)| name)
+        .collect();
+    if readers.len() < 2 {
+        return Ok(());
+    }
+    Err(routechain::rules::load::LoadError::Invalid(vec![
+        routechain::rules::input::file_error(
+            "<stdin>",
+            format!(
+                "standard input (`-`) is given to {}: it can be read by one of them only",
+                readers.join(" and ")
+            ),
+        ),
+    ]))
 }
 
 /// A terminal table (comfy-table, the one table implementation of the CLI): no borders,
@@ -176,7 +219,21 @@ where
     R: IntoIterator<Item = Vec<C>>,
     C: Into<comfy_table::Cell>,
 {
-    use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, TableComponent};
+    table_within(header, rows, right, None)
+}
+
+/// The narrowest the last column of [`table_within`] gets.
+const MIN_LAST_COLUMN: u16 = 16;
+
+/// A [`table`] whose last column wraps inside itself (at blanks where it can) so that the
+/// table fits `width` columns, when given; the last column keeps at least
+/// [`MIN_LAST_COLUMN`].
+pub fn table_within<R, C>(header: Vec<&str>, rows: R, right: &[usize], width: Option<u16>) -> String
+where
+    R: IntoIterator<Item = Vec<C>>,
+    C: Into<comfy_table::Cell>,
+{
+    use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, TableComponent, Width};
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::NOTHING)
         .set_style(TableComponent::HeaderLines, '-')
@@ -187,9 +244,16 @@ where
         t.add_row(row);
     }
     let columns = t.column_count();
+    let widths = t.column_max_content_widths();
+    // The other columns, each with its padding and the separator after it.
+    let before: u16 = widths.iter().rev().skip(1).map(|w| w + 3).sum();
+    let last = width.map(|w| w.saturating_sub(before).max(MIN_LAST_COLUMN));
     for (i, c) in t.column_iter_mut().enumerate() {
         c.set_padding((0, if i + 1 == columns { 0 } else { 2 }));
-        c.set_constraint(ColumnConstraint::ContentWidth);
+        c.set_constraint(match last {
+            Some(w) if i + 1 == columns => ColumnConstraint::UpperBoundary(Width::Fixed(w)),
+            _ => ColumnConstraint::ContentWidth,
+        });
         if right.contains(&i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -207,14 +271,14 @@ where
 const DEFAULT_LOG_FILTER: &str = "warn,routechain_live=error";
 
 /// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
-/// (a subscriber already installed stays). Colour only when stderr is a terminal.
+/// (a subscriber already installed stays). Colour as for the rest of stderr
+/// ([`crate::out`]).
 pub fn init_logging_with_default(default: &str) {
-    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(crate::out::stderr_has_colour())
         .try_init();
 }

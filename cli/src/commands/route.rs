@@ -50,13 +50,14 @@ pub enum ExplainFormat {
 /// `route`, `explain` and `simulate`).
 #[derive(Debug, clap::Args)]
 pub struct InputArgs {
-    /// The chain file (YAML).
+    /// The chain file (YAML). Each of the three may be `-` (standard input, for one of
+    /// them), a pipe or a FIFO.
     #[arg(long)]
     pub chain: PathBuf,
     /// The provider list: one provider URL per line; blank lines and `#` comments skipped.
     #[arg(long)]
     pub providers: PathBuf,
-    /// The request (JSON; `-` reads standard input).
+    /// The request (JSON).
     #[arg(long)]
     pub request: PathBuf,
 }
@@ -123,6 +124,11 @@ pub fn run_explain(args: &ExplainArgs) -> ExitCode {
 
 /// Reads the chain file, provider list and request, reporting every input problem at once.
 pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Request), LoadError> {
+    super::one_stdin([
+        ("--chain", inputs.chain.as_path()),
+        ("--providers", inputs.providers.as_path()),
+        ("--request", inputs.request.as_path()),
+    ])?;
     let chain = ChainFile::load(&inputs.chain);
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);
@@ -169,8 +175,8 @@ fn route(inputs: &InputArgs, seed: Option<u64>, style: Style) -> Result<ExitCode
     };
     let routed = route_once(&state, &request, &mut call);
     match style {
-        Style::Json { explain } => println!("{}", routed.json(explain, None, true)),
-        Style::Table => print!(
+        Style::Json { explain } => outln!("{}", routed.json(explain, None, true)),
+        Style::Table => out!(
             "{}",
             table(&routed.trace, &routed.providers, routed.error.as_ref())
         ),
@@ -265,7 +271,9 @@ fn table(trace: &Trace, providers: &[RoutedProvider], error: Option<&RouteError>
     let header = vec![
         "#", "router", "priority", "eval", "before", "after", "reason",
     ];
-    let mut out = super::table(header, rows, &[0, 2, 4, 5]);
+    // The reasons wrap inside their column: the table fits a terminal of 80 columns.
+    let table = super::table_within(header, rows, &[0, 2, 4, 5], Some(80));
+    let mut out = crate::out::paint_first_line(crate::out::HEADER, &table);
     out.push('\n');
     match error {
         Some(e) => out.push_str(&format!("result: NO PROVIDER — {}\n", e.message)),

@@ -245,13 +245,13 @@ fn simulate(args: &SimulateArgs) -> Result<ExitCode, LoadError> {
     };
     let all_empty = base.all_empty() || against.as_ref().is_some_and(Report::all_empty);
     match (args.format, &against) {
-        (Format::Json, None) => println!("{}", pretty(&base)),
-        (Format::Json, Some(other)) => println!(
+        (Format::Json, None) => outln!("{}", pretty(&base)),
+        (Format::Json, Some(other)) => outln!(
             "{}",
             pretty(&serde_json::json!({"base": base, "against": other}))
         ),
-        (Format::Table, None) => print!("{}", table(&base, None, args)),
-        (Format::Table, Some(other)) => print!("{}", table(&base, Some(other), args)),
+        (Format::Table, None) => out!("{}", table(&base, None, args)),
+        (Format::Table, Some(other)) => out!("{}", table(&base, Some(other), args)),
     }
     Ok(if all_empty {
         ExitCode::from(EXIT_NO_PROVIDER)
@@ -282,7 +282,11 @@ fn rows_table(
     if other.is_some() {
         header.extend(["against", "change"]);
     }
-    header.push("");
+    // No bar column when no row has a call (`--calls 0`): it would be empty.
+    let bars = rows.iter().any(|r| r.2 > 0);
+    if bars {
+        header.push("");
+    }
     let max = rows.iter().map(|r| r.2).max().unwrap_or(0).max(1);
     let body = rows.iter().map(|(key, label, count)| {
         let mut cells = vec![
@@ -301,7 +305,9 @@ fn rows_table(
                 share(theirs, calls) - share(*count, calls)
             ));
         }
-        cells.push("█".repeat((*count as usize * BAR).div_ceil(max as usize)));
+        if bars {
+            cells.push("█".repeat((*count as usize * BAR).div_ceil(max as usize)));
+        }
         cells
     });
     let first = usize::from(numbered);

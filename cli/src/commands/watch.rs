@@ -10,8 +10,8 @@ use routechain::rules::ChainFile;
 
 use super::route::route_once;
 use routechain::live::{
-    FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report, Source, Sources,
-    Watching, ZkConfig, ZkSource, parse_providers,
+    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report,
+    ServiceKey, Source, Sources, Watching, ZkConfig, ZkSource, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -30,7 +30,8 @@ pub struct WatchArgs {
     /// The reference whose providers and service-scope rules to follow:
     /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
     /// group or version, `a,b` either group); default the chain file's `service`, `group`
-    /// and `version`. A bare interface keeps the file's group and version.
+    /// and `version`, followed as the file changes. A bare interface keeps the file's
+    /// group and version. Given, the reference is fixed for the run.
     #[arg(long, requires = "zookeeper")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
@@ -68,7 +69,18 @@ fn invalid(message: String) -> LoadError {
 }
 
 fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
-    let mut chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
+    // The chain file and the providers file are watched: standard input cannot be.
+    for (name, path) in [
+        ("--chain", Some(&args.chain)),
+        ("--providers", args.providers.as_ref()),
+    ] {
+        if path.is_some_and(|p| routechain::rules::input::is_stdin(p)) {
+            return Err(invalid(format!(
+                "{name} -: watch follows a file's changes; standard input has none"
+            )));
+        }
+    }
+    let chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
     let request = args
         .request
         .as_deref()
@@ -85,15 +97,17 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         })?),
         None => None,
     };
-    if let Some(service) = &args.service {
-        chain.service = Some(service.clone());
+    // `--service` fixes the reference for the run, over every reload of the chain file;
+    // without it the file's `service`, `group` and `version` are followed as they change.
+    let reference = args.service.as_deref().map(|service| {
         if service.contains([':', '/']) {
             // The form names the group and version: it overrides the file's.
-            chain.group = None;
-            chain.version = None;
+            ServiceKey::parse(service)
+        } else {
+            ServiceKey::reference(service, chain.group.as_deref(), chain.version.as_deref())
         }
-    }
-    if args.zookeeper.is_some() && chain.service.is_none() {
+    });
+    if args.zookeeper.is_some() && reference.is_none() && chain.service.is_none() {
         return Err(invalid(
             "--zookeeper needs a service: give --service or `service:` in the chain file".into(),
         ));
@@ -111,7 +125,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             let origin = path.display().to_string();
             let (urls, skipped) = parse_providers(&origin, ProviderText::Lines(text));
             for s in skipped {
-                eprintln!(
+                errln!(
                     "routechain watch: {}",
                     Report::Skipped {
                         location: s.location,
@@ -123,12 +137,13 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         }
         _ => Snapshot::new(1, Vec::new()),
     };
-    let live = Arc::new(LiveChain::with_providers(
-        chain,
-        routechain::registry(),
-        options,
-        providers,
-    )?);
+    let live = Arc::new(
+        ChainTemplate::new(chain, routechain::registry())?.live_chain_with_providers(
+            reference.as_ref(),
+            options,
+            providers,
+        )?,
+    );
     let router = request.map(|r| {
         let call = match args.seed {
             Some(seed) => CallState::seeded(seed),
@@ -136,7 +151,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         };
         Arc::new(RequestPrinter {
             request: r,
-            call: Mutex::new(call),
+            call: Mutex::new((call, None)),
         })
     });
     // From files the state is loaded now; from ZooKeeper, once the source has delivered
@@ -158,7 +173,22 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         collector.register(&mut registry);
         let bound = super::metrics_server::serve(addr, Arc::new(registry))
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
-        eprintln!("routechain watch: serving metrics on http://{bound}/metrics");
+        errln!("routechain watch: serving metrics on http://{bound}/metrics");
+    }
+    if args.zookeeper.is_none() {
+        let state = live.chain().load();
+        let providers = match &args.providers {
+            Some(p) => format!("the providers of {}", p.display()),
+            None => "no provider list".into(),
+        };
+        errln!(
+            "routechain watch: serving {} from {} with {providers} ({}, generation {}); watching \
+             them for changes",
+            live.service_name().unwrap_or_else(|| "the chain".into()),
+            args.chain.display(),
+            super::check::plural(state.snapshot().providers().len(), "provider"),
+            state.generation()
+        );
     }
     if let (Some(r), Some(mut call)) = (&router, start_lock)
         && args.zookeeper.is_none()
@@ -172,13 +202,15 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             continue;
         };
         let now = ZkConfig::for_chain(&live, servers.clone());
+        // The reference (`service`, `group`, `version`) filters the providers read.
         if now.watched_paths() == following.watched_paths()
+            && now.service == following.service
             && now.provider_app_kinds == following.provider_app_kinds
             && now.each_app_kinds == following.each_app_kinds
         {
             continue;
         }
-        eprintln!(
+        errln!(
             "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
         );
         drop(watching);
@@ -205,27 +237,27 @@ fn sources(args: &WatchArgs, live: &LiveChain) -> (Box<dyn Source>, ZkConfig) {
     let reference = config.service.clone().unwrap_or_else(|| {
         routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
     });
-    eprintln!(
+    errln!(
         "routechain watch: following ZooKeeper {servers} for {} ({}); watching:",
         reference.interface,
         reference.describe_filter()
     );
     for path in config.watched_paths() {
-        eprintln!("  {path}");
+        errln!("  {path}");
     }
     if !config.provider_app_kinds.is_empty() {
-        eprintln!(
+        errln!(
             "  and, once the providers' application is known, its {} node(s)",
             config.provider_app_kinds.join(", ")
         );
     }
     if !config.each_app_kinds.is_empty() {
-        eprintln!(
+        errln!(
             "  and the {} node(s) of every provider application present, from its first provider to its last",
             config.each_app_kinds.join(", ")
         );
     }
-    eprintln!("  and the chain file {}", args.chain.display());
+    errln!("  and the chain file {}", args.chain.display());
     let zk = Box::new(ZkSource::new(config.clone()));
     (Box::new(Sources(vec![zk, chain_source])), config)
 }
@@ -245,7 +277,7 @@ fn start(
     let loaded = loaded.clone();
     let reloads = reloads.clone();
     live.watch(source, move |report| {
-        eprintln!("routechain watch: {report}");
+        errln!("routechain watch: {report}");
         let first = match report {
             Report::Status { .. } | Report::Skipped { .. } => false,
             _ => !loaded.swap(true, Ordering::SeqCst),
@@ -265,15 +297,22 @@ fn start(
     .map_err(|e| invalid(e.to_string()))
 }
 
+/// The request routed after every applied change, with the generation last printed.
 struct RequestPrinter {
     request: Request,
-    call: Mutex<CallState>,
+    call: Mutex<(CallState, Option<u64>)>,
 }
 
 impl RequestPrinter {
-    fn print(&self, live: &LiveChain, call: &mut CallState) {
+    /// Prints the routed request, once per generation: one read can bring several reports
+    /// (providers ignored, a rule applied) about one state.
+    fn print(&self, live: &LiveChain, (call, printed): &mut (CallState, Option<u64>)) {
         let state = live.chain().load();
+        if *printed == Some(state.generation()) {
+            return;
+        }
+        *printed = Some(state.generation());
         let routed = route_once(&state, &self.request, call);
-        println!("{}", routed.json(false, Some(state.generation()), false));
+        outln!("{}", routed.json(false, Some(state.generation()), false));
     }
 }

@@ -42,7 +42,7 @@ pub struct RuleNode {
     /// The node kind: a router type (`condition`, `tag`, `affinity`, or a routechain type:
     /// node `<key>.<type>-router`), `mesh` (node `<key>.MESHAPPRULE`) or `configurators`
     /// (override rules: node `<key>.configurators`).
-    #[arg(long = "type")]
+    #[arg(long = "type", value_parser = super::check::RuleTypeParser)]
     router_type: String,
 }
 
@@ -71,7 +71,7 @@ enum ZkCommand {
         #[arg(long)]
         dry_run: bool,
         /// The rule YAML: validated as `routechain check --type TYPE` does (an invalid rule
-        /// is not written), then written as is.
+        /// is not written), then written as is. `-`: standard input.
         file: PathBuf,
     },
     /// Print a rule node's text.
@@ -134,7 +134,7 @@ pub fn run(args: &ZkArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("routechain zk: cannot start a runtime: {e}");
+            errln!("routechain zk: cannot start a runtime: {e}");
             return ExitCode::from(EXIT_UNAVAILABLE);
         }
     };
@@ -148,19 +148,15 @@ fn key(node: &RuleNode) -> RuleKey {
 /// Validates a rule as `routechain check --type TYPE` does: problems on stderr; an error (or
 /// an unknown type) exits 2. Warns when a service key lacks Dubbo's colons.
 fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<(), ExitCode> {
-    let origin = if file.as_os_str() == "-" {
-        "<stdin>".to_string()
-    } else {
-        file.display().to_string()
-    };
+    let origin = routechain::rules::input::origin_of(file);
     let registry = routechain::registry();
     let report = super::check::check_rule(&origin, text, Some(&node.router_type), None, &registry);
     for p in &report.problems {
-        eprintln!("{}", p.render());
+        errln!("{}", p.render());
     }
     if node.key.contains('.') && !node.key.contains(':') {
         let watched = RuleKey::new(format!("{}::", node.key), node.router_type.clone());
-        eprintln!(
+        errln!(
             "routechain zk: warning: the key {:?} has no `:`; consumers of the service {} watch \
              the service key `interface:version:group`, here {} (an application rule's key is \
              the application name)",
@@ -171,13 +167,33 @@ fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<
     }
     let (errors, _) = super::check::count(&report.problems);
     if errors > 0 {
-        eprintln!(
+        errln!(
             "routechain zk: {} invalid: nothing written",
             super::check::plural(errors, "error")
         );
         return Err(ExitCode::from(EXIT_INVALID));
     }
     Ok(())
+}
+
+/// Refuses a `--type` that names no rule node kind (exit 2), with the known ones.
+fn known_type(ty: &str) -> Result<(), ExitCode> {
+    let registry = routechain::registry();
+    let known = super::check::rule_types(&registry);
+    if known.contains(&ty) {
+        return Ok(());
+    }
+    let hint = crate::lint::did_you_mean(ty, known.iter().copied())
+        .map(|k| format!("did you mean `{k}`? "))
+        .unwrap_or_default();
+    errln!(
+        "{}",
+        crate::out::paint_errors(&format!(
+            "routechain zk: unknown rule type `{ty}`: {hint}known types: {}",
+            known.join(", ")
+        ))
+    );
+    Err(ExitCode::from(EXIT_INVALID))
 }
 
 /// A unified diff from the node's current text (none: the node does not exist) to `new`.
@@ -198,7 +214,7 @@ fn diff(node: &str, current: Option<&str>, new: &str) -> String {
 }
 
 fn fail(e: ZkError) -> ExitCode {
-    eprintln!("routechain zk: {e}");
+    errln!("routechain zk: {e}");
     ExitCode::from(EXIT_UNAVAILABLE)
 }
 
@@ -211,23 +227,23 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         | ZkCommand::Unregister { nodes, .. }
         | ZkCommand::Providers { nodes } => &nodes.zookeeper,
     };
+    // An unknown node kind is refused before anything is read or connected.
+    if let ZkCommand::PutRule { node, .. }
+    | ZkCommand::GetRule { node }
+    | ZkCommand::DeleteRule { node } = command
+        && let Err(code) = known_type(&node.router_type)
+    {
+        return code;
+    }
     // Read the input before connecting, so a bad path fails fast.
     let text = match command {
-        ZkCommand::PutRule { file, .. } => {
-            use routechain::rules::input;
-            let read = if file.as_os_str() == "-" {
-                input::read_stdin("<stdin>")
-            } else {
-                input::read_text(file, &file.display().to_string())
-            };
-            match read {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    eprintln!("{}", e.render());
-                    return ExitCode::from(EXIT_INVALID);
-                }
+        ZkCommand::PutRule { file, .. } => match routechain::rules::input::read_input(file) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                errln!("{}", crate::out::paint_errors(&e.render()));
+                return ExitCode::from(EXIT_INVALID);
             }
-        }
+        },
         _ => None,
     };
     // Validate a rule before connecting: an invalid one is never written.
@@ -249,8 +265,8 @@ async fn zk(command: &ZkCommand) -> ExitCode {
             let k = key(node);
             admin.get_rule(&k).await.map(|current| {
                 let new = text.as_deref().unwrap_or_default();
-                print!("{}", diff(&rule_path(&k), current.as_deref(), new));
-                eprintln!("dry run: nothing written to {}", rule_path(&k));
+                out!("{}", diff(&rule_path(&k), current.as_deref(), new));
+                errln!("dry run: nothing written to {}", rule_path(&k));
             })
         }
         ZkCommand::PutRule { node, .. } => {
@@ -258,18 +274,18 @@ async fn zk(command: &ZkCommand) -> ExitCode {
             admin
                 .put_rule(&k, text.as_deref().unwrap_or_default())
                 .await
-                .map(|()| eprintln!("wrote {}", rule_path(&k)))
+                .map(|()| errln!("wrote {}", rule_path(&k)))
         }
         ZkCommand::GetRule { node } => match admin.get_rule(&key(node)).await {
             Ok(Some(text)) => {
-                print!("{text}");
+                out!("{text}");
                 if !text.ends_with('\n') {
-                    println!();
+                    outln!();
                 }
                 Ok(())
             }
             Ok(None) => {
-                eprintln!("no rule node {}", rule_path(&key(node)));
+                errln!("no rule node {}", rule_path(&key(node)));
                 return ExitCode::FAILURE;
             }
             Err(e) => Err(e),
@@ -278,9 +294,9 @@ async fn zk(command: &ZkCommand) -> ExitCode {
             let k = key(node);
             admin.delete_rule(&k).await.map(|found| {
                 if found {
-                    eprintln!("deleted {}", rule_path(&k));
+                    errln!("deleted {}", rule_path(&k));
                 } else {
-                    eprintln!("no rule node {} (nothing to delete)", rule_path(&k));
+                    errln!("no rule node {} (nothing to delete)", rule_path(&k));
                 }
             })
         }
@@ -291,9 +307,10 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         } => {
             for url in urls {
                 if let Err(e) = routechain::core::Url::parse(url) {
-                    eprintln!(
+                    errln!(
                         "routechain zk: invalid provider URL {url:?} at column {}: {}",
-                        e.column, e.reason
+                        e.column,
+                        e.reason
                     );
                     return ExitCode::from(EXIT_INVALID);
                 }
@@ -309,16 +326,16 @@ async fn zk(command: &ZkCommand) -> ExitCode {
                 }
             }
             if *persistent {
-                eprintln!("registered {} provider(s) (persistent)", urls.len());
+                errln!("registered {} provider(s) (persistent)", urls.len());
                 return ExitCode::SUCCESS;
             }
-            eprintln!(
+            errln!(
                 "registered {} provider(s) (ephemeral); holding them until Ctrl-C",
                 urls.len()
             );
             wait_for_stop().await;
             admin.close().await;
-            eprintln!("unregistered {} provider(s)", urls.len());
+            errln!("unregistered {} provider(s)", urls.len());
             Ok(())
         }
         ZkCommand::Unregister { nodes, urls } => {
@@ -333,11 +350,11 @@ async fn zk(command: &ZkCommand) -> ExitCode {
                     }
                 }
             }
-            result.map(|()| eprintln!("unregistered {removed} provider(s)"))
+            result.map(|()| errln!("unregistered {removed} provider(s)"))
         }
         ZkCommand::Providers { nodes } => admin.providers(&nodes.service).await.map(|urls| {
             for u in urls {
-                println!("{u}");
+                outln!("{u}");
             }
         }),
     };

@@ -192,7 +192,7 @@ impl Problem {
 
     /// The text form: `file:line:column: warning[RC101]: field: message`, then the source
     /// line with a caret, rendered by [`LocatedError::render`] so that every command shows
-    /// problems alike.
+    /// problems alike. The label is styled (an error red, a warning yellow: [`crate::out`]).
     pub fn render(&self) -> String {
         let mut e = self.error.clone();
         let field = e
@@ -201,13 +201,16 @@ impl Problem {
             .filter(|f| !f.is_root())
             .map(|f| format!("{f}: "))
             .unwrap_or_default();
-        e.message = format!(
-            "{}[{}]: {field}{}",
-            self.severity.as_str(),
-            self.code,
-            e.message
-        );
+        let style = match self.severity {
+            Severity::Error => crate::out::ERROR,
+            Severity::Warning => crate::out::WARNING,
+        };
+        let label = format!("{}[{}]", self.severity.as_str(), self.code);
+        e.message = format!("{label}: {field}{}", e.message);
+        // Styled after rendering, which escapes control characters in the message.
+        let at = format!(": {label}: ");
         e.render()
+            .replacen(&at, &format!(": {}: ", crate::out::paint(style, &label)), 1)
     }
 }
 

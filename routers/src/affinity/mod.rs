@@ -159,3 +159,6 @@ impl PreparedAffinity {
         evaluation
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -109,6 +109,10 @@ impl TypedRouter for ConditionRouter {
 }
 
 #[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
 mod sticky_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zero_alloc_tests;

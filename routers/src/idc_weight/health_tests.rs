@@ -112,7 +112,7 @@ fn spillover_moves_an_idcs_weight_with_its_healthy_share() {
             "{degraded} degraded: mt {got:?}, want {share}"
         );
     }
-    // The example, exactly: 5 of 10 degraded gives 41.2% / 58.8%.
+    // docs/group-and-idc.md's example, exactly: 5 of 10 degraded gives 41.2% / 58.8%.
     assert!((41.176_470_f64 - 35.0 * 100.0 / 85.0).abs() < 1e-5);
 }
 

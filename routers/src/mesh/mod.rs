@@ -448,6 +448,12 @@ impl TypedRouter for MeshRouter {
 }
 
 #[cfg(test)]
+mod examples_tests;
+#[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod sticky_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zero_alloc_tests;

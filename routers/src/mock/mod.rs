@@ -117,3 +117,6 @@ impl PreparedMock {
         Evaluation::Runtime
     }
 }
+
+#[cfg(test)]
+mod tests;

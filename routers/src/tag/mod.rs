@@ -464,7 +464,7 @@ impl TagLevels {
 /// million exact addresses prepares in time proportional to its size plus the snapshot.
 /// Only the hosts the rule names exactly are indexed (the index is the size of the rule and
 /// of the providers it names, not of the snapshot: at a million providers an index of every
-/// host was most of the tag router's preparation time and memory). Wildcard, range and CIDR
+/// host would be most of the tag router's preparation time and memory). Wildcard, range and CIDR
 /// patterns scan the snapshot.
 struct HostIndex {
     by_ip: HashMap<std::net::IpAddr, Vec<u32>>,
@@ -693,3 +693,12 @@ impl PreparedTag {
         Evaluation::Runtime
     }
 }
+
+#[cfg(test)]
+mod chain_tests;
+#[cfg(test)]
+mod examples_tests;
+#[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
+mod tests;

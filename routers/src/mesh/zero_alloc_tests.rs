@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
+use crate::builtin_registry;
 use routechain_core::{CallState, Chain, ChainState, Request, Snapshot, Url};
-use routechain_routers::builtin_registry;
 use routechain_rules::ChainFile;
 use serde_json::json;
 

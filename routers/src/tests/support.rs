@@ -1,27 +1,46 @@
-//! Test kit for router tests: snapshots from URL lines, rules from YAML, one-router chains.
-
-#![allow(dead_code)]
+//! Helpers shared by the routers' unit tests: snapshots from URL lines, rules from YAML,
+//! one-router chains, chains from a chain file's text.
 
 use std::sync::Arc;
 
 use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, NoProvider, Request, Router, RuleDoc, RuleError,
-    Snapshot, TypedFactory, TypedRouter, Url,
+    CallState, ChainEntry, ChainState, FieldPath, NoProvider, Request, Router, RouterFactory,
+    RouterSpec, RuleDoc, RuleError, Snapshot, TypedFactory, TypedRouter, Url,
 };
-use routechain_rules::YamlDoc;
+use routechain_rules::{ChainFile, YamlDoc};
+
+/// Builds a router of `type_name` from the typed `router`, as entry `routers[0]` of a
+/// chain file with `rule` (YAML text) as its rule document.
+pub(crate) fn build<T: TypedRouter>(
+    router: T,
+    type_name: &str,
+    rule: Option<&str>,
+) -> Result<Arc<dyn Router>, Vec<RuleError>> {
+    let doc = rule.map(|t| YamlDoc::parse("rule.yaml", t).unwrap());
+    let root = FieldPath::root();
+    let entry_path = FieldPath::root().key("routers").index(0);
+    let entry = serde_json::Value::Null;
+    TypedFactory::new(type_name, router).build(&RouterSpec {
+        type_name,
+        entry: RuleDoc::new(&entry, &entry_path),
+        rule: doc.as_ref().and_then(|d| d.rule_doc(&root)),
+        base_dir: None,
+        service: None,
+    })
+}
 
 /// A snapshot from provider URL lines.
-pub fn snapshot(lines: &[&str]) -> Arc<Snapshot> {
+pub(crate) fn snapshot(lines: &[&str]) -> Arc<Snapshot> {
     Arc::new(Snapshot::parse_lines(1, &lines.join("\n")).expect("test providers parse"))
 }
 
 /// A consumer URL.
-pub fn consumer(url: &str) -> Url {
+pub(crate) fn consumer(url: &str) -> Url {
     Url::parse(url).expect("test consumer parses")
 }
 
 /// Parses `yaml` and hands its root document to `f` (a router's `from_doc`).
-pub fn with_doc<T>(
+pub(crate) fn with_doc<T>(
     yaml: &str,
     f: impl FnOnce(&RuleDoc<'_>) -> Result<T, Vec<RuleError>>,
 ) -> Result<T, Vec<RuleError>> {
@@ -31,13 +50,13 @@ pub fn with_doc<T>(
 }
 
 /// Compiles `yaml` as a rule of the typed `router`.
-pub fn compile<T: TypedRouter>(router: T, yaml: &str) -> Result<T::Rule, Vec<RuleError>> {
+pub(crate) fn compile<T: TypedRouter>(router: T, yaml: &str) -> Result<T::Rule, Vec<RuleError>> {
     with_doc(yaml, |doc| TypedFactory::new("test", router).compile(*doc))
 }
 
 /// A chain router of `type_name` from the typed `router` with `yaml` as its rule (`None`:
 /// an entry without a rule).
-pub fn chain_router<T: TypedRouter>(
+pub(crate) fn chain_router<T: TypedRouter>(
     type_name: &str,
     router: T,
     yaml: Option<&str>,
@@ -49,9 +68,19 @@ pub fn chain_router<T: TypedRouter>(
     }
 }
 
+/// The chain of a chain file's text (the built-in routers) prepared over `providers`, with
+/// no consumer.
+pub(crate) fn chain_state(chain: &str, providers: Arc<Snapshot>) -> ChainState {
+    let file = ChainFile::parse("test.chain.yaml", chain, None).expect("chain parses");
+    let entries = file
+        .compile(&crate::builtin_registry())
+        .expect("chain compiles");
+    ChainState::new(None, providers, Url::empty(), entries).expect("chain prepares")
+}
+
 /// Routes `request` through a chain of `entries` over `providers`; the routed indexes, or
 /// the empty list when a router emptied the candidates.
-pub fn route(
+pub(crate) fn route(
     providers: &Arc<Snapshot>,
     consumer: &Url,
     entries: Vec<ChainEntry>,
@@ -63,7 +92,7 @@ pub fn route(
 }
 
 /// Routes through a prepared state.
-pub fn route_state(state: &ChainState, request: &Request) -> Vec<usize> {
+pub(crate) fn route_state(state: &ChainState, request: &Request) -> Vec<usize> {
     let mut call = CallState::seeded(7);
     match state.route(request, &mut call) {
         Ok(()) => call.candidates.iter().collect(),
@@ -72,7 +101,7 @@ pub fn route_state(state: &ChainState, request: &Request) -> Vec<usize> {
 }
 
 /// A request with the given attachments.
-pub fn request(attachments: &[(&str, &str)]) -> Request {
+pub(crate) fn request(attachments: &[(&str, &str)]) -> Request {
     let mut r = Request::new().with_method("sayHello");
     for (k, v) in attachments {
         r = r.with_attachment(*k, *v);

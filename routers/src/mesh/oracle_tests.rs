@@ -7,12 +7,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::mesh;
 use proptest::prelude::*;
 use routechain_core::{
     BitSet, FieldPath, PrepareContext, RandomSource, Request, RouteContext, RouterSpec, RuleDoc,
     Snapshot, Url,
 };
-use routechain_routers::mesh;
 use serde_json::{Value, json};
 
 const APPS: [Option<&str>; 3] = [Some("app1"), Some("app2"), None];

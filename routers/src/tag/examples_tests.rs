@@ -1,13 +1,11 @@
 //! The outcomes the comments of `rules/examples/tag/*.chain.yaml` promise.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::builtin_registry;
+use crate::test_support::route_state;
 use routechain_core::{ChainState, Request, Snapshot, Url};
-use routechain_routers::builtin_registry;
 use routechain_rules::ChainFile;
-use support::route_state;
 
 fn load(name: &str) -> ChainState {
     let dir = routechain_rules::examples_dir().join("tag");

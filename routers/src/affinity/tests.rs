@@ -1,66 +1,12 @@
-//! The mock and affinity routers: ports of the semantics of Dubbo's
-//! `MockInvokersSelectorTest` and `AffinityRouteTest`, plus the edges around them.
-
-mod support;
+//! The affinity router: ports of the semantics of Dubbo's `AffinityRouteTest`, plus the
+//! edges around them.
 
 use std::sync::Arc;
 
-use routechain_core::{
-    CallState, ChainEntry, ChainState, Evaluation, FieldPath, Request, RouterSpec, RuleDoc, Trace,
-    router_fn,
-};
-use routechain_routers::affinity::AffinityRouter;
-use routechain_routers::builtin_registry;
-use routechain_routers::mock::MockRouter;
-use support::*;
+use routechain_core::{CallState, ChainEntry, ChainState, Evaluation, Request, Trace, router_fn};
 
-#[test]
-fn mock_selects_by_the_need_mock_attachment() {
-    // MockInvokersSelectorTest: two mock providers and one dubbo provider.
-    let snap = snapshot(&[
-        "mock://127.0.0.1/test",
-        "mock://127.0.0.1/test",
-        "dubbo://127.0.0.1/test",
-    ]);
-    let c = consumer("test://127.0.0.1");
-    let cases: &[(&str, Option<&str>, &[usize])] = &[
-        ("no attachment: normal providers", None, &[2]),
-        ("true: mock providers", Some("true"), &[0, 1]),
-        ("TRUE (any case): mock providers", Some("TRUE"), &[0, 1]),
-        ("false: all", Some("false"), &[0, 1, 2]),
-        ("empty: all", Some(""), &[0, 1, 2]),
-        ("other: all", Some("yes"), &[0, 1, 2]),
-    ];
-    for &(name, need, want) in cases {
-        let req = match need {
-            Some(v) => request(&[("invocation.need.mock", v)]),
-            None => request(&[]),
-        };
-        let entry = ChainEntry::new(
-            "mock",
-            -100,
-            chain_router("mock", MockRouter, None).unwrap(),
-        );
-        assert_eq!(route(&snap, &c, vec![entry], &req), want, "{name}");
-    }
-}
-
-#[test]
-fn mock_without_mock_providers_empties_a_mock_call() {
-    let snap = snapshot(&["dubbo://10.0.0.1:1/s", "tri://10.0.0.2:1/s"]);
-    let entry = ChainEntry::new(
-        "mock",
-        -100,
-        chain_router("mock", MockRouter, None).unwrap(),
-    );
-    let got = route(
-        &snap,
-        &consumer("consumer://h/s"),
-        vec![entry],
-        &request(&[("invocation.need.mock", "true")]),
-    );
-    assert_eq!(got, Vec::<usize>::new());
-}
+use super::AffinityRouter;
+use crate::test_support::*;
 
 /// The providers of Dubbo's `AffinityRouteTest`: 40, of which 16 have region=beijing.
 fn affinity_providers() -> Vec<String> {
@@ -296,46 +242,4 @@ fn affinity_unknown_fields_are_ignored_as_dubbo_ignores_them() {
             "{yaml}"
         );
     }
-}
-
-#[test]
-fn builtin_priorities_follow_dubbo() {
-    let registry = builtin_registry();
-    let root = FieldPath::root();
-    let entry = serde_json::json!({});
-    let priority = |type_name: &str, rule: Option<serde_json::Value>| {
-        let spec = RouterSpec {
-            type_name,
-            entry: RuleDoc::new(&entry, &root),
-            rule: rule.as_ref().map(|r| RuleDoc::new(r, &root)),
-            base_dir: None,
-            service: None,
-        };
-        registry
-            .get(type_name)
-            .unwrap()
-            .build(&spec)
-            .unwrap()
-            .default_priority()
-    };
-    assert_eq!(priority("mock", None), -100);
-    assert_eq!(priority("tag", None), 100);
-    assert_eq!(
-        priority(
-            "affinity",
-            Some(
-                serde_json::json!({"scope": "service", "configVersion": "v3.1", "affinityAware": {"key": "region"}})
-            )
-        ),
-        130
-    );
-    assert_eq!(
-        priority(
-            "affinity",
-            Some(
-                serde_json::json!({"scope": "application", "configVersion": "v3.1", "affinityAware": {"key": "region"}})
-            )
-        ),
-        135
-    );
 }

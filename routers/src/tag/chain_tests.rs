@@ -2,14 +2,12 @@
 //! live [`Chain`], and invalid rules rejected with file:line:column while the chain keeps
 //! serving its previous rule.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::builtin_registry;
+use crate::test_support::*;
 use routechain_core::{CallState, Chain, ChainState, DegradedSet, NoProvider, Request, Snapshot};
-use routechain_routers::builtin_registry;
 use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
-use support::*;
 
 const CHAIN: &str = "\
 service: org.example.Orders

@@ -2,14 +2,12 @@
 //! (static tags, dynamic `addresses` and `match`, hierarchical tags, both forces), the
 //! explain trace, and a property test against a direct per-provider evaluation.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::tag::{PreparedTag, TagRouter, TagRule};
+use crate::test_support::*;
 use routechain_core::Router;
 use routechain_core::{CallState, ChainEntry, ChainState, Request, Trace, Url, router_fn};
-use routechain_routers::tag::{PreparedTag, TagRouter, TagRule};
-use support::*;
 
 fn tag_router(rule: Option<&str>) -> Arc<dyn Router> {
     chain_router("tag", TagRouter, rule).expect("test rule compiles")
@@ -723,8 +721,8 @@ mod oracle {
 
     use std::collections::HashMap;
 
+    use crate::tag::{AddressPattern, HostPort, TagRule};
     use routechain_core::Snapshot;
-    use routechain_routers::tag::{AddressPattern, HostPort, TagRule};
 
     fn static_tag(s: &Snapshot, i: usize) -> Option<&str> {
         s.providers()[i]

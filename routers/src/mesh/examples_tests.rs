@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::builtin_registry;
 use routechain_core::{CallState, ChainState, Request, Snapshot, Url};
-use routechain_routers::builtin_registry;
 use routechain_rules::ChainFile;
 use serde_json::json;
 

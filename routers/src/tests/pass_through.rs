@@ -1,13 +1,11 @@
 //! Routers without a rule (or with a disabled one) pass every provider and say so in the
 //! same words: condition, affinity and idc-weight.
 
-mod support;
-
+use crate::builtin_registry;
+use crate::test_support::*;
 use routechain_core::{
     CallState, ChainEntry, ChainState, Evaluation, FieldPath, Request, RouterSpec, RuleDoc, Trace,
 };
-use routechain_routers::builtin_registry;
-use support::*;
 
 #[test]
 fn no_rule_or_a_disabled_rule_passes_every_provider() {

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
+use crate::condition::ConditionRouter;
 use routechain_core::{
     CallState, Chain, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot,
     TypedFactory, Url,
 };
-use routechain_routers::condition::ConditionRouter;
 use serde_json::json;
 
 fn router(doc: serde_json::Value) -> Arc<dyn Router> {

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use crate::affinity::AffinityRouter;
+use crate::mock::MockRouter;
+use crate::tag::TagRouter;
 use routechain_core::{
     CallState, ChainEntry, ChainState, FieldPath, Request, Snapshot, TypedFactory, Url,
 };
-use routechain_routers::affinity::AffinityRouter;
-use routechain_routers::mock::MockRouter;
-use routechain_routers::tag::TagRouter;
 use routechain_rules::YamlDoc;
 
 const TAG_RULE: &str = "\
