@@ -198,7 +198,9 @@ impl Sets {
         self.starts.push(self.members.len() as u32);
     }
 
-    fn finish(self, dict: Arc<Dict>, missing: ProviderSet) -> ValueIndex {
+    fn finish(mut self, dict: Arc<Dict>, missing: ProviderSet) -> ValueIndex {
+        // Reserved for every member; the dense values' went to bitsets.
+        self.members.shrink_to_fit();
         ValueIndex {
             dict,
             starts: self.starts,
