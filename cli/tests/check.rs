@@ -62,7 +62,7 @@ fn errors_are_located_with_a_code_and_the_source_line_and_exit_2() {
     let b = bad.display();
     assert!(
         text.contains(&format!(
-            "{b}:2:11: error[RC002]: routers[0].type: unknown router type \"nope\""
+            "{b}:2:11: error[RC002]: routers[0].type: unknown router type `nope`, expected one of `affinity`, `condition`,"
         )),
         "{text}"
     );
@@ -107,7 +107,7 @@ fn a_standalone_rule_file_is_checked_by_its_type_not_as_a_chain() {
     assert_exit(&out, 2);
     let text = stdout(&out);
     assert!(
-        text.contains("error[RC004]: unknown rule type `idc_weight`: did you mean `idc-weight`?"),
+        text.contains("error[RC004]: unknown rule type `idc_weight`, expected one of `affinity`, `condition`, `configurators`, `group`, `idc-weight`, `mesh`, `mock`, `tag`; did you mean `idc-weight`?"),
         "{text}"
     );
 }
@@ -647,7 +647,7 @@ fn docs_check_md_samples_are_what_the_commands_print() {
         .filter_map(|l| l.strip_prefix("| RC"))
         .map(|l| &l[..3])
         .collect();
-    assert_eq!(table_codes.len(), 18, "one row per code");
+    assert_eq!(table_codes.len(), 19, "one row per code");
     for c in table_codes {
         assert!(shown.contains(&format!("[RC{c}]")), "RC{c} has no example");
     }
@@ -822,4 +822,119 @@ fn explain_has_json_and_only_its_own_flags() {
         help.contains("--format") && help.contains("--seed"),
         "{help}"
     );
+}
+
+/// A number past its field's range is reported as out of range, with the range, wherever it
+/// is written: a YAML literal past 64 bits, a condition range bound past i64, a priority,
+/// a retry count; a value that is no number is still said to be none.
+#[test]
+fn out_of_range_numbers_are_out_of_range_with_the_range() {
+    let s = Scratch::new("check-numbers");
+    let cases = [
+        (
+            "routers:\n  - type: idc-weight\n    rule:\n      idcs: {beijing: [mt, zf]}\n      route_tables:\n        beijing: {mt: 18446744073709551616, zf: 0}\n",
+            "weight 18446744073709551616 of IDC `mt` in the route table of region `beijing` is out of range; weights are integers from 0 to 18446744073709551615",
+        ),
+        (
+            "routers:\n  - type: condition\n    rule:\n      conditions: ['a = 1~99999999999999999999 => b = c']\n",
+            "bound 99999999999999999999 is out of range: a bound is an integer from -9223372036854775808 to 9223372036854775807",
+        ),
+        (
+            "routers:\n  - type: tag\n    priority: 99999999999999999999\n",
+            "`priority` is out of range: found \"99999999999999999999\", expected an integer from -2147483648 to 2147483647",
+        ),
+        (
+            "retries: 5000000000\nrouters: []\n",
+            "`retries` 5000000000 is out of range: an integer from 0 to 4294967295",
+        ),
+        (
+            "retries: many\nrouters: []\n",
+            "`retries` must be an integer from 0 to 4294967295, found \"many\"",
+        ),
+        (
+            "routers:\n  - type: condition\n    rule:\n      configVersion: v3.1\n      conditions:\n        - from: {match: a = b}\n          to: [{match: c = d, weight: 99999999999999999999}]\n",
+            "weight 99999999999999999999 is out of range: an integer from 0 to 4294967295",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let chain = s.write(&format!("c{i}.chain.yaml"), text);
+        let out = routechain(&["check", chain.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert!(stdout(&out).contains(want), "case {i}: {}", stdout(&out));
+    }
+}
+
+/// Every unknown field and type name gets a "did you mean" when a known one is close, and
+/// the expected values in one style: in a chain file, a rule file and a CLI value.
+#[test]
+fn unknown_names_get_a_did_you_mean_everywhere() {
+    let s = Scratch::new("check-did-you-mean");
+    let chain = s.write(
+        "c.chain.yaml",
+        "consumr: consumer://10.0.0.1/svc\nqqq: 1\nrouters:\n  - type: conditon\n  - type: condition\n    priorty: 3\n    rule_fiel: a.yaml\nload_balance: randm\n",
+    );
+    let rule = s.write(
+        "r.idc-weight-router.yaml",
+        "idcs: {beijing: [mt]}\nroute_tabels: {}\n",
+    );
+    let out = routechain(&["check", chain.to_str().unwrap(), rule.to_str().unwrap()]);
+    assert_exit(&out, 2);
+    let text = stdout(&out);
+    for (word, hint) in [
+        ("field `consumr`", "consumer"),
+        ("router type `conditon`", "condition"),
+        ("field `priorty` in a `condition` entry", "priority"),
+        ("field `rule_fiel` in a `condition` entry", "rule_file"),
+        ("load balancer `randm`", "random"),
+        ("field `route_tabels`", "route_tables"),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("unknown {word}, expected one of `")))
+            .unwrap_or_else(|| panic!("no {word}: {text}"));
+        assert!(
+            line.ends_with(&format!("; did you mean `{hint}`?")),
+            "{line}"
+        );
+    }
+    // A name close to none gets the list only.
+    let line = text.lines().find(|l| l.contains("`qqq`")).unwrap();
+    assert!(line.contains("`qqq`, expected one of `service`"), "{line}");
+    assert!(!line.contains("did you mean"), "{line}");
+    let out = routechain(&["check", "--type", "conditon", rule.to_str().unwrap()]);
+    assert!(
+        stdout(&out)
+            .contains("unknown rule type `conditon`, expected one of `affinity`, `condition`")
+            && stdout(&out).contains("; did you mean `condition`?"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// Every problem at once: a rule's lint warnings are shown together with its errors.
+#[test]
+fn warnings_are_shown_together_with_errors() {
+    let s = Scratch::new("check-warnings-and-errors");
+    let rule = s.write(
+        "x.condition-router.yaml",
+        "forse: true\nconditions:\n  - \"=> ,abc\"\n",
+    );
+    let chain = s.write(
+        "c.chain.yaml",
+        "routers:\n  - type: tag\n    rule:\n      forse: true\n      tags:\n        - name: gray\n          addresses: [\"10.0.0.0/33\"]\n",
+    );
+    for (file, error) in [(&rule, "conditions[0]"), (&chain, "addresses[0]")] {
+        let out = routechain(&["check", file.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        let text = stdout(&out);
+        assert!(
+            text.contains("warning[RC107]") && text.contains("did you mean `force`?"),
+            "{text}"
+        );
+        assert!(
+            text.contains("error[RC002]") && text.contains(error),
+            "{text}"
+        );
+        assert!(text.contains(": 1 error, 1 warning\n"), "{text}");
+    }
 }

@@ -121,7 +121,7 @@ fn empty_provider_list_exits_3_with_an_error_object() {
 #[test]
 fn invalid_inputs_exit_2_naming_file_line_and_column() {
     let s = Scratch::new("invalid");
-    let chain = s.write("chain.yaml", "routers:\n  - type: no-such-router\n");
+    let chain = s.write("chain.yaml", "routers:\n  - type: conditon\n");
     let providers = s.write(
         "providers.txt",
         "dubbo://10.0.0.1:20880/a\ndubbo://10.0.0.2:99999/a\n",
@@ -141,9 +141,17 @@ fn invalid_inputs_exit_2_naming_file_line_and_column() {
         stderr.contains(&format!("{}:1:", request.display())),
         "{stderr}"
     );
+    // The chain's router types are checked when it is read: every input's problems at once.
+    assert!(
+        stderr.contains(&format!(
+            "{}:2:11: routers[0].type: unknown router type `conditon`",
+            chain.display()
+        )) && stderr.contains("did you mean `condition`?"),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty());
 
-    // A chain problem is reported once the inputs parse.
+    // Alone, too.
     let providers = s.write("providers.txt", PROVIDERS);
     let request = s.write("request.json", "{}");
     let out = run_inputs("route", &chain, &providers, &request);
@@ -407,7 +415,7 @@ fn watch_prints_a_route_line_per_applied_change_and_the_reason_of_every_refusal(
     let line = w.stderr_with("refused chain file");
     assert!(
         line.contains(&format!(
-            "{}:1:15: load_balance: unknown load balancer \"fastest\"",
+            "{}:1:15: load_balance: unknown load balancer `fastest`",
             chain.display()
         )),
         "{line}"

@@ -171,7 +171,7 @@ fn invalid_cases_are_located_and_exit_2() {
     let file = s
         .write(
             "missing.yaml",
-            "chain: nope.yaml\nproviders: providers.txt\ntests: []\n",
+            "chain: nope.yaml\nproviders: providers.txt\ntests:\n  - name: t\n    expect: {no_provider: true}\n",
         )
         .display()
         .to_string();

@@ -500,7 +500,7 @@ fn an_out_of_range_weight_says_which_range() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("weight must be an integer from 0 to 4294967295, found 99999999999"),
+        err.contains("weight 99999999999 is out of range: an integer from 0 to 4294967295"),
         "{err}"
     );
 }

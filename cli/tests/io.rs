@@ -462,9 +462,8 @@ fn check_type_lists_and_completes_the_known_types_and_applies_to_the_files_after
     ]);
     assert_exit(&out, 2);
     assert!(
-        stderr(&out).contains(
-            "unknown rule type `idc_weight`: did you mean `idc-weight`? known types: affinity,"
-        ),
+        stderr(&out).contains("unknown rule type `idc_weight`, expected one of `affinity`,")
+            && stderr(&out).contains("; did you mean `idc-weight`?"),
         "{}",
         stderr(&out)
     );

@@ -248,7 +248,7 @@ fn a_bad_balancer_is_reported_with_its_location() {
     assert_exit(&out, 2);
     let err = stderr(&out);
     assert!(err.contains("chain.yaml:2:15"), "{err}");
-    assert!(err.contains("unknown load balancer \"fastest\""), "{err}");
+    assert!(err.contains("unknown load balancer `fastest`"), "{err}");
 }
 
 /// The `simulate` sample of `docs/load-balancing.md` is what the command prints.

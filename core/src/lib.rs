@@ -8,9 +8,8 @@
 //!   appended), so routers update their indexes in proportion to what changed.
 //! - [`Request`]: one call (consumer, method, arguments, attachments, attributes), passed
 //!   explicitly — never through thread-locals.
-//! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place;
-//!   [`popcount`]: its member counts, with the CPU's `POPCNT` when it has one; [`words`]:
-//!   its AND passes and scans, with the CPU's AVX2 when it has one.
+//! - [`BitSet`] / [`Candidates`]: the working set of a call, narrowed in place (member
+//!   counts with the CPU's `POPCNT`, AND passes and scans with its AVX2, when it has them).
 //! - [`TypedRouter`]: the router contract authors implement (raw rule → compiled rule →
 //!   prepared state → per-call route); [`Router`] / [`PreparedRouter`]: its object-safe
 //!   twins the chain stores, derived by [`TypedFactory`].
@@ -54,32 +53,42 @@
 //! assert_eq!(call.candidates.iter().collect::<Vec<_>>(), vec![1]);
 //! ```
 
-pub mod bitset;
-pub mod chain;
+mod bitset;
+mod chain;
 mod cpu;
-pub mod degraded;
-pub mod edit;
-pub mod index;
+mod degraded;
+mod edit;
+mod index;
 pub mod intern;
-pub mod metrics;
-pub mod registry;
-pub mod request;
-pub mod rng;
-pub mod router;
-pub mod rule;
+mod metrics;
+mod registry;
+mod request;
+mod rng;
+mod router;
+mod rule;
 mod rule_de;
-pub mod snapshot;
-pub mod trace;
-pub mod url;
+mod snapshot;
+mod trace;
+mod url;
 pub mod weighted;
+
+/// `serde`, re-exported: a [`TypedRouter`]'s rule as written implements its `Deserialize`.
+pub use serde;
+/// `serde_json`, re-exported: request arguments and rule documents are its `Value`s.
+pub use serde_json;
 
 pub use bitset::{BitSet, Candidates, WordMask};
 pub use chain::{CallState, Chain, ChainEntry, ChainState, NoProvider, RoutedMemo};
-pub use cpu::{popcount, words};
+// The balancers' weighted picks (`routechain-balance`) count candidate bits with these
+// CPU-dispatched kernels, and the kernels' `unsafe` stays in `cpu`: public for that crate,
+// not part of the API.
+#[doc(hidden)]
+pub use cpu::popcount;
+pub(crate) use cpu::words;
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
 pub use index::{NamedSets, NamedSetsBuilder, ProviderSet, SetRef, ValueIndex};
-pub use metrics::{ChainMetrics, PickCounter, RouterCounters, RouterStats};
+pub use metrics::{ChainMetrics, EMPTY_LIST_ROUTER, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
 pub use rng::{FastRng, RandomSource, SequenceRng, stable_hash};
@@ -87,7 +96,15 @@ pub use router::{
     FnRouter, PrepareContext, PrepareError, PreparedRouter, RouteContext, RouteContextBuilder,
     Router, TypedFactory, TypedRouter, router_fn,
 };
-pub use rule::{DocNode, DocTree, FieldPath, PathSegment, RuleDoc, RuleError, tree_value};
+pub use rule::{FieldPath, PathSegment, RuleDoc, RuleError};
+// How `routechain-rules` hands its YAML trees to a `RuleDoc`: public for that crate, not
+// part of the API (a router reads its rule through `RuleDoc`).
+#[doc(hidden)]
+pub use rule::{DocNode, DocTree, tree_value};
+// The messages of unknown names and out-of-range numbers, written alike by every crate of
+// routechain: public for those crates, not part of the API.
+#[doc(hidden)]
+pub use rule::{did_you_mean, integer_range_message, is_integer, one_of, unknown_name};
 pub use snapshot::{Provider, ProviderLineError, Snapshot};
 pub use trace::{Evaluation, Trace, TraceStep};
 pub use url::{DERIVED_KEYS, Url, UrlError, UrlKey};

@@ -137,7 +137,7 @@ impl Blocks {
 pub const EMPTY_LIST_ROUTER: &str = "(empty provider list)";
 
 /// The counters of one router of a chain, by its name: see the module documentation.
-pub struct RouterCounters {
+pub(crate) struct RouterCounters {
     name: Arc<str>,
     kind: Arc<str>,
     /// The block this router's three counters are in, from `base` on.
@@ -161,17 +161,17 @@ impl std::fmt::Debug for RouterCounters {
 impl RouterCounters {
     /// Records a call this router emptied.
     #[inline]
-    pub fn count_no_provider(&self) {
+    pub(crate) fn count_no_provider(&self) {
         self.block.add(self.base + NO_PROVIDER);
     }
     /// Records a call on which this router took its fallback or force path.
     #[inline]
-    pub fn count_fallback(&self) {
+    pub(crate) fn count_fallback(&self) {
         self.block.add(self.base + FALLBACK);
     }
     /// Records a call on which this router failed and was isolated.
     #[inline]
-    pub fn count_failure(&self) {
+    pub(crate) fn count_failure(&self) {
         self.block.add(self.base + FAILURE);
     }
 
@@ -206,7 +206,7 @@ pub struct RouterStats {
 /// One slot per shard, **not** padded (a padded slot per shard per provider would take
 /// kilobytes per provider): two threads picking the same provider at once write neighbouring
 /// words of one cache line. That is why per-provider counting is an option, off by default.
-pub struct PickCounter {
+pub(crate) struct PickCounter {
     address: Arc<str>,
     shards: Box<[AtomicU64]>,
 }
@@ -281,7 +281,8 @@ impl ChainMetrics {
     }
 
     /// Counters at zero that also count picks per provider address (high-cardinality: one
-    /// series per address ever seen; see [`PickCounter`] for the cost).
+    /// series per address ever seen, and two threads picking the same provider at once
+    /// write neighbouring words of one cache line: off by default).
     pub fn with_provider_picks() -> Self {
         ChainMetrics {
             picks: Some(Mutex::new(Vec::new())),
@@ -297,7 +298,7 @@ impl ChainMetrics {
     /// The pick counter of every provider of `addresses` (in order), created at zero on
     /// first use; `None` when picks are not counted per provider. Off the call path: a
     /// chain state resolves them once per snapshot (O(providers × log addresses)).
-    pub fn pick_counters<'a>(
+    pub(crate) fn pick_counters<'a>(
         &self,
         addresses: impl Iterator<Item = &'a str>,
     ) -> Option<Box<[Arc<PickCounter>]>> {
@@ -330,32 +331,19 @@ impl ChainMetrics {
         known.iter().map(|c| (c.address.clone(), c.sum())).collect()
     }
 
-    /// The counters of the router named `name` (created at zero on first use). Off the call
-    /// path: a chain state resolves its routers' counters once, when it is assembled.
-    pub fn router(&self, name: &str, kind: &str) -> Arc<RouterCounters> {
-        self.router_named(name, || (Arc::from(name), Arc::from(kind)))
-    }
-
-    /// [`ChainMetrics::router`] with the kind a chain entry holds: new counters share it,
-    /// and the chain's steps share the counters' name ([`RouterCounters::name`]).
+    /// The counters of the router named `name` of type `kind` (created at zero on first use;
+    /// new counters share the kind, and the chain's steps share the counters' name,
+    /// [`RouterCounters::name`]). Off the call path: a chain state resolves its routers'
+    /// counters once, when it is assembled.
     pub(crate) fn router_of_kind(&self, name: &str, kind: &Arc<str>) -> Arc<RouterCounters> {
-        self.router_named(name, || (Arc::from(name), kind.clone()))
-    }
-
-    fn router_named(
-        &self,
-        name: &str,
-        names: impl FnOnce() -> (Arc<str>, Arc<str>),
-    ) -> Arc<RouterCounters> {
         let mut routers = self.routers.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = routers.iter().find(|r| &*r.name == name) {
             return r.clone();
         }
         let (block, base) = self.blocks.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let (name, kind) = names();
         let r = Arc::new(RouterCounters {
-            name,
-            kind,
+            name: Arc::from(name),
+            kind: kind.clone(),
             block,
             base,
         });
@@ -375,7 +363,7 @@ impl ChainMetrics {
     }
     /// Records a call that found an empty provider list.
     #[inline]
-    pub fn count_empty_list(&self) {
+    pub(crate) fn count_empty_list(&self) {
         self.calls.add(EMPTY_LIST);
     }
 
@@ -415,7 +403,7 @@ mod tests {
     #[test]
     fn counts_from_many_threads_sum_exactly() {
         let m = Arc::new(ChainMetrics::new());
-        let r = m.router("tag", "tag");
+        let r = m.router_of_kind("tag", &"tag".into());
         std::thread::scope(|s| {
             for _ in 0..8 {
                 let (m, r) = (&m, &r);
@@ -479,7 +467,7 @@ mod tests {
         // routers go to a second one. Every counter counts alone.
         let m = ChainMetrics::new();
         let routers: Vec<_> = (0..12)
-            .map(|i| m.router(&format!("r{i}"), "mock"))
+            .map(|i| m.router_of_kind(&format!("r{i}"), &"mock".into()))
             .collect();
         let same = |a: &Sharded<BLOCK>, b: &Sharded<BLOCK>| Arc::ptr_eq(&a.shards, &b.shards);
         assert!(same(&routers[0].block, &m.calls));
@@ -512,10 +500,10 @@ mod tests {
     #[test]
     fn a_router_name_is_one_counter_set_whoever_asks() {
         let m = ChainMetrics::new();
-        let a = m.router("condition(service)", "condition");
-        let b = m.router("condition(service)", "condition");
+        let a = m.router_of_kind("condition(service)", &"condition".into());
+        let b = m.router_of_kind("condition(service)", &"condition".into());
         assert!(Arc::ptr_eq(&a, &b));
-        m.router("tag", "tag");
+        m.router_of_kind("tag", &"tag".into());
         let names: Vec<_> = m.routers().into_iter().map(|r| r.router).collect();
         assert_eq!(names, [Arc::from("condition(service)"), Arc::from("tag")]);
     }

@@ -42,7 +42,7 @@ impl FastRng {
     }
 
     /// A generator seeded from the clock and a stack address (different per thread and call).
-    pub fn from_entropy() -> Self {
+    pub(crate) fn from_entropy() -> Self {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)

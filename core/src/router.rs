@@ -280,11 +280,6 @@ impl<T: TypedRouter> TypedFactory<T> {
         }
     }
 
-    /// The typed router.
-    pub fn typed(&self) -> &T {
-        &self.router
-    }
-
     /// A chain router for an already compiled rule (`None`: every provider passes), named
     /// and prioritised as [`RouterFactory::build`] would: for tests and hosts that compile
     /// rules themselves.
@@ -509,15 +504,6 @@ impl<'a> RouteContext<'a> {
     #[inline]
     pub fn note_failure(&mut self) {
         self.outcome |= Self::FAILURE;
-    }
-
-    /// What [`RouteContext::note_fallback`] and [`RouteContext::note_failure`] recorded
-    /// on this context: (fallback, failure).
-    pub fn noted(&self) -> (bool, bool) {
-        (
-            self.outcome & Self::FALLBACK != 0,
-            self.outcome & Self::FAILURE != 0,
-        )
     }
 
     /// A builder for a context outside a chain: for router unit tests and for hosts that

@@ -60,7 +60,7 @@ impl FieldPath {
         self.0.is_empty()
     }
     /// Converts a `serde_path_to_error` path.
-    pub fn from_serde(path: &serde_path_to_error::Path) -> Self {
+    pub(crate) fn from_serde(path: &serde_path_to_error::Path) -> Self {
         use serde_path_to_error::Segment;
         FieldPath(
             path.iter()
@@ -144,6 +144,127 @@ pub trait DocTree: Send + Sync + fmt::Debug {
     fn doc_key(&self, node: u32) -> &str;
 }
 
+/// The closest of `known` to `word` when it is close enough to be a typo (Jaro-Winkler
+/// similarity of at least 0.8, case ignored): the "did you mean" of every unknown name.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let word = word.to_ascii_lowercase();
+    known
+        .into_iter()
+        .map(|k| (strsim::jaro_winkler(&word, &k.to_ascii_lowercase()), k))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
+}
+
+/// A list of expected values as every message writes it: `` `a`, `b`, `c` ``.
+pub fn one_of<'a>(known: impl IntoIterator<Item = &'a str>) -> String {
+    known
+        .into_iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The message for an unknown name: `` unknown {what} `word`, expected one of `a`, `b`; did
+/// you mean `a`? `` (the hint when a known name is close).
+pub fn unknown_name<'a>(
+    what: &str,
+    word: &str,
+    known: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
+    let hint = did_you_mean(word, known.clone())
+        .map(|k| format!("; did you mean `{k}`?"))
+        .unwrap_or_default();
+    format!(
+        "unknown {what} `{word}`, expected one of {}{hint}",
+        one_of(known)
+    )
+}
+
+/// serde's message for an unknown field or variant (`unknown field `priorty`, expected one
+/// of `type`, `priority``) with the "did you mean" of [`unknown_name`].
+fn with_did_you_mean(message: String) -> String {
+    let Some((word, known)) = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split_once("`, expected one of "))
+    else {
+        return message;
+    };
+    let names = known.split(", ").map(|k| k.trim_matches('`'));
+    match did_you_mean(word, names) {
+        Some(k) => format!("{message}; did you mean `{k}`?"),
+        None => message,
+    }
+}
+
+/// True for an integer: a JSON integer, or the text of an integer no 64-bit integer holds
+/// (an optional sign and digits) — how a YAML integer literal past 64 bits arrives, since a
+/// JSON value cannot hold it. A field that wants a number says such a value is out of range,
+/// not that it is no number.
+pub fn is_integer(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Number(n) => n.is_i64() || n.is_u64(),
+        serde_json::Value::String(s) => {
+            let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+            !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && s.parse::<i64>().is_err()
+                && s.parse::<u64>().is_err()
+        }
+        _ => false,
+    }
+}
+
+/// The message for `value` in a field `name` that takes an integer from `low` to `high`: out
+/// of range when it is an integer ([`is_integer`]), else not an integer.
+pub fn integer_range_message(
+    name: &str,
+    value: &serde_json::Value,
+    low: impl fmt::Display,
+    high: impl fmt::Display,
+) -> String {
+    if is_integer(value) {
+        let shown = match value {
+            serde_json::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        format!("{name} {shown} is out of range: an integer from {low} to {high}")
+    } else {
+        format!("{name} must be an integer from {low} to {high}, found {value}")
+    }
+}
+
+/// serde's message for an integer that does not fit its field (`invalid value: integer
+/// `5000000000`, expected u32`), or for an integer literal past 64 bits (text: see
+/// [`is_integer`]), said as what it is, with the field's range.
+fn out_of_range(message: &str) -> Option<String> {
+    let (found, ty) = if let Some(rest) = message.strip_prefix("invalid value: integer `") {
+        rest.split_once("`, expected ")?
+    } else {
+        let rest = message.strip_prefix("invalid type: string \"")?;
+        let (text, ty) = rest.split_once("\", expected ")?;
+        if !is_integer(&serde_json::Value::String(text.to_string())) {
+            return None;
+        }
+        (text, ty)
+    };
+    let (low, high): (i128, i128) = match ty {
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "u64" | "usize" => (0, u64::MAX.into()),
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    };
+    Some(format!(
+        "{found} is out of range: expected an integer from {low} to {high}"
+    ))
+}
+
 /// The `serde_json::Value` of node `node` of `tree`.
 pub fn tree_value(tree: &dyn DocTree, node: u32) -> serde_json::Value {
     match tree.doc_node(node) {
@@ -168,7 +289,7 @@ enum DocRepr<'a> {
 }
 
 /// A borrowed rule document (or part of one) with its path from the document root: a JSON
-/// value, or a node of a parsed document's tree (read in place, see [`DocTree`]).
+/// value, or a node of a parsed document's tree (read in place).
 #[derive(Debug, Clone, Copy)]
 pub struct RuleDoc<'a> {
     repr: DocRepr<'a>,
@@ -187,7 +308,9 @@ impl<'a> RuleDoc<'a> {
         }
     }
 
-    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`.
+    /// Node `node` of `tree` (`None`: nothing there, read as null), rooted at `path`
+    /// (how `routechain-rules` hands over its YAML trees).
+    #[doc(hidden)]
     pub fn from_tree(tree: &'a dyn DocTree, node: Option<u32>, path: &'a FieldPath) -> Self {
         RuleDoc {
             repr: DocRepr::Tree(tree, node),
@@ -312,7 +435,9 @@ impl<'a> RuleDoc<'a> {
         };
         result.map_err(|e| {
             let path = self.path.join(&FieldPath::from_serde(e.path()));
-            RuleError::new(path, e.into_inner().to_string())
+            let message = e.into_inner().to_string();
+            let message = out_of_range(&message).unwrap_or_else(|| with_did_you_mean(message));
+            RuleError::new(path, message)
         })
     }
 

@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some(chain) = &chain
         && let Err(mut es) = chain.compile(&routechain_routers::builtin_registry())
     {
-        errors.append(&mut es);
+        errors.append(&mut es.0);
     }
     check_located(ORIGIN, routechain_rules::input::strip_bom(&text), &errors);
     // The same text as a standalone rule document: YAML located errors.

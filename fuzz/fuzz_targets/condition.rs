@@ -29,7 +29,7 @@ fuzz_target!(|text: &str| {
     if let Some(file) = file
         && let Err(mut es) = file.compile(&routechain_routers::builtin_registry())
     {
-        errors.append(&mut es);
+        errors.append(&mut es.0);
     }
     routechain_fuzz::check_located("c.yaml", &chain, &errors);
 });

@@ -79,7 +79,10 @@ pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]
-pub use zk::{ZkAdmin, ZkConfig, ZkError, ZkSource};
+pub use zk::{
+    PASSWORD_ENV, PASSWORD_FILE_ENV, ZkAddress, ZkAdmin, ZkConfig, ZkConnection, ZkError,
+    ZkRegistration, ZkSource,
+};
 
 use std::fmt;
 
@@ -202,6 +205,14 @@ pub enum Update {
     ChainFile(std::path::PathBuf),
     /// Several changes to apply together in one swap (each refused on its own if bad).
     Batch(Vec<Update>),
+    /// A node the source could not read (no auth, its ACL...): counted as refused; the
+    /// previous state keeps serving while the source retries.
+    Unreadable {
+        /// Where: `zookeeper:<path>`.
+        origin: String,
+        /// Why (the registry's error, e.g. `NoAuth`).
+        reason: String,
+    },
     /// Something the operator should know that changes nothing (connected, disconnected...).
     Status {
         /// The source's name.
@@ -234,6 +245,7 @@ impl Update {
                 .collect::<Vec<_>>()
                 .join(" + "),
             Update::Status { source, message } => format!("{source}: {message}"),
+            Update::Unreadable { origin, .. } => format!("unreadable node {origin}"),
         }
     }
 }

@@ -42,7 +42,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use routechain_balance::Service;
-use routechain_core::metrics::EMPTY_LIST_ROUTER;
+use routechain_core::EMPTY_LIST_ROUTER;
 
 use crate::LiveChain;
 use crate::observe::{APPLY_BUCKETS, ApplyHistogram, SourceCount, UpdateResult};
@@ -389,6 +389,50 @@ impl Collector for ChainCollector {
             }
         }
         Ok(())
+    }
+}
+
+/// The registry connection's state as the gauge `routechain_registry_connected`
+/// (1 connected, 0 not), labelled `registry="zookeeper"` and `address` (the address with
+/// its password masked). Register it next to a [`ChainCollector`].
+#[cfg(feature = "zookeeper")]
+#[derive(Debug, Clone)]
+pub struct RegistryCollector {
+    address: String,
+    connection: crate::ZkConnection,
+}
+
+#[cfg(feature = "zookeeper")]
+impl RegistryCollector {
+    /// The state of the ZooKeeper source connected to `address` through `connection`
+    /// (the [`crate::ZkConfig::connection`] it runs with).
+    pub fn zookeeper(address: &crate::ZkAddress, connection: crate::ZkConnection) -> Self {
+        RegistryCollector {
+            address: address.to_string(),
+            connection,
+        }
+    }
+
+    /// Registers (a clone of) this collector into `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(self.clone()));
+    }
+}
+
+#[cfg(feature = "zookeeper")]
+impl Collector for RegistryCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let mut e = encoder.encode_descriptor(
+            "routechain_registry_connected",
+            "1 while the registry source has a session and a server answering, else 0.",
+            None,
+            MetricType::Gauge,
+        )?;
+        gauge(
+            &mut e,
+            &[("registry", "zookeeper"), ("address", &self.address)],
+            u64::from(self.connection.is_connected()),
+        )
     }
 }
 

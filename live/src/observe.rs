@@ -172,7 +172,9 @@ impl Observed {
 /// source's name, `api` for direct calls).
 fn source_of<'a>(update: &Update, default: &'a str) -> &'a str {
     match update {
-        Update::Rule { origin, .. } | Update::Providers { origin, .. }
+        Update::Rule { origin, .. }
+        | Update::Providers { origin, .. }
+        | Update::Unreadable { origin, .. }
             if origin.starts_with("zookeeper:") =>
         {
             "zookeeper"

@@ -21,9 +21,9 @@ pub struct LiveOptions {
     /// the system clock (tests inject a
     /// [`ManualClock`](routechain_balance::health::ManualClock)).
     pub clock: Option<Arc<dyn Clock>>,
-    /// Count calls and routing decisions on the call path (sharded counters, see
-    /// [`routechain_core::metrics`]) for an exporter to read. Default on; off, the chain
-    /// state carries no [`routechain_core::ChainMetrics`] and nothing is counted per call
+    /// Count calls and routing decisions on the call path (sharded counters,
+    /// [`routechain_core::ChainMetrics`]) for an exporter to read. Default on; off, the chain
+    /// state carries none and nothing is counted per call
     /// (update counts are kept either way).
     pub metrics: bool,
     /// With `metrics`, also count picks per provider address

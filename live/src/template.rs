@@ -408,7 +408,7 @@ routers:
         .unwrap();
         let err = ChainTemplate::new(file, routechain_routers::builtin_registry()).unwrap_err();
         let text = err.render();
-        assert!(text.contains("unknown router type \"nosuch\""), "{text}");
+        assert!(text.contains("unknown router type `nosuch`"), "{text}");
     }
 
     /// One step of a service's life: a provider list (by its providers' numbers and zones),

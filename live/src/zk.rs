@@ -24,20 +24,28 @@
 //! old one expired. While disconnected nothing is pushed: the last good state keeps serving.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
-use zookeeper_client::{AddWatchMode, Client, Error as ZkClientError, EventType, SessionState};
+use zookeeper_client::{Client, Error as ZkClientError};
 
 use crate::dubbo::{
     Exclusion, ServiceKey, decode_component, parse_provider_node, providers_path, rule_path,
 };
 use crate::providers::{AppCounts, KeyMap, TextKey};
 
+mod address;
 mod admin;
+mod register;
+mod session;
+mod unreadable;
+pub use address::{PASSWORD_ENV, PASSWORD_FILE_ENV, ZkAddress};
 pub use admin::ZkAdmin;
+pub use register::ZkRegistration;
 use routechain_core::Url;
+pub use session::ZkConnection;
+use unreadable::Unreadable;
 
 use crate::{
     LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update,
@@ -46,10 +54,18 @@ use crate::{
 /// Why a ZooKeeper operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ZkError {
+    /// The address cannot be used (its text, password masked, and why).
+    #[error("bad ZooKeeper address `{address}`: {reason}")]
+    Address {
+        /// The address as given, its password masked.
+        address: String,
+        /// Why.
+        reason: String,
+    },
     /// No session could be established.
     #[error("cannot connect to ZooKeeper at {servers}: {reason}")]
     Connect {
-        /// The connection string.
+        /// The address, its password masked.
         servers: String,
         /// Why.
         reason: String,
@@ -78,28 +94,12 @@ pub(crate) fn op_error<'p>(
     }
 }
 
-pub(crate) async fn connect(servers: &str, session_timeout: Duration) -> Result<Client, ZkError> {
-    let attempt = Client::connector()
-        .with_session_timeout(session_timeout)
-        .with_fail_eagerly()
-        .connect(servers);
-    match tokio::time::timeout(session_timeout + Duration::from_secs(1), attempt).await {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(ZkError::Connect {
-            servers: servers.to_string(),
-            reason: e.to_string(),
-        }),
-        Err(_) => Err(ZkError::Connect {
-            servers: servers.to_string(),
-            reason: "timed out".into(),
-        }),
-    }
-}
-
 /// What the ZooKeeper source follows.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ZkConfig {
-    /// The connection string: `host:port[,host:port...][/chroot]`.
+    /// The registry address, in any form [`ZkAddress::parse`] takes (`host:port,...`,
+    /// `user:pass@host:port`, `zookeeper://...`); a bad one is refused when the source
+    /// starts.
     pub servers: String,
     /// The rule nodes to follow.
     pub rule_keys: Vec<RuleKey>,
@@ -115,6 +115,24 @@ pub struct ZkConfig {
     pub session_timeout: Duration,
     /// The pause between connection attempts while ZooKeeper is unreachable.
     pub retry_delay: Duration,
+    /// The connection's state, set by the source (share it to show it).
+    pub connection: ZkConnection,
+}
+
+/// Shows the address with its password masked.
+impl std::fmt::Debug for ZkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkConfig")
+            .field("servers", &address::mask(&self.servers))
+            .field("rule_keys", &self.rule_keys)
+            .field("provider_app_kinds", &self.provider_app_kinds)
+            .field("each_app_kinds", &self.each_app_kinds)
+            .field("service", &self.service)
+            .field("session_timeout", &self.session_timeout)
+            .field("retry_delay", &self.retry_delay)
+            .field("connection", &self.connection)
+            .finish()
+    }
 }
 
 impl ZkConfig {
@@ -138,6 +156,7 @@ impl ZkConfig {
             service: live.reference(),
             session_timeout: Duration::from_secs(10),
             retry_delay: Duration::from_millis(500),
+            connection: ZkConnection::default(),
         }
     }
 }
@@ -171,9 +190,14 @@ impl Source for ZkSource {
             .map_err(start_error)?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let config = self.config;
+        // A bad address is refused now, not retried.
+        let address = ZkAddress::parse(&config.servers).map_err(|e| SourceError::Start {
+            source_name: "zookeeper".into(),
+            reason: e.to_string(),
+        })?;
         let thread = std::thread::Builder::new()
             .name("routechain-zookeeper".into())
-            .spawn(move || runtime.block_on(run(config, tx, stop_rx)))
+            .spawn(move || runtime.block_on(session::run(config, address, tx, stop_rx)))
             .map_err(start_error)?;
         Ok(SourceHandle::new(
             move || {
@@ -272,6 +296,10 @@ struct Ctx<'a> {
     view: View,
     /// Set when keys under a new providers' application need watches.
     new_app_keys: bool,
+    /// The nodes that could not be read, retried with backoff.
+    unreadable: Unreadable,
+    /// Unreadable nodes not reported yet.
+    unreadable_news: Vec<Update>,
 }
 
 impl Ctx<'_> {
@@ -287,6 +315,50 @@ impl Ctx<'_> {
             .service
             .as_ref()
             .map(|s| providers_path(&s.interface))
+    }
+
+    /// Sends what a read changed, then the unreadable nodes it found, as one update.
+    fn send(&mut self, mut updates: Vec<Update>) {
+        updates.append(&mut self.unreadable_news);
+        match updates.len() {
+            0 => {}
+            1 => {
+                let _ = self.tx.send(updates.remove(0));
+            }
+            _ => {
+                let _ = self.tx.send(Update::Batch(updates));
+            }
+        }
+    }
+
+    /// A read of `path` failed with `e`: an error of the session is returned (the session
+    /// loop reconnects or re-reads); one of the node alone (`NoAuth`...) is reported as
+    /// an unreadable node (once per reason) and retried with backoff, the node's previous
+    /// state serving meanwhile.
+    fn unreadable(&mut self, path: &str, e: ZkClientError) -> Result<(), ZkClientError> {
+        if unreadable::is_session_error(&e) {
+            return Err(e);
+        }
+        let reason = unreadable::reason(&e);
+        if self.unreadable.failed(path, &reason) {
+            tracing::warn!(path, "ZooKeeper node unreadable: {reason}");
+            // Sent with the read's other changes (after them), so that what could be read
+            // is serving when it is reported.
+            self.unreadable_news.push(Update::Unreadable {
+                origin: format!("zookeeper:{path}"),
+                reason: format!(
+                    "{reason}; its previous state keeps serving, retrying with backoff until it reads"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `path` read: said once if it was unreadable until now.
+    fn readable(&mut self, path: &str) {
+        if self.unreadable.read(path) {
+            self.status(format!("{path} reads again"));
+        }
     }
 
     /// Reads one rule node and returns the event its change makes, if any.
@@ -310,15 +382,16 @@ impl Ctx<'_> {
                     Some(format!("[{}]", urls.join(", ")).into_bytes())
                 }
                 Ok(_) | Err(ZkClientError::NoNode) => None,
-                Err(e) => return Err(e),
+                Err(e) => return self.unreadable(&path, e).map(|()| None),
             }
         } else {
             match client.get_data(&path).await {
                 Ok((data, _)) => Some(data),
                 Err(ZkClientError::NoNode) => None,
-                Err(e) => return Err(e),
+                Err(e) => return self.unreadable(&path, e).map(|()| None),
             }
         };
+        self.readable(&path);
         let before = self.view.rules.insert(key.clone(), now.clone()).flatten();
         let text = |d: Vec<u8>| String::from_utf8_lossy(&d).into_owned();
         let event = match (before, now) {
@@ -343,8 +416,9 @@ impl Ctx<'_> {
         let children = match client.list_children(&dir).await {
             Ok(c) => c,
             Err(ZkClientError::NoNode) => Vec::new(),
-            Err(e) => return Err(e),
+            Err(e) => return self.unreadable(&dir, e).map(|()| Vec::new()),
         };
+        self.readable(&dir);
         // One look-up per child (children whose name was read before are neither decoded
         // nor parsed again), the departed ones dropped in place, no sort of the list: a
         // change costs hashing the names ZooKeeper lists, plus the changed nodes.
@@ -540,7 +614,9 @@ impl Ctx<'_> {
     /// parsed are kept), so that no change read but not sent is lost.
     async fn resync(&mut self, client: &Client) -> Result<(), ZkClientError> {
         let rules = self.view.rules.clone();
+        self.unreadable.start_round();
         let result = self.resync_inner(client).await;
+        self.unreadable.end_round();
         if result.is_err() {
             self.view.rules = rules;
             self.view.pushed = None;
@@ -563,15 +639,7 @@ impl Ctx<'_> {
         for key in keys {
             updates.extend(self.read_rule(client, &key).await?);
         }
-        match updates.len() {
-            0 => {}
-            1 => {
-                let _ = self.tx.send(updates.remove(0));
-            }
-            _ => {
-                let _ = self.tx.send(Update::Batch(updates));
-            }
-        }
+        self.send(updates);
         Ok(())
     }
 
@@ -580,6 +648,7 @@ impl Ctx<'_> {
     async fn changed(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
         let rules = self.view.rules.clone();
         let result = self.changed_inner(client, path).await;
+        self.unreadable.end_round();
         if result.is_err() {
             self.view.rules = rules;
             self.view.pushed = None;
@@ -588,7 +657,7 @@ impl Ctx<'_> {
     }
 
     async fn changed_inner(&mut self, client: &Client, path: &str) -> Result<(), ZkClientError> {
-        let mut updates = if Some(path) == self.providers_dir().as_deref() {
+        let updates = if Some(path) == self.providers_dir().as_deref() {
             self.read_providers(client).await?
         } else {
             match self
@@ -604,191 +673,7 @@ impl Ctx<'_> {
                 None => Vec::new(),
             }
         };
-        match updates.len() {
-            0 => {}
-            1 => {
-                let _ = self.tx.send(updates.remove(0));
-            }
-            _ => {
-                let _ = self.tx.send(Update::Batch(updates));
-            }
-        }
+        self.send(updates);
         Ok(())
-    }
-}
-
-async fn run(
-    config: ZkConfig,
-    tx: UnboundedSender<Update>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut cx = Ctx {
-        config: &config,
-        tx: &tx,
-        view: View::default(),
-        new_app_keys: false,
-    };
-    let mut outage: Option<String> = None;
-    loop {
-        if *stop.borrow() {
-            return;
-        }
-        let attempt = tokio::select! {
-            _ = stop.changed() => return,
-            r = connect(&config.servers, config.session_timeout) => r,
-        };
-        let client = match attempt {
-            Ok(c) => c,
-            Err(e) => {
-                let message = format!("{e}; the last good state keeps serving, retrying");
-                if outage.as_deref() != Some(message.as_str()) {
-                    tracing::warn!("{message}");
-                    cx.status(message.clone());
-                    outage = Some(message);
-                }
-                tokio::select! {
-                    _ = stop.changed() => return,
-                    _ = tokio::time::sleep(config.retry_delay) => continue,
-                }
-            }
-        };
-        outage = None;
-        cx.status(format!(
-            "connected to {} (session {})",
-            config.servers,
-            client.session_id()
-        ));
-        match session(&client, &mut cx, &mut stop).await {
-            End::Stop => return,
-            End::Reconnect(why) => {
-                tracing::warn!("ZooKeeper {why}; reconnecting (the last good state keeps serving)");
-                cx.status(format!(
-                    "{why}; reconnecting (the last good state keeps serving)"
-                ));
-            }
-        }
-    }
-}
-
-/// Adds a persistent watch on every path; each watcher forwards its node events (as the
-/// path) to `events`.
-async fn install_watches(
-    client: &Client,
-    paths: &[String],
-    events: &tokio::sync::mpsc::UnboundedSender<Arc<str>>,
-) -> Result<tokio::task::JoinSet<()>, String> {
-    let mut forwarders = tokio::task::JoinSet::new();
-    for path in paths {
-        let mut watcher = client
-            .watch(path, AddWatchMode::Persistent)
-            .await
-            .map_err(|e| format!("cannot watch {path}: {e}"))?;
-        let events = events.clone();
-        let path: Arc<str> = Arc::from(path.as_str());
-        forwarders.spawn(async move {
-            loop {
-                let event = watcher.changed().await;
-                if event.event_type == EventType::Session {
-                    if event.session_state.is_terminated() {
-                        break; // the watcher must not be polled after a terminal state
-                    }
-                    continue;
-                }
-                if events.send(path.clone()).is_err() {
-                    break;
-                }
-            }
-        });
-    }
-    Ok(forwarders)
-}
-
-async fn session(
-    client: &Client,
-    cx: &mut Ctx<'_>,
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-) -> End {
-    let (ev_tx, mut ev_rx) = tokio::sync::mpsc::unbounded_channel::<Arc<str>>();
-    let mut states = client.state_watcher();
-    let mut forwarders: Option<tokio::task::JoinSet<()>> = None;
-    let mut need_resync = true;
-    loop {
-        if need_resync {
-            // (Re-)watch first, then read: a change between the two is seen by both at
-            // worst, never by neither. After a reconnection the old watches are dropped
-            // first (a server that restarted may have lost them, and events sent while
-            // disconnected are lost either way).
-            if let Some(mut old) = forwarders.take() {
-                old.shutdown().await;
-            }
-            let mut paths = cx.config.watched_paths();
-            paths.extend(cx.view.app_keys.iter().map(rule_path));
-            paths.extend(cx.view.each_keys.iter().map(rule_path));
-            paths.sort();
-            paths.dedup();
-            cx.new_app_keys = false;
-            match install_watches(client, &paths, &ev_tx).await {
-                Ok(f) => forwarders = Some(f),
-                Err(e) => {
-                    tracing::debug!("ZooKeeper watches not set ({e}); retrying after reconnection");
-                }
-            }
-            if forwarders.is_some() {
-                match cx.resync(client).await {
-                    // Keys under a newly learnt providers' application: watch and re-read
-                    // them now.
-                    Ok(()) if cx.new_app_keys => continue,
-                    Ok(()) => need_resync = false,
-                    Err(ZkClientError::SessionExpired) => {
-                        return End::Reconnect("session expired".into());
-                    }
-                    Err(e) => {
-                        tracing::debug!(
-                            "ZooKeeper re-read failed ({e}); retrying after reconnection"
-                        );
-                    }
-                }
-            }
-        }
-        tokio::select! {
-            _ = stop.changed() => return End::Stop,
-            state = states.changed() => match state {
-                SessionState::Disconnected => {
-                    cx.status("disconnected; the last good state keeps serving");
-                }
-                SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
-                    cx.status("reconnected; re-watching and re-reading rules and providers");
-                    need_resync = true;
-                }
-                SessionState::Expired => return End::Reconnect("session expired".into()),
-                other => return End::Reconnect(format!("session {other}")),
-            },
-            Some(path) = ev_rx.recv() => {
-                // Every event already queued is taken now, and each node changed is read
-                // once: a burst of registrations (one event each) makes one read of the
-                // provider list, not one per event (at 50,000 providers a read is the
-                // whole list).
-                let mut paths = vec![path];
-                while let Ok(p) = ev_rx.try_recv() {
-                    if !paths.contains(&p) {
-                        paths.push(p);
-                    }
-                }
-                let mut resync = false;
-                for path in paths {
-                    match cx.changed(client, &path).await {
-                        Ok(()) => resync |= cx.new_app_keys,
-                        Err(ZkClientError::SessionExpired) => {
-                            return End::Reconnect("session expired".into());
-                        }
-                        Err(e) => {
-                            tracing::debug!("ZooKeeper read of {path} failed ({e}); will re-read");
-                            resync = true;
-                        }
-                    }
-                }
-                need_resync = resync;
-            }
-        }
     }
 }

@@ -5,7 +5,7 @@
 //! `XRule::compile`), the router type (`XRouter`, a [`routechain_core::TypedRouter`]), its
 //! prepared per-snapshot state (`PreparedX`), its per-call route and its explain texts.
 //! [`register_builtins`] registers every built-in type into a [`Registry`] value.
-//! [`dubbo`] holds what Dubbo's own rule documents (condition, tag, affinity) share.
+//! `dubbo` holds what Dubbo's own rule documents (condition, tag, affinity) share.
 //!
 //! Default priorities (lower runs first; an entry's `priority` overrides them), each the
 //! `DEFAULT_PRIORITY` of its folder:
@@ -50,7 +50,7 @@ use routechain_core::Registry;
 
 pub mod affinity;
 pub mod condition;
-pub mod dubbo;
+mod dubbo;
 pub mod group;
 pub mod idc_weight;
 pub mod mesh;

@@ -20,8 +20,11 @@
 //!
 //! Loading is two steps: [`ChainFile::parse`] reads the file and the rule files it names
 //! (YAML errors, unknown or mistyped common fields), and [`ChainFile::compile`] builds every
-//! router through a [`Registry`] (unknown types, type-specific fields, rule errors). Both
-//! report every problem at once, each with origin, line, column and field path.
+//! router through a [`Registry`] (unknown types, type-specific fields, rule errors).
+//! [`ChainFile::load_with`] and [`ChainFile::parse_with`] do both, so loading a file reports
+//! everything building a chain from it would. Each reports every problem at once, with
+//! origin, line, column and field path, in a [`LocatedErrors`] (a `std::error::Error`: `?`
+//! carries it on).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +35,7 @@ use routechain_core::{
 };
 use serde_json::Value;
 
+use crate::located::LocatedErrors;
 use crate::service_config::SERVICE_FIELDS;
 use crate::yaml::{LocatedError, Location, YamlDoc};
 
@@ -166,23 +170,77 @@ pub struct ChainFile {
 
 impl ChainFile {
     /// Reads and parses a chain file (`-`: standard input, see [`crate::input`]) and the rule
-    /// files it names.
-    pub fn load(path: &Path) -> Result<Self, Vec<LocatedError>> {
+    /// files it names: its fields, not yet its router types and rules, which
+    /// [`ChainFile::load_with`] checks too; the error holds every problem, located.
+    pub fn load(path: &Path) -> Result<Self, LocatedErrors> {
         match Self::load_lenient(path) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
         }
     }
 
     /// Parses chain text; `origin` names it in errors, `base_dir` resolves `rule_file`s.
+    /// The error holds every problem, located.
     pub fn parse(
         origin: &str,
         text: &str,
         base_dir: Option<PathBuf>,
-    ) -> Result<Self, Vec<LocatedError>> {
+    ) -> Result<Self, LocatedErrors> {
         match Self::parse_lenient(origin, text, base_dir) {
             (Some(file), errors) if errors.is_empty() => Ok(file),
-            (_, errors) => Err(errors),
+            (_, errors) => Err(LocatedErrors(errors)),
+        }
+    }
+
+    /// Reads a chain file like [`ChainFile::load`] and checks every entry against
+    /// `registry`, so that loading reports what building a chain from the file would: an
+    /// unknown router type (with a "did you mean"), an unknown field of an entry, a rule its
+    /// router refuses (an invalid condition text, a bad CIDR, ...). Every problem at once,
+    /// the file's own and the entries', each located by file, line, column and field.
+    ///
+    /// ```
+    /// use routechain_rules::ChainFile;
+    ///
+    /// // In a service: `routechain::registry()`, every router type routechain ships.
+    /// let mut registry = routechain_core::Registry::new();
+    /// registry.register_fn("keep-all", 100, |_cx, _candidates| {});
+    /// let text = "routers:\n  - type: keep-al\n";
+    /// let errors = ChainFile::parse_with("c.yaml", text, None, &registry).unwrap_err();
+    /// assert_eq!(
+    ///     errors.0[0].to_string(),
+    ///     "c.yaml:2:11: routers[0].type: unknown router type `keep-al`, expected one of \
+    ///      `keep-all`; did you mean `keep-all`?"
+    /// );
+    /// ```
+    pub fn load_with(path: &Path, registry: &Registry) -> Result<Self, LocatedErrors> {
+        Self::checked(Self::load_lenient(path), registry)
+    }
+
+    /// Parses chain text like [`ChainFile::parse`] and checks every entry against `registry`
+    /// (see [`ChainFile::load_with`]).
+    pub fn parse_with(
+        origin: &str,
+        text: &str,
+        base_dir: Option<PathBuf>,
+        registry: &Registry,
+    ) -> Result<Self, LocatedErrors> {
+        Self::checked(Self::parse_lenient(origin, text, base_dir), registry)
+    }
+
+    /// The file when it parsed and every entry compiles through `registry`; else every
+    /// problem of both steps.
+    fn checked(
+        (file, mut errors): (Option<Self>, Vec<LocatedError>),
+        registry: &Registry,
+    ) -> Result<Self, LocatedErrors> {
+        if let Some(file) = &file
+            && let Err(more) = file.compile(registry)
+        {
+            errors.extend(more.into_vec());
+        }
+        match file {
+            Some(file) if errors.is_empty() => Ok(file),
+            _ => Err(LocatedErrors(errors)),
         }
     }
 
@@ -238,13 +296,11 @@ impl ChainFile {
                 err(
                     &mut errors,
                     RuleError::new(
-                        root.clone(),
-                        format!(
-                            "unknown field `{key}`, expected one of {:?}",
-                            CHAIN_FIELDS
-                                .iter()
-                                .chain(&SERVICE_FIELDS)
-                                .collect::<Vec<_>>()
+                        root.key(key),
+                        routechain_core::unknown_name(
+                            "field",
+                            key,
+                            CHAIN_FIELDS.iter().chain(&SERVICE_FIELDS).copied(),
                         ),
                     ),
                 );
@@ -336,7 +392,7 @@ impl ChainFile {
     }
 
     /// Compiles every entry with its own rule.
-    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    pub fn compile(&self, registry: &Registry) -> Result<Vec<ChainEntry>, LocatedErrors> {
         self.compile_with(registry, |_| RuleOverride::Own)
     }
 
@@ -345,7 +401,7 @@ impl ChainFile {
         &self,
         registry: &Registry,
         rule_for: impl Fn(&EntryDef) -> RuleOverride<'a>,
-    ) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+    ) -> Result<Vec<ChainEntry>, LocatedErrors> {
         let mut entries = Vec::new();
         let mut errors = Vec::new();
         for def in self.entries.iter() {
@@ -357,7 +413,7 @@ impl ChainFile {
         if errors.is_empty() {
             Ok(entries)
         } else {
-            Err(errors)
+            Err(LocatedErrors(errors))
         }
     }
 
@@ -374,11 +430,7 @@ impl ChainFile {
             let known: Vec<&str> = registry.type_names().collect();
             return Err(vec![self.doc.locate_error(&RuleError::new(
                 entry_path.key("type"),
-                format!(
-                    "unknown router type {:?}; known types: {}",
-                    def.type_name,
-                    known.join(", ")
-                ),
+                routechain_core::unknown_name("router type", &def.type_name, known),
             ))]);
         };
         let mut errors = Vec::new();
@@ -387,15 +439,19 @@ impl ChainFile {
                 if !COMMON_ENTRY_FIELDS.contains(&key.as_str())
                     && !factory.extra_fields().contains(&key.as_str())
                 {
-                    let mut expected: Vec<&str> = COMMON_ENTRY_FIELDS.to_vec();
-                    expected.extend_from_slice(factory.extra_fields());
-                    errors.push(self.doc.locate_error(&RuleError::new(
-                        entry_path.clone(),
-                        format!(
-                            "unknown field `{key}` for router type {:?}, expected one of {expected:?}",
-                            def.type_name
-                        ),
-                    )));
+                    let expected = COMMON_ENTRY_FIELDS
+                        .iter()
+                        .chain(factory.extra_fields())
+                        .copied();
+                    let message = routechain_core::unknown_name("field", key, expected).replacen(
+                        ", expected",
+                        &format!(" in a `{}` entry, expected", def.type_name),
+                        1,
+                    );
+                    errors.push(
+                        self.doc
+                            .locate_error(&RuleError::new(entry_path.key(key), message)),
+                    );
                 }
             }
         }
@@ -515,7 +571,7 @@ fn parse_entry(
         Some(v) => match v.as_i64().and_then(|p| i32::try_from(p).ok()) {
             Some(p) => Some(p),
             None => {
-                let what = if v.is_i64() || v.is_u64() {
+                let what = if routechain_core::is_integer(v) {
                     "is out of range"
                 } else {
                     "must be an integer"
@@ -549,7 +605,7 @@ fn parse_entry(
     {
         err(RuleError::new(
             path.key("scope"),
-            format!("unknown scope {s:?}: `service` or `application`"),
+            routechain_core::unknown_name("scope", s, ["service", "application"]),
         ));
     }
     let rule_file = string_field(map.get("rule_file"), &path.key("rule_file"), &mut err);

@@ -202,7 +202,7 @@ fn parse_config(
     if !matches!(scope.as_str(), "" | "service" | "application") {
         errors.push(RuleError::new(
             root.key("scope"),
-            format!("unknown scope {scope:?}: `service` or `application`"),
+            routechain_core::unknown_name("scope", &scope, ["service", "application"]),
         ));
     }
     let key = match map.get("key") {
@@ -558,19 +558,19 @@ impl ConditionMatch {
                 "address" => m.address = AddressMatch::parse(v, &p, &mut errors),
                 "providerAddress" => m.provider_address = AddressMatch::parse(v, &p, &mut errors),
                 "service" | "app" => {
-                    let list = v
-                        .get("oneof")
-                        .and_then(Value::as_array)
-                        .map(|l| {
-                            l.iter()
-                                .enumerate()
-                                .filter_map(|(i, s)| {
-                                    StringMatch::parse(s, &p.key("oneof").index(i), &mut errors)
-                                })
-                                .collect::<Vec<_>>()
-                        });
+                    let list = v.get("oneof").and_then(Value::as_array).map(|l| {
+                        l.iter()
+                            .enumerate()
+                            .filter_map(|(i, s)| {
+                                StringMatch::parse(s, &p.key("oneof").index(i), &mut errors)
+                            })
+                            .collect::<Vec<_>>()
+                    });
                     if list.is_none() {
-                        errors.push(RuleError::new(p.clone(), "expected `oneof: [string matches]`"));
+                        errors.push(RuleError::new(
+                            p.clone(),
+                            "expected `oneof: [string matches]`",
+                        ));
                     }
                     if k == "service" {
                         m.service = list;
@@ -599,8 +599,10 @@ impl ConditionMatch {
                 },
                 other => errors.push(RuleError::new(
                     p,
-                    format!(
-                        "unknown match field `{other}`, expected one of address, providerAddress, service, app, param"
+                    routechain_core::unknown_name(
+                        "match field",
+                        other,
+                        ["address", "providerAddress", "service", "app", "param"],
                     ),
                 )),
             }
@@ -667,7 +669,7 @@ impl StringMatch {
         } else {
             errors.push(RuleError::new(
                 path.clone(),
-                "a string match needs one of exact, prefix, regex, wildcard, empty, noempty",
+                "a string match needs one of `exact`, `prefix`, `regex`, `wildcard`, `empty`, `noempty`",
             ));
             None
         }
@@ -705,7 +707,7 @@ impl AddressMatch {
         if m.cird.is_none() && m.wildcard.is_none() && m.exact.is_none() {
             errors.push(RuleError::new(
                 path.clone(),
-                "an address match needs one of cird, wildcard, exact",
+                "an address match needs one of `cird`, `wildcard`, `exact`",
             ));
             return None;
         }

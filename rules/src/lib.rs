@@ -4,7 +4,8 @@
 //! reported at once by origin (file or config-center node), line, column and field path.
 //!
 //! - [`yaml`]: YAML → JSON value plus a location for every field; [`located`]: located
-//!   problems and their bounded rendering; [`input`]: reading input files (regular files
+//!   problems, [`LocatedErrors`] (every problem of an input, a `std::error::Error`: what
+//!   [`ChainFile::parse`] and [`ChainFile::load`] return) and their bounded rendering; [`input`]: reading input files (regular files
 //!   only, a size limit, located UTF-8 errors, a byte-order mark accepted).
 //! - [`chain_file`]: the chain file schema; compiling its entries through a
 //!   [`routechain_core::Registry`].
@@ -33,6 +34,7 @@ mod tree;
 
 pub use chain_file::{ChainFile, EntryDef, RuleOverride, RuleSource};
 pub use load::LoadError;
+pub use located::LocatedErrors;
 pub use request::RequestSpec;
 pub use yaml::{LocatedError, Location, YamlDoc};
 

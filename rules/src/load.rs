@@ -42,6 +42,12 @@ impl From<Vec<LocatedError>> for LoadError {
     }
 }
 
+impl From<crate::LocatedErrors> for LoadError {
+    fn from(errors: crate::LocatedErrors) -> Self {
+        LoadError::Invalid(errors.0)
+    }
+}
+
 /// Reads a provider list: one URL per line; blank lines and `#` comments skipped. Every bad
 /// line is reported with its line and column. A regular file, a pipe or (`-`) standard
 /// input is read; a regular file has no size limit (see [`crate::input`]).
@@ -129,7 +135,14 @@ pub fn parse_request(origin: &str, text: &str) -> Result<Request, LoadError> {
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let spec: RequestSpec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = FieldPath::from_serde(e.path());
+        let path = e.path().iter().fold(FieldPath::root(), |path, segment| {
+            use serde_path_to_error::Segment;
+            match segment {
+                Segment::Seq { index } => path.index(*index),
+                Segment::Map { key } | Segment::Enum { variant: key } => path.key(key),
+                Segment::Unknown => path,
+            }
+        });
         let inner = e.inner();
         located(
             inner.line(),

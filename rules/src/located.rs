@@ -251,6 +251,65 @@ impl LocatedError {
     }
 }
 
+/// Every problem found in one input (a chain file and the rule files it names), each
+/// located. An error type of its own, so `?` carries it into `Box<dyn Error>` or
+/// `anyhow::Error`: its `Display` is every problem on a line of its own,
+/// `file:line:column: field: message` ([`display_all`]); [`LocatedErrors::render`] adds
+/// each source line and a caret, as the CLI prints them. It derefs to the slice of problems.
+#[derive(Debug, Clone, PartialEq, Eq, Default, thiserror::Error)]
+#[error("{}", display_all(&self.0))]
+pub struct LocatedErrors(pub Vec<LocatedError>);
+
+impl LocatedErrors {
+    /// Every problem with its source excerpt and a caret ([`render_all`]).
+    pub fn render(&self) -> String {
+        render_all(&self.0)
+    }
+
+    /// The problems.
+    pub fn into_vec(self) -> Vec<LocatedError> {
+        self.0
+    }
+}
+
+impl std::ops::Deref for LocatedErrors {
+    type Target = [LocatedError];
+
+    fn deref(&self) -> &[LocatedError] {
+        &self.0
+    }
+}
+
+impl From<Vec<LocatedError>> for LocatedErrors {
+    fn from(errors: Vec<LocatedError>) -> Self {
+        LocatedErrors(errors)
+    }
+}
+
+impl From<LocatedError> for LocatedErrors {
+    fn from(error: LocatedError) -> Self {
+        LocatedErrors(vec![error])
+    }
+}
+
+impl IntoIterator for LocatedErrors {
+    type Item = LocatedError;
+    type IntoIter = std::vec::IntoIter<LocatedError>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a LocatedErrors {
+    type Item = &'a LocatedError;
+    type IntoIter = std::slice::Iter<'a, LocatedError>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
 /// Every problem on one line each (as its `Display`), bounded as [`render_all`] bounds them.
 pub fn display_all(errors: &[LocatedError]) -> String {
     bounded_per_origin(errors, |e| e.to_string())

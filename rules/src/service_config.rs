@@ -156,7 +156,7 @@ fn unknown_fields(
         if !known.contains(&key.as_str()) {
             errors.push(RuleError::new(
                 path.clone(),
-                format!("unknown field `{key}`, expected one of {known:?}"),
+                routechain_core::unknown_name("field", key, known.iter().copied()),
             ));
         }
     }
@@ -165,13 +165,10 @@ fn unknown_fields(
 fn kind_of(name: &str, path: &FieldPath, errors: &mut Vec<RuleError>) -> Option<LoadBalanceKind> {
     let kind = LoadBalanceKind::parse(name.trim());
     if kind.is_none() {
-        let known: Vec<&str> = LoadBalanceKind::ALL.iter().map(|k| k.name()).collect();
+        let known = LoadBalanceKind::ALL.iter().map(|k| k.name());
         errors.push(RuleError::new(
             path.clone(),
-            format!(
-                "unknown load balancer {name:?}; known: {}",
-                known.join(", ")
-            ),
+            routechain_core::unknown_name("load balancer", name.trim(), known),
         ));
     }
     kind
@@ -265,7 +262,7 @@ fn uint(value: Option<&Value>, path: &FieldPath, errors: &mut Vec<RuleError>) ->
             None => {
                 errors.push(RuleError::new(
                     path.clone(),
-                    format!("`{path}` must be an integer from 0 to {}", u32::MAX),
+                    routechain_core::integer_range_message(&format!("`{path}`"), v, 0, u32::MAX),
                 ));
                 None
             }
@@ -396,7 +393,7 @@ mod tests {
             "health": {"failure_threshold": 0, "cooldown": "soon"}
         }));
         let expected = [
-            "load_balance: unknown load balancer \"fastest\"",
+            "load_balance: unknown load balancer `fastest`, expected one of `random`",
             "hash_key: `hash_key` applies only to load_balance: consistenthash",
             "methods.a: unknown field `weight`",
             "methods.a.hash_key: invalid hash key \"user\"",
@@ -405,7 +402,7 @@ mod tests {
             "methods.c.retries: `methods.c.retries` must be an integer from 0 to 4294967295",
             "timeout: invalid duration \"-5s\"",
             "skip_degraded: `skip_degraded` must be true or false",
-            "retries: `retries` must be an integer from 0 to 4294967295",
+            "retries: `retries` -1 is out of range: an integer from 0 to 4294967295",
             "health.failure_threshold: `failure_threshold` must be at least 1",
             "health.cooldown: invalid duration \"soon\"",
         ];

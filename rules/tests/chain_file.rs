@@ -113,7 +113,9 @@ routers:
     let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 4, "{shown:#?}");
     assert!(
-        shown[0].starts_with("c.yaml:2:11: routers[0].type: unknown router type \"nope\""),
+        shown[0].starts_with(
+            "c.yaml:2:11: routers[0].type: unknown router type `nope`, expected one of"
+        ),
         "{}",
         shown[0]
     );
@@ -123,7 +125,8 @@ routers:
         shown[1]
     );
     assert!(
-        shown[2].starts_with("c.yaml:6:5: routers[2]: unknown field `bogus`"),
+        shown[2]
+            .starts_with("c.yaml:6:5: routers[2].bogus: unknown field `bogus` in a `keep` entry"),
         "{}",
         shown[2]
     );
@@ -145,7 +148,8 @@ fn parse_errors_are_all_reported() {
     let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 4, "{shown:#?}");
     assert!(
-        shown[0].starts_with("c.yaml:1:1: (document): unknown field `servic`"),
+        shown[0].starts_with("c.yaml:1:1: servic: unknown field `servic`")
+            && shown[0].ends_with("did you mean `service`?"),
         "{}",
         shown[0]
     );
@@ -164,6 +168,45 @@ fn parse_errors_are_all_reported() {
         "{}",
         shown[3]
     );
+}
+
+/// `ChainFile::parse`'s error is a `std::error::Error`: `?` carries it into
+/// `Box<dyn Error>`, whose text is every problem on a line of its own.
+#[test]
+fn chain_file_errors_go_through_question_mark_with_every_problem() {
+    fn load(text: &str) -> Result<ChainFile, Box<dyn std::error::Error>> {
+        Ok(ChainFile::parse("c.yaml", text, None)?)
+    }
+    let text = "servic: x\nrouters:\n  - priority: 1\n  - type: keep\n    priority: high\n";
+    let error = load(text).unwrap_err();
+    let shown = error.to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 3, "{shown}");
+    assert!(
+        lines[0].starts_with("c.yaml:1:1: servic: unknown field `servic`"),
+        "{shown}"
+    );
+    assert_eq!(lines[1], "c.yaml:3:5: routers[0]: missing field `type`");
+    assert!(
+        lines[2].starts_with("c.yaml:5:15: routers[1].priority: "),
+        "{shown}"
+    );
+    // The typed error is there too, for a caller that wants the located problems.
+    let errors = error.downcast::<routechain_rules::LocatedErrors>().unwrap();
+    assert_eq!(errors.len(), 3);
+    assert_eq!(
+        errors[1].location,
+        routechain_rules::Location { line: 3, column: 5 }
+    );
+    // `render` adds each source line and a caret.
+    assert!(
+        errors
+            .render()
+            .contains("\n 3 |   - priority: 1\n   |     ^"),
+        "{}",
+        errors.render()
+    );
+    assert!(load("routers: []\n").is_ok());
 }
 
 #[test]
@@ -250,7 +293,64 @@ fn service_settings_are_read_and_their_errors_located() {
         .collect();
     assert_eq!(errors.len(), 2, "{found:?}");
     assert_eq!((found[0].0, found[0].1), (2, 15), "{found:?}");
-    assert!(found[0].2.contains("unknown load balancer \"fastest\""));
+    assert!(found[0].2.contains("unknown load balancer `fastest`"));
     assert_eq!((found[1].0, found[1].1), (6, 15), "{found:?}");
     assert!(found[1].2.contains("invalid hash key \"user\""));
+}
+
+/// `load_with` / `parse_with` report what building the chain would, at parse time: an
+/// unknown router type (with a "did you mean"), an unknown field of an entry and a rule its
+/// router refuses, together with the file's own problems, each located. `parse` alone reads
+/// the fields only.
+#[test]
+fn parsing_with_a_registry_reports_types_and_rules_too() {
+    let text = "\
+servic: x
+routers:
+  - type: kep
+  - type: keep
+    rule: {keep: [99]}
+  - type: keep
+    rule: {keep: [1]}
+";
+    assert_eq!(
+        ChainFile::parse("c.yaml", text, None).unwrap_err().len(),
+        1,
+        "parse reads the fields only"
+    );
+    let errors = ChainFile::parse_with("c.yaml", text, None, &registry()).unwrap_err();
+    let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "c.yaml:1:1: servic: unknown field `servic`, expected one of `service`, `group`, \
+             `version`, `consumer`, `routers`, `overrides`, `apply_provider_overrides`, \
+             `load_balance`, `hash_key`, `hash_nodes`, `methods`, `skip_degraded`, `retries`, \
+             `timeout`, `health`; did you mean `service`?",
+            "c.yaml:3:11: routers[0].type: unknown router type `kep`, expected one of `keep`; \
+             did you mean `keep`?",
+            "c.yaml:5:18: routers[1].rule.keep: 99 is not allowed",
+        ]
+    );
+    let ok = "routers:\n  - type: keep\n    rule: {keep: [1]}\n";
+    let file = ChainFile::parse_with("c.yaml", ok, None, &registry()).unwrap();
+    assert_eq!(routed(file.compile(&registry()).unwrap()), [1]);
+    // From a file: the same.
+    let dir = std::env::temp_dir().join(format!("routechain-load-with-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.yaml");
+    std::fs::write(
+        &path,
+        "routers:\n  - type: keep\n    label: x\n    rule: {keep: [99]}\n",
+    )
+    .unwrap();
+    let errors = ChainFile::load_with(&path, &registry()).unwrap_err();
+    assert!(ChainFile::load(&path).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0]
+            .to_string()
+            .ends_with(":4:18: routers[0].rule.keep: 99 is not allowed")
+    );
 }

@@ -1,6 +1,8 @@
 //! A real ZooKeeper server for tests: the installed Debian package (`zookeeper`, 3.8),
 //! started with `java` on a free 127.0.0.1 port with a throwaway data directory, killed on
-//! drop, and restartable on the same port and data for restart tests.
+//! drop, and restartable on the same port and data for restart tests; and [`ZkEnsemble`],
+//! three such servers in one quorum on loopback ports, for failover tests (kill, freeze
+//! with SIGSTOP, restart, find the leader and the server a session is connected to).
 //!
 //! A missing ZooKeeper or Java is a test failure with the install command, never a skip
 //! (`bash .ci/zookeeper.sh` installs it).
@@ -19,6 +21,8 @@ pub struct ZooKeeper {
     dir: PathBuf,
     port: u16,
     child: Option<Child>,
+    /// The `server.N=...` lines of its ensemble and its id (none: standalone).
+    quorum: Option<(String, usize)>,
 }
 
 fn free_port() -> u16 {
@@ -47,6 +51,7 @@ impl ZooKeeper {
             dir,
             port: free_port(),
             child: None,
+            quorum: None,
         };
         zk.write_config();
         zk.resume();
@@ -54,7 +59,7 @@ impl ZooKeeper {
     }
 
     fn write_config(&self) {
-        let cfg = format!(
+        let mut cfg = format!(
             "tickTime=200\n\
              dataDir={}\n\
              clientPort={}\n\
@@ -62,11 +67,17 @@ impl ZooKeeper {
              minSessionTimeout=1000\n\
              maxSessionTimeout=30000\n\
              admin.enableServer=false\n\
-             4lw.commands.whitelist=ruok,srvr\n\
+             4lw.commands.whitelist=ruok,srvr,cons\n\
              maxClientCnxns=100\n",
             self.dir.join("data").display(),
             self.port
         );
+        if let Some((servers, id)) = &self.quorum {
+            cfg.push_str("initLimit=20\nsyncLimit=5\n");
+            cfg.push_str(servers);
+            std::fs::write(self.dir.join("data").join("myid"), format!("{id}\n"))
+                .expect("write myid");
+        }
         std::fs::write(self.dir.join("zoo.cfg"), cfg).expect("write zoo.cfg");
     }
 
@@ -99,6 +110,13 @@ impl ZooKeeper {
     /// Starts the server again on the same port with the same data, and waits until it
     /// answers.
     pub fn resume(&mut self) {
+        self.resume_in_background();
+        self.wait_serving();
+    }
+
+    /// Starts the process again without waiting for it to serve (an ensemble's members
+    /// serve only once a quorum is up: start them all, then wait for each).
+    pub fn resume_in_background(&mut self) {
         assert!(self.child.is_none(), "ZooKeeper is already running");
         let which_java = Command::new("java").arg("-version").output();
         assert!(
@@ -118,7 +136,11 @@ impl ZooKeeper {
                 "-Dzookeeper.admin.enableServer=false",
                 "-cp",
                 ZOOKEEPER_JAR,
-                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                if self.quorum.is_some() {
+                    "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+                } else {
+                    "org.apache.zookeeper.server.ZooKeeperServerMain"
+                },
             ])
             .arg(self.dir.join("zoo.cfg"))
             .stdin(Stdio::null())
@@ -127,6 +149,10 @@ impl ZooKeeper {
             .spawn()
             .expect("spawn java for ZooKeeper");
         self.child = Some(child);
+    }
+
+    /// Waits until the server serves requests; panics with its log if it exits.
+    fn wait_serving(&mut self) {
         let start = Instant::now();
         loop {
             if self.ruok() {
@@ -157,6 +183,30 @@ impl ZooKeeper {
         self.four_letters("ruok") == "imok" && self.four_letters("srvr").contains("Mode:")
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn signal(&self, name: &str) {
+        let pid = self.pid().expect("ZooKeeper is not running");
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} {pid} failed");
+    }
+
+    /// Freezes the process (SIGSTOP): its port accepts connections, nothing answers.
+    pub fn freeze(&self) {
+        self.signal("STOP");
+    }
+
+    /// Lets a frozen process go on (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("CONT");
+    }
+
     fn four_letters(&self, word: &str) -> String {
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return String::new();
@@ -174,9 +224,108 @@ impl ZooKeeper {
 impl Drop for ZooKeeper {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A frozen server must be let go on before it can die.
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Three ZooKeeper servers in one quorum on loopback ports (each a [`ZooKeeper`]), started
+/// together; each can be killed, frozen, thawed and restarted on its own.
+pub struct ZkEnsemble {
+    /// The servers, by index (server id = index + 1).
+    pub servers: Vec<ZooKeeper>,
+}
+
+impl ZkEnsemble {
+    /// Starts `n` servers as one ensemble and waits until every one serves.
+    pub fn start(name: &str, n: usize) -> Self {
+        assert!(
+            Path::new(ZOOKEEPER_JAR).exists(),
+            "ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing): run `bash .ci/zookeeper.sh` \
+             (apt-get install -y zookeeper)"
+        );
+        // Each server: a client port, a quorum port and an election port.
+        let ports: Vec<(u16, u16, u16)> = (0..n)
+            .map(|_| (free_port(), free_port(), free_port()))
+            .collect();
+        let lines: String = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer, election))| {
+                format!("server.{}=127.0.0.1:{peer}:{election}\n", i + 1)
+            })
+            .collect();
+        let mut servers: Vec<ZooKeeper> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (client, _, _))| {
+                let dir = std::env::temp_dir().join(format!(
+                    "routechain-zk-{name}-{}-{}-{i}",
+                    std::process::id(),
+                    client
+                ));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir_all(dir.join("data"))
+                    .expect("create the ZooKeeper data directory");
+                let zk = ZooKeeper {
+                    dir,
+                    port: *client,
+                    child: None,
+                    quorum: Some((lines.clone(), i + 1)),
+                };
+                zk.write_config();
+                zk
+            })
+            .collect();
+        for zk in &mut servers {
+            zk.resume_in_background();
+        }
+        for zk in &mut servers {
+            zk.wait_serving();
+        }
+        ZkEnsemble { servers }
+    }
+
+    /// The connection string of every server.
+    pub fn address(&self) -> String {
+        let all: Vec<String> = self.servers.iter().map(ZooKeeper::address).collect();
+        all.join(",")
+    }
+
+    /// The index of the leader (waits up to 30 s for one).
+    pub fn leader(&self) -> usize {
+        let start = Instant::now();
+        loop {
+            if let Some(i) = self.servers.iter().position(|zk| {
+                zk.child.is_some() && zk.four_letters("srvr").contains("Mode: leader")
+            }) {
+                return i;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no ZooKeeper leader within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The index of the running server that holds session `session` (as written by the
+    /// client, `0x...`), if any answers for it.
+    pub fn serving(&self, session: &str) -> Option<usize> {
+        let sid = format!("sid={session}");
+        self.servers
+            .iter()
+            .position(|zk| zk.child.is_some() && zk.four_letters("cons").contains(&sid))
+    }
+
+    /// Waits until server `i` serves again (after [`ZooKeeper::resume`]'s spawn, or a thaw).
+    pub fn wait_serving(&mut self, i: usize) {
+        self.servers[i].wait_serving();
     }
 }

@@ -7,10 +7,8 @@
 
 use std::sync::Arc;
 
-use routechain::balance::{CallError, Service};
-use routechain::core::Request;
-use routechain::live::{LiveChain, LiveOptions, ZkConfig, ZkSource};
-use routechain::rules::ChainFile;
+use routechain::live::{ZkConfig, ZkSource};
+use routechain::prelude::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -36,19 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// Serves `listener` forever, calling the providers ZooKeeper lists.
 pub async fn run(zookeeper: &str, listener: TcpListener) -> Result<(), Box<dyn std::error::Error>> {
-    // Every problem of the chain text at once, each located by line and column.
-    let chain = ChainFile::parse("orders.chain.yaml", CHAIN, None).map_err(|errors| {
-        errors
-            .iter()
-            .map(|e| e.render())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })?;
-    let live = Arc::new(LiveChain::new(
-        chain,
-        routechain::registry(),
-        LiveOptions::default(),
-    )?);
+    // The error holds every problem of the chain text (router types and rules included),
+    // each located by line and column.
+    let registry = routechain::registry();
+    let chain = ChainFile::parse_with("orders.chain.yaml", CHAIN, None, &registry)?;
+    let live = Arc::new(LiveChain::new(chain, registry, LiveOptions::default())?);
     // Rules and providers from ZooKeeper, on the source's own thread and runtime.
     let source = ZkSource::new(ZkConfig::for_chain(&live, zookeeper));
     let _watching = live.watch(Box::new(source), |report| eprintln!("routechain: {report}"))?;
@@ -73,7 +63,7 @@ async fn serve(socket: TcpStream, service: Arc<Service>) -> std::io::Result<()> 
         let request = Request::new()
             .with_service("org.example.OrderService")
             .with_method("listOrders")
-            .with_argument(serde_json::json!(user))
+            .with_argument(routechain::serde_json::json!(user))
             .with_attribute("user", user.as_str());
         let reply = service
             .call(&request, |provider| {

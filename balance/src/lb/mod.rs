@@ -45,7 +45,7 @@ pub use leastactive::LeastActive;
 pub use p2c::P2c;
 pub use random::Random;
 pub use roundrobin::RoundRobin;
-pub use weights::{Weights, provider_weight};
+pub use weights::{WeightParam, Weights, parse_weight, provider_weight};
 
 /// The weight of a provider without a (valid) `weight` param, as in Dubbo.
 pub const DEFAULT_WEIGHT: u32 = 100;

@@ -49,6 +49,35 @@ fn weights_follow_dubbo_defaults() {
     assert_eq!(Weights::new(&bad).get(0), DEFAULT_WEIGHT);
 }
 
+/// Java's `Integer.parseInt` and `Math.max(weight, 0)`, value by value.
+#[test]
+fn a_weight_param_reads_as_dubbo_reads_it() {
+    use WeightParam::*;
+    let cases = [
+        ("0", Weight(0)),
+        ("+7", Weight(7)),
+        ("2147483647", Weight(i32::MAX as u32)),
+        ("-5", Negative),
+        ("-2147483648", Negative),
+        ("2147483648", OutOfRange),
+        ("99999999999999999999999", OutOfRange),
+        ("-99999999999999999999999", OutOfRange),
+        ("abc", NotANumber),
+        ("1.5", NotANumber),
+        (" 5", NotANumber),
+        ("", NotANumber),
+    ];
+    for (value, want) in cases {
+        assert_eq!(parse_weight(value), want, "{value:?}");
+    }
+    let s = snapshot(&[Some(-5), Some(3_000_000_000), Some(i32::MAX as i64)]);
+    let w = Weights::new(&s);
+    assert_eq!(
+        (0..3).map(|i| w.get(i)).collect::<Vec<_>>(),
+        [0, DEFAULT_WEIGHT, i32::MAX as u32]
+    );
+}
+
 #[test]
 fn random_follows_the_weights_within_one_percent() {
     // 100 / 200 / 300 / 400, plus a zero-weight provider that is never chosen.

@@ -11,18 +11,47 @@ use routechain_core::{Candidates, Snapshot, SnapshotEdit, popcount};
 
 use super::{DEFAULT_WEIGHT, MAX_WEIGHT_CLASSES};
 
-/// The weight Dubbo gives a provider: its `weight` param, negative → 0, absent or not an
-/// integer → 100. (Dubbo's warm-up reduction from `timestamp`/`warmup` is not applied: see
+/// The weight Dubbo gives a provider: its `weight` param as [`parse_weight`] reads it,
+/// absent → 100. (Dubbo's warm-up reduction from `timestamp`/`warmup` is not applied: see
 /// `docs/load-balancing.md`.)
 pub fn provider_weight(provider: &routechain_core::Provider) -> u32 {
     weight_of(provider.get("weight"))
 }
 
-/// The weight of a `weight` param value (see [`provider_weight`]).
+/// A `weight` param as Dubbo reads it: `URL.getMethodParameter(method, "weight", 100)` parses
+/// it with Java's `Integer.parseInt` (an optional sign and ASCII digits, no blanks, within
+/// −2³¹..2³¹−1) and `AbstractLoadBalance.getWeight` returns `Math.max(weight, 0)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightParam {
+    /// An integer from 0 to 2³¹−1: the weight.
+    Weight(u32),
+    /// A negative integer: weight 0 (never picked while a candidate weighs more).
+    Negative,
+    /// An integer outside −2³¹..2³¹−1.
+    OutOfRange,
+    /// Not an integer.
+    NotANumber,
+}
+
+/// Reads a `weight` param value (see [`WeightParam`]).
+pub fn parse_weight(value: &str) -> WeightParam {
+    use std::num::IntErrorKind::{NegOverflow, PosOverflow};
+    match value.parse::<i32>() {
+        Ok(w) => u32::try_from(w).map_or(WeightParam::Negative, WeightParam::Weight),
+        Err(e) if matches!(e.kind(), PosOverflow | NegOverflow) => WeightParam::OutOfRange,
+        Err(_) => WeightParam::NotANumber,
+    }
+}
+
+/// The weight of a `weight` param value. A value that is not an int (out of range or not a
+/// number) makes Dubbo's `Integer.parseInt` throw inside `getWeight`, which fails every
+/// weighted pick over a set holding the provider; routechain reads it as absent (100)
+/// instead of failing the service's calls, and `routechain check --providers` warns (RC206).
 fn weight_of(value: Option<&str>) -> u32 {
-    match value.map(|w| w.trim().parse::<i64>()) {
-        Some(Ok(w)) => w.clamp(0, u32::MAX as i64) as u32,
-        _ => DEFAULT_WEIGHT,
+    match value.map(parse_weight) {
+        Some(WeightParam::Weight(w)) => w,
+        Some(WeightParam::Negative) => 0,
+        Some(WeightParam::OutOfRange | WeightParam::NotANumber) | None => DEFAULT_WEIGHT,
     }
 }
 

@@ -187,6 +187,27 @@ pub fn run(args: &CheckArgs, matches: &clap::ArgMatches) -> ExitCode {
             None
         }
     };
+    if let (Some(path), Some(snapshot)) = (&args.providers, &snapshot) {
+        let origin = path.display().to_string();
+        let problems = lint::providers::weights(
+            &origin,
+            // Read again only from a regular file: a pipe's text is gone.
+            || {
+                std::fs::metadata(path)
+                    .is_ok_and(|m| m.is_file())
+                    .then(|| routechain::rules::input::read_text(path, &origin).ok())
+                    .flatten()
+            },
+            snapshot,
+        );
+        if !problems.is_empty() {
+            reports.push(FileReport {
+                file: origin,
+                what: format!("{} providers", snapshot.len()),
+                problems,
+            });
+        }
+    }
     for (path, ty) in args.files.iter().zip(&types) {
         reports.push(check_file(
             path,
@@ -490,14 +511,12 @@ pub fn check_rule(
         return report;
     }
     let Some(factory) = registry.get(ty).filter(|_| ty != "plugin") else {
-        let hint = lint::did_you_mean(ty, known.iter().copied())
-            .map(|k| format!("did you mean `{k}`? "))
-            .unwrap_or_default();
         report.problems.push(Problem::new(
             Code::UnknownType,
-            whole(format!(
-                "unknown rule type `{ty}`: {hint}known types: {}",
-                known.join(", ")
+            whole(routechain::core::unknown_name(
+                "rule type",
+                ty,
+                known.iter().copied(),
             )),
         ));
         return report;
@@ -550,6 +569,11 @@ pub fn check_rule(
         base_dir: Path::new(origin).parent(),
         service: None,
     };
+    let rule = RuleRef {
+        type_name: ty,
+        doc: &doc,
+        path: &root,
+    };
     match factory.build(&spec) {
         Err(es) => {
             report.problems = lint::invalid(es.iter().map(|e| doc.locate_error(e)));
@@ -558,15 +582,6 @@ pub fn check_rule(
             // Not kept while the lints compile the rule again (a large rule held twice).
             drop(router);
             report.what = format!("{ty} rule");
-            let rule = RuleRef {
-                type_name: ty,
-                doc: &doc,
-                path: &root,
-            };
-            report.problems = lint::lint_rule(rule);
-            if ty == "mesh" {
-                report.problems.extend(lint::mesh::lint(rule, None));
-            }
             if let Some(snapshot) = providers {
                 report
                     .problems
@@ -574,6 +589,9 @@ pub fn check_rule(
             }
         }
     }
+    // Every problem at once: the warnings of a rule that has errors too (a lint that needs
+    // the compiled rule finds nothing in one that does not compile).
+    report.problems.extend(rule_lints(rule, None));
     report
 }
 
@@ -608,41 +626,40 @@ fn check_chain(
         }
     }
     for def in chain.entries.iter() {
+        let inline = def.path().key("rule");
+        let rule = match &def.rule {
+            RuleSource::None => None,
+            RuleSource::Inline => Some(RuleRef {
+                type_name: &def.type_name,
+                doc: &chain.doc,
+                path: &inline,
+            }),
+            RuleSource::File { doc, .. } => Some(RuleRef {
+                type_name: &def.type_name,
+                doc,
+                path: &root,
+            }),
+        };
         match chain.compile_entry(registry, def, RuleOverride::Own) {
             Err(es) => report.problems.extend(lint::invalid(es)),
             Ok(entry) => {
                 // Not kept while the lints compile the rule again (a large rule held twice).
                 drop(entry);
                 routers += 1;
-                let inline = def.path().key("rule");
-                let rule = match &def.rule {
-                    RuleSource::None => None,
-                    RuleSource::Inline => Some(RuleRef {
-                        type_name: &def.type_name,
-                        doc: &chain.doc,
-                        path: &inline,
-                    }),
-                    RuleSource::File { doc, .. } => Some(RuleRef {
-                        type_name: &def.type_name,
-                        doc,
-                        path: &root,
-                    }),
-                };
-                if let Some(rule) = rule {
-                    report.problems.extend(lint::lint_rule(rule));
-                    if def.type_name == "mesh" {
-                        let entry = Some(chain.entry_value(def));
-                        report.problems.extend(lint::mesh::lint(rule, entry));
-                    }
-                    if let Some(snapshot) = providers {
-                        report.problems.extend(lint::providers::lint(
-                            rule,
-                            snapshot,
-                            chain.consumer.as_ref(),
-                        ));
-                    }
+                if let (Some(rule), Some(snapshot)) = (rule, providers) {
+                    report.problems.extend(lint::providers::lint(
+                        rule,
+                        snapshot,
+                        chain.consumer.as_ref(),
+                    ));
                 }
             }
+        }
+        // Every problem at once: an entry with errors gets its warnings too.
+        if let Some(rule) = rule {
+            report
+                .problems
+                .extend(rule_lints(rule, Some(chain.entry_value(def))));
         }
     }
     if let Some(snapshot) = providers
@@ -656,6 +673,16 @@ fn check_chain(
     }
     report.what = plural(routers, "router");
     report
+}
+
+/// The lints of one rule that need no provider list (a mesh rule's reader warnings among
+/// them); `entry` is the chain entry holding it, when it has one.
+fn rule_lints(rule: RuleRef<'_>, entry: Option<&serde_json::Value>) -> Vec<Problem> {
+    let mut out = lint::lint_rule(rule);
+    if rule.type_name == "mesh" {
+        out.extend(lint::mesh::lint(rule, entry));
+    }
+    out
 }
 
 #[cfg(test)]

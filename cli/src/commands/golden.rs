@@ -34,7 +34,6 @@ use routechain::rules::{ChainFile, RequestSpec, RuleSource, YamlDoc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::check::Format;
 use super::route::route_once;
 
 /// Arguments of `test`.
@@ -47,6 +46,16 @@ pub struct TestArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+}
+
+/// Output formats of `test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// `PASS  name` or `FAIL  name: why` per test, the coverage lines, then
+    /// `test: N passed, M failed`.
+    Text,
+    /// `{"tests": [{"name", "pass", "message"}], "uncovered": [...], "passed", "failed"}`.
+    Json,
 }
 
 #[derive(Debug, Deserialize)]
@@ -125,8 +134,15 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
     let cases: Cases = RuleDoc::new(doc.value(), &root)
         .parse()
         .map_err(|e| vec![doc.locate_error(&e)])?;
+    if cases.tests.is_empty() {
+        return Err(invalid(
+            &doc,
+            root.key("tests"),
+            "`tests` is empty: nothing was tested (give at least one test)",
+        ));
+    }
     let base = args.cases.parent().unwrap_or(Path::new("."));
-    let chain = ChainFile::load(&base.join(&cases.chain)).map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load_with(&base.join(&cases.chain), &routechain::registry())?;
     let snapshot = Arc::new(load::load_providers(&base.join(&cases.providers), 1)?);
     let mut coverage = Coverage::new(&chain, &snapshot);
     let mut outcomes = Vec::new();

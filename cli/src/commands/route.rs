@@ -129,12 +129,13 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
         ("--providers", inputs.providers.as_path()),
         ("--request", inputs.request.as_path()),
     ])?;
-    let chain = ChainFile::load(&inputs.chain);
+    // Router types and rules checked too: every problem of every input at once.
+    let chain = ChainFile::load_with(&inputs.chain, &routechain::registry());
     let providers = load::load_providers(&inputs.providers, 1);
     let request = load::load_request(&inputs.request);
     let mut errors = Vec::new();
     for e in [
-        chain.as_ref().err().cloned().map(LoadError::Invalid),
+        chain.as_ref().err().cloned().map(LoadError::from),
         providers.as_ref().err().map(clone_load_error),
         request.as_ref().err().map(clone_load_error),
     ]
@@ -149,7 +150,7 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
     if !errors.is_empty() {
         return Err(LoadError::Invalid(errors));
     }
-    Ok((chain.map_err(LoadError::Invalid)?, providers?, request?))
+    Ok((chain?, providers?, request?))
 }
 
 /// Reads the inputs ([`load_inputs`]) and builds the chain state over the provider list

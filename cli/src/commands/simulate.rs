@@ -239,7 +239,7 @@ fn simulate(args: &SimulateArgs) -> Result<ExitCode, LoadError> {
     let against = match &args.against {
         None => None,
         Some(path) => {
-            let other = ChainFile::load(path).map_err(LoadError::Invalid)?;
+            let other = ChainFile::load_with(path, &routechain::registry())?;
             Some(report(&other, snapshot, &request, args)?)
         }
     };

@@ -11,7 +11,8 @@ use routechain::rules::ChainFile;
 use super::route::route_once;
 use routechain::live::{
     ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report,
-    ServiceKey, Source, Sources, Watching, ZkConfig, ZkSource, parse_providers,
+    ServiceKey, Source, Sources, Watching, ZkAddress, ZkConfig, ZkConnection, ZkSource,
+    parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -24,7 +25,9 @@ pub struct WatchArgs {
     /// A providers file (one URL per line), watched.
     #[arg(long, conflicts_with = "zookeeper")]
     providers: Option<PathBuf>,
-    /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`.
+    /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`, with
+    /// digest credentials `user:pass@host:port` or `zookeeper://user:pass@host:port` (as
+    /// `routechain zk`; shown masked). A bad address exits 2 at once.
     #[arg(long)]
     zookeeper: Option<String>,
     /// The reference whose providers and service-scope rules to follow:
@@ -80,7 +83,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             )));
         }
     }
-    let chain = ChainFile::load(&args.chain).map_err(LoadError::Invalid)?;
+    let chain = ChainFile::load_with(&args.chain, &routechain::registry())?;
     let request = args
         .request
         .as_deref()
@@ -107,6 +110,13 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             ServiceKey::reference(service, chain.group.as_deref(), chain.version.as_deref())
         }
     });
+    // A bad address is refused now, its password masked.
+    let address = args
+        .zookeeper
+        .as_deref()
+        .map(ZkAddress::parse)
+        .transpose()
+        .map_err(|e| invalid(e.to_string()))?;
     if args.zookeeper.is_some() && reference.is_none() && chain.service.is_none() {
         return Err(invalid(
             "--zookeeper needs a service: give --service or `service:` in the chain file".into(),
@@ -163,7 +173,8 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     let start_lock = router
         .as_ref()
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
-    let (source, mut following) = sources(args, &live);
+    let connection = ZkConnection::default();
+    let (source, mut following) = sources(args, &live, address.as_ref(), &connection);
     let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
     // Served once the watches are in place: a change made after the line below is seen.
     if let Some(addr) = args.metrics {
@@ -171,6 +182,10 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         collector.add(&live);
         let mut registry = routechain::prometheus_client::registry::Registry::default();
         collector.register(&mut registry);
+        if let Some(address) = &address {
+            routechain::live::metrics::RegistryCollector::zookeeper(address, connection.clone())
+                .register(&mut registry);
+        }
         let bound = super::metrics_server::serve(addr, Arc::new(registry))
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
         errln!("routechain watch: serving metrics on http://{bound}/metrics");
@@ -214,7 +229,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
         );
         drop(watching);
-        let (source, config) = sources(args, &live);
+        let (source, config) = sources(args, &live, address.as_ref(), &connection);
         following = config;
         watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
@@ -225,13 +240,19 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
 
 /// The sources `watch` runs: the file source (chain file, rule files, providers file), and
 /// ZooKeeper for rules and providers with `--zookeeper` (its watched paths printed).
-fn sources(args: &WatchArgs, live: &LiveChain) -> (Box<dyn Source>, ZkConfig) {
+fn sources(
+    args: &WatchArgs,
+    live: &LiveChain,
+    address: Option<&ZkAddress>,
+    connection: &ZkConnection,
+) -> (Box<dyn Source>, ZkConfig) {
     let chain_source = Box::new(FileSource::new(FileConfig::new(
         args.chain.clone(),
         args.providers.clone(),
     )));
-    let config = ZkConfig::for_chain(live, args.zookeeper.clone().unwrap_or_default());
-    let Some(servers) = &args.zookeeper else {
+    let mut config = ZkConfig::for_chain(live, args.zookeeper.clone().unwrap_or_default());
+    config.connection = connection.clone();
+    let Some(servers) = address else {
         return (chain_source, config);
     };
     let reference = config.service.clone().unwrap_or_else(|| {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
-use routechain::live::{RuleKey, ZkAdmin, ZkError, rule_path};
+use routechain::live::{RuleKey, ZkAddress, ZkAdmin, ZkError, ZkRegistration, rule_path};
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.
 async fn wait_for_stop() {
@@ -32,7 +32,10 @@ pub struct ZkArgs {
 /// Where and which rule.
 #[derive(Debug, clap::Args)]
 pub struct RuleNode {
-    /// ZooKeeper: `host:port[,host:port...][/chroot]`.
+    /// ZooKeeper: `host:port[,host:port...][/chroot]`, with digest credentials
+    /// `user:pass@host:port,...` or `zookeeper://user:pass@host:port?backup=...` (Dubbo's
+    /// forms; `user@host:port` reads the password from ROUTECHAIN_ZK_PASSWORD or the file
+    /// named by ROUTECHAIN_ZK_PASSWORD_FILE). Shown masked: `user:***@host:port`.
     #[arg(long)]
     zookeeper: String,
     /// The rule key: a service key `interface:version:group` (both colons, e.g.
@@ -49,7 +52,10 @@ pub struct RuleNode {
 /// Where and which service.
 #[derive(Debug, clap::Args)]
 pub struct ProviderNodes {
-    /// ZooKeeper: `host:port[,host:port...][/chroot]`.
+    /// ZooKeeper: `host:port[,host:port...][/chroot]`, with digest credentials
+    /// `user:pass@host:port,...` or `zookeeper://user:pass@host:port?backup=...` (Dubbo's
+    /// forms; `user@host:port` reads the password from ROUTECHAIN_ZK_PASSWORD or the file
+    /// named by ROUTECHAIN_ZK_PASSWORD_FILE). Shown masked: `user:***@host:port`.
     #[arg(long)]
     zookeeper: String,
     /// The service interface (`com.foo.BarService`).
@@ -62,7 +68,7 @@ enum ZkCommand {
     /// Write a rule node `/dubbo/config/dubbo/<key>.<type>-router` (`.MESHAPPRULE` for
     /// `--type mesh`, `.configurators` for `--type configurators`) from a file (`-`: stdin).
     #[command(
-        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml\n  routechain zk put-rule --dry-run --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml     # validate and print the diff only\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type configurators weights.configurators.yaml   # Dubbo override rules\n\nExit: 0 written (or, with --dry-run, valid), 2 invalid rule or unknown type (nothing written),\n4 ZooKeeper unreachable."
+        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml\n  routechain zk put-rule --dry-run --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml     # validate and print the diff only\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: \\\n    --type configurators weights.configurators.yaml   # Dubbo override rules\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain zk put-rule \\\n    --zookeeper 'zookeeper://admin@127.0.0.1:2181' --key com.foo.BarService:: \\\n    --type condition condition.rule.yaml     # digest auth: creator-only nodes\n\nCredentials: `admin:PASSWORD@host:port` works too, but then the password is in the shell\nhistory; messages show it as `admin:***@host:port`.\n\nExit: 0 written (or, with --dry-run, valid), 2 invalid rule, unknown type or bad\n--zookeeper address (nothing written), 4 ZooKeeper unreachable."
     )]
     PutRule {
         #[command(flatten)]
@@ -70,6 +76,10 @@ enum ZkCommand {
         /// Validate, and print the diff against the node's current text; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// With credentials, let everyone read the nodes written (the creator alone
+        /// writes them); by default they are the creator's only, as Dubbo writes them.
+        #[arg(long)]
+        world_readable: bool,
         /// The rule YAML: validated as `routechain check --type TYPE` does (an invalid rule
         /// is not written), then written as is. `-`: standard input.
         file: PathBuf,
@@ -93,7 +103,7 @@ enum ZkCommand {
     /// Register providers: `/dubbo/<interface>/providers/<URL-encoded URL>`, ephemeral
     /// like Dubbo's: held while the command runs, removed on Ctrl-C (or SIGTERM).
     #[command(
-        after_help = "Example:\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService \\\n    'dubbo://10.0.0.1:20880/com.foo.BarService?region=hangzhou'\n\nWith --persistent the nodes stay after the command exits (remove them with `zk unregister`)."
+        after_help = "Example:\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService \\\n    'dubbo://10.0.0.1:20880/com.foo.BarService?region=hangzhou'\n\nWith --persistent the nodes stay after the command exits (remove them with `zk unregister`).\nEphemeral nodes are registered again on every new session (after a session expiry), and said so."
     )]
     Register {
         #[command(flatten)]
@@ -101,6 +111,10 @@ enum ZkCommand {
         /// Write persistent nodes and exit (they stay until `zk unregister`).
         #[arg(long)]
         persistent: bool,
+        /// With credentials, let everyone read the nodes written (the creator alone
+        /// writes them); by default they are the creator's only, as Dubbo writes them.
+        #[arg(long)]
+        world_readable: bool,
         /// Provider URLs.
         #[arg(required = true)]
         urls: Vec<String>,
@@ -183,14 +197,11 @@ fn known_type(ty: &str) -> Result<(), ExitCode> {
     if known.contains(&ty) {
         return Ok(());
     }
-    let hint = crate::lint::did_you_mean(ty, known.iter().copied())
-        .map(|k| format!("did you mean `{k}`? "))
-        .unwrap_or_default();
     errln!(
         "{}",
         crate::out::paint_errors(&format!(
-            "routechain zk: unknown rule type `{ty}`: {hint}known types: {}",
-            known.join(", ")
+            "routechain zk: {}",
+            routechain::core::unknown_name("rule type", ty, known.iter().copied())
         ))
     );
     Err(ExitCode::from(EXIT_INVALID))
@@ -211,6 +222,52 @@ fn diff(node: &str, current: Option<&str>, new: &str) -> String {
         .unified_diff()
         .header(&from, &format!("{node} (new)"))
         .to_string()
+}
+
+/// Refuses a provider URL that does not parse (exit 2), before anything is written.
+fn check_urls(urls: &[String]) -> Result<(), ExitCode> {
+    for url in urls {
+        if let Err(e) = routechain::core::Url::parse(url) {
+            errln!(
+                "routechain zk: invalid provider URL {url:?} at column {}: {}",
+                e.column,
+                e.reason
+            );
+            return Err(ExitCode::from(EXIT_INVALID));
+        }
+    }
+    Ok(())
+}
+
+/// Registers ephemeral providers and holds them until Ctrl-C (or SIGTERM), registering
+/// them again on every new session.
+async fn register(
+    address: &ZkAddress,
+    world_readable: bool,
+    service: &str,
+    urls: &[String],
+) -> ExitCode {
+    if let Err(code) = check_urls(urls) {
+        return code;
+    }
+    let providers = urls
+        .iter()
+        .map(|u| (service.to_string(), u.clone()))
+        .collect();
+    let on_event = |message: String| errln!("routechain zk: {message}");
+    let registration =
+        match ZkRegistration::start(address, world_readable, providers, on_event).await {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+    errln!(
+        "registered {} provider(s) (ephemeral); holding them until Ctrl-C",
+        urls.len()
+    );
+    wait_for_stop().await;
+    registration.close().await;
+    errln!("unregistered {} provider(s)", urls.len());
+    ExitCode::SUCCESS
 }
 
 fn fail(e: ZkError) -> ExitCode {
@@ -252,8 +309,36 @@ async fn zk(command: &ZkCommand) -> ExitCode {
     {
         return code;
     }
-    let admin = match ZkAdmin::connect(servers).await {
+    // A bad address is refused before anything is connected.
+    let address = match ZkAddress::parse(servers) {
         Ok(a) => a,
+        Err(e) => {
+            errln!("routechain zk: {e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let world_readable = matches!(
+        command,
+        ZkCommand::PutRule {
+            world_readable: true,
+            ..
+        } | ZkCommand::Register {
+            world_readable: true,
+            ..
+        }
+    );
+    // Ephemeral registrations are held by a registration of their own (kept over sessions).
+    if let ZkCommand::Register {
+        nodes,
+        persistent: false,
+        urls,
+        ..
+    } = command
+    {
+        return register(&address, world_readable, &nodes.service, urls).await;
+    }
+    let admin = match ZkAdmin::connect_to(&address).await {
+        Ok(a) => a.world_readable(world_readable),
         Err(e) => return fail(e),
     };
     let result = match command {
@@ -300,42 +385,16 @@ async fn zk(command: &ZkCommand) -> ExitCode {
                 }
             })
         }
-        ZkCommand::Register {
-            nodes,
-            persistent,
-            urls,
-        } => {
-            for url in urls {
-                if let Err(e) = routechain::core::Url::parse(url) {
-                    errln!(
-                        "routechain zk: invalid provider URL {url:?} at column {}: {}",
-                        e.column,
-                        e.reason
-                    );
-                    return ExitCode::from(EXIT_INVALID);
-                }
+        ZkCommand::Register { nodes, urls, .. } => {
+            if let Err(code) = check_urls(urls) {
+                return code;
             }
             for url in urls {
-                let result = if *persistent {
-                    admin.register_persistent(&nodes.service, url).await
-                } else {
-                    admin.register(&nodes.service, url).await
-                };
-                if let Err(e) = result {
+                if let Err(e) = admin.register_persistent(&nodes.service, url).await {
                     return fail(e);
                 }
             }
-            if *persistent {
-                errln!("registered {} provider(s) (persistent)", urls.len());
-                return ExitCode::SUCCESS;
-            }
-            errln!(
-                "registered {} provider(s) (ephemeral); holding them until Ctrl-C",
-                urls.len()
-            );
-            wait_for_stop().await;
-            admin.close().await;
-            errln!("unregistered {} provider(s)", urls.len());
+            errln!("registered {} provider(s) (persistent)", urls.len());
             Ok(())
         }
         ZkCommand::Unregister { nodes, urls } => {

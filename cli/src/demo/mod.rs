@@ -113,7 +113,8 @@ async fn run_async(opts: &Options) -> Result<Report, DemoError> {
     if let Some(library) = &opts.plugin {
         add_plugin_entry(&chain_path, library)?;
     }
-    let chain = ChainFile::load(&chain_path).map_err(LoadError::Invalid)?;
+    let chain =
+        ChainFile::load_with(&chain_path, &routechain::registry()).map_err(LoadError::from)?;
     // The chain is live: a file watcher applies changes to the chain file and its rule
     // files (`routechain watch`'s file source).
     let live = Arc::new(LiveChain::with_providers(

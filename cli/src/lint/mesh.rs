@@ -51,12 +51,12 @@ pub fn lint(rule: RuleRef<'_>, entry: Option<&Value>) -> Vec<Problem> {
 }
 
 /// The known key closest to the unknown one, read from the reader's message
-/// (``unknown field `k` of …; known fields: a, b``).
+/// (``unknown field `k` of …; known fields: `a`, `b` ``).
 fn suggestion(message: &str) -> Option<String> {
     let key = message.split('`').nth(1)?;
     let known = message.split("known fields: ").nth(1)?;
     let known = known.split(';').next()?;
-    did_you_mean(key, known.split(", ").map(str::trim)).map(str::to_string)
+    did_you_mean(key, known.split(", ").map(|k| k.trim().trim_matches('`'))).map(str::to_string)
 }
 
 #[cfg(test)]
@@ -65,9 +65,9 @@ mod tests {
 
     #[test]
     fn suggestions_come_from_the_known_keys() {
-        let m = "unknown field `subsett` of a destination, ignored (as Dubbo does); known fields: host, subset, port, fallback";
+        let m = "unknown field `subsett` of a destination, ignored (as Dubbo does); known fields: `host`, `subset`, `port`, `fallback`";
         assert_eq!(suggestion(m).as_deref(), Some("subset"));
-        let m = "unknown field `zzz` of x, ignored (as Dubbo does); known fields: host";
+        let m = "unknown field `zzz` of x, ignored (as Dubbo does); known fields: `host`";
         assert_eq!(suggestion(m), None);
     }
 }

@@ -82,12 +82,14 @@ pub enum Code {
     /// RC205: a rule shadowed by another (a condition by an earlier one, a tag by a later
     /// one of the same name).
     Shadowed,
+    /// RC206: a provider whose `weight` is negative, out of range or not a number.
+    ProviderWeight,
 }
 
 impl Code {
     /// Every code, in documentation order.
     #[cfg(test)]
-    pub const ALL: [Code; 18] = [
+    pub const ALL: [Code; 19] = [
         Code::Unreadable,
         Code::Invalid,
         Code::NoType,
@@ -106,6 +108,7 @@ impl Code {
         Code::ValueWithoutProvider,
         Code::ThenMatchesNoProvider,
         Code::Shadowed,
+        Code::ProviderWeight,
     ];
 
     /// The code as printed: `RC101`.
@@ -129,6 +132,7 @@ impl Code {
             Code::ValueWithoutProvider => "RC203",
             Code::ThenMatchesNoProvider => "RC204",
             Code::Shadowed => "RC205",
+            Code::ProviderWeight => "RC206",
         }
     }
 
@@ -230,20 +234,8 @@ pub fn invalid(errors: impl IntoIterator<Item = LocatedError>) -> Vec<Problem> {
         .collect()
 }
 
-/// The closest of `known` to `word` when it is close enough to be a typo ("did you mean").
-pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    known
-        .into_iter()
-        .map(|k| {
-            (
-                strsim::jaro_winkler(&word.to_ascii_lowercase(), &k.to_ascii_lowercase()),
-                k,
-            )
-        })
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, k)| k)
-}
+/// The closest known name to a typo: the library's, so every message suggests alike.
+pub use routechain::core::did_you_mean;
 
 /// One rule document to lint: its type, the document it is in and its path there (the
 /// root for a rule file, `routers[i].rule` for an inline rule).

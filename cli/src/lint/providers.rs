@@ -17,8 +17,91 @@ use routechain::routers::group::{GroupRouter, group_names};
 use routechain::routers::tag::{HostPort, TagRouter};
 use serde_json::Value;
 
+use routechain::balance::lb::{WeightParam, parse_weight};
+use routechain::rules::{LocatedError, Location};
+
 use super::condition::{definition, texts};
 use super::{Code, Problem, RuleRef};
+
+/// RC206 for each provider whose `weight` Dubbo would not read as a weight: negative (the
+/// provider gets no call while another has a weight), out of Java's int range or not a
+/// number (Dubbo's pick fails; routechain reads 100). `text` reads the list's text again,
+/// only when there is a problem, to locate each at its line and `weight=`; when it cannot,
+/// the problem names the provider by its position.
+pub fn weights(
+    origin: &str,
+    text: impl FnOnce() -> Option<String>,
+    providers: &Snapshot,
+) -> Vec<Problem> {
+    let bad: Vec<(usize, &str, &str)> = providers
+        .providers()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let value = p.get("weight")?;
+            let what = match parse_weight(value) {
+                WeightParam::Weight(_) => return None,
+                WeightParam::Negative => {
+                    "is negative: the provider weighs 0 and gets no call while another candidate weighs more (Dubbo's `Math.max(weight, 0)`)"
+                }
+                WeightParam::OutOfRange => {
+                    "is out of range: a weight is an integer from 0 to 2147483647 (Dubbo's pick fails on it; routechain reads the default, 100)"
+                }
+                WeightParam::NotANumber => {
+                    "is not a number: a weight is an integer from 0 to 2147483647 (Dubbo's pick fails on it; routechain reads the default, 100)"
+                }
+            };
+            Some((i, value, what))
+        })
+        .collect();
+    if bad.is_empty() {
+        return Vec::new();
+    }
+    let text = text().unwrap_or_default();
+    let text = text.trim_start_matches('\u{feff}').replace("\r\n", "\n");
+    // The provider lines in list order (blank lines and comments skipped), numbered from 1.
+    let lines: Vec<(usize, &str)> = text
+        .split(['\n', '\r'])
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('#')
+        })
+        .map(|(i, l)| (i + 1, l))
+        .collect();
+    let located = lines.len() == providers.len();
+    bad.into_iter()
+        .map(|(i, value, what)| {
+            let p = &providers.providers()[i];
+            let message = format!("provider {i} ({}): weight={value} {what}", p.address());
+            let error = match lines.get(i) {
+                Some(&(line, l)) if located => {
+                    // Columns count characters, as every location does.
+                    let column = l
+                        .find("weight=")
+                        .map_or(1, |at| l[..at].chars().count() + 1);
+                    let mut e = LocatedError::in_source(
+                        origin,
+                        l,
+                        Location { line: 1, column },
+                        None,
+                        message,
+                    );
+                    e.location.line = line;
+                    e
+                }
+                _ => LocatedError::in_source(
+                    origin,
+                    "",
+                    Location { line: 1, column: 1 },
+                    None,
+                    message,
+                ),
+            };
+            Problem::new(Code::ProviderWeight, error)
+        })
+        .collect()
+}
 
 /// The provider-list lints of one rule; `consumer` resolves `$name` references.
 pub fn lint(rule: RuleRef<'_>, providers: &Snapshot, consumer: Option<&Url>) -> Vec<Problem> {

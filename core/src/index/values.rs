@@ -222,7 +222,7 @@ impl ValueIndex {
     }
 
     /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
-    pub fn build_with<'s>(
+    pub(crate) fn build_with<'s>(
         snapshot: &'s Snapshot,
         mut value_of: impl FnMut(&'s Provider) -> Option<&'s str>,
     ) -> Self {

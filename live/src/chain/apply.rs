@@ -105,6 +105,7 @@ impl LiveChain {
                     }
                     Err(errors) => reports.push(self.refuse(change, render(&errors))),
                 },
+                Update::Unreadable { reason, .. } => reports.push(self.refuse(change, reason)),
                 Update::Batch(_) => {}
             }
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, Error as ZkClientError};
 
-use super::{ZkError, connect, op_error};
+use super::{ZkAddress, ZkError, op_error};
 use crate::RuleKey;
 use crate::dubbo::{
     decode_component, encode_component, parse_provider_node, providers_path, rule_path,
@@ -13,21 +13,48 @@ use crate::dubbo::{
 
 /// Writes and reads rules and providers in Dubbo's layout (what `routechain zk` uses, and
 /// what a test or an operator seeds ZooKeeper with). Needs a tokio runtime.
+///
+/// The nodes it creates, parents included, get the address's ACL ([`ZkAddress::acls`]):
+/// open to all without credentials, the creator only with them (Dubbo's
+/// `CREATOR_ALL_ACL`), readable by all too with [`ZkAdmin::world_readable`].
 #[derive(Debug, Clone)]
 pub struct ZkAdmin {
     client: Client,
+    authenticated: bool,
+    acls: Acls<'static>,
 }
 
 impl ZkAdmin {
-    /// Connects to `servers` (`host:port[,host:port...][/chroot]`).
+    /// Connects to `servers`: any form [`ZkAddress::parse`] takes (a bad address is
+    /// refused at once), with its digest credentials if it has some.
     pub async fn connect(servers: &str) -> Result<Self, ZkError> {
+        Self::connect_to(&ZkAddress::parse(servers)?).await
+    }
+
+    /// Connects to a parsed address.
+    pub async fn connect_to(address: &ZkAddress) -> Result<Self, ZkError> {
         Ok(ZkAdmin {
-            client: connect(servers, Duration::from_secs(10)).await?,
+            client: address.connect(Duration::from_secs(10), false).await?,
+            authenticated: address.user().is_some(),
+            acls: address.acls(false),
         })
     }
 
+    /// Writes the nodes it creates readable by everyone (still written by the creator
+    /// only) when `on`; the default with credentials is the creator only. Without
+    /// credentials nodes are open to all either way.
+    pub fn world_readable(mut self, on: bool) -> Self {
+        self.acls = super::address::acls(self.authenticated, on);
+        self
+    }
+
+    /// The client (for [`super::ZkRegistration`] and tests).
+    pub(super) fn client(&self) -> &Client {
+        &self.client
+    }
+
     async fn put(&self, path: &str, data: &[u8]) -> Result<(), ZkError> {
-        let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        let options = CreateMode::Persistent.with_acls(self.acls);
         if let Some((parent, _)) = path.rsplit_once('/')
             && !parent.is_empty()
         {
@@ -81,12 +108,12 @@ impl ZkAdmin {
     /// admin's session (drop the admin, or [`ZkAdmin::close`], and it is gone).
     pub async fn register(&self, interface: &str, url: &str) -> Result<(), ZkError> {
         let path = format!("{}/{}", providers_path(interface), encode_component(url));
-        let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+        let persistent = CreateMode::Persistent.with_acls(self.acls);
         self.client
             .mkdir(&providers_path(interface), &persistent)
             .await
             .map_err(op_error("mkdir", &path))?;
-        let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        let ephemeral = CreateMode::Ephemeral.with_acls(self.acls);
         match self.client.create(&path, b"", &ephemeral).await {
             Ok(_) => Ok(()),
             Err(ZkClientError::NodeExists) => {

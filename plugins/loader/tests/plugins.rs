@@ -13,7 +13,7 @@ use routechain_core::{
     Router, Snapshot, Trace, Url,
 };
 use routechain_plugin_loader::{LoadedRouter, PluginError, PluginFactory};
-use routechain_rules::{ChainFile, LocatedError};
+use routechain_rules::{ChainFile, LocatedErrors};
 use router_canary::logic::bucket;
 
 #[allow(dead_code)]
@@ -72,11 +72,11 @@ fn registry() -> (Registry, Arc<PluginFactory>) {
 }
 
 /// Compiles chain text whose relative paths resolve against the plugin directory.
-fn compile(text: &str) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+fn compile(text: &str) -> Result<Vec<ChainEntry>, LocatedErrors> {
     compile_with(&registry().0, text)
 }
 
-fn compile_with(registry: &Registry, text: &str) -> Result<Vec<ChainEntry>, Vec<LocatedError>> {
+fn compile_with(registry: &Registry, text: &str) -> Result<Vec<ChainEntry>, LocatedErrors> {
     let chain = ChainFile::parse("test.chain.yaml", text, Some(plugin_dir().to_path_buf()))?;
     chain.compile(registry)
 }

@@ -7,7 +7,7 @@
 //! prepared consumer's value; per call it counts the candidates and the matching candidates
 //! with popcounts and compares the fraction with the ratio in `f64`, as Dubbo does.
 
-pub mod rule;
+mod rule;
 
 use std::sync::Arc;
 

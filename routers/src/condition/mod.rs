@@ -2,9 +2,9 @@
 //! from/to with weighted destinations, exactly as Dubbo 3.3 routes them, with the
 //! provider side precomputed.
 //!
-//! - [`rule`]: the rule as written ([`RawConditionRule`]) and compiled ([`ConditionRule`]);
-//!   [`parser`] turns the condition texts into [`matcher::Term`]s and reports located errors.
-//! - [`prepared`]: per snapshot and consumer, every then-part and every v3.1 `to.match` as a
+//! - `rule`: the rule as written ([`RawConditionRule`]) and compiled ([`ConditionRule`]);
+//!   `parser` turns the condition texts into `matcher::Term`s and reports located errors.
+//! - `prepared`: per snapshot and consumer, every then-part and every v3.1 `to.match` as a
 //!   [`routechain_core::ProviderSet`]; `$name` references resolve against the prepared
 //!   consumer; for a request that carries another consumer, each reference costs one
 //!   [`routechain_core::ValueIndex`] lookup per evaluation of its then-part (a consumer value
@@ -15,7 +15,7 @@
 //!   shifted over the removed providers, the compiled terms evaluated on the added ones only
 //!   (`prepared::edit`), so one change at 100,000 providers costs tens of microseconds, not
 //!   a preparation.
-//! - [`route`]: per call, the when-part's string compares, bitset intersections, and for v3.1
+//! - `route`: per call, the when-part's string compares, bitset intersections, and for v3.1
 //!   one draw `rng().below(sum of weights)` over the non-empty destinations (with the
 //!   rule's `hash_key`, routechain's own field: the request's stable hash scaled onto the
 //!   sum instead, so a user keeps its destination), with the explain texts. Nothing allocates (the per-call form for another consumer works in the call's
@@ -23,11 +23,15 @@
 //! - [`ConditionRouter`] is the type `condition` (default priority 140 for `scope: service`,
 //!   150 for `scope: application`).
 
+// The parsed form of a condition text: `routechain check`'s lint (routechain-cli), the fuzz
+// targets and the rule-memory test read it. Public for them, not part of the API.
+#[doc(hidden)]
 pub mod matcher;
+#[doc(hidden)]
 pub mod parser;
-pub mod prepared;
-pub mod route;
-pub mod rule;
+mod prepared;
+mod route;
+mod rule;
 
 use std::sync::Arc;
 

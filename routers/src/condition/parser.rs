@@ -447,7 +447,17 @@ fn make_pattern(value: &str, side: Side, interner: &mut Interner) -> Result<Patt
             if s.is_empty() {
                 Ok(None)
             } else {
-                s.parse::<i64>().map(Some).map_err(|_| bad())
+                s.parse::<i64>().map(Some).map_err(|e| match e.kind() {
+                    std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                        format!(
+                            "range {value:?}: bound {s} is out of range: a bound is an integer \
+                             from {} to {}",
+                            i64::MIN,
+                            i64::MAX
+                        )
+                    }
+                    _ => bad(),
+                })
             }
         };
         return Ok(Pattern::Range {

@@ -415,11 +415,7 @@ impl RawConditionRule {
                 None => {
                     errors.push(RuleError::new(
                         root.key("priority"),
-                        format!(
-                            "priority must be an integer from {} to {}, found {v}",
-                            i64::MIN,
-                            i64::MAX
-                        ),
+                        routechain_core::integer_range_message("priority", v, i64::MIN, i64::MAX),
                     ));
                     None
                 }
@@ -672,10 +668,7 @@ fn destination(
             None => {
                 errors.push(RuleError::new(
                     path.key("weight"),
-                    format!(
-                        "weight must be an integer from 0 to {}, found {v}",
-                        u32::MAX
-                    ),
+                    routechain_core::integer_range_message("weight", v, 0, u32::MAX),
                 ));
                 DEFAULT_DESTINATION_WEIGHT
             }

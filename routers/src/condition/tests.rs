@@ -1090,6 +1090,25 @@ fn factory_priorities_and_passthrough() {
 }
 
 #[test]
+fn a_range_bound_past_i64_is_out_of_range_not_a_non_integer() {
+    for (text, want) in [
+        (
+            "a = 1~99999999999999999999 => b = c",
+            "bound 99999999999999999999 is out of range: a bound is an integer from -9223372036854775808 to 9223372036854775807",
+        ),
+        (
+            "a = -99999999999999999999~0 => b = c",
+            "bound -99999999999999999999 is out of range",
+        ),
+        ("a = 1~z => b = c", "needs integer bounds"),
+    ] {
+        let doc = json!({"conditions": [text]});
+        let e = from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
+        assert!(e[0].message.contains(want), "{text}: {}", e[0].message);
+    }
+}
+
+#[test]
 fn rule_errors_are_all_reported_with_index_and_token() {
     let doc = json!({
         "conditions": ["host = 10.20.3.3 => ,abc", "ok = 1 => x = 2", "a = 1~z => b == c"]
@@ -1127,22 +1146,26 @@ fn rule_errors_are_all_reported_with_index_and_token() {
 
 #[test]
 fn a_rule_priority_that_is_no_integer_or_too_large_says_the_accepted_range() {
-    for (priority, found) in [
-        (json!("99999999999999999999"), "\"99999999999999999999\""),
-        (json!("high"), "\"high\""),
-        (json!(1.5), "1.5"),
+    const RANGE: &str = "from -9223372036854775808 to 9223372036854775807";
+    for (priority, message) in [
+        (
+            json!("99999999999999999999"),
+            format!("priority 99999999999999999999 is out of range: an integer {RANGE}"),
+        ),
+        (
+            json!("high"),
+            format!("priority must be an integer {RANGE}, found \"high\""),
+        ),
+        (
+            json!(1.5),
+            format!("priority must be an integer {RANGE}, found 1.5"),
+        ),
     ] {
         let doc = json!({"priority": priority, "conditions": ["=> host = 1"]});
         let e = from_doc(&RuleDoc::new(&doc, &FieldPath::root())).unwrap_err();
         assert_eq!(e.len(), 1, "{e:#?}");
         assert_eq!(e[0].path.to_string(), "priority");
-        assert_eq!(
-            e[0].message,
-            format!(
-                "priority must be an integer from -9223372036854775808 to 9223372036854775807, \
-                 found {found}"
-            )
-        );
+        assert_eq!(e[0].message, message);
     }
     let doc = json!({"priority": "-7", "conditions": ["=> host = 1"]});
     assert_eq!(

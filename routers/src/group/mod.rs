@@ -19,7 +19,7 @@
 //! 4. No candidate in the named group(s): `force: true` → empty result; `force: false` →
 //!    the candidates are left unchanged.
 
-pub mod rule;
+mod rule;
 
 use std::sync::Arc;
 

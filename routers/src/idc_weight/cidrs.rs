@@ -229,7 +229,7 @@ mod tests {
             &raw,
             &FieldPath::root().key("idc_cidrs"),
             |n| names.iter().position(|k| k.eq_ignore_ascii_case(n)),
-            "mt, zf, sh",
+            "`mt`, `zf`, `sh`",
             &mut errors,
         );
         (
@@ -282,7 +282,7 @@ mod tests {
         assert_eq!(
             errors,
             [
-                "idc_cidrs.gz: `idc_cidrs` names unknown IDC `gz`; it must be an IDC of `idcs` (known: mt, zf, sh)",
+                "idc_cidrs.gz: `idc_cidrs` names unknown IDC `gz`; it must be an IDC of `idcs` (known: `mt`, `zf`, `sh`)",
                 "idc_cidrs.sh: IDC `sh` lists no subnet in `idc_cidrs`",
                 "idc_cidrs.zf[1]: `nonsense` of IDC `zf` is not a CIDR subnet such as 10.20.0.0/16 or fd00::/8",
                 "idc_cidrs.zf[2]: subnet `10.30.1.0/16` of IDC `zf` has host bits set; write its network `10.30.0.0/16`",

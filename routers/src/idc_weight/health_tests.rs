@@ -398,9 +398,9 @@ routers:
     let expected = [
         "chain.yaml:10:14: routers[0].rule.idc_cidrs.zf[0]: subnet `10.20.128.0/17` of IDC `zf` overlaps subnet `10.20.0.0/16` of IDC `mt` (at `routers[0].rule.idc_cidrs.mt[0]`); an address must belong to one IDC",
         "chain.yaml:10:32: routers[0].rule.idc_cidrs.zf[1]: subnet `10.30.0.1/16` of IDC `zf` has host bits set; write its network `10.30.0.0/16`",
-        "chain.yaml:11:13: routers[0].rule.idc_cidrs.gz: `idc_cidrs` names unknown IDC `gz`; it must be an IDC of `idcs` (known: mt, zf)",
+        "chain.yaml:11:13: routers[0].rule.idc_cidrs.gz: `idc_cidrs` names unknown IDC `gz`; it must be an IDC of `idcs` (known: `mt`, `zf`)",
         "chain.yaml:5:37: routers[0].rule.spillover.overprovisioning: overprovisioning 0.5 is out of range: it is a factor from 1 (spill as soon as one provider is degraded) to 100, e.g. 1.4",
-        "chain.yaml:6:24: routers[0].rule.panic_threshold: panic_threshold must be an integer percent from 0 (never) to 100, found 150",
+        "chain.yaml:6:24: routers[0].rule.panic_threshold: panic_threshold 150 is out of range: an integer from 0 to 100 (a percent; 0: never)",
         "chain.yaml:7:38: routers[0].rule.hash_key[1]: invalid hash key \"user\": expected attributes[KEY], attachments[KEY], arguments[N] or consumer.host",
     ];
     assert_eq!(shown, expected);

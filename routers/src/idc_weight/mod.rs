@@ -29,17 +29,17 @@
 //! recorded).
 
 //!
-//! The folder's files follow those jobs: [`rule`] (the rule as written, validation, route
-//! tables), [`prepared`] (the per-snapshot indexes and the caller's side of the decision),
+//! The folder's files follow those jobs: `rule` (the rule as written, validation, route
+//! tables), `prepared` (the per-snapshot indexes and the caller's side of the decision),
 //! `route` (steps 1 to 5 per call) and `explain` (the explain trace's words).
 
-pub mod cidrs;
+mod cidrs;
 mod explain;
 mod health;
 pub(crate) mod options;
-pub mod prepared;
+mod prepared;
 mod route;
-pub mod rule;
+mod rule;
 
 use std::sync::Arc;
 

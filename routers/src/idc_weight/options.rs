@@ -100,7 +100,8 @@ impl RawOptions<'_> {
                 _ => errors.push(RuleError::new(
                     base.key("panic_threshold"),
                     format!(
-                        "panic_threshold must be an integer percent from 0 (never) to 100, found {v}"
+                        "{} (a percent; 0: never)",
+                        routechain_core::integer_range_message("panic_threshold", v, 0, 100)
                     ),
                 )),
             }

@@ -264,12 +264,7 @@ impl RawIdcWeightRule {
         let tables = self.check_route_tables(base, &known, &mut err);
         let selected = self.check_selected(base, &known, &mut err);
         let cross_region = self.check_cross_region(base, &known, &mut err);
-        let all_idcs = known
-            .idcs
-            .iter()
-            .map(|d| &*d.name)
-            .collect::<Vec<_>>()
-            .join(", ");
+        let all_idcs = routechain_core::one_of(known.idcs.iter().map(|d| &*d.name));
         let options = RawOptions {
             spillover: self.spillover.as_ref(),
             panic_threshold: self.panic_threshold.as_ref(),
@@ -478,13 +473,19 @@ impl RawIdcWeightRule {
                         weights_ok = false;
                         let what = match weight {
                             Value::Number(n) if n.as_i64().is_some() => "is negative",
+                            w if routechain_core::is_integer(w) => "is out of range",
                             Value::Number(_) => "is not an integer",
                             _ => "is not a number",
+                        };
+                        let shown = match weight {
+                            Value::String(s) if routechain_core::is_integer(weight) => s.clone(),
+                            w => w.to_string(),
                         };
                         err(
                             wpath.clone(),
                             format!(
-                                "weight {weight} of IDC `{idc_name}` in the route table of region `{region_name}` {what}; weights are non-negative integers"
+                                "weight {shown} of IDC `{idc_name}` in the route table of region `{region_name}` {what}; weights are integers from 0 to {}",
+                                u64::MAX
                             ),
                         );
                         None
@@ -667,18 +668,14 @@ impl Known<'_> {
             .position(|d| d.name.eq_ignore_ascii_case(name.trim()))
     }
     fn region_list(&self) -> String {
-        self.region_keys
-            .iter()
-            .map(|k| k.trim())
-            .collect::<Vec<_>>()
-            .join(", ")
+        routechain_core::one_of(self.region_keys.iter().map(|k| k.trim()))
     }
     fn idc_list(&self, r: usize) -> String {
-        self.idcs[self.regions[r].idcs.clone()]
-            .iter()
-            .map(|d| &*d.name)
-            .collect::<Vec<_>>()
-            .join(", ")
+        routechain_core::one_of(
+            self.idcs[self.regions[r].idcs.clone()]
+                .iter()
+                .map(|d| &*d.name),
+        )
     }
 }
 

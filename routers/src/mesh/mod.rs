@@ -4,10 +4,10 @@
 //! subsets with fallbacks. Rules are stored per provider application, as the multi-document
 //! YAML text of `<app>.MESHAPPRULE`.
 //!
-//! - [`rule`]: which documents of a text are this router's and what they compile to;
-//! - [`read`]: Dubbo's value conversions, located, with warnings for what Dubbo ignores;
-//! - [`matchers`]: the compiled matchers;
-//! - [`prepared`]: subsets as provider sets per snapshot, and the per-call route.
+//! - `rule`: which documents of a text are this router's and what they compile to;
+//! - `read`: Dubbo's value conversions, located, with warnings for what Dubbo ignores;
+//! - `matchers`: the compiled matchers;
+//! - `prepared`: subsets as provider sets per snapshot, and the per-call route.
 //!
 //! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
 
@@ -22,10 +22,14 @@ use routechain_core::{
 use routechain_rules::YamlDoc;
 use serde_json::Value;
 
+// The matchers and the reader that builds them: the conformance tests (routechain-tests) run
+// Dubbo's match cases against them. Public for those tests, not part of the API.
+#[doc(hidden)]
 pub mod matchers;
-pub mod prepared;
+mod prepared;
+#[doc(hidden)]
 pub mod read;
-pub mod rule;
+mod rule;
 
 pub use prepared::PreparedMesh;
 pub use rule::{AppRule, Checked, TextOutcome};
@@ -36,10 +40,10 @@ pub const DEFAULT_PRIORITY: i32 = -50;
 
 /// The config-center key suffix of an application's mesh rule: `<app>.MESHAPPRULE`, group
 /// `dubbo` (node `/dubbo/config/dubbo/<app>.MESHAPPRULE`).
-pub const RULE_KEY_SUFFIX: &str = ".MESHAPPRULE";
+pub(crate) const RULE_KEY_SUFFIX: &str = ".MESHAPPRULE";
 
 /// Entry fields of a `mesh` entry besides the common ones.
-pub const ENTRY_FIELDS: [&str; 4] = ["app", "empty", "tracing_prefix", "hash_key"];
+pub(crate) const ENTRY_FIELDS: [&str; 4] = ["app", "empty", "tracing_prefix", "hash_key"];
 
 /// The key of the per-application form of a rule value: `{applications: {app: rule, ...}}`.
 pub const APPLICATIONS_KEY: &str = "applications";
@@ -122,13 +126,17 @@ pub fn watched_applications<'p>(
 
 /// The interface of a service key: `group/interface:version` and `interface:version:group`
 /// both reduce to `interface` (Dubbo matches `services` against the interface only).
-pub fn interface_of(service: &str) -> &str {
+pub(crate) fn interface_of(service: &str) -> &str {
     let s = service.split_once('/').map_or(service, |(_, rest)| rest);
     s.split_once(':').map_or(s, |(i, _)| i)
 }
 
 /// Reads the entry's options (`app`, `empty`, `tracing_prefix`).
-pub fn read_options(entry: &Value, path: &FieldPath, errors: &mut Vec<RuleError>) -> MeshOptions {
+pub(crate) fn read_options(
+    entry: &Value,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> MeshOptions {
     let mut o = MeshOptions::default();
     let Some(map) = entry.as_object() else {
         return o;

@@ -102,7 +102,7 @@ impl Reader {
             if !known.contains(&key.as_str()) {
                 let mut message = format!(
                     "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}",
-                    known.join(", ")
+                    routechain_core::one_of(known.iter().copied())
                 );
                 if let Some(h) = hint(key) {
                     message.push_str("; ");
@@ -141,10 +141,17 @@ impl Reader {
     pub fn int(&mut self, value: &Value, path: &FieldPath) -> Option<i64> {
         match value.as_i64() {
             Some(i) if i32::try_from(i).is_ok() => Some(i),
-            Some(_) | None if value.is_i64() || value.is_u64() => {
+            Some(_) | None if routechain_core::is_integer(value) => {
+                let shown = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_string);
                 self.error(
                     path,
-                    format!("{value} is out of the Java int range (Dubbo refuses it too)"),
+                    format!(
+                        "{shown} is out of range: a Java int is from {} to {} (Dubbo refuses it too)",
+                        i32::MIN,
+                        i32::MAX
+                    ),
                 );
                 None
             }

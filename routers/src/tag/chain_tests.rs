@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::builtin_registry;
 use crate::test_support::*;
 use routechain_core::{CallState, Chain, ChainState, DegradedSet, NoProvider, Request, Snapshot};
-use routechain_rules::{ChainFile, RuleOverride, YamlDoc};
+use routechain_rules::{ChainFile, LocatedErrors, RuleOverride, YamlDoc};
 
 const CHAIN: &str = "\
 service: org.example.Orders
@@ -243,13 +243,15 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
     for (name, bad, _) in INVALID {
         let doc = YamlDoc::parse("config-center:orders-provider.tag-router", bad).unwrap();
         let result = chain.update(|state| {
-            let entries = file.compile_with(&builtin_registry(), |def| {
-                if def.type_name == "tag" {
-                    RuleOverride::Doc(&doc)
-                } else {
-                    RuleOverride::Own
-                }
-            })?;
+            let entries = file
+                .compile_with(&builtin_registry(), |def| {
+                    if def.type_name == "tag" {
+                        RuleOverride::Doc(&doc)
+                    } else {
+                        RuleOverride::Own
+                    }
+                })
+                .map_err(LocatedErrors::into_vec)?;
             state.with_entries(entries).map_err(|_| Vec::new())
         });
         assert!(result.is_err(), "{name} must be rejected");
@@ -268,13 +270,15 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
     .unwrap();
     chain
         .update(|state| {
-            let entries = file.compile_with(&builtin_registry(), |def| {
-                if def.type_name == "tag" {
-                    RuleOverride::Doc(&good)
-                } else {
-                    RuleOverride::Own
-                }
-            })?;
+            let entries = file
+                .compile_with(&builtin_registry(), |def| {
+                    if def.type_name == "tag" {
+                        RuleOverride::Doc(&good)
+                    } else {
+                        RuleOverride::Own
+                    }
+                })
+                .map_err(LocatedErrors::into_vec)?;
             state.with_entries(entries).map_err(|_| Vec::new())
         })
         .unwrap();
@@ -282,13 +286,15 @@ fn a_failed_rule_update_keeps_the_previous_rule() {
     // A deleted rule (cleared) leaves static routing: no provider has a static tag.
     chain
         .update(|state| {
-            let entries = file.compile_with(&builtin_registry(), |def| {
-                if def.type_name == "tag" {
-                    RuleOverride::Cleared
-                } else {
-                    RuleOverride::Own
-                }
-            })?;
+            let entries = file
+                .compile_with(&builtin_registry(), |def| {
+                    if def.type_name == "tag" {
+                        RuleOverride::Cleared
+                    } else {
+                        RuleOverride::Own
+                    }
+                })
+                .map_err(LocatedErrors::into_vec)?;
             state.with_entries(entries).map_err(|_| Vec::new())
         })
         .unwrap();

@@ -13,8 +13,8 @@
 //! when a dynamic tag's addresses match none of the candidates; the request's
 //! `dubbo.force.tag` refuses every fallback (and hierarchical fallback `a|b|c` → `a|b` → `a`).
 
-pub mod address;
-pub mod rule;
+mod address;
+mod rule;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -306,7 +306,7 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
             if !MATCH_KINDS.contains(&kind.as_str()) {
                 errors.push(RuleError::new(
                     vpath.clone(),
-                    format!("unknown field `{kind}`: a match value is one of {MATCH_KINDS:?}"),
+                    routechain_core::unknown_name("field", &kind, MATCH_KINDS),
                 ));
                 continue;
             }

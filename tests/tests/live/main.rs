@@ -8,6 +8,7 @@ mod mesh;
 mod python;
 mod registries;
 mod zk;
+mod zk_production;
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};

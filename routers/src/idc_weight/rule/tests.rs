@@ -137,7 +137,7 @@ fn every_validation_error_names_region_and_idc() {
         (
             json!({"idcs": base, "route_tables": {"beijing": {"mt": 50, "gz": 50}}}),
             vec![
-                "rule.route_tables.beijing.gz: IDC `gz` in the route table of region `beijing` is not a known IDC of that region (known: mt, zf)",
+                "rule.route_tables.beijing.gz: IDC `gz` in the route table of region `beijing` is not a known IDC of that region (known: `mt`, `zf`)",
             ],
         ),
         (
@@ -155,7 +155,7 @@ fn every_validation_error_names_region_and_idc() {
         (
             json!({"idcs": base, "route_tables": {"guangzhou": {"gz": 100}}}),
             vec![
-                "rule.route_tables.guangzhou: route table of unknown region `guangzhou` (known regions: beijing, shanghai)",
+                "rule.route_tables.guangzhou: route table of unknown region `guangzhou` (known regions: `beijing`, `shanghai`)",
             ],
         ),
         (
@@ -171,14 +171,14 @@ fn every_validation_error_names_region_and_idc() {
         (
             json!({"idcs": base, "cross_region": ["shanghai", "guangzhou", "SHANGHAI"]}),
             vec![
-                "rule.cross_region[1]: cross region `guangzhou` is not a region of `idcs` (known: beijing, shanghai)",
+                "rule.cross_region[1]: cross region `guangzhou` is not a region of `idcs` (known: `beijing`, `shanghai`)",
                 "rule.cross_region[2]: region `SHANGHAI` is listed twice in `cross_region`",
             ],
         ),
         (
             json!({"idcs": base, "local": {"region": "guangzhou", "idc": "gz"}}),
             vec![
-                "rule.local.region: local region `guangzhou` is not a region of `idcs` (known: beijing, shanghai)",
+                "rule.local.region: local region `guangzhou` is not a region of `idcs` (known: `beijing`, `shanghai`)",
                 "rule.local.idc: local IDC `gz` is not an IDC of `idcs`",
             ],
         ),

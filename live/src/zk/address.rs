@@ -1,0 +1,460 @@
+//! A ZooKeeper registry address as Dubbo writes it, with its digest credentials, and the
+//! connection made from it.
+//!
+//! Accepted forms (Dubbo's `RegistryConfig.setAddress` and ZooKeeper's connection string):
+//! - `host:port[,host:port...][/chroot]`, optionally `user:pass@` in front;
+//! - `zookeeper://[user:pass@]host:port[,host:port...][/chroot][?backup=h:p,...&username=u&password=p&session=ms]`
+//!   (a path `/org.apache.dubbo.registry.RegistryService`, Dubbo's registry service, is
+//!   no chroot).
+//!
+//! A missing port is 2181. With a user and no password (`user@host:2181`), the password is
+//! read from the environment variable [`PASSWORD_ENV`], else from the file named by
+//! [`PASSWORD_FILE_ENV`] (its first line), so that it need not sit in a shell history.
+//! `user:` (a colon, nothing after) is an empty password, as in Dubbo.
+//!
+//! Credentials are only ever shown masked (`user:***@host:2181`): [`ZkAddress`]'s
+//! `Display` and [`mask`] for a text that does not parse.
+
+use std::fmt;
+use std::time::Duration;
+
+use zookeeper_client::{Acl, Acls, Client, Permission};
+
+use super::ZkError;
+
+/// The environment variable holding the password of an address that names a user without
+/// one.
+pub const PASSWORD_ENV: &str = "ROUTECHAIN_ZK_PASSWORD";
+/// The environment variable naming a file whose first line is that password.
+pub const PASSWORD_FILE_ENV: &str = "ROUTECHAIN_ZK_PASSWORD_FILE";
+
+/// Dubbo's registry service path, which a `zookeeper://` URL may carry: no chroot.
+const REGISTRY_SERVICE: &str = "org.apache.dubbo.registry.RegistryService";
+
+/// Creator-only with read for everyone: the ACL of nodes written world-readable on purpose.
+static CREATOR_ALL_WORLD_READ: [Acl; 2] = [
+    Acl::new_const(Permission::ALL, "auth", ""),
+    Acl::new_const(Permission::READ, "world", "anyone"),
+];
+
+/// The ACL of created nodes: see [`ZkAddress::acls`].
+pub(super) fn acls(authenticated: bool, world_readable: bool) -> Acls<'static> {
+    match (authenticated, world_readable) {
+        (false, _) => Acls::anyone_all(),
+        (true, false) => Acls::creator_all(),
+        (true, true) => Acls::new(&CREATOR_ALL_WORLD_READ),
+    }
+}
+
+/// A parsed ZooKeeper address: servers, chroot, digest credentials, session timeout.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ZkAddress {
+    hosts: Vec<String>,
+    chroot: String,
+    credentials: Option<(String, String)>,
+    session: Option<Duration>,
+}
+
+impl fmt::Debug for ZkAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ZkAddress({self})")
+    }
+}
+
+/// Shows the address with the password masked: `user:***@h1:2181,h2:2181/chroot`.
+impl fmt::Display for ZkAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((user, _)) = &self.credentials {
+            write!(f, "{user}:***@")?;
+        }
+        write!(f, "{}", self.connect_string())
+    }
+}
+
+fn invalid(text: &str, reason: impl Into<String>) -> ZkError {
+    ZkError::Address {
+        address: mask(text),
+        reason: reason.into(),
+    }
+}
+
+/// `text` with any password replaced by `***`: the user-info's password and a `password=`
+/// parameter's value. For messages about an address that may not parse.
+pub(super) fn mask(text: &str) -> String {
+    let (head, query) = match text.split_once('?') {
+        Some((h, q)) => (h, Some(q)),
+        None => (text, None),
+    };
+    let scheme_end = head.find("://").map_or(0, |i| i + 3);
+    let authority_end = head[scheme_end..]
+        .find('/')
+        .map_or(head.len(), |i| scheme_end + i);
+    let mut out = String::with_capacity(text.len());
+    match head[scheme_end..authority_end].rfind('@') {
+        Some(at) => {
+            let userinfo = &head[scheme_end..scheme_end + at];
+            out.push_str(&head[..scheme_end]);
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(user);
+                    out.push_str(":***");
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push_str(&head[scheme_end + at..]);
+        }
+        None => out.push_str(head),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        let parts: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k == "password" => format!("{k}=***"),
+                _ => p.to_string(),
+            })
+            .collect();
+        out.push_str(&parts.join("&"));
+    }
+    out
+}
+
+fn decode(text: &str, part: &str) -> Result<String, ZkError> {
+    percent_encoding::percent_decode_str(part)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| invalid(text, "the user or password is not valid UTF-8 once decoded"))
+}
+
+/// Checks one `host[:port]` (or `[v6]:port`) and writes it with its port.
+fn host_port(text: &str, hp: &str) -> Result<String, ZkError> {
+    let hp = hp.trim();
+    if hp.is_empty() {
+        return Err(invalid(
+            text,
+            "a server is empty (two commas, or nothing after `@`)",
+        ));
+    }
+    let (host, port) = if let Some(rest) = hp.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| invalid(text, format!("`{hp}`: `[` without `]`")))?;
+        (format!("[{host}]"), after.strip_prefix(':'))
+    } else {
+        match hp.split_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (hp.to_string(), None),
+        }
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(invalid(text, format!("`{hp}` has no host")));
+    }
+    if host.contains(['@', '/', ' ', '?', '#']) {
+        return Err(invalid(text, format!("`{host}` is not a host name")));
+    }
+    let port = match port {
+        None => 2181,
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) if p > 0 => p,
+            _ => {
+                return Err(invalid(
+                    text,
+                    format!("`{hp}`: the port must be a number from 1 to 65535"),
+                ));
+            }
+        },
+    };
+    Ok(format!("{host}:{port}"))
+}
+
+impl ZkAddress {
+    /// Parses an address in one of the forms of the module documentation; a password left
+    /// out is read as said there. Refused at once, with the reason, when it cannot be used.
+    pub fn parse(text: &str) -> Result<Self, ZkError> {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(invalid(text, "the address is empty"));
+        }
+        let (scheme, rest) = match trimmed.split_once("://") {
+            Some((s, r)) => (Some(s), r),
+            None => (None, trimmed),
+        };
+        if let Some(s) = scheme
+            && !s.eq_ignore_ascii_case("zookeeper")
+        {
+            return Err(invalid(
+                text,
+                format!("`{s}://` is not a ZooKeeper address (write `zookeeper://` or host:port)"),
+            ));
+        }
+        let (head, query) = match rest.split_once('?') {
+            Some((h, q)) => (h, q),
+            None => (rest, ""),
+        };
+        let (authority, path) = match head.find('/') {
+            Some(i) => (&head[..i], &head[i..]),
+            None => (head, ""),
+        };
+        let (userinfo, servers) = match authority.rfind('@') {
+            Some(at) => (Some(&authority[..at]), &authority[at + 1..]),
+            None => (None, authority),
+        };
+        let mut hosts = Vec::new();
+        for hp in servers.split(',') {
+            hosts.push(host_port(text, hp)?);
+        }
+        let mut username = None;
+        let mut password = None;
+        let mut session = None;
+        for param in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = param.split_once('=').unwrap_or((param, ""));
+            match k {
+                "backup" => {
+                    for hp in v.split(',') {
+                        hosts.push(host_port(text, hp)?);
+                    }
+                }
+                "username" => username = Some(decode(text, v)?),
+                "password" => password = Some(decode(text, v)?),
+                "session" => match v.parse::<u64>() {
+                    Ok(ms) if ms > 0 => session = Some(Duration::from_millis(ms)),
+                    _ => {
+                        return Err(invalid(
+                            text,
+                            format!("session={v}: the session timeout is in milliseconds, above 0"),
+                        ));
+                    }
+                },
+                // Dubbo's other registry parameters do not change how ZooKeeper is reached.
+                _ => {}
+            }
+        }
+        if let Some(info) = userinfo {
+            match info.split_once(':') {
+                Some((u, p)) => {
+                    username = Some(decode(text, u)?);
+                    password = Some(decode(text, p)?);
+                }
+                None => username = Some(decode(text, info)?),
+            }
+        }
+        let credentials = match (username, password) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(invalid(text, "a password without a user name")),
+            (Some(u), _) if u.is_empty() => return Err(invalid(text, "the user name is empty")),
+            (Some(u), Some(p)) => Some((u, p)),
+            (Some(u), None) => {
+                let p = password_from_env().map_err(|reason| invalid(text, reason))?;
+                let p = p.ok_or_else(|| {
+                    invalid(
+                        text,
+                        format!(
+                            "the user {u} has no password: write `{u}:PASSWORD@`, or set \
+                             {PASSWORD_ENV} or {PASSWORD_FILE_ENV}"
+                        ),
+                    )
+                })?;
+                Some((u, p))
+            }
+        };
+        let chroot = match path {
+            "" | "/" => String::new(),
+            p if scheme.is_some() && p.trim_start_matches('/') == REGISTRY_SERVICE => String::new(),
+            p if p.ends_with('/') || p.contains("//") => {
+                return Err(invalid(
+                    text,
+                    format!("the chroot `{p}` has an empty part or ends with `/`"),
+                ));
+            }
+            p => p.to_string(),
+        };
+        Ok(ZkAddress {
+            hosts,
+            chroot,
+            credentials,
+            session,
+        })
+    }
+
+    /// The connection string the client takes: `host:port[,host:port...][/chroot]`
+    /// (no credentials).
+    pub fn connect_string(&self) -> String {
+        format!("{}{}", self.hosts.join(","), self.chroot)
+    }
+
+    /// The digest user, if the address has credentials.
+    pub fn user(&self) -> Option<&str> {
+        self.credentials.as_ref().map(|(u, _)| u.as_str())
+    }
+
+    /// The session timeout the address asks for (`session=` in milliseconds).
+    pub fn session_timeout(&self) -> Option<Duration> {
+        self.session
+    }
+
+    /// The ACL of the nodes this address's sessions create: without credentials, open to
+    /// all (ZooKeeper's `OPEN_ACL_UNSAFE`, as Dubbo writes); with them, the creator only
+    /// (`CREATOR_ALL_ACL`, as Dubbo writes), plus read for everyone when `world_readable`.
+    pub fn acls(&self, world_readable: bool) -> Acls<'static> {
+        acls(self.credentials.is_some(), world_readable)
+    }
+
+    /// Connects: one session with the digest credentials, if any. With `fast_failover`
+    /// (the source, which must see changes soon) the client leaves a server that stops
+    /// answering within [`ping_window`]; without (writes, registrations), after the
+    /// client's default 2/5 of the session timeout, which a loaded server is less likely
+    /// to exceed.
+    pub(crate) async fn connect(
+        &self,
+        session_timeout: Duration,
+        fast_failover: bool,
+    ) -> Result<Client, ZkError> {
+        let session_timeout = self.session.unwrap_or(session_timeout);
+        let mut connector = Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_fail_eagerly();
+        if fast_failover {
+            connector = connector.with_connection_timeout(ping_window(session_timeout));
+        }
+        if let Some((user, password)) = &self.credentials {
+            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+        }
+        let servers = self.connect_string();
+        let attempt = connector.connect(&servers);
+        let failed = |reason: String| ZkError::Connect {
+            servers: self.to_string(),
+            reason,
+        };
+        match tokio::time::timeout(session_timeout + Duration::from_secs(1), attempt).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(failed(e.to_string())),
+            Err(_) => Err(failed("timed out".into())),
+        }
+    }
+}
+
+/// How long a connection may stay silent before the client leaves its server for the next
+/// one: 2 s, or 2/5 of a shorter session timeout (ZooKeeper's own default share). The
+/// client pings after 3/8 of it, so a server that answers keeps the connection; one that
+/// froze (SIGSTOP, a long pause) is left after this long, well before the session expires.
+fn ping_window(session_timeout: Duration) -> Duration {
+    Duration::from_secs(2).min(session_timeout * 2 / 5)
+}
+
+/// The password from [`PASSWORD_ENV`], else the first line of the file named by
+/// [`PASSWORD_FILE_ENV`]; `Ok(None)` when neither is set.
+fn password_from_env() -> Result<Option<String>, String> {
+    if let Ok(p) = std::env::var(PASSWORD_ENV) {
+        return Ok(Some(p));
+    }
+    let Ok(file) = std::env::var(PASSWORD_FILE_ENV) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("{PASSWORD_FILE_ENV}={file}: cannot read the password file: {e}"))?;
+    Ok(Some(text.lines().next().unwrap_or("").to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_parse_to_servers_chroot_and_credentials() {
+        // (address, connection string, user, password)
+        let table: &[(&str, &str, Option<&str>, Option<&str>)] = &[
+            ("127.0.0.1:2181", "127.0.0.1:2181", None, None),
+            ("a:1,b:2/chroot/x", "a:1,b:2/chroot/x", None, None),
+            ("a", "a:2181", None, None),
+            ("u:p@a:1,b:2", "a:1,b:2", Some("u"), Some("p")),
+            ("u:@a:1", "a:1", Some("u"), Some("")),
+            ("u:p@ss@a:1", "a:1", Some("u"), Some("p@ss")),
+            ("zookeeper://a:1", "a:1", None, None),
+            ("zookeeper://u:p%40x@a:1/g", "a:1/g", Some("u"), Some("p@x")),
+            (
+                "zookeeper://a:1/org.apache.dubbo.registry.RegistryService?backup=b:2,c:3",
+                "a:1,b:2,c:3",
+                None,
+                None,
+            ),
+            (
+                "zookeeper://a:1?username=u&password=p&group=x",
+                "a:1",
+                Some("u"),
+                Some("p"),
+            ),
+            ("[::1]:2181", "[::1]:2181", None, None),
+        ];
+        for (text, servers, user, password) in table {
+            let a = ZkAddress::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(a.connect_string(), *servers, "{text}");
+            assert_eq!(a.user(), *user, "{text}");
+            assert_eq!(
+                a.credentials.as_ref().map(|(_, p)| p.as_str()),
+                *password,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_addresses_are_refused_with_the_reason_and_no_password() {
+        // (address, part of the reason)
+        let table = [
+            ("", "empty"),
+            ("nacos://a:8848", "not a ZooKeeper address"),
+            ("u:secret@", "empty"),
+            ("u:secret@a:port", "port must be a number"),
+            ("a:0", "port must be a number"),
+            ("a:1,,b:2", "empty"),
+            (":p@a:1", "user name is empty"),
+            ("zookeeper://a:1?password=secret", "without a user"),
+            ("a:1/x/", "chroot"),
+            ("zookeeper://a:1?session=x", "milliseconds"),
+        ];
+        for (text, reason) in table {
+            let e = ZkAddress::parse(text).expect_err(text).to_string();
+            assert!(e.contains(reason), "{text}: {e}");
+            assert!(!e.contains("secret"), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn display_and_mask_hide_the_password() {
+        let a = ZkAddress::parse("zookeeper://admin:s3cret@a:1,b:2/c?backup=d:4").unwrap();
+        assert_eq!(a.to_string(), "admin:***@a:1,b:2,d:4/c");
+        assert_eq!(format!("{a:?}"), "ZkAddress(admin:***@a:1,b:2,d:4/c)");
+        assert_eq!(mask("admin:s3cret@a:1"), "admin:***@a:1");
+        assert_eq!(
+            mask("zookeeper://u@a:1?username=u&password=s3cret&x=1"),
+            "zookeeper://u@a:1?username=u&password=***&x=1"
+        );
+        assert_eq!(mask("a:1/x@y"), "a:1/x@y");
+        let config = format!(
+            "{:?}",
+            crate::ZkSource::new(crate::ZkConfig {
+                servers: "admin:s3cret@a:1".into(),
+                rule_keys: Vec::new(),
+                provider_app_kinds: Vec::new(),
+                each_app_kinds: Vec::new(),
+                service: None,
+                session_timeout: Duration::from_secs(1),
+                retry_delay: Duration::from_secs(1),
+                connection: Default::default(),
+            })
+        );
+        assert!(
+            config.contains("admin:***@a:1") && !config.contains("s3cret"),
+            "{config}"
+        );
+    }
+
+    #[test]
+    fn the_ping_window_is_two_seconds_at_most() {
+        assert_eq!(ping_window(Duration::from_secs(60)), Duration::from_secs(2));
+        assert_eq!(
+            ping_window(Duration::from_secs(2)),
+            Duration::from_millis(800)
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! Failover against a real 3-node ZooKeeper ensemble on loopback ports: while a live chain
+//! routes and changes are written, the leader is killed, then the server the source is
+//! connected to, then one is frozen with SIGSTOP, then all are restarted. Every change must
+//! be applied, no route may be wrong at any time, and the time from each fault to the
+//! change written after it being applied is printed (`cargo test -p routechain-tests --test
+//! zk_failover -- --nocapture`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use routechain::core::{CallState, Request};
+use routechain::live::{LiveChain, LiveOptions, RuleKey, ZkAdmin, ZkConfig, ZkSource};
+use routechain::rules::ChainFile;
+use routechain_testkit::zookeeper::ZkEnsemble;
+
+const SERVICE: &str = "com.foo.BarService";
+const CHAIN: &str = "service: com.foo.BarService\nrouters:\n  - type: condition\n";
+
+fn provider(k: u32) -> String {
+    format!("dubbo://10.0.0.{k}:20880/{SERVICE}?side=provider")
+}
+
+/// The routed addresses (sorted), empty when routing found none.
+fn route(live: &LiveChain) -> Vec<String> {
+    let state = live.chain().load();
+    let mut call = CallState::seeded(1);
+    if state.route(&Request::new(), &mut call).is_err() {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = call
+        .candidates
+        .iter()
+        .map(|i| state.snapshot().providers()[i].address().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Writes through its own runtime, retrying while the ensemble fails over.
+struct Writer {
+    rt: tokio::runtime::Runtime,
+    admin: ZkAdmin,
+}
+
+impl Writer {
+    fn retry<T>(
+        &self,
+        what: &str,
+        op: impl Fn(&ZkAdmin) -> Result<T, routechain::live::ZkError>,
+    ) -> T {
+        let start = Instant::now();
+        loop {
+            match op(&self.admin) {
+                Ok(v) => return v,
+                Err(e) => {
+                    assert!(start.elapsed() < Duration::from_secs(60), "{what}: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
+    /// Registers provider `k` and routes every call to it (a condition rule on its host).
+    fn change(&self, k: u32) {
+        self.retry("register", |a| {
+            self.rt
+                .block_on(a.register_persistent(SERVICE, &provider(k)))
+        });
+        let key = RuleKey::new(format!("{SERVICE}::"), "condition");
+        let rule = format!("conditions: ['=> host = 10.0.0.{k}']\n");
+        self.retry("put rule", |a| self.rt.block_on(a.put_rule(&key, &rule)));
+    }
+}
+
+#[test]
+fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_and_a_full_restart() {
+    let begun = Instant::now();
+    let mut ens = ZkEnsemble::start("failover", 3);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = rt
+        .block_on(ZkAdmin::connect(&ens.address()))
+        .expect("connect the writer");
+    let writer = Writer { rt, admin };
+    writer.change(1);
+
+    let file = ChainFile::parse("failover.yaml", CHAIN, None).unwrap();
+    let live =
+        Arc::new(LiveChain::new(file, routechain::registry(), LiveOptions::default()).unwrap());
+    let mut config = ZkConfig::for_chain(&live, ens.address());
+    config.retry_delay = Duration::from_millis(100);
+    let connection = config.connection.clone();
+    let session = Arc::new(Mutex::new(String::new()));
+    let seen = session.clone();
+    // When the source last left a server, and last reconnected to one (same session).
+    let disconnected: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let reconnected: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let (disconnects, reconnects) = (disconnected.clone(), reconnected.clone());
+    let _watching = live
+        .watch(Box::new(ZkSource::new(config)), move |r| {
+            eprintln!("report: {r}");
+            let text = r.to_string();
+            if text.contains("zookeeper: disconnected") {
+                *disconnects.lock().unwrap() = Some(Instant::now());
+            }
+            if text.contains("zookeeper: reconnected") {
+                *reconnects.lock().unwrap() = Some(Instant::now());
+            }
+            if let Some(at) = text.find("(session ") {
+                let id = text[at + 9..].trim_end_matches(')').to_string();
+                *seen.lock().unwrap() = id;
+            }
+        })
+        .unwrap();
+
+    // Every route, all along, is exactly one provider this test registered.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (wrong, calls) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let router = {
+        let (live, stop, wrong, calls) = (live.clone(), stop.clone(), wrong.clone(), calls.clone());
+        std::thread::spawn(move || {
+            // The first state is read once the source has connected.
+            while route(&live).is_empty() && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            while !stop.load(Ordering::Relaxed) {
+                let got = route(&live);
+                calls.fetch_add(1, Ordering::Relaxed);
+                if got.len() != 1 || !got[0].starts_with("10.0.0.") {
+                    eprintln!("wrong route: {got:?}");
+                    wrong.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    let wait_applied = |k: u32, since: Instant| -> Duration {
+        let want = vec![format!("10.0.0.{k}:20880")];
+        while route(&live) != want {
+            assert!(
+                since.elapsed() < Duration::from_secs(60),
+                "change {k} not applied: {:?}",
+                route(&live)
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        since.elapsed()
+    };
+    wait_applied(1, Instant::now());
+    assert!(connection.is_connected());
+
+    let mut times: Vec<(&str, Duration)> = Vec::new();
+    // 1. The leader killed.
+    let leader = ens.leader();
+    let fault = Instant::now();
+    ens.servers[leader].stop();
+    writer.change(2);
+    times.push(("leader killed", wait_applied(2, fault)));
+    ens.servers[leader].resume();
+
+    // 2. The server the source is connected to killed.
+    let sid = session.lock().unwrap().clone();
+    let own = ens
+        .serving(&sid)
+        .expect("a server holds the source's session");
+    let fault = Instant::now();
+    ens.servers[own].stop();
+    writer.change(3);
+    times.push(("connected server killed", wait_applied(3, fault)));
+    ens.servers[own].resume();
+
+    // 3. The server the source is connected to frozen (SIGSTOP): left within the ping
+    // window (2 s), then the change applies from another server.
+    let sid = session.lock().unwrap().clone();
+    let own = ens
+        .serving(&sid)
+        .expect("a server holds the source's session");
+    *disconnected.lock().unwrap() = None;
+    *reconnected.lock().unwrap() = None;
+    let fault = Instant::now();
+    ens.servers[own].freeze();
+    writer.change(4);
+    let frozen = wait_applied(4, fault);
+    times.push(("connected server frozen", frozen));
+    let left = disconnected
+        .lock()
+        .unwrap()
+        .expect("the source left the frozen server")
+        - fault;
+    let back = reconnected.lock().unwrap().expect("the source reconnected") - fault;
+    times.push(("  the source left the frozen server", left));
+    times.push(("  the source reconnected to another", back));
+    ens.servers[own].thaw();
+    ens.wait_serving(own);
+
+    // 4. Every server restarted.
+    let fault = Instant::now();
+    for zk in &mut ens.servers {
+        zk.stop();
+    }
+    for zk in &mut ens.servers {
+        zk.resume_in_background();
+    }
+    for i in 0..3 {
+        ens.wait_serving(i);
+    }
+    writer.change(5);
+    times.push(("all servers restarted", wait_applied(5, fault)));
+    let after_restart = Instant::now();
+    writer.change(6);
+    times.push((
+        "next change after the restart",
+        wait_applied(6, after_restart),
+    ));
+
+    stop.store(true, Ordering::Relaxed);
+    router.join().unwrap();
+    println!("time from each fault to the change written after it applied:");
+    for (what, t) in &times {
+        println!("  {what}: {:.3} s", t.as_secs_f64());
+    }
+    println!(
+        "{} routes checked, {} wrong; whole test {:.1} s",
+        calls.load(Ordering::Relaxed),
+        wrong.load(Ordering::Relaxed),
+        begun.elapsed().as_secs_f64()
+    );
+    assert_eq!(wrong.load(Ordering::Relaxed), 0, "a route was wrong");
+    assert!(calls.load(Ordering::Relaxed) > 100);
+    assert_eq!(live.stats().refused(), 0);
+    // Frozen: the source leaves the server within the 2 s ping window (checked every
+    // 2 s / 8). The client then tries the servers in a shuffled order: the frozen one may
+    // come first again (another 2 s). The writer may have been on it too (4 s).
+    assert!(
+        left < Duration::from_millis(2300),
+        "the source held on to the frozen server for {left:?}"
+    );
+    assert!(
+        back < Duration::from_millis(4600),
+        "reconnected after {back:?}"
+    );
+    assert!(
+        frozen < Duration::from_secs(8),
+        "the change applied {frozen:?} after the freeze"
+    );
+}
