@@ -1,13 +1,8 @@
 //! Each router's and each per-snapshot table's cost of one provider change at `N` providers:
 //! prepared from scratch over the new snapshot against derived by the edit (one provider
-//! removed from the middle, one appended), median of many runs, wall time; or, with `runs`
-//! 1 under callgrind, the instructions of each (load-independent, for a shared machine):
-//!
-//! ```text
-//! valgrind --tool=callgrind --toggle-collect='*measured*' --dump-after='*measured*' \
-//!   --callgrind-out-file=/tmp/et.%p target/release/examples/edit_table 100000 1 nohash
-//! grep -h '^summary' /tmp/et.*.[0-9]*   # in dump order: rebuild, edit, rebuild, edit, ...
-//! ```
+//! removed from the middle, one appended), median of many runs, wall time. Under callgrind
+//! with `runs` 1, `--toggle-collect='*measured*'` counts the instructions of every
+//! measurement together.
 //!
 //! - routers: every built-in router alone with a rule using its features (the full chain's
 //!   rules, plus a tag rule with address and `match` tags, a `$host` condition, mesh,
@@ -41,8 +36,7 @@ fn median<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
     walls[runs / 2]
 }
 
-/// Runs `f`: the function callgrind collects in (`--toggle-collect=*measured*`), one dump
-/// per measurement (`--dump-after=*measured*`), in the order the table prints them.
+/// Runs `f`: the function callgrind collects in (`--toggle-collect=*measured*`).
 #[inline(never)]
 fn measured<T>(f: &mut impl FnMut() -> T) -> T {
     f()
