@@ -154,7 +154,7 @@ fn routing(c: &mut Criterion) {
 }
 
 /// The condition router for a request that carries another consumer than the chain's:
-/// `$name` then-parts resolved per call, with a plain consumer value (one `ParamIndex`
+/// `$name` then-parts resolved per call, with a plain consumer value (one `ValueIndex`
 /// lookup) and a glob value (decided per distinct provider value).
 fn per_call_consumer(c: &mut Criterion) {
     let yaml = "service: com.example.search.IndexService

@@ -5,24 +5,21 @@
 //! high-cardinality parameter (`host`, `address`) costs memory in proportion to the
 //! providers, not to providers × values.
 //!
-//! - [`ParamIndex`]: one parameter's exact values → providers, and the providers without it.
-//! - [`ValueIndex`]: the same, stored flat so that a provider edit costs a few passes over
-//!   arrays even when every provider has its own value (a `$host` reference's index); its
-//!   sets are read as [`SetRef`]s.
+//! - [`ValueIndex`]: one key's exact values → providers, and the providers without it,
+//!   stored flat so that a key with a value per provider costs a few bytes per provider and
+//!   a provider edit a few passes over arrays; its sets are read as [`SetRef`]s.
 //! - [`NamedSets`]: names compared case-insensitively → providers, some names pinned at
 //!   fixed positions (a rule's regions or datacenters), looked up without allocating;
-//!   [`NamedSetsEdit`] carries them over a [`crate::SnapshotEdit`].
+//!   [`NamedSetsBuilder::with_names`] builds them again over an edited snapshot from each
+//!   provider's position, kept by the router.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::hash::Hasher;
 
 use crate::bitset::{BitSet, Candidates};
-use crate::snapshot::Snapshot;
 
-mod named_edit;
 mod values;
-pub use named_edit::NamedSetsEdit;
 pub use values::ValueIndex;
 
 /// A set of providers of one snapshot, stored dense or sparse by size.
@@ -124,14 +121,7 @@ impl ProviderSet {
 
     /// `dst |= self`, without allocating.
     pub fn or_into(&self, dst: &mut BitSet) {
-        match self {
-            ProviderSet::Dense(b) => dst.or_assign(b),
-            ProviderSet::Sparse { indexes, .. } => {
-                for &i in indexes.iter() {
-                    dst.insert(i as usize);
-                }
-            }
-        }
+        self.as_set_ref().or_into(dst);
     }
 
     /// Word `w` of the set as a bitset word (for combining in [`BitSet::and_with`]).
@@ -213,6 +203,12 @@ pub enum SetRef<'a> {
     Sparse(&'a [u32]),
 }
 
+impl<'a> From<&'a ProviderSet> for SetRef<'a> {
+    fn from(set: &'a ProviderSet) -> Self {
+        set.as_set_ref()
+    }
+}
+
 impl SetRef<'_> {
     /// The number of members.
     #[inline]
@@ -258,6 +254,26 @@ impl SetRef<'_> {
         match self {
             SetRef::Dense(b) => candidates.and_assign(b),
             SetRef::Sparse(ix) => sparse_and_into(ix, candidates),
+        }
+    }
+
+    /// `dst |= self`, without allocating.
+    pub fn or_into(&self, dst: &mut BitSet) {
+        match self {
+            SetRef::Dense(b) => dst.or_assign(b),
+            SetRef::Sparse(ix) => {
+                for &i in ix.iter() {
+                    dst.insert(i as usize);
+                }
+            }
+        }
+    }
+
+    /// The set stored in the smaller form over `len` providers.
+    pub fn to_provider_set(&self, len: usize) -> ProviderSet {
+        match self {
+            SetRef::Dense(b) => ProviderSet::Dense((*b).clone()),
+            SetRef::Sparse(ix) => ProviderSet::from_sorted(ix.to_vec(), len),
         }
     }
 
@@ -314,129 +330,6 @@ fn sparse_word(indexes: &[u32], w: usize) -> u64 {
         .fold(0, |m, &i| m | 1 << (i % 64))
 }
 
-/// For one parameter key: each distinct value → the providers having it, and the providers
-/// without the key.
-#[derive(Debug, Clone)]
-pub struct ParamIndex {
-    /// Hashed with `foldhash`: routers look a request's value up per call, and SipHash
-    /// costs about 190 instructions per lookup against foldhash's 50, the chain's largest
-    /// fixed cost after the word passes (callgrind over `benches/examples/call_path.rs`, as
-    /// its module doc shows).
-    by_value: HashMap<Box<str>, ProviderSet, foldhash::fast::RandomState>,
-    missing: ProviderSet,
-    len: usize,
-}
-
-impl ParamIndex {
-    /// Indexes `key` (a parameter or a derived key, see [`crate::Url::get`]) over `snapshot`.
-    pub fn build(snapshot: &Snapshot, key: &str) -> Self {
-        let key = crate::UrlKey::new(key);
-        Self::build_with(snapshot, |p| p.get_key(&key))
-    }
-
-    /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
-    pub(crate) fn build_with<'s>(
-        snapshot: &'s Snapshot,
-        mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
-    ) -> Self {
-        let len = snapshot.len();
-        // foldhash: a value per provider is hashed here, and SipHash was a tenth of a full
-        // preparation at 100,000 providers.
-        let mut by_value: HashMap<&str, Vec<u32>, foldhash::fast::RandomState> = HashMap::default();
-        let mut missing = Vec::new();
-        for (i, p) in snapshot.providers().iter().enumerate() {
-            match value_of(p) {
-                Some(v) => by_value.entry(v).or_default().push(i as u32),
-                None => missing.push(i as u32),
-            }
-        }
-        // Indexes were pushed in increasing provider order: sorted and distinct.
-        let to_set = |ix: Vec<u32>| ProviderSet::from_sorted(ix, len);
-        ParamIndex {
-            by_value: by_value
-                .into_iter()
-                .map(|(k, v)| (Box::from(k), to_set(v)))
-                .collect(),
-            missing: to_set(missing),
-            len,
-        }
-    }
-
-    /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for
-    /// the added providers only: equal to the index of `value_of` built over `snapshot`
-    /// (a value left with no provider is dropped). Time: the index's size plus the added
-    /// providers.
-    pub fn edited<'s>(
-        &self,
-        edit: &crate::SnapshotEdit,
-        snapshot: &'s Snapshot,
-        mut value_of: impl FnMut(&'s crate::Provider) -> Option<&'s str>,
-    ) -> Self {
-        let len = edit.new_len();
-        let mut added: HashMap<&str, Vec<u32>, foldhash::fast::RandomState> = HashMap::default();
-        let mut added_missing = Vec::new();
-        for i in edit.added() {
-            match value_of(&snapshot.providers()[i]) {
-                Some(v) => added.entry(v).or_default().push(i as u32),
-                None => added_missing.push(i as u32),
-            }
-        }
-        let mut by_value = HashMap::with_capacity_and_hasher(
-            self.by_value.len() + added.len(),
-            foldhash::fast::RandomState::default(),
-        );
-        for (value, set) in &self.by_value {
-            let extra = added.remove(&**value);
-            let set = set.edited(edit, member_of(extra.as_deref().unwrap_or_default()));
-            if set.count() > 0 {
-                by_value.insert(value.clone(), set);
-            }
-        }
-        for (value, list) in added {
-            by_value.insert(Box::from(value), ProviderSet::from_sorted(list, len));
-        }
-        ParamIndex {
-            by_value,
-            missing: self.missing.edited(edit, member_of(&added_missing)),
-            len,
-        }
-    }
-
-    /// The providers whose value is `value`.
-    pub fn get(&self, value: &str) -> Option<&ProviderSet> {
-        self.by_value.get(value)
-    }
-
-    /// The providers without the key.
-    pub fn missing(&self) -> &ProviderSet {
-        &self.missing
-    }
-
-    /// Every distinct value with its providers.
-    pub fn values(&self) -> impl Iterator<Item = (&str, &ProviderSet)> + '_ {
-        self.by_value.iter().map(|(k, v)| (&**k, v))
-    }
-
-    /// The snapshot length.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when the snapshot is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Approximate heap bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.by_value
-            .iter()
-            .map(|(k, v)| k.len() + v.heap_bytes() + 48)
-            .sum::<usize>()
-            + self.missing.heap_bytes()
-    }
-}
-
 /// Names (regions, datacenters...) compared case-insensitively (ASCII) → provider sets over
 /// one snapshot, each at a fixed position.
 ///
@@ -445,7 +338,7 @@ impl ParamIndex {
 /// dense or sparse by size, stored lower-cased and found by a case-insensitive hash. So a
 /// parameter with many distinct values (a misconfigured `idc_param: host`, say) costs memory
 /// and time in proportion to the providers, and a lookup never allocates nor scans them.
-/// Unlike [`ParamIndex`] (exact values, keyed by the value), a set is addressed by its
+/// Unlike [`ValueIndex`] (exact values, keyed by the value), a set is addressed by its
 /// position, so a compiled rule can refer to its names by index.
 #[derive(Debug, Clone)]
 pub struct NamedSets {
@@ -624,15 +517,51 @@ impl NamedSetsBuilder {
         self.pinned.len() + m
     }
 
-    /// Adds provider `i` to the pinned set at position `k`.
-    pub fn add_to(&mut self, k: usize, i: usize) {
-        self.pinned[k].1.insert(i);
+    /// A builder over `n` providers with the names of `sets` at their positions (its pinned
+    /// names pinned): what a preparation carried over a provider edit files the surviving
+    /// providers into by position ([`NamedSetsBuilder::add_to`], from the table it kept)
+    /// and the added ones by name.
+    pub fn with_names(sets: &NamedSets, n: usize) -> Self {
+        let mut builder = Self::new(sets.sets[..sets.pinned].iter().map(|(k, _)| &**k), n);
+        for (m, (name, _)) in sets.sets[sets.pinned..].iter().enumerate() {
+            builder.others.insert(name.clone(), m);
+            builder.members.push((name.clone(), Vec::new()));
+        }
+        builder
     }
 
-    /// The sets.
-    pub fn finish(self) -> NamedSets {
+    /// Adds provider `i` to the set at position `k` (as [`NamedSetsBuilder::add`] does).
+    pub fn add_to(&mut self, k: usize, i: usize) {
+        match self.pinned.get_mut(k) {
+            Some(p) => p.1.insert(i),
+            None => self.members[k - self.pinned.len()].1.push(i as u32),
+        }
+    }
+
+    /// The sets. A name other than a pinned one that no provider has (left from
+    /// [`NamedSetsBuilder::with_names`]) is dropped and the positions after it move down:
+    /// `table` (each provider's position, [`crate::DegradedTally::NONE`] for none) is
+    /// renumbered to match.
+    pub fn finish(mut self, table: &mut [u32]) -> NamedSets {
         let n = self.n;
         let pinned = self.pinned.len();
+        if self.members.iter().any(|(_, m)| m.is_empty()) {
+            let mut kept = pinned as u32;
+            let remap: Vec<u32> = self
+                .members
+                .iter()
+                .map(|(_, m)| {
+                    kept += u32::from(!m.is_empty());
+                    if m.is_empty() { u32::MAX } else { kept - 1 }
+                })
+                .collect();
+            for k in table.iter_mut() {
+                if let Some(&to) = (*k as usize).checked_sub(pinned).and_then(|m| remap.get(m)) {
+                    *k = to;
+                }
+            }
+            self.members.retain(|(_, m)| !m.is_empty());
+        }
         let mut sets: Vec<(Box<str>, ProviderSet)> = self
             .pinned
             .into_iter()
@@ -664,6 +593,7 @@ impl NamedSetsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::Snapshot;
     use proptest::prelude::*;
 
     fn snap(values: &[Option<&str>]) -> Snapshot {
@@ -679,20 +609,6 @@ mod tests {
     }
 
     #[test]
-    fn param_index_groups_values_and_missing() {
-        let s = snap(&[Some("a"), None, Some("b"), Some("a")]);
-        let ix = ParamIndex::build(&s, "g");
-        assert_eq!(
-            ix.get("a").unwrap().to_bitset().iter().collect::<Vec<_>>(),
-            [0, 3]
-        );
-        assert_eq!(ix.missing().to_bitset().iter().collect::<Vec<_>>(), [1]);
-        assert!(ix.get("c").is_none());
-        let hosts = ParamIndex::build(&s, "host");
-        assert_eq!(hosts.get("10.0.0.2").unwrap().count(), 1);
-    }
-
-    #[test]
     fn named_sets_pin_names_and_find_any_case() {
         let s = snap(&[Some("MT"), Some("zf"), None, Some("Sh"), Some("sh")]);
         let mut b = NamedSetsBuilder::new(["mt", "gone"].into_iter(), s.len());
@@ -702,7 +618,7 @@ mod tests {
             }
         }
         b.add_to(1, 2);
-        let sets = b.finish();
+        let sets = b.finish(&mut []);
         assert_eq!(sets.len(), 4);
         assert_eq!(sets.find("Mt"), Some(0));
         assert_eq!(sets.find("GONE"), Some(1));
@@ -715,6 +631,83 @@ mod tests {
             (members(0), members(1), members(3)),
             (vec![0], vec![2], vec![3, 4])
         );
+    }
+
+    /// The names of a snapshot for the builder tests: `None` for a provider filed under no
+    /// name, `Some(j)` for `NAMES[j]` (pinned names first, in mixed case to test
+    /// case-insensitivity).
+    const NAMES: [&str; 7] = ["mt", "ZF", "sh", "Gz", "gz", "xx", "yY"];
+    const PINNED: [&str; 2] = ["MT", "zf"];
+
+    fn build_names(names: &[Option<usize>]) -> (NamedSets, Vec<u32>) {
+        let mut b = NamedSetsBuilder::new(PINNED.into_iter(), names.len());
+        let mut table: Vec<u32> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n.map_or(crate::DegradedTally::NONE, |j| b.add(NAMES[j], i) as u32))
+            .collect();
+        (b.finish(&mut table), table)
+    }
+
+    /// Each name's members, by name (positions may differ; the sets may not).
+    fn named_members(sets: &NamedSets) -> Vec<(String, Vec<usize>)> {
+        let mut out: Vec<_> = (0..sets.len())
+            .map(|k| {
+                (
+                    sets.name(k).to_ascii_lowercase(),
+                    sets.set(k).to_bitset().iter().collect(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    proptest! {
+        /// Sets built again over an edited snapshot from the old names, the survivors'
+        /// positions and the added providers' names hold what a fresh build holds (a name
+        /// left with no provider dropped, pinned names kept dense at their positions), and
+        /// the renumbered table names each provider's set.
+        #[test]
+        fn names_built_again_after_an_edit_file_providers_as_a_fresh_build(
+            old in proptest::collection::vec(proptest::option::of(0usize..7), 0..150),
+            removed in proptest::collection::vec(0u32..160, 0..60),
+            added in proptest::collection::vec(proptest::option::of(0usize..7), 0..40),
+        ) {
+            let edit = crate::SnapshotEdit::new(old.len(), removed, added.len());
+            let (before, table) = build_names(&old);
+            let survivors: Vec<Option<usize>> = (0..old.len())
+                .filter(|&i| edit.new_index(i).is_some())
+                .map(|i| old[i])
+                .collect();
+            let new: Vec<Option<usize>> = survivors.iter().chain(&added).copied().collect();
+            let (fresh, _) = build_names(&new);
+            let mut b = NamedSetsBuilder::with_names(&before, new.len());
+            let mut table = edit.table(&table, |_| crate::DegradedTally::NONE);
+            for (i, k) in table.iter_mut().enumerate() {
+                match new[i] {
+                    Some(j) if i >= edit.added().start => *k = b.add(NAMES[j], i) as u32,
+                    Some(_) => b.add_to(*k as usize, i),
+                    None => {}
+                }
+            }
+            let after = b.finish(&mut table);
+            prop_assert_eq!(named_members(&after), named_members(&fresh));
+            for k in 0..PINNED.len() {
+                prop_assert_eq!(after.name(k), fresh.name(k));
+                prop_assert!(matches!(after.set(k), ProviderSet::Dense(_)));
+            }
+            for name in NAMES.iter().chain(["none", "MT"].iter()) {
+                let found = after.find(name).map(|k| after.name(k).to_ascii_lowercase());
+                prop_assert_eq!(found, fresh.find(name).map(|k| fresh.name(k).to_ascii_lowercase()));
+            }
+            for (i, n) in new.iter().enumerate() {
+                match n {
+                    Some(j) => prop_assert!(after.name(table[i] as usize).eq_ignore_ascii_case(NAMES[*j])),
+                    None => prop_assert_eq!(table[i], crate::DegradedTally::NONE),
+                }
+            }
+        }
     }
 
     /// A key resolved once reads every URL as `Url::get` does: derived keys, present and

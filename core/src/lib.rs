@@ -15,7 +15,7 @@
 //!   twins the chain stores, derived by [`TypedFactory`].
 //! - [`ChainState`]: routers sorted once by priority, prepared for one snapshot;
 //!   [`ChainState::next`] derives the next state from it and a [`Change`].
-//! - [`ProviderSet`] / [`ParamIndex`] / [`NamedSets`]: per-snapshot indexes (value →
+//! - [`ProviderSet`] / [`ValueIndex`] / [`NamedSets`]: per-snapshot indexes (value →
 //!   providers).
 //! - [`Registry`]: router type name → factory, a value passed to the chain loader.
 //! - [`DegradedSet`]: live provider health as routers see it (a bitset of atomics).
@@ -87,9 +87,7 @@ pub use cpu::popcount;
 pub(crate) use cpu::words;
 pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
-pub use index::{
-    NamedSets, NamedSetsBuilder, NamedSetsEdit, ParamIndex, ProviderSet, SetRef, ValueIndex,
-};
+pub use index::{NamedSets, NamedSetsBuilder, ProviderSet, SetRef, ValueIndex};
 pub use metrics::{ChainMetrics, EMPTY_LIST_ROUTER, RouterStats};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};

@@ -187,7 +187,7 @@ pub trait TypedRouter: Send + Sync + 'static {
     /// removed, the rest kept in order, new ones appended: [`SnapshotEdit`]), touching only
     /// what changed: carry each bitset over with [`SnapshotEdit::bitset`] (or
     /// [`ProviderSet::edited`](crate::ProviderSet::edited),
-    /// [`ParamIndex::edited`](crate::ParamIndex::edited)) and evaluate the rule on the
+    /// [`ValueIndex::edited`](crate::ValueIndex::edited)) and evaluate the rule on the
     /// added providers only. The consumer and the rule are the ones `prepared` was
     /// prepared with.
     ///

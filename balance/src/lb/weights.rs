@@ -3,11 +3,11 @@
 //! sampling fast path of the weighted pick needs (the largest weight, the total over every
 //! provider: see [`super::random`]).
 //!
-//! [`Weights::edited`] carries the tables to a snapshot derived by a [`SnapshotEdit`]:
-//! the per-provider weights are copied, each class mask is shifted like any bitset
-//! ([`SnapshotEdit::bitset`]) and only the added providers' `weight` params are read.
+//! [`Weights::edited`] carries the per-provider weights to a snapshot derived by a
+//! [`SnapshotEdit`], reading only the added providers' `weight` params, and builds the
+//! classes from them again (one pass over the table, no URL read).
 
-use routechain_core::{BitSet, Candidates, Snapshot, SnapshotEdit, popcount};
+use routechain_core::{Candidates, Snapshot, SnapshotEdit, popcount};
 
 use super::{DEFAULT_WEIGHT, MAX_WEIGHT_CLASSES};
 
@@ -95,12 +95,22 @@ impl Classes {
     /// The classes of `weights` (the per-provider table), `None` with too many distinct
     /// non-zero weights.
     fn new(weights: &[u32]) -> Option<Self> {
-        let mut distinct: Vec<u32> = weights.iter().copied().filter(|w| *w > 0).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        if distinct.len() > MAX_WEIGHT_CLASSES {
-            return None;
+        // One pass keeping the few distinct weights (a run of equal weights is one compare).
+        let mut distinct: Vec<u32> = Vec::with_capacity(MAX_WEIGHT_CLASSES);
+        let mut last = 0;
+        for &w in weights {
+            if w == 0 || w == last {
+                continue;
+            }
+            last = w;
+            if !distinct.contains(&w) {
+                if distinct.len() == MAX_WEIGHT_CLASSES {
+                    return None;
+                }
+                distinct.push(w);
+            }
         }
+        distinct.sort_unstable();
         let k = distinct.len();
         let mut masks = vec![0u64; weights.len().div_ceil(64) * k];
         for (i, &w) in weights.iter().enumerate() {
@@ -111,63 +121,6 @@ impl Classes {
         Some(Classes {
             weights: distinct.iter().map(|&w| u64::from(w)).collect(),
             masks: masks.into_boxed_slice(),
-        })
-    }
-
-    /// The mask of class `j` over `len` providers, as a bitset.
-    fn mask(&self, j: usize, len: usize) -> BitSet {
-        let k = self.weights.len();
-        let words = self.masks.iter().skip(j).step_by(k).copied().collect();
-        BitSet::from_words(words, len)
-    }
-
-    /// The classes carried by `edit` (`weights` is the new per-provider table), `None` when
-    /// the new distinct weights are too many. Each surviving class's mask is shifted as a
-    /// bitset; the added providers are placed by their weight. Classes left empty by the
-    /// edit are dropped. Time: the masks' words plus the added providers.
-    fn edited(&self, edit: &SnapshotEdit, weights: &[u32]) -> Option<Self> {
-        let added = &weights[edit.added()];
-        let mut distinct: Vec<u64> = self.weights.to_vec();
-        distinct.extend(added.iter().filter(|w| **w > 0).map(|&w| u64::from(w)));
-        distinct.sort_unstable();
-        distinct.dedup();
-        let new_len = edit.new_len();
-        let mut masks: Vec<BitSet> = distinct
-            .iter()
-            .map(|&w| match self.weights.binary_search(&w) {
-                Ok(j) => edit.bitset(&self.mask(j, edit.old_len()), |i| {
-                    u64::from(weights[i]) == w
-                }),
-                Err(_) => BitSet::from_indexes(
-                    new_len,
-                    edit.added().filter(|&i| u64::from(weights[i]) == w),
-                ),
-            })
-            .collect();
-        let mut kept = Vec::with_capacity(distinct.len());
-        let mut j = 0;
-        masks.retain(|m| {
-            let keep = !m.is_empty();
-            if keep {
-                kept.push(distinct[j]);
-            }
-            j += 1;
-            keep
-        });
-        if kept.len() > MAX_WEIGHT_CLASSES {
-            return None;
-        }
-        let k = kept.len();
-        let words = new_len.div_ceil(64);
-        let mut interleaved = vec![0u64; words * k];
-        for (j, m) in masks.iter().enumerate() {
-            for (w, &x) in m.words().iter().enumerate() {
-                interleaved[w * k + j] = x;
-            }
-        }
-        Some(Classes {
-            weights: kept.into_boxed_slice(),
-            masks: interleaved.into_boxed_slice(),
         })
     }
 }
@@ -187,10 +140,9 @@ impl Weights {
     }
 
     /// The weights of `snapshot`, derived from these (the weights of the snapshot `edit`
-    /// started from): survivors' weights and class masks are carried, only the added
-    /// providers' params are read. Equal to [`Weights::new`] of `snapshot`. Time: the
-    /// per-provider table and the masks' words, plus the added providers (plus one pass over
-    /// the table when the weights are too varied for classes).
+    /// started from): survivors' weights are carried, only the added providers' params are
+    /// read, the classes are built from the table. Equal to [`Weights::new`] of `snapshot`.
+    /// Time: two passes over the per-provider table, plus the added providers.
     pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
         debug_assert_eq!(edit.new_len(), snapshot.len());
         let providers = snapshot.providers();
@@ -199,10 +151,7 @@ impl Weights {
                 providers.get(i).map_or(DEFAULT_WEIGHT, provider_weight)
             })
             .into_boxed_slice();
-        let classes = match &self.classes {
-            Some(c) => c.edited(edit, &weights),
-            None => Classes::new(&weights),
-        };
+        let classes = Classes::new(&weights);
         Self::with_classes(weights, classes)
     }
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use crate::{BitSet, ParamIndex, ProviderSet, Snapshot, SnapshotEdit, Url};
+use crate::{BitSet, ProviderSet, Snapshot, SnapshotEdit, Url, ValueIndex};
 
 /// The old positions that survive `edit`, in order (the definition, by brute force).
 fn survivors(edit: &SnapshotEdit) -> Vec<usize> {
@@ -100,10 +100,11 @@ proptest! {
             }
         }
         for key in ["zone", "tag"] {
-            let carried = ParamIndex::build(&old, key).edited(&edit, &new, |p| p.get(key));
-            let built = ParamIndex::build(&new, key);
-            let mut a: Vec<_> = carried.values().map(|(v, s)| (v.to_string(), s.clone())).collect();
-            let mut b: Vec<_> = built.values().map(|(v, s)| (v.to_string(), s.clone())).collect();
+            let carried = ValueIndex::build(&old, key).edited(&edit, &new, |p| p.get(key));
+            let built = ValueIndex::build(&new, key);
+            let n = new.len();
+            let mut a: Vec<_> = carried.values().map(|(v, s)| (v.to_string(), s.to_bitset(n))).collect();
+            let mut b: Vec<_> = built.values().map(|(v, s)| (v.to_string(), s.to_bitset(n))).collect();
             a.sort_by(|x, y| x.0.cmp(&y.0));
             b.sort_by(|x, y| x.0.cmp(&y.0));
             prop_assert_eq!(a, b);

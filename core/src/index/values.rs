@@ -1,25 +1,25 @@
-//! [`ValueIndex`]: one key's values → providers, stored flat so that a provider edit costs
-//! a few passes over flat arrays rather than a set per value.
+//! [`ValueIndex`]: one key's exact values → the providers having each, and the providers
+//! without the key, over one snapshot: what the group, tag and affinity routers look a
+//! request's value up in, and what the condition router's terms are resolved from.
 //!
-//! A [`super::ParamIndex`] holds a [`ProviderSet`] per value in a hash map: for a key with
-//! a value per provider (`host`, `address`, `timestamp`), carrying it over an edit copies
-//! 100,000 sets and their keys at 100,000 providers. Here the distinct values are
-//! one dictionary (one text buffer, an open-addressing table of value numbers), shared by
-//! the index of the next snapshot while no new value appears, and the members of every
-//! value are one array of positions with an offset per value (value `k`'s providers are
-//! `members[starts[k]..starts[k + 1]]`). An edit renumbers the members (positions shift down
-//! over the removed ones: a binary search over the removed positions per member), appends
-//! the added providers to their values (a hash look-up each, new values appended to the
-//! dictionary), and builds the few dense sets again; no allocation per value, no string
-//! copied or hashed but the added providers'. A value left with no provider stays in the
-//! dictionary with an empty range (invisible to [`ValueIndex::get`] and
-//! [`ValueIndex::values`]) until such values outnumber the live ones, when the dictionary is
-//! compacted.
+//! The distinct values are one dictionary (one text buffer, an open-addressing table of
+//! value numbers), shared by the index of the next snapshot while no new value appears.
+//! A value held by many providers (at least 1/32 of them, where a bitset is smaller than
+//! the positions) is a bitset; the members of the other values are one array of positions
+//! with an offset per value (value `k`'s providers are `members[starts[k]..starts[k + 1]]`),
+//! so a key with a value per provider (`host`, `address`) costs a few bytes per provider and
+//! no allocation per value.
+//!
+//! [`ValueIndex::edited`] carries the index over a provider edit: the members renumbered
+//! (positions shift down over the removed ones), the bitsets carried by words, the added
+//! providers appended to their values (a hash look-up each, new values appended to the
+//! dictionary); no string copied or hashed but the added providers'. A value left with no
+//! provider stays in the dictionary with an empty range (invisible to [`ValueIndex::get`]
+//! and [`ValueIndex::values`]) until such values outnumber the live ones, when the
+//! dictionary is compacted.
 //!
 //! Reads ([`ValueIndex::get`], per call) hash the value once and probe the table: no lock,
-//! no allocation. A value held by many providers (at least 1/32 of them, where a bitset is
-//! smaller than the positions) is also held as a bitset, so a call combines it by words as
-//! it would a dense [`ProviderSet`].
+//! no allocation.
 //!
 //! Hand-written because no map crate gives an immutable, shareable dictionary plus a flat
 //! member array (persistent maps such as `im` share structure per entry and allocate per
@@ -39,8 +39,8 @@ struct Dict {
     hasher: foldhash::fast::RandomState,
     /// Every value's text, concatenated.
     text: String,
-    /// Value `k`'s text ends at `ends[k]` and starts where value `k - 1`'s ends.
-    ends: Vec<usize>,
+    /// Value `k`'s text is `text[bounds[k]..bounds[k + 1]]`.
+    bounds: Vec<u32>,
     /// Open addressing, a power of two, at most half full: 0 empty, else value number + 1.
     table: Vec<u32>,
 }
@@ -50,33 +50,37 @@ impl Dict {
         Dict {
             hasher: foldhash::fast::RandomState::default(),
             text: String::new(),
-            ends: Vec::with_capacity(values),
+            bounds: {
+                let mut b = Vec::with_capacity(values + 1);
+                b.push(0);
+                b
+            },
             table: vec![0; (values * 2).next_power_of_two().max(16)],
         }
     }
 
     fn len(&self) -> usize {
-        self.ends.len()
+        self.bounds.len() - 1
     }
 
     fn text(&self, k: usize) -> &str {
-        let start = if k == 0 { 0 } else { self.ends[k - 1] };
-        &self.text[start..self.ends[k]]
+        &self.text[self.bounds[k] as usize..self.bounds[k + 1] as usize]
     }
 
-    /// The number of `value`, if present.
+    /// The number of `value`, if present (per call: inlined, bytes compared).
+    #[inline]
     fn find(&self, value: &str) -> Option<usize> {
         let mask = self.table.len() - 1;
         let mut i = self.hasher.hash_one(value) as usize & mask;
         loop {
-            match self.table[i] {
-                0 => return None,
-                slot => {
-                    let k = slot as usize - 1;
-                    if self.text(k) == value {
-                        return Some(k);
-                    }
-                }
+            let slot = self.table[i];
+            if slot == 0 {
+                return None;
+            }
+            let k = slot as usize - 1;
+            let (start, end) = (self.bounds[k] as usize, self.bounds[k + 1] as usize);
+            if self.text.as_bytes().get(start..end) == Some(value.as_bytes()) {
+                return Some(k);
             }
             i = (i + 1) & mask;
         }
@@ -84,9 +88,9 @@ impl Dict {
 
     /// Adds `value` (absent) and returns its number.
     fn insert(&mut self, value: &str) -> usize {
-        let k = self.ends.len();
+        let k = self.len();
         self.text.push_str(value);
-        self.ends.push(self.text.len());
+        self.bounds.push(self.text.len() as u32);
         if (k + 1) * 2 > self.table.len() {
             self.table = vec![0; self.table.len() * 2];
             for j in 0..=k {
@@ -107,43 +111,132 @@ impl Dict {
         self.table[i] = k as u32 + 1;
     }
 
+    /// The number of `value`, adding it when absent.
+    fn find_or_insert(&mut self, value: &str) -> usize {
+        match self.find(value) {
+            Some(k) => k,
+            None => self.insert(value),
+        }
+    }
+
     fn heap_bytes(&self) -> usize {
-        self.text.capacity() + self.ends.capacity() * 8 + self.table.capacity() * 4
+        self.text.capacity() + self.bounds.capacity() * 4 + self.table.capacity() * 4
     }
 }
 
 /// One key's exact values → the providers having each, and the providers without the key,
-/// over one snapshot; carried over a [`SnapshotEdit`] in a few flat passes (see the module
-/// documentation). Answers as a [`super::ParamIndex`] of the same key would.
+/// over one snapshot (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct ValueIndex {
     dict: Arc<Dict>,
-    /// Value `k`'s providers: `members[starts[k]..starts[k + 1]]` (`dict.len() + 1` entries).
+    /// Value `k`'s positions: `members[starts[k]..starts[k + 1]]` (`dict.len() + 1`
+    /// entries); empty for a value held as a bitset.
     starts: Vec<u32>,
     /// Positions, ascending within each value.
     members: Vec<u32>,
-    /// The values also held as bitsets (many providers), by value number, ascending.
-    dense: Vec<(u32, BitSet)>,
+    /// The values held as bitsets (many providers: at least 1/32 of them, so at most 32).
+    dense: Vec<BitSet>,
+    /// Per value, 0 when its members are in `members`, else `1 +` its place in `dense` (one
+    /// byte per value: a call finds a dense value's set with one load).
+    dense_at: Vec<u8>,
     missing: ProviderSet,
     len: usize,
     /// Values with at least one provider.
     live: usize,
 }
 
+/// Builds a [`ValueIndex`]'s sets value by value, in value number order.
+struct Sets {
+    len: usize,
+    starts: Vec<u32>,
+    members: Vec<u32>,
+    dense: Vec<BitSet>,
+    dense_at: Vec<u8>,
+    live: usize,
+}
+
+impl Sets {
+    fn new(values: usize, members: usize, len: usize) -> Self {
+        let mut starts = Vec::with_capacity(values + 1);
+        starts.push(0);
+        Sets {
+            len,
+            starts,
+            members: Vec::with_capacity(members),
+            dense: Vec::new(),
+            dense_at: Vec::with_capacity(values),
+            live: 0,
+        }
+    }
+
+    /// Ends the next value, whose positions were pushed to `members` since the last one
+    /// (`bits`: a bitset of further members), storing it in the smaller form.
+    fn close(&mut self, bits: Option<BitSet>) {
+        let from = *self.starts.last().unwrap_or(&0) as usize;
+        let count = self.members.len() - from + bits.as_ref().map_or(0, BitSet::count);
+        if count > 0 {
+            self.live += 1;
+        }
+        if ProviderSet::sparse_is_smaller(count, self.len) {
+            if let Some(b) = bits {
+                let mut all: Vec<u32> = b.iter().map(|i| i as u32).collect();
+                all.extend_from_slice(&self.members[from..]);
+                all.sort_unstable();
+                self.members.truncate(from);
+                self.members.extend(all);
+            }
+            self.dense_at.push(0);
+        } else {
+            let mut b = bits.unwrap_or_else(|| BitSet::empty(self.len));
+            for &i in &self.members[from..] {
+                b.insert(i as usize);
+            }
+            self.members.truncate(from);
+            self.dense.push(b);
+            self.dense_at.push(self.dense.len() as u8);
+        }
+        self.starts.push(self.members.len() as u32);
+    }
+
+    fn finish(mut self, dict: Arc<Dict>, missing: ProviderSet) -> ValueIndex {
+        // Reserved for every member; the dense values' went to bitsets.
+        self.members.shrink_to_fit();
+        ValueIndex {
+            dict,
+            starts: self.starts,
+            members: self.members,
+            dense: self.dense,
+            dense_at: self.dense_at,
+            missing,
+            len: self.len,
+            live: self.live,
+        }
+    }
+}
+
 impl ValueIndex {
-    /// The same index as `index` (a [`super::ParamIndex`]), without reading a provider.
-    pub fn from_index(index: &super::ParamIndex) -> Self {
-        let len = index.len();
-        let mut dict = Dict::with_capacity(index.by_value.len());
-        let mut of = Vec::new();
-        for (v, set) in index.values() {
-            let k = dict.insert(v) as u32;
-            match set {
-                ProviderSet::Dense(b) => of.extend(b.iter().map(|i| (k, i as u32))),
-                ProviderSet::Sparse { indexes, .. } => of.extend(indexes.iter().map(|&i| (k, i))),
+    /// Indexes `key` (a parameter or a derived key, see [`crate::Url::get`]) over `snapshot`.
+    pub fn build(snapshot: &Snapshot, key: &str) -> Self {
+        let key = crate::UrlKey::new(key);
+        Self::build_with(snapshot, |p| p.get_key(&key))
+    }
+
+    /// Indexes the value `value_of(provider)` over `snapshot` (e.g. lower-cased).
+    pub(crate) fn build_with<'s>(
+        snapshot: &'s Snapshot,
+        mut value_of: impl FnMut(&'s Provider) -> Option<&'s str>,
+    ) -> Self {
+        let len = snapshot.len();
+        let mut dict = Dict::with_capacity(16);
+        let mut of = Vec::with_capacity(len);
+        let mut missing = Vec::new();
+        for (i, p) in snapshot.providers().iter().enumerate() {
+            match value_of(p) {
+                Some(v) => of.push((dict.find_or_insert(v) as u32, i as u32)),
+                None => missing.push(i as u32),
             }
         }
-        Self::assemble(dict, &of, index.missing().clone(), len)
+        Self::assemble(dict, &of, ProviderSet::from_sorted(missing, len), len)
     }
 
     /// The index from `(value number, position)` pairs, positions ascending per value
@@ -157,61 +250,46 @@ impl ValueIndex {
             starts[k + 1] += starts[k];
         }
         let mut next = starts.clone();
-        let mut members = vec![0u32; of.len()];
+        let mut sorted = vec![0u32; of.len()];
         for &(k, i) in of {
-            members[next[k as usize] as usize] = i;
+            sorted[next[k as usize] as usize] = i;
             next[k as usize] += 1;
         }
-        let mut index = ValueIndex {
-            dict: Arc::new(dict),
-            starts,
-            members,
-            dense: Vec::new(),
-            missing,
-            len,
-            live: 0,
-        };
-        index.finish();
-        index
-    }
-
-    /// Counts the live values and builds the dense sets.
-    fn finish(&mut self) {
-        let mut live = 0;
-        let mut dense = Vec::new();
-        for k in 0..self.dict.len() {
-            let m = self.members_of(k);
-            if m.is_empty() {
-                continue;
-            }
-            live += 1;
-            if !ProviderSet::sparse_is_smaller(m.len(), self.len) {
-                let set = BitSet::from_indexes(self.len, m.iter().map(|&i| i as usize));
-                dense.push((k as u32, set));
-            }
+        let mut sets = Sets::new(dict.len(), of.len(), len);
+        for k in 0..dict.len() {
+            sets.members
+                .extend_from_slice(&sorted[starts[k] as usize..starts[k + 1] as usize]);
+            sets.close(None);
         }
-        self.live = live;
-        self.dense = dense;
+        sets.finish(Arc::new(dict), missing)
     }
 
     fn members_of(&self, k: usize) -> &[u32] {
         &self.members[self.starts[k] as usize..self.starts[k + 1] as usize]
     }
 
-    fn set(&self, k: usize) -> SetRef<'_> {
-        if !self.dense.is_empty()
-            && let Ok(d) = self.dense.binary_search_by_key(&(k as u32), |(j, _)| *j)
-        {
-            return SetRef::Dense(&self.dense[d].1);
+    #[inline]
+    fn dense_of(&self, k: usize) -> Option<&BitSet> {
+        let d = *self.dense_at.get(k)? as usize;
+        d.checked_sub(1).map(|d| &self.dense[d])
+    }
+
+    /// Value `k`'s providers, `None` when it has none.
+    #[inline]
+    fn set(&self, k: usize) -> Option<SetRef<'_>> {
+        let d = *self.dense_at.get(k)? as usize;
+        if d > 0 {
+            return Some(SetRef::Dense(&self.dense[d - 1]));
         }
-        SetRef::Sparse(self.members_of(k))
+        let m = self.members_of(k);
+        (!m.is_empty()).then_some(SetRef::Sparse(m))
     }
 
     /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for the
-    /// added providers only: answers as an index of `value_of` built over `snapshot`. Time:
-    /// the members (a binary search over the removed positions each) and the values'
-    /// offsets, the dictionary copied only when a new value appears, the dense sets built
-    /// again, plus the added providers.
+    /// added providers only: answers as [`ValueIndex::build_with`] over `snapshot`. Time:
+    /// the members (a binary search over the removed positions each), the bitsets' words
+    /// and the values' offsets, the dictionary copied only when a new value appears, plus
+    /// the added providers.
     pub fn edited<'s>(
         &self,
         edit: &SnapshotEdit,
@@ -239,42 +317,32 @@ impl ValueIndex {
         let dict = grown.map_or_else(|| self.dict.clone(), Arc::new);
         let removed = edit.removed();
         let old_values = self.starts.len() - 1;
-        let mut starts = Vec::with_capacity(dict.len() + 1);
-        let mut members = Vec::with_capacity(self.members.len() + added.len());
-        starts.push(0u32);
+        let mut sets = Sets::new(dict.len(), self.members.len() + added.len(), len);
         let mut a = 0;
         for k in 0..dict.len() {
+            let from = a;
+            while added.get(a).is_some_and(|&(j, _)| j as usize == k) {
+                a += 1;
+            }
+            let new: Vec<u32> = added[from..a].iter().map(|&(_, i)| i).collect();
+            let dense = (k < old_values).then(|| self.dense_of(k)).flatten();
+            if let Some(old) = dense {
+                sets.close(Some(edit.bitset(old, member_of(&new))));
+                continue;
+            }
             if k < old_values {
-                let old = self.members_of(k);
-                if removed.is_empty() {
-                    members.extend_from_slice(old);
-                } else {
-                    for &m in old {
-                        let r = removed.partition_point(|&x| x < m);
-                        if removed.get(r) != Some(&m) {
-                            members.push(m - r as u32);
-                        }
+                for &m in self.members_of(k) {
+                    let r = removed.partition_point(|&x| x < m);
+                    if removed.get(r) != Some(&m) {
+                        sets.members.push(m - r as u32);
                     }
                 }
             }
-            while let Some(&(j, i)) = added.get(a)
-                && j as usize == k
-            {
-                members.push(i);
-                a += 1;
-            }
-            starts.push(members.len() as u32);
+            sets.members.extend_from_slice(&new);
+            sets.close(None);
         }
-        let mut index = ValueIndex {
-            dict,
-            starts,
-            members,
-            dense: Vec::new(),
-            missing: self.missing.edited(edit, member_of(&added_missing)),
-            len,
-            live: 0,
-        };
-        index.finish();
+        let missing = self.missing.edited(edit, member_of(&added_missing));
+        let mut index = sets.finish(dict, missing);
         if index.dict.len() > 64 && index.dict.len() > 2 * index.live {
             index.compact();
         }
@@ -284,12 +352,14 @@ impl ValueIndex {
     /// Drops the values no provider has left (renumbering the others).
     fn compact(&mut self) {
         let mut dict = Dict::with_capacity(self.live);
-        let mut of = Vec::with_capacity(self.members.len());
+        let mut of = Vec::with_capacity(self.len);
         for k in 0..self.dict.len() {
-            let m = self.members_of(k);
-            if !m.is_empty() {
+            if let Some(set) = self.set(k) {
                 let j = dict.insert(self.dict.text(k)) as u32;
-                of.extend(m.iter().map(|&i| (j, i)));
+                match set {
+                    SetRef::Dense(b) => of.extend(b.iter().map(|i| (j, i as u32))),
+                    SetRef::Sparse(m) => of.extend(m.iter().map(|&i| (j, i))),
+                }
             }
         }
         let missing = std::mem::replace(&mut self.missing, ProviderSet::empty(0));
@@ -299,18 +369,12 @@ impl ValueIndex {
     /// The providers whose value is `value` (`None`: no provider has it). No allocation.
     #[inline]
     pub fn get(&self, value: &str) -> Option<SetRef<'_>> {
-        let k = self.dict.find(value)?;
-        if k + 1 >= self.starts.len() || self.starts[k] == self.starts[k + 1] {
-            return None;
-        }
-        Some(self.set(k))
+        self.set(self.dict.find(value)?)
     }
 
     /// Every value some provider has, with its providers (in no particular order).
     pub fn values(&self) -> impl Iterator<Item = (&str, SetRef<'_>)> + '_ {
-        (0..self.starts.len() - 1)
-            .filter(|&k| self.starts[k] != self.starts[k + 1])
-            .map(|k| (self.dict.text(k), self.set(k)))
+        (0..self.starts.len() - 1).filter_map(|k| Some((self.dict.text(k), self.set(k)?)))
     }
 
     /// The providers without the key.
@@ -337,17 +401,19 @@ impl ValueIndex {
             + self
                 .dense
                 .iter()
-                .map(|(_, b)| b.words().len() * 8 + 8)
+                .map(|b| b.words().len() * 8 + 8)
                 .sum::<usize>()
+            + self.dense_at.capacity()
             + self.missing.heap_bytes()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use proptest::prelude::*;
 
-    use super::super::ParamIndex;
     use super::*;
 
     fn snap(values: &[Option<u8>]) -> Snapshot {
@@ -372,20 +438,41 @@ mod tests {
         (values, ix.missing().to_bitset().iter().collect())
     }
 
-    fn param_contents(ix: &ParamIndex) -> (Vec<(String, Vec<usize>)>, Vec<usize>) {
-        let mut values: Vec<(String, Vec<usize>)> = ix
-            .values()
-            .map(|(v, s)| (v.to_string(), s.to_bitset().iter().collect()))
-            .collect();
-        values.sort();
-        (values, ix.missing().to_bitset().iter().collect())
+    /// What an index of `values` holds, computed the obvious way.
+    fn model(values: &[Option<u8>]) -> (Vec<(String, Vec<usize>)>, Vec<usize>) {
+        let mut by: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut missing = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            match v {
+                Some(v) => by.entry(format!("v{v}")).or_default().push(i),
+                None => missing.push(i),
+            }
+        }
+        (by.into_iter().collect(), missing)
+    }
+
+    #[test]
+    fn groups_values_and_missing() {
+        let s = Snapshot::parse_lines(
+            1,
+            "dubbo://10.0.0.0:1/s?g=a\ndubbo://10.0.0.1:1/s\ndubbo://10.0.0.2:1/s?g=b\n\
+             dubbo://10.0.0.3:1/s?g=a\n",
+        )
+        .unwrap();
+        let ix = ValueIndex::build(&s, "g");
+        let members = |v: &str| ix.get(v).map(|s| s.to_bitset(4).iter().collect::<Vec<_>>());
+        assert_eq!(members("a"), Some(vec![0, 3]));
+        assert_eq!(ix.missing().to_bitset().iter().collect::<Vec<_>>(), [1]);
+        assert!(ix.get("c").is_none());
+        let hosts = ValueIndex::build(&s, "host");
+        assert_eq!(hosts.get("10.0.0.2").unwrap().count(), 1);
     }
 
     proptest! {
-        /// Converted from a `ParamIndex` or carried over a series of edits (values
-        /// from a small set, so some are dense and some leave and come back; or near
-        /// unique), the index holds exactly what a `ParamIndex` of the snapshot holds, and
-        /// `get` answers alike for every value.
+        /// Built or carried over a series of edits (values from a small set, so some are
+        /// dense, some change form and some leave and come back; or near unique), the
+        /// index holds exactly each value's providers, and `get` answers alike for every
+        /// value.
         #[test]
         fn an_edited_index_answers_as_a_fresh_one(
             base in proptest::collection::vec(proptest::option::of(0u8..40), 0..300),
@@ -396,9 +483,8 @@ mod tests {
         ) {
             let mut values = base;
             let mut s = snap(&values);
-            let fresh = ParamIndex::build(&s, "g");
-            let mut ix = ValueIndex::from_index(&fresh);
-            prop_assert_eq!(contents(&ix), param_contents(&fresh));
+            let mut ix = ValueIndex::build_with(&s, |p| p.get("g"));
+            prop_assert_eq!(contents(&ix), model(&values));
             for (removed, added) in edits {
                 let edit = SnapshotEdit::new(values.len(), removed, added.len());
                 values = (0..values.len())
@@ -408,12 +494,13 @@ mod tests {
                     .collect();
                 s = snap(&values);
                 ix = ix.edited(&edit, &s, |p| p.get("g"));
-                let fresh = ParamIndex::build(&s, "g");
-                prop_assert_eq!(contents(&ix), param_contents(&fresh));
+                let fresh = ValueIndex::build(&s, "g");
+                prop_assert_eq!(contents(&ix), model(&values));
+                prop_assert_eq!(contents(&fresh), model(&values));
                 for v in 0u8..200 {
                     let v = format!("v{v}");
                     let got = ix.get(&v).map(|s| s.to_bitset(ix.len()));
-                    prop_assert_eq!(got, fresh.get(&v).map(ProviderSet::to_bitset));
+                    prop_assert_eq!(got, fresh.get(&v).map(|s| s.to_bitset(fresh.len())));
                 }
             }
         }

@@ -12,8 +12,8 @@ mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext, RouterSpec,
-    RuleError, Snapshot, SnapshotEdit, TypedRouter, Url,
+    Candidates, Evaluation, PrepareContext, ProviderSet, RouteContext, RouterSpec, RuleError,
+    SetRef, Snapshot, TypedRouter, Url, ValueIndex,
 };
 
 pub use self::rule::{AffinityRule, RawAffinityRule};
@@ -61,15 +61,6 @@ impl TypedRouter for AffinityRouter {
         Ok(PreparedAffinity::build(cx.snapshot, cx.consumer, rule))
     }
 
-    fn prepare_edit(
-        prepared: &PreparedAffinity,
-        _rule: &Arc<AffinityRule>,
-        edit: &SnapshotEdit,
-        cx: &PrepareContext<'_>,
-    ) -> Option<Result<PreparedAffinity, String>> {
-        Some(Ok(prepared.edited(edit, cx.snapshot, cx.consumer)))
-    }
-
     fn route(
         prepared: &PreparedAffinity,
         cx: &mut RouteContext<'_>,
@@ -91,7 +82,7 @@ pub struct PreparedAffinity {
 struct Active {
     rule: Arc<AffinityRule>,
     /// Provider value of the key → providers.
-    index: ParamIndex,
+    index: ValueIndex,
     /// The providers matching the prepared consumer; `None` when it lacks the key.
     prepared: Option<ProviderSet>,
     /// The set of a value no provider has.
@@ -102,33 +93,15 @@ impl PreparedAffinity {
     /// Indexes `snapshot` by the rule's key and resolves the set for `consumer`.
     pub fn build(snapshot: &Snapshot, consumer: &Url, rule: &Arc<AffinityRule>) -> Self {
         let active = rule.enabled.then(|| {
-            let index = ParamIndex::build(snapshot, &rule.key);
+            let index = ValueIndex::build(snapshot, &rule.key);
             let empty = ProviderSet::empty(snapshot.len());
-            let prepared = consumer
-                .param(&rule.key)
-                .map(|v| index.get(v).unwrap_or(&empty).clone());
+            let prepared = consumer.param(&rule.key).map(|v| {
+                index
+                    .get(v)
+                    .map_or(empty.clone(), |s| s.to_provider_set(snapshot.len()))
+            });
             Active {
                 rule: rule.clone(),
-                index,
-                prepared,
-                empty,
-            }
-        });
-        PreparedAffinity { active }
-    }
-
-    /// The state carried over `edit` to `snapshot` (the new one; `consumer` is the one this
-    /// state was prepared for): the key's index is carried (only the added providers'
-    /// values are read) and the consumer's set looked up again.
-    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, consumer: &Url) -> Self {
-        let active = self.active.as_ref().map(|a| {
-            let index = a.index.edited(edit, snapshot, |p| p.get(&a.rule.key));
-            let empty = ProviderSet::empty(snapshot.len());
-            let prepared = consumer
-                .param(&a.rule.key)
-                .map(|v| index.get(v).unwrap_or(&empty).clone());
-            Active {
-                rule: a.rule.clone(),
                 index,
                 prepared,
                 empty,
@@ -147,12 +120,15 @@ impl PreparedAffinity {
         };
         let rule = &*active.rule;
         let (matching, evaluation) = if cx.consumer_is_prepared() {
-            (active.prepared.as_ref(), Evaluation::Cached)
+            (
+                active.prepared.as_ref().map(SetRef::from),
+                Evaluation::Cached,
+            )
         } else {
             let set = cx
                 .consumer()
                 .param(&rule.key)
-                .map(|v| active.index.get(v).unwrap_or(&active.empty));
+                .map(|v| active.index.get(v).unwrap_or(active.empty.as_set_ref()));
             (set, Evaluation::Runtime)
         };
         let Some(matching) = matching else {

@@ -7,7 +7,7 @@
 //! - `prepared`: per snapshot and consumer, every then-part and every v3.1 `to.match` as a
 //!   [`routechain_core::ProviderSet`]; `$name` references resolve against the prepared
 //!   consumer; for a request that carries another consumer, each reference costs one
-//!   [`routechain_core::ParamIndex`] lookup per evaluation of its then-part (a consumer value
+//!   [`routechain_core::ValueIndex`] lookup per evaluation of its then-part (a consumer value
 //!   that is a glob is decided once per distinct provider value). When-parts that read
 //!   nothing from the request are decided at prepare time (unless `runtime: true`), and the
 //!   route is then reported [`Evaluation::Cached`].

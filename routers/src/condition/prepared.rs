@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, ParamIndex, PrepareContext, ProviderSet, Request, RouteContext, SetRef,
-    Snapshot, Url, ValueIndex,
+    BitSet, Candidates, PrepareContext, ProviderSet, Request, RouteContext, SetRef, Snapshot, Url,
+    ValueIndex,
 };
 
 use super::matcher::{Key, Pattern, Term, glob_match};
@@ -111,10 +111,8 @@ const CACHE_BYTES: usize = 64 << 20;
 /// its distinct values sorted (built on the first glob or range), and the glob and range
 /// patterns decided already, so a rule repeating a pattern 10,000 times decides it once.
 struct KeyIndex {
-    ix: Arc<ParamIndex>,
-    /// The same index in the form the per-call terms keep (carried cheaply by an edit),
-    /// built for the first term with a `$name` on the key.
-    values: Option<Arc<ValueIndex>>,
+    /// Shared with the per-call terms on the key.
+    ix: Arc<ValueIndex>,
     present: BitSet,
     sorted: Option<SortedValues>,
     decided: HashMap<PatternKey, ProviderSet>,
@@ -143,7 +141,7 @@ struct SortedValues {
 }
 
 impl SortedValues {
-    fn new(ix: &ParamIndex) -> Self {
+    fn new(ix: &ValueIndex) -> Self {
         let mut values: Vec<Box<str>> = ix.values().map(|(v, _)| Box::from(v)).collect();
         values.sort_unstable();
         let mut reversed: Vec<(Box<[u8]>, u32)> = values
@@ -268,12 +266,11 @@ impl<'a> Indexes<'a> {
     fn index(&mut self, key: &str) -> &mut KeyIndex {
         let snapshot = self.snapshot;
         self.by_key.entry(key.into()).or_insert_with(|| {
-            let ix = Arc::new(ParamIndex::build(snapshot, key));
+            let ix = Arc::new(ValueIndex::build(snapshot, key));
             let mut present = BitSet::full(snapshot.len());
             present.and_not_assign(&ix.missing().to_bitset());
             KeyIndex {
                 ix,
-                values: None,
                 present,
                 sorted: None,
                 decided: HashMap::new(),
@@ -345,10 +342,7 @@ impl<'a> Indexes<'a> {
                     matches,
                     mismatches,
                     present: ProviderSet::from_bitset(k.present.clone()),
-                    index: k
-                        .values
-                        .get_or_insert_with(|| Arc::new(ValueIndex::from_index(&k.ix)))
-                        .clone(),
+                    index: k.ix.clone(),
                 });
             } else {
                 fixed.and_assign(t);
@@ -381,7 +375,7 @@ impl KeyIndex {
         let one = |v: &str| {
             self.ix
                 .get(v)
-                .map_or_else(|| BitSet::empty(len), ProviderSet::to_bitset)
+                .map_or_else(|| BitSet::empty(len), |s| s.to_bitset(len))
         };
         match p {
             Pattern::Any => self.present.clone(),
@@ -501,7 +495,7 @@ impl SetExpr {
 /// `$name` folded into one set, and the terms with one.
 ///
 /// Per call, each term resolves its `$name` references once (a consumer lookup and one
-/// [`ParamIndex::get`]) and is then applied to the call's scratch set with word operations.
+/// [`ValueIndex::get`]) and is then applied to the call's scratch set with word operations.
 /// A consumer value containing `*` is a glob (as in Dubbo, where the value is substituted
 /// into the pattern): that term is decided once per distinct provider value of its key, and
 /// the providers of the values that fail are removed; no provider URL is read.

@@ -1,6 +1,6 @@
 //! Routing through condition rules allocates nothing per call: v3.0 when-parts reading the
 //! method, arguments and attachments, `$name` then-parts for the prepared consumer and for
-//! another consumer (the per-call `ParamIndex` path, including a consumer whose values are
+//! another consumer (the per-call `ValueIndex` path, including a consumer whose values are
 //! globs, decided per distinct value, and a term with more `=` patterns than are combined
 //! on the stack), and v3.1 weighted destinations.
 

@@ -21,7 +21,7 @@
 use std::sync::{Arc, OnceLock, Weak};
 
 use routechain_core::weighted;
-use routechain_core::{BitSet, DegradedSet, DegradedTally, ProviderSet, SnapshotEdit};
+use routechain_core::{BitSet, DegradedSet, DegradedTally, ProviderSet};
 
 /// Provider counts of one IDC or region: all of them and the healthy ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,23 +53,19 @@ struct Grouping {
 }
 
 impl Grouping {
-    fn new(groups: usize, group_of: &[Option<usize>], param_degraded: &BitSet) -> Self {
+    /// The counts of `group` (each provider's group `< groups`, or
+    /// [`DegradedTally::NONE`]).
+    fn new(groups: usize, group: Box<[u32]>, param_degraded: &BitSet) -> Self {
         let mut total = vec![0u32; groups];
         let mut usable = vec![0u32; groups];
-        let group = group_of
-            .iter()
-            .enumerate()
-            .map(|(i, g)| match *g {
-                Some(g) if g < groups => {
-                    total[g] += 1;
-                    if !param_degraded.contains(i) {
-                        usable[g] += 1;
-                    }
-                    g as u32
+        for (i, &g) in group.iter().enumerate() {
+            if let Some(t) = total.get_mut(g as usize) {
+                *t += 1;
+                if !param_degraded.contains(i) {
+                    usable[g as usize] += 1;
                 }
-                _ => DegradedTally::NONE,
-            })
-            .collect();
+            }
+        }
         Grouping {
             group,
             total: total.into_boxed_slice(),
@@ -92,65 +88,6 @@ impl Grouping {
             })
             .collect()
     }
-
-    /// The grouping carried over `edit`: `added[j]` is added provider `j`'s group in the
-    /// provisional numbering of `groups` groups, `remap` the map to the final numbering
-    /// (`None`: the same; see [`routechain_core::NamedSetsEdit::finish`]), `old_param` and
-    /// `new_param` the param-degraded providers before and after. The counts change by the
-    /// removed and added providers only; the table is copied (and renumbered when `remap`).
-    fn edited(
-        &self,
-        edit: &SnapshotEdit,
-        added: &[u32],
-        groups: usize,
-        remap: Option<&[u32]>,
-        param: [&BitSet; 2],
-    ) -> Self {
-        let [old_param, new_param] = param;
-        let mut total = self.total.to_vec();
-        let mut usable = self.usable.to_vec();
-        total.resize(groups, 0);
-        usable.resize(groups, 0);
-        for &r in edit.removed() {
-            let g = self.group[r as usize];
-            if g != DegradedTally::NONE {
-                total[g as usize] -= 1;
-                if !old_param.contains(r as usize) {
-                    usable[g as usize] -= 1;
-                }
-            }
-        }
-        let start = edit.added().start;
-        for (j, &g) in added.iter().enumerate() {
-            if g != DegradedTally::NONE {
-                total[g as usize] += 1;
-                if !new_param.contains(start + j) {
-                    usable[g as usize] += 1;
-                }
-            }
-        }
-        let mut group = edit.table(&self.group, |i| added[i - start]);
-        if let Some(remap) = remap {
-            for g in group.iter_mut().filter(|g| **g != DegradedTally::NONE) {
-                *g = remap[*g as usize];
-            }
-            let compact = |counts: Vec<u32>| -> Box<[u32]> {
-                counts
-                    .into_iter()
-                    .zip(remap)
-                    .filter(|(_, to)| **to != DegradedTally::NONE)
-                    .map(|(c, _)| c)
-                    .collect()
-            };
-            total = compact(total).into_vec();
-            usable = compact(usable).into_vec();
-        }
-        Grouping {
-            group: group.into_boxed_slice(),
-            total: total.into_boxed_slice(),
-            usable: usable.into_boxed_slice(),
-        }
-    }
 }
 
 /// The tallies registered with one degraded set.
@@ -171,13 +108,13 @@ pub(crate) struct Health {
 
 impl Health {
     /// Counts for a snapshot: `idc_of[i]` / `region_of[i]` are provider `i`'s prepared IDC
-    /// and region indexes (`< idcs` / `< regions`), `param_degraded` the providers the
-    /// degraded param marks.
+    /// and region indexes (`< idcs` / `< regions`, or [`DegradedTally::NONE`]),
+    /// `param_degraded` the providers the degraded param marks.
     pub fn new(
         idcs: usize,
-        idc_of: &[Option<usize>],
+        idc_of: Box<[u32]>,
         regions: usize,
-        region_of: &[Option<usize>],
+        region_of: Box<[u32]>,
         param_degraded: &BitSet,
     ) -> Self {
         Health {
@@ -187,24 +124,10 @@ impl Health {
         }
     }
 
-    /// The counts carried over `edit` (see [`Grouping::edited`]): per added provider its IDC
-    /// and region in the provisional numbering of `idcs` and `regions` groups, with the
-    /// maps to the final numbering; `param` the param-degraded providers before and after.
-    /// Not attached (the new chain state attaches it to its own degraded set).
-    pub fn edited(
-        &self,
-        edit: &SnapshotEdit,
-        idcs: (&[u32], usize, Option<&[u32]>),
-        regions: (&[u32], usize, Option<&[u32]>),
-        param: [&BitSet; 2],
-    ) -> Self {
-        Health {
-            idcs: self.idcs.edited(edit, idcs.0, idcs.1, idcs.2, param),
-            regions: self
-                .regions
-                .edited(edit, regions.0, regions.1, regions.2, param),
-            attached: OnceLock::new(),
-        }
+    /// Each provider's IDC and region (what [`Health::new`] was given): what a preparation
+    /// carried over a provider edit starts from.
+    pub fn groups(&self) -> (&[u32], &[u32]) {
+        (&self.idcs.group, &self.regions.group)
     }
 
     /// Registers the tallies with `set` (once; a later call with another set is ignored and
@@ -339,22 +262,22 @@ mod tests {
     fn health(n: usize, param: &[usize]) -> (Health, BitSet, [ProviderSet; 2]) {
         // Providers 0..n/2 in IDC 0 (region 0), the rest in IDC 1 (region 0); the last has
         // no IDC.
-        let idc_of: Vec<Option<usize>> = (0..n)
+        let idc_of: Box<[u32]> = (0..n)
             .map(|i| {
                 if i == n - 1 {
-                    None
+                    DegradedTally::NONE
                 } else {
-                    Some(usize::from(i >= n / 2))
+                    u32::from(i >= n / 2)
                 }
             })
             .collect();
-        let region_of = vec![Some(0); n];
+        let region_of = vec![0; n].into_boxed_slice();
         let param = BitSet::from_indexes(n, param.iter().copied());
         let sets = [
-            ProviderSet::from_bitset(BitSet::from_fn(n, |i| idc_of[i] == Some(0))),
-            ProviderSet::from_bitset(BitSet::from_fn(n, |i| idc_of[i] == Some(1))),
+            ProviderSet::from_bitset(BitSet::from_fn(n, |i| idc_of[i] == 0)),
+            ProviderSet::from_bitset(BitSet::from_fn(n, |i| idc_of[i] == 1)),
         ];
-        (Health::new(2, &idc_of, 1, &region_of, &param), param, sets)
+        (Health::new(2, idc_of, 1, region_of, &param), param, sets)
     }
 
     #[test]

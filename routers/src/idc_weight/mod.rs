@@ -22,10 +22,11 @@
 //! region/IDC decision for the prepared consumer. The route tables are cumulative weights
 //! compiled with the rule. Per call: a few word scans (the region and target checks stop at
 //! the first hit) and one pass that narrows the candidates, at most one random draw; no
-//! allocation. A provider change carries the sets, the health counts and their per-provider
-//! tables over, classifying only the added providers ([`PreparedIdcWeight::edited`]). The
-//! candidates minus degraded are copied into the scratch bitset only when
-//! some provider is live-degraded (or an explain trace is recorded).
+//! allocation. A provider change carries each provider's IDC and region position over,
+//! classifying only the added providers, and builds the sets and counts from those tables
+//! ([`PreparedIdcWeight::edited`]). The candidates minus degraded are copied into the
+//! scratch bitset only when some provider is live-degraded (or an explain trace is
+//! recorded).
 
 //!
 //! The folder's files follow those jobs: `rule` (the rule as written, validation, route
@@ -89,7 +90,8 @@ impl TypedRouter for IdcWeightRouter {
         Ok(PreparedIdcWeight::build(rule, cx))
     }
 
-    /// Carries the sets and counts over the edit, classifying only the added providers.
+    /// Carries each provider's IDC and region over the edit, classifying only the added
+    /// providers.
     fn prepare_edit(
         prepared: &PreparedIdcWeight,
         _rule: &Arc<IdcWeightRule>,

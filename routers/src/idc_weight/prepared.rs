@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, DegradedTally, NamedSets, NamedSetsBuilder, NamedSetsEdit, PrepareContext,
-    SnapshotEdit, Url, UrlKey, stable_hash,
+    BitSet, DegradedTally, NamedSets, NamedSetsBuilder, PrepareContext, SnapshotEdit, Url, UrlKey,
+    stable_hash,
 };
 
 use super::health::Health;
@@ -129,25 +129,79 @@ impl Strategy {
 impl PreparedIdcWeight {
     /// Indexes `cx.snapshot` for `rule` and resolves the decision for the chain's consumer.
     pub fn build(rule: &Arc<IdcWeightRule>, cx: &PrepareContext<'_>) -> Self {
+        Self::prepare(rule, cx, None)
+    }
+
+    /// The state for `cx.snapshot`, which follows this state's snapshot by `edit`
+    /// ([`TypedRouter::prepare_edit`]): routes exactly as [`PreparedIdcWeight::build`] over
+    /// `cx.snapshot`, reading the added providers only.
+    ///
+    /// [`TypedRouter::prepare_edit`]: routechain_core::TypedRouter::prepare_edit
+    pub fn edited(&self, edit: &SnapshotEdit, cx: &PrepareContext<'_>) -> Self {
+        Self::prepare(&self.rule, cx, Some((self, edit)))
+    }
+
+    /// The one preparation of both: each provider's IDC and region position and its param
+    /// degradation, then the sets and counts from those. Over an edit of `base`, the
+    /// survivors' positions and degradation are carried from it (a table copy) and only the
+    /// added providers are classified; the sets and counts are built from the tables as in a
+    /// fresh preparation (their size in words and entries, no URL read). A region or IDC
+    /// name left with no provider is dropped, as a fresh preparation would not have it.
+    fn prepare(
+        rule: &Arc<IdcWeightRule>,
+        cx: &PrepareContext<'_>,
+        base: Option<(&Self, &SnapshotEdit)>,
+    ) -> Self {
         let n = cx.snapshot.len();
-        // The rule's regions and IDCs come first, at the rule's indexes.
-        let mut regions = NamedSetsBuilder::new(rule.regions.iter().map(|r| &*r.name), n);
-        let mut idcs = NamedSetsBuilder::new(rule.idcs.iter().map(|d| &*d.name), n);
-        let mut degraded = BitSet::empty(n);
-        // Each provider's IDC and region index, for the health counts.
-        let mut idc_of = Vec::with_capacity(n);
-        let mut region_of = Vec::with_capacity(n);
+        let none = DegradedTally::NONE;
+        let (mut regions, mut idcs, mut idc_of, mut region_of, mut degraded, first) = match base {
+            Some((old, edit)) => {
+                let mut regions = NamedSetsBuilder::with_names(&old.regions, n);
+                let mut idcs = NamedSetsBuilder::with_names(&old.idcs, n);
+                let (idc_of, region_of) = old.health.groups();
+                let idc_of = edit.table(idc_of, |_| none);
+                let region_of = edit.table(region_of, |_| none);
+                let first = edit.added().start;
+                for i in 0..first {
+                    if idc_of[i] != none {
+                        idcs.add_to(idc_of[i] as usize, i);
+                    }
+                    if region_of[i] != none {
+                        regions.add_to(region_of[i] as usize, i);
+                    }
+                }
+                let degraded = edit.bitset(&old.degraded, |_| false);
+                (regions, idcs, idc_of, region_of, degraded, first)
+            }
+            // The rule's regions and IDCs come first, at the rule's indexes.
+            None => (
+                NamedSetsBuilder::new(rule.regions.iter().map(|r| &*r.name), n),
+                NamedSetsBuilder::new(rule.idcs.iter().map(|d| &*d.name), n),
+                vec![none; n],
+                vec![none; n],
+                BitSet::empty(n),
+                0,
+            ),
+        };
         let keys = Keys::new(rule);
-        for (i, p) in cx.snapshot.providers().iter().enumerate() {
+        let providers = cx.snapshot.providers();
+        for i in first..n {
+            let p = &providers[i];
             if param_degraded(&keys, p) {
                 degraded.insert(i);
             }
             let (idc, region) = classify(rule, &keys, p, i, &mut idcs, &mut regions);
-            idc_of.push(idc);
-            region_of.push(region);
+            idc_of[i] = idc.map_or(none, |k| k as u32);
+            region_of[i] = region.map_or(none, |r| r as u32);
         }
-        let (regions, idcs) = (regions.finish(), idcs.finish());
-        let health = Health::new(idcs.len(), &idc_of, regions.len(), &region_of, &degraded);
+        let (idcs, regions) = (idcs.finish(&mut idc_of), regions.finish(&mut region_of));
+        let health = Health::new(
+            idcs.len(),
+            idc_of.into_boxed_slice(),
+            regions.len(),
+            region_of.into_boxed_slice(),
+            &degraded,
+        );
         let prepared = Self::assemble(rule, regions, idcs, degraded, health, cx.consumer);
         tracing::debug!(
             providers = n,
@@ -157,54 +211,6 @@ impl PreparedIdcWeight {
             "idc-weight router prepared"
         );
         prepared
-    }
-
-    /// The state for `cx.snapshot`, which follows this state's snapshot by `edit`: the
-    /// region and IDC sets, the param-degraded set and the health counts carried over, and
-    /// only the added providers classified ([`TypedRouter::prepare_edit`]). Routes exactly
-    /// as [`PreparedIdcWeight::build`] over `cx.snapshot` (a region or IDC name that lost
-    /// its last provider is dropped, a new one appended; positions of names the rule does
-    /// not list may differ from a fresh build's, which routing never observes: it finds
-    /// them by name). Time: the sets and tables in words plus the added providers.
-    ///
-    /// [`TypedRouter::prepare_edit`]: routechain_core::TypedRouter::prepare_edit
-    pub fn edited(&self, edit: &SnapshotEdit, cx: &PrepareContext<'_>) -> Self {
-        let rule = &self.rule;
-        let added = &cx.snapshot.providers()[edit.added()];
-        let start = edit.added().start;
-        let mut regions = self.regions.edit(edit);
-        let mut idcs = self.idcs.edit(edit);
-        let mut idc_of = Vec::with_capacity(added.len());
-        let mut region_of = Vec::with_capacity(added.len());
-        let keys = Keys::new(rule);
-        for (j, p) in added.iter().enumerate() {
-            let (idc, region) = classify(rule, &keys, p, start + j, &mut idcs, &mut regions);
-            let group = |g: Option<usize>| g.map_or(DegradedTally::NONE, |g| g as u32);
-            idc_of.push(group(idc));
-            region_of.push(group(region));
-        }
-        let degraded = edit.bitset(&self.degraded, |i| param_degraded(&keys, &added[i - start]));
-        let (idcs, idc_remap) = idcs.finish();
-        let (regions, region_remap) = regions.finish();
-        // The provisional numbering: the old names, then the new ones.
-        let provisional = |sets: &NamedSets, remap: &Option<Vec<u32>>| {
-            remap.as_ref().map_or(sets.len(), Vec::len)
-        };
-        let health = self.health.edited(
-            edit,
-            (
-                &idc_of,
-                provisional(&idcs, &idc_remap),
-                idc_remap.as_deref(),
-            ),
-            (
-                &region_of,
-                provisional(&regions, &region_remap),
-                region_remap.as_deref(),
-            ),
-            [&self.degraded, &degraded],
-        );
-        Self::assemble(rule, regions, idcs, degraded, health, cx.consumer)
     }
 
     /// The local region and IDC names for `consumer`: the rule's `local`, else the consumer
@@ -300,33 +306,6 @@ fn param_degraded(keys: &Keys, p: &Url) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// Files names in a [`NamedSetsBuilder`] (a fresh preparation) or a [`NamedSetsEdit`] (an
-/// edit's added providers) alike.
-trait Names {
-    /// Files provider `i` under `name`; returns the set's position.
-    fn add(&mut self, name: &str, i: usize) -> usize;
-    /// Files provider `i` under the (pinned) set at position `k`.
-    fn add_to(&mut self, k: usize, i: usize);
-}
-
-impl Names for NamedSetsBuilder {
-    fn add(&mut self, name: &str, i: usize) -> usize {
-        NamedSetsBuilder::add(self, name, i)
-    }
-    fn add_to(&mut self, k: usize, i: usize) {
-        NamedSetsBuilder::add_to(self, k, i)
-    }
-}
-
-impl Names for NamedSetsEdit<'_> {
-    fn add(&mut self, name: &str, i: usize) -> usize {
-        NamedSetsEdit::add(self, name, i)
-    }
-    fn add_to(&mut self, k: usize, i: usize) {
-        NamedSetsEdit::add_to(self, k, i)
-    }
-}
-
 /// Files provider `p` (at position `i`) under its IDC and region; returns their positions.
 /// The IDC is the IDC param, else the IDC whose subnet holds the provider's address; the
 /// region the region param, else the region the rule lists the provider's IDC under.
@@ -335,8 +314,8 @@ fn classify(
     keys: &Keys,
     p: &Url,
     i: usize,
-    idcs: &mut impl Names,
-    regions: &mut impl Names,
+    idcs: &mut NamedSetsBuilder,
+    regions: &mut NamedSetsBuilder,
 ) -> (Option<usize>, Option<usize>) {
     let idc = match provider_param(p, &keys.idc) {
         Some(v) => Some(idcs.add(v, i)),

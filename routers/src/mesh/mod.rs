@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     Candidates, Evaluation, FieldPath, PrepareContext, RouteContext, RouterSpec, RuleError,
-    SnapshotEdit, StickyKey, TypedRouter, Url,
+    StickyKey, TypedRouter, Url,
 };
 use routechain_rules::YamlDoc;
 use serde_json::Value;
@@ -444,15 +444,6 @@ impl TypedRouter for MeshRouter {
 
     fn prepare(rule: &Arc<MeshRule>, cx: &PrepareContext<'_>) -> Result<PreparedMesh, String> {
         Ok(PreparedMesh::build(rule, cx.snapshot, cx.service))
-    }
-
-    fn prepare_edit(
-        prepared: &PreparedMesh,
-        rule: &Arc<MeshRule>,
-        edit: &SnapshotEdit,
-        cx: &PrepareContext<'_>,
-    ) -> Option<Result<PreparedMesh, String>> {
-        Some(Ok(prepared.edited(rule, edit, cx.snapshot)))
     }
 
     fn route(

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, SnapshotEdit, StickyKey, Url,
+    Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, StickyKey, Url,
 };
 
 use super::matchers::CallView;
@@ -22,9 +22,6 @@ use super::{AppRules, MeshRule, application_of, interface_of};
 struct PreparedApp {
     name: Box<str>,
     rule: Arc<AppRule>,
-    /// The application's providers (kept for incremental updates: an application whose
-    /// last provider leaves drops out, as in a fresh preparation).
-    members: ProviderSet,
     /// One set per [`AppRule::subsets`] entry, over the whole snapshot.
     subsets: Box<[ProviderSet]>,
     /// The route (VirtualService, dubbo index) for the chain's own service, precomputed.
@@ -90,65 +87,6 @@ impl PreparedMesh {
             chain_service,
             empty_fail: rule.options.empty_fail,
             hash_key: rule.options.hash_key.clone(),
-        }
-    }
-
-    /// The state carried over `edit` to `snapshot` (the new one): each application's
-    /// providers and subsets are carried, only the added providers' labels are read; an
-    /// application whose last provider left drops out, one whose first provider arrived
-    /// (and that has a rule) joins. Routes exactly as [`PreparedMesh::build`] over
-    /// `snapshot`. Time: the subsets' size plus the added providers.
-    pub fn edited(&self, rule: &MeshRule, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
-        let mut added: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
-        for i in edit.added() {
-            if let Some(app) = governed_app(rule, &snapshot.providers()[i]) {
-                added.entry(app).or_default().push(i as u32);
-            }
-        }
-        let mut apps = Vec::with_capacity(self.apps.len() + added.len());
-        for app in self.apps.iter() {
-            let new = added.remove(&*app.name).unwrap_or_default();
-            let is_new = |i: usize| new.binary_search(&(i as u32)).is_ok();
-            let members = app.members.edited(edit, is_new);
-            if members.count() == 0 {
-                continue;
-            }
-            let subsets = app
-                .subsets
-                .iter()
-                .zip(&app.rule.subsets)
-                .map(|(set, subset)| {
-                    set.edited(edit, |i| {
-                        is_new(i) && in_subset(subset, &snapshot.providers()[i])
-                    })
-                })
-                .collect();
-            apps.push(PreparedApp {
-                name: app.name.clone(),
-                rule: app.rule.clone(),
-                members,
-                subsets,
-                chain_route: app.chain_route,
-            });
-        }
-        // Applications with no provider before: every provider of theirs is an added one.
-        for (app, indexes) in added {
-            if let Some(app_rule) = rule_of(rule, app) {
-                apps.push(PreparedApp::new(
-                    app,
-                    app_rule,
-                    snapshot,
-                    indexes,
-                    self.chain_service.as_deref(),
-                ));
-            }
-        }
-        apps.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        PreparedMesh {
-            apps: apps.into(),
-            chain_service: self.chain_service.clone(),
-            empty_fail: self.empty_fail,
-            hash_key: self.hash_key.clone(),
         }
     }
 
@@ -303,7 +241,6 @@ impl PreparedApp {
         PreparedApp {
             name: app.into(),
             rule,
-            members: ProviderSet::from_sorted(indexes, len),
             subsets,
             chain_route,
         }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use routechain_core::{
     BitSet, Candidates, Evaluation, PrepareContext, ProviderSet, RouteContext, RouterSpec,
-    RuleError, Snapshot, SnapshotEdit, TypedRouter,
+    RuleError, Snapshot, TypedRouter,
 };
 
 /// The attachment that asks for mock providers.
@@ -63,15 +63,6 @@ impl TypedRouter for MockRouter {
         Ok(PreparedMock::build(cx.snapshot))
     }
 
-    fn prepare_edit(
-        prepared: &PreparedMock,
-        _rule: &Arc<MockRule>,
-        edit: &SnapshotEdit,
-        cx: &PrepareContext<'_>,
-    ) -> Option<Result<PreparedMock, String>> {
-        Some(Ok(prepared.edited(edit, cx.snapshot)))
-    }
-
     fn route(
         prepared: &PreparedMock,
         cx: &mut RouteContext<'_>,
@@ -99,16 +90,6 @@ impl PreparedMock {
         PreparedMock {
             mocked: ProviderSet::from_bitset(mocked),
             normal: ProviderSet::from_bitset(normal),
-        }
-    }
-
-    /// The sets carried over `edit` to `snapshot` (the new one): only the added providers'
-    /// protocols are read.
-    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
-        let mock = |i: usize| snapshot.providers()[i].protocol() == MOCK_PROTOCOL;
-        PreparedMock {
-            mocked: self.mocked.edited(edit, mock),
-            normal: self.normal.edited(edit, |i| !mock(i)),
         }
     }
 

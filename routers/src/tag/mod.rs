@@ -14,18 +14,18 @@
 //! `dubbo.force.tag` refuses every fallback (and hierarchical fallback `a|b|c` → `a|b` → `a`).
 
 mod address;
-mod edit;
 mod rule;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use routechain_core::{
-    BitSet, Candidates, Evaluation, ParamIndex, PrepareContext, ProviderSet, RouteContext,
-    RouterSpec, RuleError, Snapshot, SnapshotEdit, TypedRouter,
+    BitSet, Candidates, Evaluation, PrepareContext, ProviderSet, RouteContext, RouterSpec,
+    RuleError, SetRef, Snapshot, TypedRouter, Url, ValueIndex,
 };
 
 pub use self::address::{AddressPattern, HostPort, Segment};
+use self::rule::ParamMatch;
 pub use self::rule::{RawTagRule, TagRule};
 
 /// The request tag: invocation attachment, else consumer URL parameter; the provider's static
@@ -68,18 +68,6 @@ impl TypedRouter for TagRouter {
         let mut prepared = PreparedTag::build(cx.snapshot, Some(rule));
         prepared.consumer = ConsumerTag::of(cx.consumer);
         Ok(prepared)
-    }
-
-    /// The static index and the dynamic tags carried over the edit (see `edit.rs`); `None`
-    /// (prepare from scratch) only for a rule whose `match` tag shares its name with
-    /// another tag, or an edit that adds or removes a matched address without a port.
-    fn prepare_edit(
-        prepared: &PreparedTag,
-        rule: &Arc<TagRule>,
-        edit: &SnapshotEdit,
-        cx: &PrepareContext<'_>,
-    ) -> Option<Result<PreparedTag, String>> {
-        prepared.edited(rule, edit, cx.snapshot).map(Ok)
     }
 
     fn route(
@@ -141,23 +129,23 @@ enum Input {
 impl Input {
     /// Whether `set` has a candidate.
     #[inline]
-    fn intersects(self, set: &ProviderSet, candidates: &Candidates) -> bool {
-        match (self, set) {
-            (Input::Candidates, _) => set.intersects(candidates),
-            (Input::Full, ProviderSet::Dense(b)) => !b.is_empty(),
-            (Input::Full, ProviderSet::Sparse { indexes, .. }) => !indexes.is_empty(),
+    fn intersects<'s>(self, set: impl Into<SetRef<'s>>, candidates: &Candidates) -> bool {
+        match (self, set.into()) {
+            (Input::Candidates, set) => set.intersects(candidates),
+            (Input::Full, SetRef::Dense(b)) => !b.is_empty(),
+            (Input::Full, SetRef::Sparse(indexes)) => !indexes.is_empty(),
         }
     }
 
     /// `candidates &= set`.
     #[inline]
-    fn keep(self, set: &ProviderSet, candidates: &mut Candidates) {
-        match (self, set) {
-            (Input::Candidates, _) => set.and_into(candidates),
-            (Input::Full, ProviderSet::Dense(b)) => candidates.copy_from(b),
-            (Input::Full, ProviderSet::Sparse { indexes, .. }) => {
+    fn keep<'s>(self, set: impl Into<SetRef<'s>>, candidates: &mut Candidates) {
+        match (self, set.into()) {
+            (Input::Candidates, set) => set.and_into(candidates),
+            (Input::Full, SetRef::Dense(b)) => candidates.copy_from(b),
+            (Input::Full, SetRef::Sparse(indexes)) => {
                 candidates.clear();
-                for &i in indexes.iter() {
+                for &i in indexes {
                     candidates.insert(i as usize);
                 }
             }
@@ -176,16 +164,13 @@ struct Dynamic {
     by_tag: TagLevels,
     /// Providers in no dynamic tag and with no static tag.
     failover: ProviderSet,
-    /// What an incremental update of the `match` tags needs (`None` when the rule has no
-    /// `match` tag in force).
-    matching: Option<edit::MatchTags>,
 }
 
 /// The tag router's state for one snapshot and rule.
 #[derive(Debug, Clone)]
 pub struct PreparedTag {
     /// Static tag value → providers.
-    static_tags: ParamIndex,
+    static_tags: ValueIndex,
     /// The length of the longest static tag value: a longer request tag is no static tag,
     /// known without hashing it.
     static_max_len: usize,
@@ -211,7 +196,7 @@ impl PreparedTag {
     /// Precomputes every set `rule` (or static routing alone) needs over `snapshot`.
     pub fn build(snapshot: &Snapshot, rule: Option<&TagRule>) -> Self {
         let len = snapshot.len();
-        let static_tags = ParamIndex::build(snapshot, TAG_KEY);
+        let static_tags = ValueIndex::build(snapshot, TAG_KEY);
         let static_max_len = static_tags
             .values()
             .map(|(v, _)| v.len())
@@ -220,7 +205,7 @@ impl PreparedTag {
         let untagged = {
             let mut b = static_tags.missing().to_bitset();
             if let Some(empty) = static_tags.get("") {
-                b.or_assign(&empty.to_bitset());
+                empty.or_into(&mut b);
             }
             ProviderSet::from_bitset(b)
         };
@@ -244,11 +229,13 @@ impl PreparedTag {
             }
             // Tags with `match` (v3.0 only): resolved against this snapshot to the addresses
             // of the providers they match; a tag matching nothing is not set.
-            let matching = edit::MatchTags::build(rule, snapshot, &at);
-            if let Some(m) = &matching {
-                for t in &m.tags {
-                    if let Some(set) = t.resolve(&at, len) {
-                        by_tag.insert(&rule.tags[t.tag].name, set);
+            if rule.uses_match() {
+                for tag in rule.tags.iter().filter(|t| t.addresses.is_empty()) {
+                    let Some(matches) = tag.matches.as_deref() else {
+                        continue;
+                    };
+                    if let Some(set) = match_tag(matches, snapshot.providers(), &at) {
+                        by_tag.insert(&tag.name, set);
                     }
                 }
             }
@@ -256,7 +243,6 @@ impl PreparedTag {
                 force: rule.force,
                 failover: failover_of(&untagged, &by_tag, len),
                 by_tag,
-                matching,
             }
         });
         PreparedTag {
@@ -293,6 +279,33 @@ impl PreparedTag {
             untagged: members(&self.untagged),
         }
     }
+}
+
+/// The providers of a `match` tag (`at`: each provider's address): every provider at the
+/// address of a provider all `matches` select, or at its host when that provider has no
+/// port (Dubbo's host-only address); `None` when they select no provider (the tag is then
+/// not set).
+fn match_tag(
+    matches: &[ParamMatch],
+    providers: &[Url],
+    at: &[HostPort<'_>],
+) -> Option<ProviderSet> {
+    let addresses: HashSet<(&str, u16)> = providers
+        .iter()
+        .zip(at)
+        .filter(|(p, _)| matches.iter().all(|m| m.is_match(p.param(&m.key))))
+        .map(|(_, a)| (a.host, a.port))
+        .collect();
+    if addresses.is_empty() {
+        return None;
+    }
+    let members = at
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| addresses.contains(&(a.host, a.port)) || addresses.contains(&(a.host, 0)))
+        .map(|(i, _)| i as u32)
+        .collect();
+    Some(ProviderSet::from_sorted(members, at.len()))
 }
 
 /// The providers in no dynamic tag of `by_tag` and in `untagged`.
