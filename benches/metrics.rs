@@ -1,9 +1,9 @@
 #![allow(missing_docs)] // `criterion_group!` generates an undocumented function.
 
 //! What the call-path metrics cost: the full chain (tag → condition → group → IDC-weight,
-//! 10,000 providers) through `Service::select` and through `ChainState::route`, with the
+//! 10,000 providers) through `Cluster::select` and through `ChainState::route`, with the
 //! chain state carrying a `ChainMetrics` (on) and without (off), measured in the same run;
-//! and `Service::select` with metrics on from 1 and 2 threads (the sharded counters must not
+//! and `Cluster::select` with metrics on from 1 and 2 threads (the sharded counters must not
 //! make the threads contend).
 //!
 //! Run: `cargo bench -p routechain-benches --bench metrics`. Besides criterion's groups
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use routechain::balance::{Caller, Service, ServiceConfig};
+use routechain::balance::{Caller, Cluster, ServiceConfig};
 use routechain::core::{ChainMetrics, Request};
 use routechain_testkit as testkit;
 
@@ -25,7 +25,7 @@ const N: usize = 10_000;
 const SEED: u64 = 42;
 
 /// Two services over the same full chain and snapshot: metrics off, metrics on.
-fn services() -> (Service, Service, Vec<Request>) {
+fn services() -> (Cluster, Cluster, Vec<Request>) {
     let yaml = testkit::full_chain_yaml();
     let snapshot = Arc::new(testkit::snapshot(N, SEED));
     let off =
@@ -33,17 +33,17 @@ fn services() -> (Service, Service, Vec<Request>) {
     let on = testkit::build_state(&yaml, snapshot)
         .unwrap_or_else(|e| panic!("{}", e.render()))
         .with_metrics(Some(Arc::new(ChainMetrics::new())));
-    let service = |s| Service::new(s, ServiceConfig::default());
+    let service = |s| Cluster::new(s, ServiceConfig::default());
     (service(off), service(on), testkit::requests(64, SEED))
 }
 
-fn select(service: &Service, requests: &[Request], call: &mut Caller, i: usize) -> bool {
+fn select(service: &Cluster, requests: &[Request], call: &mut Caller, i: usize) -> bool {
     service
         .select(&requests[i % requests.len()], &[], call)
         .is_ok()
 }
 
-fn route(service: &Service, requests: &[Request], call: &mut Caller, i: usize) -> bool {
+fn route(service: &Cluster, requests: &[Request], call: &mut Caller, i: usize) -> bool {
     service
         .load()
         .state()
@@ -51,7 +51,7 @@ fn route(service: &Service, requests: &[Request], call: &mut Caller, i: usize) -
         .is_ok()
 }
 
-type Op = fn(&Service, &[Request], &mut Caller, usize) -> bool;
+type Op = fn(&Cluster, &[Request], &mut Caller, usize) -> bool;
 
 fn on_off(c: &mut Criterion) {
     let (off, on, requests) = services();
@@ -89,7 +89,7 @@ fn benchmarking() -> bool {
 /// Off and on alternating in blocks of `CALLS`, `ROUNDS` rounds: the median ns per call of
 /// each, the median of the per-round on/off ratios (each round's two blocks ran back to
 /// back, under the same load) and the ratio of the fastest blocks (the least disturbed).
-fn interleaved(off: &Service, on: &Service, requests: &[Request]) {
+fn interleaved(off: &Cluster, on: &Cluster, requests: &[Request]) {
     const CALLS: usize = 50_000;
     const ROUNDS: usize = 41;
     let mut report = serde_json::Map::new();
@@ -214,13 +214,13 @@ fn thread_sched_ns() -> Option<(u64, u64)> {
     Some((it.next()??, it.next()??))
 }
 
-/// `Service::select`, 1,000,000 calls per thread from 1 and 2 threads, with each thread's
+/// `Cluster::select`, 1,000,000 calls per thread from 1 and 2 threads, with each thread's
 /// CPU time, for one service (`label`: metrics off or on). Wall-clock scaling = (calls/s, 2
 /// threads) / (calls/s, 1 thread); on a machine shared with other work the wall clock cannot
 /// show scaling, but CPU time per call can show contention (two threads writing one cache
 /// line would make each call cost more CPU). CPU-time scaling = 2 × (CPU per call, 1 thread)
 /// / (CPU per call, 2 threads): 2.0 when the threads do not slow each other down.
-fn cpu_scaling(label: &str, service: &Service, requests: &[Request]) -> serde_json::Value {
+fn cpu_scaling(label: &str, service: &Cluster, requests: &[Request]) -> serde_json::Value {
     const CALLS: usize = 1_000_000;
     let mut cpu_per_call = [0f64; 2];
     let mut calls_per_s = [0f64; 2];

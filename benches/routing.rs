@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use routechain::balance::{
-    BalanceConfig, BalancerSpec, Caller, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
+    BalanceConfig, BalancerSpec, Caller, Cluster, LoadBalanceKind, ServiceConfig, SnapshotBalance,
 };
 use routechain::core::{CallState, ChainState, Change, RandomSource, Request, Snapshot};
 use routechain_testkit::{self as testkit, naive};
@@ -61,7 +61,7 @@ fn bench_route(
     c: &mut Criterion,
     group_name: &str,
     n: usize,
-    chain: &Service,
+    chain: &Cluster,
     requests: &[Request],
     balance: Option<&SnapshotBalance>,
 ) {
@@ -92,7 +92,7 @@ fn routing(c: &mut Criterion) {
         let snapshot = Arc::new(testkit::snapshot(n, SEED));
         for (name, yaml) in testkit::CHAINS {
             if let Some(state) = state_for(name, &yaml(), &snapshot) {
-                let chain = Service::new(state, ServiceConfig::default());
+                let chain = Cluster::new(state, ServiceConfig::default());
                 bench_route(c, &format!("route-{name}"), n, &chain, &requests, None);
             }
         }
@@ -102,18 +102,18 @@ fn routing(c: &mut Criterion) {
                 c,
                 "route-mesh",
                 n,
-                &Service::new(state, ServiceConfig::default()),
+                &Cluster::new(state, ServiceConfig::default()),
                 &requests,
                 None,
             );
         }
         if let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) {
-            let chain = Service::new(state, ServiceConfig::default());
+            let chain = Cluster::new(state, ServiceConfig::default());
             bench_route(c, "route-full", n, &chain, &requests, None);
             let balance = SnapshotBalance::new(&snapshot, &BalanceConfig::default());
             bench_route(c, "route-full-pick", n, &chain, &requests, Some(&balance));
 
-            // What an application calls: `Service::select` (route, breaker check, pick).
+            // What an application calls: `Cluster::select` (route, breaker check, pick).
             let service = &chain;
             let mut group = c.benchmark_group("route-full-select");
             tune(&mut group, n);
@@ -176,7 +176,7 @@ routers:
         let Some(state) = state_for("condition-per-call-consumer", yaml, &snapshot) else {
             return;
         };
-        let chain = Service::new(state, ServiceConfig::default());
+        let chain = Cluster::new(state, ServiceConfig::default());
         for (name, params) in [
             ("value", "region=shanghai&idc=sh1"),
             ("glob", "region=sh*&idc=*1"),
@@ -262,7 +262,7 @@ fn threads(c: &mut Criterion) {
     let Some(state) = state_for("full", &testkit::full_chain_yaml(), &snapshot) else {
         return;
     };
-    let chain = Service::new(state, ServiceConfig::default());
+    let chain = Cluster::new(state, ServiceConfig::default());
     let mut group = c.benchmark_group("threads-full-10000");
     group.sample_size(20);
     group.warm_up_time(Duration::from_millis(500));
@@ -323,7 +323,7 @@ fn thread_sched_ns() -> Option<(u64, u64)> {
 /// with other work (when the CPU time per call stays the same with 2 threads, the threads do
 /// not slow each other down, and any missing wall-clock speed-up is time spent waiting for a
 /// core). Printed, and written to `target/criterion/threads_cpu.json`.
-fn cpu_scaling(chain: &Service, requests: &[Request]) {
+fn cpu_scaling(chain: &Cluster, requests: &[Request]) {
     const CALLS: usize = 1_000_000;
     let mut rows = Vec::new();
     for threads in [1usize, 2] {
@@ -406,7 +406,7 @@ fn spillover(c: &mut Criterion) {
                     state.degraded().mark(i);
                 }
             }
-            let chain = Service::new(state, ServiceConfig::default());
+            let chain = Cluster::new(state, ServiceConfig::default());
             bench_route(
                 c,
                 &format!("idc-spillover-{health}-{mode}"),

@@ -9,7 +9,7 @@
 //! [`prelude`] holds the types of the walkthrough below: a [`ChainFile`](rules::ChainFile)
 //! (which routers, with which rules), a provider list ([`Snapshot`](core::Snapshot)), a
 //! [`LiveChain`](live::LiveChain) that keeps them current, and its
-//! [`Service`](balance::Service), which routes, balances and calls:
+//! [`Cluster`](balance::Cluster), which routes, balances and calls:
 //!
 //! ```
 //! use routechain::prelude::*;
@@ -54,7 +54,7 @@
 //!
 //! - [`core`]: the model (URLs, provider snapshots, requests, candidate bitsets), the chain
 //!   and the [`TypedRouter`](core::TypedRouter) contract for routers of your own.
-//! - [`balance`]: load balancers, provider health, failover and the [`Service`](balance::Service).
+//! - [`balance`]: load balancers, provider health, failover and the [`Cluster`](balance::Cluster).
 //! - [`routers`]: the built-in routers (condition, tag, mock, mesh, affinity, group,
 //!   IDC-weight); [`registry`] returns them (and, with the `plugins` feature, the
 //!   shared-library `plugin` type of the `plugins` loader).
@@ -85,7 +85,7 @@ pub use routechain_rules as rules;
 
 /// What the walkthrough in the crate documentation uses: `use routechain::prelude::*;`.
 pub mod prelude {
-    pub use routechain_balance::{CallError, Service};
+    pub use routechain_balance::{CallError, Cluster};
     pub use routechain_core::{Request, Snapshot};
     pub use routechain_live::{LiveChain, LiveOptions};
     pub use routechain_rules::{ChainFile, LocatedErrors};

@@ -1,4 +1,4 @@
-//! The cost of `Service::select` (route + balance) per balancer, against routing alone, at
+//! The cost of `Cluster::select` (route + balance) per balancer, against routing alone, at
 //! 100 / 1,000 / 10,000 providers with a routed set of about half the providers.
 
 use std::hint::black_box;
@@ -8,7 +8,7 @@ use criterion::{BenchmarkId, Criterion, criterion_main};
 use routechain_balance::*;
 use routechain_core::*;
 
-fn service(n: usize, kind: LoadBalanceKind) -> Service {
+fn service(n: usize, kind: LoadBalanceKind) -> Cluster {
     let text: String = (0..n)
         .map(|i| {
             format!(
@@ -33,7 +33,7 @@ fn service(n: usize, kind: LoadBalanceKind) -> Service {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()
     };
-    Service::new(state, config)
+    Cluster::new(state, config)
 }
 
 fn bench(c: &mut Criterion) {

@@ -1,4 +1,4 @@
-//! Runs `Service::select` in a loop, for counting instructions per pick with a tool that
+//! Runs `Cluster::select` in a loop, for counting instructions per pick with a tool that
 //! the machine's load does not distort (`valgrind --tool=callgrind`): the difference
 //! between two iteration counts, divided by the difference of the counts, is the cost of
 //! one select. The setup is `benches/balance.rs`'s: a one-router chain keeping half the
@@ -53,7 +53,7 @@ fn main() {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()
     };
-    let service = Service::new(state, config);
+    let service = Cluster::new(state, config);
     let request = Request::new()
         .with_method("get")
         .with_argument(serde_json::json!("user-42"));

@@ -4,7 +4,7 @@
 //! because routers read it per call) as calls fail and recover.
 //!
 //! [`HealthTable`] is the tracker's per-snapshot state (consecutive failures, cool-down
-//! ends, probation), driven by an injectable [`Clock`]; [`crate::service::Service`] owns it.
+//! ends, probation), driven by an injectable [`Clock`]; [`crate::service::Cluster`] owns it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

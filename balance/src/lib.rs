@@ -6,10 +6,10 @@
 //!   picking one provider from the candidate bitset, prepared per snapshot.
 //! - [`health`]: failure counting, cool-downs and probation, marking the chain's
 //!   [`routechain_core::DegradedSet`].
-//! - [`service`]: [`Service`], route + balance + failover ([`Service::select`] for the
-//!   caller's own loop, async [`Service::call`] around a closure) + health tracking + the
+//! - [`service`]: [`Cluster`], route + balance + failover ([`Cluster::select`] for the
+//!   caller's own loop, async [`Cluster::call`] around a closure) + health tracking + the
 //!   service breaker, over one published state (chain state, balancer and health tables,
-//!   configuration) that [`Service::apply`] replaces whole.
+//!   configuration) that [`Cluster::apply`] replaces whole.
 //!
 //! Depends only on `routechain-core`.
 
@@ -20,8 +20,8 @@ pub mod service;
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
 pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
 pub use service::{
-    CallError, Caller, InFlight, InvokeError, Invoked, MethodCall, Published, SelectError,
-    Selected, Service, ServiceChange, ServiceConfig, ServiceStats, Target,
+    CallError, Caller, Cluster, ClusterChange, ClusterStats, InFlight, InvokeError, Invoked,
+    MethodCall, Published, SelectError, Selected, ServiceConfig, Target,
 };
 #[doc(hidden)]
 pub use service::{PerThread, Pooled};

@@ -1,4 +1,4 @@
-//! `Service::call`: Dubbo's failover in async code — retries on another provider, a
+//! `Cluster::call`: Dubbo's failover in async code — retries on another provider, a
 //! timeout per attempt, exclusion of tried providers, in-flight guards that survive
 //! cancellation, health reports and the breaker.
 
@@ -9,13 +9,13 @@ use std::time::Duration;
 use routechain_balance::*;
 use routechain_core::*;
 
-fn service(n: usize, config: ServiceConfig) -> Arc<Service> {
+fn service(n: usize, config: ServiceConfig) -> Arc<Cluster> {
     let text: String = (0..n)
         .map(|i| format!("dubbo://10.0.0.{}:20880/svc\n", i + 1))
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
     let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
-    Arc::new(Service::with_clock(
+    Arc::new(Cluster::with_clock(
         state,
         config,
         Arc::new(ManualClock::new()),

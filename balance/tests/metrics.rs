@@ -1,4 +1,4 @@
-//! The call-path counters (`routechain_core::ChainMetrics`) as a `Service` and its chain
+//! The call-path counters (`routechain_core::ChainMetrics`) as a `Cluster` and its chain
 //! count them: calls, failovers, no provider and fallbacks per router, router failures; and
 //! that counting allocates nothing.
 
@@ -44,7 +44,7 @@ fn router<'a>(stats: &'a [RouterStats], name: &str) -> &'a RouterStats {
 #[test]
 fn every_call_path_counter_counts_what_it_says() {
     let metrics = Arc::new(ChainMetrics::new());
-    let service = Service::new(chain(20, Some(metrics.clone())), ServiceConfig::default());
+    let service = Cluster::new(chain(20, Some(metrics.clone())), ServiceConfig::default());
     let mut call = Caller::seeded(1);
     let plain = Request::new();
     // Three calls; the third fails over once.
@@ -97,10 +97,10 @@ fn every_call_path_counter_counts_what_it_says() {
     // The metrics followed the update, and one that prepares every router again.
     assert!(Arc::ptr_eq(service.state().metrics().unwrap(), &metrics));
     service
-        .apply(ServiceChange {
+        .apply(ClusterChange {
             service: Some(Some("svc".into())),
             consumer: Some(Url::parse("consumer://10.9.9.9/svc").unwrap()),
-            ..ServiceChange::default()
+            ..ClusterChange::default()
         })
         .unwrap();
     assert!(Arc::ptr_eq(service.state().metrics().unwrap(), &metrics));
@@ -111,7 +111,7 @@ fn every_call_path_counter_counts_what_it_says() {
 fn breaker_trips_are_counted_by_the_service() {
     let clock = Arc::new(ManualClock::new());
     let metrics = Arc::new(ChainMetrics::new());
-    let service = Service::with_clock(
+    let service = Cluster::with_clock(
         chain(2, Some(metrics)),
         ServiceConfig::default(),
         clock.clone(),
@@ -139,7 +139,7 @@ fn counting_allocates_nothing() {
 
 fn counting_allocates_nothing_with(metrics: ChainMetrics) {
     let metrics = Arc::new(metrics);
-    let service = Service::new(chain(300, Some(metrics.clone())), ServiceConfig::default());
+    let service = Cluster::new(chain(300, Some(metrics.clone())), ServiceConfig::default());
     let requests = [
         Request::new(),
         Request::new().with_attribute("keep", "fallback"),

@@ -1,4 +1,4 @@
-//! Publish once: a `Service`'s chain state, balancers, health and configuration are one
+//! Publish once: a `Cluster`'s chain state, balancers, health and configuration are one
 //! value, built by the writer before it is stored; `select` reads it without a lock.
 
 use std::sync::Arc;
@@ -16,13 +16,13 @@ fn snapshot(generation: u64, n: usize) -> Arc<Snapshot> {
     Arc::new(Snapshot::parse_lines(generation, &text).unwrap())
 }
 
-fn service(n: usize, kind: LoadBalanceKind) -> Arc<Service> {
+fn service(n: usize, kind: LoadBalanceKind) -> Arc<Cluster> {
     let state = ChainState::new(None, snapshot(1, n), Url::empty(), vec![]).unwrap();
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(kind)),
         ..ServiceConfig::default()
     };
-    Arc::new(Service::new(state, config))
+    Arc::new(Cluster::new(state, config))
 }
 
 /// A router whose prepare says it started and waits to be released (then keeps every
@@ -61,7 +61,7 @@ fn select_never_waits_for_a_writer() {
     let writer = {
         let svc = svc.clone();
         std::thread::spawn(move || {
-            svc.apply(ServiceChange {
+            svc.apply(ClusterChange {
                 entries: Some(vec![ChainEntry::new("held", 0, Arc::new(held))].into()),
                 ..Change::providers(snapshot(2, 20))
             })
@@ -136,7 +136,7 @@ fn selections_stay_consistent_under_concurrent_updates() {
             balance: BalanceConfig::new(BalancerSpec::new(kind)),
             ..ServiceConfig::default()
         };
-        svc.apply(ServiceChange {
+        svc.apply(ClusterChange {
             config: Some(config),
             ..Change::providers(snapshot(k + 2, n))
         })

@@ -1,4 +1,4 @@
-//! Service: select with exclusion (failover), health tracking, cool-down and probation,
+//! Cluster: select with exclusion (failover), health tracking, cool-down and probation,
 //! the service breaker, `skip_degraded`, and health carried over a snapshot change.
 
 use std::future::Future;
@@ -18,11 +18,11 @@ fn service(
     n: usize,
     config: ServiceConfig,
     entries: Vec<ChainEntry>,
-) -> (Service, Arc<ManualClock>) {
+) -> (Cluster, Arc<ManualClock>) {
     let snapshot = Arc::new(Snapshot::parse_lines(1, &providers(n)).unwrap());
     let state = ChainState::new(None, snapshot, Url::empty(), entries).unwrap();
     let clock = Arc::new(ManualClock::new());
-    let svc = Service::with_clock(state, config, clock.clone());
+    let svc = Cluster::with_clock(state, config, clock.clone());
     (svc, clock)
 }
 
@@ -51,10 +51,10 @@ fn zone_router() -> ChainEntry {
     )
 }
 
-/// Runs [`Service::call`] with a synchronous attempt to completion on this thread (no
+/// Runs [`Cluster::call`] with a synchronous attempt to completion on this thread (no
 /// runtime: the attempts are ready futures and no timer is armed).
 fn call_now<T, E>(
-    svc: &Service,
+    svc: &Cluster,
     request: &Request,
     mut attempt: impl FnMut(&Selected) -> Result<T, CallError<E>>,
 ) -> Result<Invoked<T>, InvokeError<E>> {
@@ -305,7 +305,7 @@ fn health_is_carried_over_by_address_when_the_snapshot_changes() {
     // And again, with new settings in the same change.
     let text = "dubbo://10.0.0.9:20880/svc\ndubbo://10.0.0.2:20880/svc\n";
     let snap = Arc::new(Snapshot::parse_lines(3, text).unwrap());
-    svc.apply(ServiceChange {
+    svc.apply(ClusterChange {
         config: Some(ServiceConfig {
             health: health(2, 30),
             ..ServiceConfig::default()
@@ -342,7 +342,7 @@ fn update_swaps_the_state_and_the_configuration_together() {
                 dubbo://10.0.0.3:20880/svc\ndubbo://10.0.0.4:20880/svc\n";
     let snap = Arc::new(Snapshot::parse_lines(2, text).unwrap());
     let generation = svc
-        .apply(ServiceChange {
+        .apply(ClusterChange {
             config: Some(rr.clone()),
             ..Change::providers(snap)
         })
@@ -367,7 +367,7 @@ fn update_swaps_the_state_and_the_configuration_together() {
         "{failed:?}"
     );
     // A failing update changes neither the state nor the configuration.
-    let refused = svc.apply(ServiceChange {
+    let refused = svc.apply(ClusterChange {
         config: Some(ServiceConfig::default()),
         ..Change::entries(vec![ChainEntry::new(
             "failing",

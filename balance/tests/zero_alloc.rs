@@ -65,7 +65,7 @@ fn selecting_allocates_nothing_for_any_balancer() {
             skip_degraded: true,
             ..ServiceConfig::default()
         };
-        let service = Service::new(state, config);
+        let service = Cluster::new(state, config);
         service.report_failure(3);
         let request = Request::new()
             .with_method("get")
@@ -99,7 +99,7 @@ fn calling_allocates_nothing_once_warm() {
         balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::LeastActive)),
         ..ServiceConfig::default()
     };
-    let service = Service::new(state, config);
+    let service = Cluster::new(state, config);
     let request = Request::new().with_method("get");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()

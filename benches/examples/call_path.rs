@@ -1,6 +1,6 @@
 //! Routes N calls through the full chain (tag → condition → group → IDC-weight) at a given
 //! provider count, optionally followed by the `random` balancer's pick or made through
-//! `Service::select`, for a load-independent cost comparison under callgrind (instructions
+//! `Cluster::select`, for a load-independent cost comparison under callgrind (instructions
 //! per call = (Ir(N calls) − Ir(0 calls)) / N; see BENCHMARKS.md, "Instructions per call"):
 //!
 //! ```text
@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use routechain::balance::Caller;
 use routechain::balance::{
-    BalanceConfig, BalancerSpec, LoadBalanceKind, Service, ServiceConfig, SnapshotBalance,
+    BalanceConfig, BalancerSpec, Cluster, LoadBalanceKind, ServiceConfig, SnapshotBalance,
 };
 use routechain::core::CallState;
 use routechain_testkit as testkit;
@@ -47,7 +47,7 @@ fn main() {
         }
     };
     // The service publishes the state; `chain` and `pick` route on it (one guard per call).
-    let service = Service::new(state, ServiceConfig::default());
+    let service = Cluster::new(state, ServiceConfig::default());
     let mut call = Caller::seeded(42);
     let mut routed = 0usize;
     if mode == "chain" && args.get(4).map(String::as_str) == Some("time") {

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use routechain::balance::{Service, ServiceConfig};
+use routechain::balance::{Cluster, ServiceConfig};
 use routechain::core::CallState;
 use routechain_testkit as testkit;
 
@@ -53,7 +53,7 @@ fn main() {
             state.degraded().mark(i);
         }
     }
-    let service = Service::new(state, ServiceConfig::default());
+    let service = Cluster::new(state, ServiceConfig::default());
     let mut call = CallState::seeded(42);
     let mut routed = 0usize;
     for i in 0..calls {

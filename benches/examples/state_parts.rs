@@ -1,13 +1,13 @@
 //! What a service of `n` providers holds per part, counted by the
 //! allocator (bytes still allocated): each router's prepared state, the balancer's tables,
-//! the health table, a `Service`, and a template-built `LiveChain` fed shared URLs.
+//! the health table, a `Cluster`, and a template-built `LiveChain` fed shared URLs.
 //! Each figure is the part at `n` providers minus the same part at 0.
 //!
 //! Run: `cargo run --release -p routechain-benches --example state_parts -- [n] [services]`.
 
 use std::sync::Arc;
 
-use routechain::balance::{BalanceConfig, HealthTable, Service, ServiceConfig, SnapshotBalance};
+use routechain::balance::{BalanceConfig, Cluster, HealthTable, ServiceConfig, SnapshotBalance};
 use routechain::core::{DegradedSet, Snapshot, Url};
 use routechain::live::{ChainTemplate, LiveOptions};
 use routechain::rules::ChainFile;
@@ -71,9 +71,9 @@ fn main() {
     let yaml = testkit::full_chain_yaml();
     let st1 = testkit::build_state(&yaml, full.clone()).expect("builds");
     let st0 = testkit::build_state(&yaml, empty.clone()).expect("builds");
-    let (x1, a1, c1) = counted(|| Service::new(st1, ServiceConfig::default()));
-    let (x0, a0, c0) = counted(|| Service::new(st0, ServiceConfig::default()));
-    row("Service (published tables)", (a1, c1), (a0, c0));
+    let (x1, a1, c1) = counted(|| Cluster::new(st1, ServiceConfig::default()));
+    let (x0, a0, c0) = counted(|| Cluster::new(st0, ServiceConfig::default()));
+    row("Cluster (published tables)", (a1, c1), (a0, c0));
     drop((x1, x0));
 
     // Live chains from one template, fed shared URLs (as `many_services --part shared`).

@@ -5,7 +5,7 @@
 //! emptied (`no_provider`), the calls on which it took its fallback or force path
 //! ([`crate::RouteContext::note_fallback`]) and the calls on which it failed and was
 //! isolated ([`crate::RouteContext::note_failure`], the plugin router); a balancing layer
-//! (`routechain-balance`'s `Service`) counts calls and failovers. An exporter (the
+//! (`routechain-balance`'s `Cluster`) counts calls and failovers. An exporter (the
 //! `metrics` feature of `routechain-live`, Prometheus through `prometheus-client`) sums them
 //! when it is scraped.
 //!

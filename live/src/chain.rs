@@ -1,4 +1,4 @@
-//! [`LiveChain`]: a [`Service`] whose providers, rules and settings follow live
+//! [`LiveChain`]: a [`Cluster`] whose providers, rules and settings follow live
 //! [`Update`](crate::Update)s, applied atomically, bad ones refused.
 //!
 //! This file holds the chain, its inputs and its subscriptions; `apply.rs` reads an update
@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use routechain_balance::{Service, SystemClock};
+use routechain_balance::{Cluster, SystemClock};
 use routechain_core::{ChainEntry, ChainState, Registry, Snapshot, Url};
 use routechain_rules::{ChainFile, LocatedError, YamlDoc};
 
@@ -47,7 +47,7 @@ struct Inputs {
 /// service settings (`load_balance`, `methods`, `skip_degraded`, `retries`, `health`);
 /// route-only callers read its state (`service().load()`, lock-free). Updates are applied
 /// one at a time by [`LiveChain::apply`] (or the thread [`LiveChain::watch`] starts): each
-/// becomes one [`routechain_balance::ServiceChange`] that [`Service::apply`] publishes
+/// becomes one [`routechain_balance::ClusterChange`] that [`Cluster::apply`] publishes
 /// whole, together with the reloaded chain file's service settings, so a call sees the old
 /// state and settings or the new ones, never a mix. A rule change recompiles only the
 /// entries that subscribe to that rule (the others keep their prepared state); a provider
@@ -55,7 +55,7 @@ struct Inputs {
 /// update make one change, in which the routers whose rule is unchanged follow the edit and
 /// the recompiled ones prepare.
 pub struct LiveChain {
-    service: Arc<Service>,
+    service: Arc<Cluster>,
     registry: Registry,
     /// The reference given in place of the chain file's (`ChainTemplate::live_chain_for`),
     /// kept over chain-file reloads.
@@ -145,7 +145,7 @@ impl LiveChain {
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
-        let service = Service::with_clock(state, file.service_config.clone(), clock);
+        let service = Cluster::with_clock(state, file.service_config.clone(), clock);
         Ok(LiveChain {
             service: Arc::new(service),
             registry,
@@ -166,7 +166,7 @@ impl LiveChain {
 
     /// The service over the chain: routes, balances, fails over and tracks health with the
     /// chain file's service settings, which follow every applied chain-file reload.
-    pub fn service(&self) -> &Arc<Service> {
+    pub fn service(&self) -> &Arc<Cluster> {
         &self.service
     }
 

@@ -13,7 +13,7 @@
 //!   its rule files and a providers file, watched with `notify`) and [`ZkSource`] (ZooKeeper
 //!   in Apache Dubbo's layout). An etcd or Nacos source implements the same trait; the
 //!   routers never see where a rule came from.
-//! - [`LiveChain`] owns a `Service` (`routechain-balance`: routing, balancers, failover,
+//! - [`LiveChain`] owns a `Cluster` (`routechain-balance`: routing, balancers, failover,
 //!   health), configured by the chain file's service settings. It turns each update into
 //!   one change of the service's published state, built off the call path and published at
 //!   once, with a reloaded chain file's service settings; a rule

@@ -3,7 +3,7 @@
 //! A [`ChainCollector`] is a `prometheus_client` [`Collector`]: register it into your
 //! [`Registry`] and add the chains to it; every scrape reads their counters (the sharded
 //! call-path counters of [`routechain_core::ChainMetrics`], the service's
-//! [`routechain_balance::ServiceStats`], the update counts of [`crate::LiveStats`]) and
+//! [`routechain_balance::ClusterStats`], the update counts of [`crate::LiveStats`]) and
 //! encodes one family per metric with a `chain` label per chain. Nothing is recorded
 //! through `prometheus-client` on the call path: the collector only reads at scrape time.
 //! The metrics, their labels and meaning are listed in `docs/metrics.md`.
@@ -41,7 +41,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use routechain_balance::Service;
+use routechain_balance::Cluster;
 use routechain_core::EMPTY_LIST_ROUTER;
 
 use crate::LiveChain;
@@ -52,7 +52,7 @@ pub const UNNAMED_CHAIN: &str = "(unnamed)";
 
 enum Watched {
     Live(Weak<LiveChain>),
-    Service(Weak<Service>),
+    Cluster(Weak<Cluster>),
 }
 
 struct Entry {
@@ -114,10 +114,10 @@ impl ChainCollector {
     /// apply-time histogram) under the label `chain`. Its routing is counted when its chain
     /// state carries a [`routechain_core::ChainMetrics`]
     /// ([`routechain_core::ChainState::with_metrics`]).
-    pub fn add_service(&self, chain: impl Into<String>, service: &Arc<Service>) {
+    pub fn add_service(&self, chain: impl Into<String>, service: &Arc<Cluster>) {
         self.push(
             Some(chain.into()),
-            Watched::Service(Arc::downgrade(service)),
+            Watched::Cluster(Arc::downgrade(service)),
         );
     }
 
@@ -138,7 +138,7 @@ impl ChainCollector {
         let mut chains = self.chains.lock().unwrap_or_else(|p| p.into_inner());
         chains.retain(|e| match &e.chain {
             Watched::Live(w) => w.strong_count() > 0,
-            Watched::Service(w) => w.strong_count() > 0,
+            Watched::Cluster(w) => w.strong_count() > 0,
         });
         chains
             .iter()
@@ -153,7 +153,7 @@ impl ChainCollector {
                     read.updates = Some((stats.by_source(), stats.apply_seconds()));
                     read
                 }),
-                Watched::Service(w) => w
+                Watched::Cluster(w) => w
                     .upgrade()
                     .map(|s| read_service(e.label.clone().unwrap_or_default(), &s)),
             })
@@ -161,7 +161,7 @@ impl ChainCollector {
     }
 }
 
-fn read_service(chain: String, service: &Service) -> Read {
+fn read_service(chain: String, service: &Cluster) -> Read {
     let state = service.state();
     let metrics = state.metrics();
     Read {
@@ -281,7 +281,7 @@ impl Collector for ChainCollector {
         {
             let mut e = encoder.encode_descriptor(
                 "routechain_calls",
-                "Calls routed through the service (first attempts of Service::select and call).",
+                "Calls routed through the service (first attempts of Cluster::select and call).",
                 None,
                 MetricType::Counter,
             )?;

@@ -17,7 +17,7 @@ pub struct LiveOptions {
     /// The consumer the routers prepare for; default the chain file's `consumer`, else an
     /// empty URL.
     pub consumer: Option<Url>,
-    /// The clock of the [`Service`](routechain_balance::Service)'s health tracker; default
+    /// The clock of the [`Cluster`](routechain_balance::Cluster)'s health tracker; default
     /// the system clock (tests inject a
     /// [`ManualClock`](routechain_balance::health::ManualClock)).
     pub clock: Option<Arc<dyn Clock>>,

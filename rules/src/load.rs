@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use routechain_balance::Service;
+use routechain_balance::Cluster;
 use routechain_core::{ChainState, FieldPath, PrepareError, Registry, Request, Snapshot, Url};
 
 use crate::request::RequestSpec;
@@ -153,7 +153,7 @@ pub fn build_state(
     )?)
 }
 
-/// Builds a [`Service`] (routing, balancing, failover, health) from a chain file: its
+/// Builds a [`Cluster`] (routing, balancing, failover, health) from a chain file: its
 /// routers over `snapshot`, and its `load_balance`, `methods`, `skip_degraded`, `retries`
 /// and `health` settings.
 pub fn build_service(
@@ -161,9 +161,9 @@ pub fn build_service(
     registry: &Registry,
     snapshot: Arc<Snapshot>,
     consumer: Option<Url>,
-) -> Result<Service, LoadError> {
+) -> Result<Cluster, LoadError> {
     let state = build_state(chain, registry, snapshot, consumer)?;
-    Ok(Service::new(state, chain.service_config.clone()))
+    Ok(Cluster::new(state, chain.service_config.clone()))
 }
 
 #[cfg(test)]

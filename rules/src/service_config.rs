@@ -9,7 +9,7 @@
 //!   listUsers: {load_balance: roundrobin, retries: 0}
 //! skip_degraded: true           # drop degraded providers from every routed set (default false)
 //! retries: 2                    # failover retries after the first attempt (default 2)
-//! timeout: 1s                   # timeout of one attempt of `Service::call` (default 1s; 0: none)
+//! timeout: 1s                   # timeout of one attempt of `Cluster::call` (default 1s; 0: none)
 //! health:
 //!   failure_threshold: 5        # consecutive failures that degrade a provider (default 5)
 //!   cooldown: 30s               # how long it stays degraded (default 30s)

@@ -1,4 +1,4 @@
-//! docs/embedding.md's tokio service: it routes and calls with `Service::call`, rules and
+//! docs/embedding.md's tokio service: it routes and calls with `Cluster::call`, rules and
 //! providers live from ZooKeeper. `tower/tests/embedding.rs` runs it against a real
 //! ZooKeeper and real providers, checks its answers, and checks that docs/embedding.md
 //! shows this file's code (everything below these lines) and the test's sample session.
@@ -55,7 +55,7 @@ pub async fn run(zookeeper: &str, listener: TcpListener) -> Result<(), Box<dyn s
 }
 
 /// One line in (a user id), one line out (the order list a provider returned).
-async fn serve(socket: TcpStream, service: Arc<Service>) -> std::io::Result<()> {
+async fn serve(socket: TcpStream, service: Arc<Cluster>) -> std::io::Result<()> {
     let (read, mut write) = socket.into_split();
     let mut lines = BufReader::new(read).lines();
     while let Some(user) = lines.next_line().await? {

@@ -52,7 +52,7 @@ pub type MethodExtractor = Arc<
 >;
 
 /// The layer's settings. The retries, the per-attempt timeout and the health settings are
-/// the [`routechain_balance::Service`]'s (`retries`, `timeout`, per method in `methods`, and
+/// the [`routechain_balance::Cluster`]'s (`retries`, `timeout`, per method in `methods`, and
 /// `health` in the chain file), not the layer's.
 #[derive(Clone)]
 pub struct RouteConfig {

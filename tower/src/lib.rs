@@ -3,7 +3,7 @@
 //! A [`tower`](https://docs.rs/tower) integration: [`RouteLayer`] wraps a per-provider
 //! connector ([`MakeChannel`], by default [`HttpConnector`]: hyper HTTP/2 connections) into a
 //! [`RouteService`], a `tower::Service<http::Request<B>>` that routes every request through a
-//! [`routechain_balance::Service`] (the chain's routers, then the load balancer) and sends it
+//! [`routechain_balance::Cluster`] (the chain's routers, then the load balancer) and sends it
 //! to the chosen provider. It works wherever a tonic `Channel` does:
 //! `GreeterClient::new(RouteLayer::new(service).layer(HttpConnector::new()))` (a complete
 //! example is in `docs/embedding.md`, compiled as a doc test of this crate).
@@ -27,7 +27,7 @@
 //!    Dubbo's failover cluster does — and, when the request is marked [`Idempotent`] (or its
 //!    method is configured idempotent), on a retryable gRPC status in the response head
 //!    (`UNAVAILABLE` and `RESOURCE_EXHAUSTED` by default, see [`grpc`]). The failover loop is
-//!    [`routechain_balance::Service::call`]'s: retries and the per-attempt timeout are the
+//!    [`routechain_balance::Cluster::call`]'s: retries and the per-attempt timeout are the
 //!    chain file's `retries` and `timeout` (per method under `methods`), in-flight counting
 //!    is a guard, the providers already tried are excluded;
 //! 5. when no provider can be picked, or every attempt failed at the transport, a gRPC

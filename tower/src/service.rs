@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use routechain_balance::{CallError, InvokeError, Invoked, Selected, Service};
+use routechain_balance::{CallError, Cluster, InvokeError, Invoked, Selected};
 use tower_service::Service as TowerService;
 
 use crate::body::{ResponseBody, buffer};
@@ -16,21 +16,21 @@ use crate::error::{BoxError, RouteError};
 use crate::grpc::{self, Code};
 
 /// Wraps a [`MakeChannel`] connector into a [`RouteService`] over a routechain
-/// [`Service`] (e.g. a `LiveChain`'s, whose rules and providers follow ZooKeeper).
+/// [`Cluster`] (e.g. a `LiveChain`'s, whose rules and providers follow ZooKeeper).
 #[derive(Debug, Clone)]
 pub struct RouteLayer {
-    service: Arc<Service>,
+    service: Arc<Cluster>,
     config: Arc<RouteConfig>,
 }
 
 impl RouteLayer {
     /// A layer over `service` with the default [`RouteConfig`].
-    pub fn new(service: Arc<Service>) -> Self {
+    pub fn new(service: Arc<Cluster>) -> Self {
         Self::with_config(service, RouteConfig::default())
     }
 
     /// A layer over `service` with `config`.
-    pub fn with_config(service: Arc<Service>, config: RouteConfig) -> Self {
+    pub fn with_config(service: Arc<Cluster>, config: RouteConfig) -> Self {
         RouteLayer {
             service,
             config: Arc::new(config),
@@ -63,7 +63,7 @@ pub struct RoutedTo {
     pub attempts: u32,
 }
 
-/// Routes every request through a routechain [`Service`] to one provider's channel; see the
+/// Routes every request through a routechain [`Cluster`] to one provider's channel; see the
 /// crate documentation. Cloning it is cheap (one `Arc`), and every clone shares the channels.
 pub struct RouteService<M: MakeChannel> {
     shared: Arc<Shared<M>>,
@@ -86,14 +86,14 @@ impl<M: MakeChannel> std::fmt::Debug for RouteService<M> {
 }
 
 struct Shared<M: MakeChannel> {
-    service: Arc<Service>,
+    service: Arc<Cluster>,
     config: Arc<RouteConfig>,
     channels: ChannelCache<M>,
 }
 
 impl<M: MakeChannel> RouteService<M> {
     /// The routechain service requests are routed by.
-    pub fn service(&self) -> &Arc<Service> {
+    pub fn service(&self) -> &Arc<Cluster> {
         &self.shared.service
     }
 }

@@ -1,4 +1,4 @@
-//! [`Service::call`]: the failover loop around the caller's attempt closure.
+//! [`Cluster::call`]: the failover loop around the caller's attempt closure.
 //!
 //! Per call, Dubbo's failover cluster: select a provider (route + balance, excluding the
 //! providers this call already tried), count it in flight while the attempt runs (a guard:
@@ -11,7 +11,7 @@ use std::time::Duration;
 use routechain_core::Request;
 
 use super::pool::{Buffers, Pooled};
-use super::{SelectError, Selected, Service};
+use super::{Cluster, SelectError, Selected};
 
 /// How an attempt failed: the attempt closure's error, classified. The classification
 /// decides whether the call fails over and what health learns.
@@ -34,7 +34,7 @@ pub enum CallError<E> {
     /// The provider answered with an error that ends the call.
     #[error("{0}")]
     Final(E),
-    /// The attempt did not finish within the timeout (set by [`Service::call`]).
+    /// The attempt did not finish within the timeout (set by [`Cluster::call`]).
     #[error("the attempt timed out after {0:?}")]
     Timeout(Duration),
 }
@@ -102,12 +102,12 @@ fn timer_available() -> bool {
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let inside = tokio::runtime::Handle::try_current().is_ok();
     if !inside && !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        tracing::warn!("Service::call outside a tokio runtime: attempts are not timed out");
+        tracing::warn!("Cluster::call outside a tokio runtime: attempts are not timed out");
     }
     inside
 }
 
-impl Service {
+impl Cluster {
     /// Calls `attempt` on a provider chosen for `request`, with Dubbo's failover: on a
     /// retryable error or a timeout it tries another provider of the same routed set, up
     /// to `retries` more times (the method's `retries`, else the service's; default 2).
@@ -124,17 +124,17 @@ impl Service {
     /// - The call's buffers come from a per-thread cache and go back to it: no
     ///   [`super::Caller`] to keep, and nothing allocated per call once warm.
     /// - Outside an async context, poll it to completion (its attempts' futures are all
-    ///   the loop waits for when no timer is armed), or drive [`Service::select`] yourself.
+    ///   the loop waits for when no timer is armed), or drive [`Cluster::select`] yourself.
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use routechain_balance::{CallError, Service, ServiceConfig};
+    /// # use routechain_balance::{CallError, Cluster, ServiceConfig};
     /// # use routechain_core::{ChainState, Request, Snapshot, Url};
     /// async fn send(address: &str) -> Result<String, std::io::Error> {
     ///     Ok(format!("pong from {address}")) // a real client connects here
     /// }
     ///
-    /// async fn ping(service: &Service) -> Result<String, Box<dyn std::error::Error>> {
+    /// async fn ping(service: &Cluster) -> Result<String, Box<dyn std::error::Error>> {
     ///     let request = Request::new().with_method("ping");
     ///     let reply = service
     ///         .call(&request, |target| async move {
@@ -146,7 +146,7 @@ impl Service {
     /// # let providers = "dubbo://10.0.0.1:20880/svc\n";
     /// # let snapshot = Arc::new(Snapshot::parse_lines(1, providers).unwrap());
     /// # let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
-    /// # let service = Service::new(state, ServiceConfig::default());
+    /// # let service = Cluster::new(state, ServiceConfig::default());
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     /// assert_eq!(rt.block_on(ping(&service)).unwrap(), "pong from 10.0.0.1:20880");
     /// ```
@@ -162,7 +162,7 @@ impl Service {
         self.call_limited(request, u32::MAX, attempt).await
     }
 
-    /// [`Service::call`] with at most `max_attempts` attempts in all (the configured
+    /// [`Cluster::call`] with at most `max_attempts` attempts in all (the configured
     /// `retries` still apply: the smaller limit wins). `1` makes exactly one attempt, for a
     /// request that cannot be sent twice (a streamed body): its provider's outcome is
     /// reported as usual, and no second provider is selected, counted or reported. For

@@ -1,4 +1,4 @@
-//! [`Caller`]: one caller's reusable state for [`Service::select`], and its handle on the
+//! [`Caller`]: one caller's reusable state for [`Cluster::select`], and its handle on the
 //! published state (see the service's module documentation, "No shared write per call").
 
 use std::ops::{Deref, DerefMut};
@@ -7,9 +7,9 @@ use std::sync::Arc;
 use arc_swap::Guard;
 use routechain_core::{BitSet, CallState, FastRng, RandomSource};
 
-use super::{Published, Service};
+use super::{Cluster, Published};
 
-/// One caller's reusable state for [`Service::select`]: the routing buffers and random
+/// One caller's reusable state for [`Cluster::select`]: the routing buffers and random
 /// source ([`CallState`], which it dereferences to), the routed set of its last selection
 /// (a retry reuses it, as Dubbo's failover retries on the same list) and its handle on the
 /// published state. Keep one per task or thread and reuse it: after the first call a
@@ -80,7 +80,7 @@ impl<R: RandomSource> Caller<R> {
     /// The handle on `service`'s published state: a clone of this caller's when it already
     /// points at it (a reference count only this caller writes), else re-pointed first.
     #[inline]
-    pub(super) fn handle(&mut self, service: &Service) -> Arc<Handle> {
+    pub(super) fn handle(&mut self, service: &Cluster) -> Arc<Handle> {
         let published = service.published.load();
         match &self.handle {
             Some(h) if Arc::ptr_eq(&h.published, &published) => h.clone(),
@@ -101,7 +101,7 @@ impl<R: RandomSource> Caller<R> {
 
     /// Forgets the last routed set and, when `service` published a newer state than the
     /// handle's, the handle (so a cached caller does not keep an old snapshot alive).
-    pub(super) fn release(&mut self, service: &Service) {
+    pub(super) fn release(&mut self, service: &Cluster) {
         self.routed_on = ((0, 0), 0);
         if self
             .handle

@@ -1,4 +1,4 @@
-//! How a [`crate::Service`] balances, fails over, times attempts out and tracks health: the
+//! How a [`crate::Cluster`] balances, fails over, times attempts out and tracks health: the
 //! typed form of the chain file's service settings (`routechain-rules` parses them).
 
 use std::collections::BTreeMap;
@@ -20,10 +20,10 @@ pub struct ServiceConfig {
     pub balance: BalanceConfig,
     /// Drop degraded providers from every routed set (chain-level `skip_degraded`).
     pub skip_degraded: bool,
-    /// Retries after the first attempt in [`crate::Service::call`] (default 2: three
+    /// Retries after the first attempt in [`crate::Cluster::call`] (default 2: three
     /// attempts).
     pub retries: u32,
-    /// The timeout of one attempt of [`crate::Service::call`] (default 1 s, Dubbo's);
+    /// The timeout of one attempt of [`crate::Cluster::call`] (default 1 s, Dubbo's);
     /// [`Duration::ZERO`] means no timeout. A timed-out attempt is a failure of its provider
     /// and is retried on another one.
     pub timeout: Duration,

@@ -1,11 +1,11 @@
 //! From routed set to one provider: balancing, failover, health and the service breaker.
 //!
-//! A [`Service`] owns the published state of one service: the chain state (routers
+//! A [`Cluster`] owns the published state of one service: the chain state (routers
 //! prepared over the providers), the balancers prepared over the same providers
 //! ([`crate::BalanceConfig`]), the health table, the index of providers by address and the
 //! service configuration, as one immutable [`Published`] value behind one [`ArcSwap`]. A
 //! call loads it once, without a lock, and sees the old value or the new one whole.
-//! [`Service::apply`] is the one way to change it: a [`ServiceChange`] (new providers, with
+//! [`Cluster::apply`] is the one way to change it: a [`ClusterChange`] (new providers, with
 //! or without the edit leading to them; new routers; a new consumer; new settings; any
 //! combination) is turned into the next value off the call path ([`ChainState::next`] for
 //! the routing part; the balancer and health tables carried over by the edit, or by
@@ -13,12 +13,12 @@
 //!
 //! **The calls.** Two entry points, one behaviour (Dubbo's failover cluster):
 //!
-//! - [`Service::select`] for the caller's own loop: routes a request and picks one
+//! - [`Cluster::select`] for the caller's own loop: routes a request and picks one
 //!   provider that is not among the ones the caller already tried; the caller reports the
-//!   outcome with [`Service::report_success`] / [`Service::report_failure`] and, on a
+//!   outcome with [`Cluster::report_success`] / [`Cluster::report_failure`] and, on a
 //!   failure, selects again with the failed provider excluded. It reuses a [`Caller`]
 //!   (buffers, random source, the routed set kept for retries).
-//! - [`Service::call`] (async) runs that loop around a closure: attempts, retries on other
+//! - [`Cluster::call`] (async) runs that loop around a closure: attempts, retries on other
 //!   providers, a timeout per attempt, in-flight counting and health reports, with buffers
 //!   from a per-thread cache.
 //!
@@ -67,8 +67,8 @@ use caller::Handle;
 pub use config::{DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig};
 
 /// A change of a service's published state: [`Change`] with new [`ServiceConfig`] settings
-/// as its `config`. Applied whole by [`Service::apply`].
-pub type ServiceChange = Change<ServiceConfig>;
+/// as its `config`. Applied whole by [`Cluster::apply`].
+pub type ClusterChange = Change<ServiceConfig>;
 
 /// Why no provider was selected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,7 +96,7 @@ pub enum SelectError {
 
 /// A service's published state: the chain state, the balancer and health tables over its
 /// snapshot, the index of providers by address and the configuration. Immutable once
-/// published (its counters are atomics); read it with [`Service::load`].
+/// published (its counters are atomics); read it with [`Cluster::load`].
 #[derive(Debug)]
 pub struct Published {
     state: Arc<ChainState>,
@@ -129,8 +129,8 @@ impl Published {
         }
     }
 
-    /// The state after `change` (see [`Service::apply`]).
-    fn next(&self, change: ServiceChange) -> Result<Self, PrepareError> {
+    /// The state after `change` (see [`Cluster::apply`]).
+    fn next(&self, change: ClusterChange) -> Result<Self, PrepareError> {
         let state = Arc::new(self.state.next(&change)?);
         let config = change.config.map_or_else(|| self.config.clone(), Arc::new);
         let snapshot = state.snapshot();
@@ -334,7 +334,7 @@ impl<'a> From<&'a str> for Target<'a> {
 
 /// Counters of a service since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServiceStats {
+pub struct ClusterStats {
     /// Times the breaker opened: the first refusal after a change in provider health (a
     /// provider degraded or let back in) counts as one trip.
     pub breaker_trips: u64,
@@ -354,9 +354,14 @@ struct Counters {
     recoveries: AtomicU64,
 }
 
-/// A routed, balanced, health-tracked service: see the module documentation.
+/// The client side of one service over its providers, Dubbo's *cluster* (the component that
+/// joins a service's provider list into one callee): it routes each call through the chain,
+/// balances among the routed providers, fails over to another one, tracks their health and
+/// trips the breaker. Named so that it does not shadow `tower::Service` in a tonic client's
+/// code. See the module documentation.
+#[doc(alias = "Service")]
 #[derive(Debug)]
-pub struct Service {
+pub struct Cluster {
     clock: Arc<dyn Clock>,
     /// The one published state every call reads.
     published: ArcSwap<Published>,
@@ -369,7 +374,7 @@ pub struct Service {
     counters: Counters,
 }
 
-impl Service {
+impl Cluster {
     /// A service serving `state` with `config`, on the system clock.
     pub fn new(state: ChainState, config: ServiceConfig) -> Self {
         Self::with_clock(state, config, Arc::new(SystemClock::new()))
@@ -377,7 +382,7 @@ impl Service {
 
     /// A service with an injected clock (tests move it by hand).
     pub fn with_clock(state: ChainState, config: ServiceConfig, clock: Arc<dyn Clock>) -> Self {
-        Service {
+        Cluster {
             clock,
             published: ArcSwap::from_pointee(Published::new(state, config)),
             writers: Mutex::new(()),
@@ -402,7 +407,7 @@ impl Service {
     /// marks are carried over by address before the new state is published, so routers see
     /// them from the first call. Health is kept over new
     /// settings; balancer state is rebuilt when the balancer settings change.
-    pub fn apply(&self, change: ServiceChange) -> Result<Arc<ChainState>, PrepareError> {
+    pub fn apply(&self, change: ClusterChange) -> Result<Arc<ChainState>, PrepareError> {
         let _serial = self.writers.lock().unwrap_or_else(|p| p.into_inner());
         let next = Arc::new(self.published.load().next(change)?);
         let state = next.state.clone();
@@ -434,11 +439,11 @@ impl Service {
 
     /// Counters since start. The call-path counters (calls, failovers, routing decisions
     /// per router) are the chain state's [`routechain_core::ChainMetrics`], when it carries
-    /// them ([`ChainState::metrics`]): [`Service::select`] counts a call on a first attempt
+    /// them ([`ChainState::metrics`]): [`Cluster::select`] counts a call on a first attempt
     /// (`exclude` empty) and a failover on a retry that selected a provider.
-    pub fn stats(&self) -> ServiceStats {
+    pub fn stats(&self) -> ClusterStats {
         let c = &self.counters;
-        ServiceStats {
+        ClusterStats {
             breaker_trips: c.breaker_trips.load(Ordering::Relaxed),
             rejected: c.rejected.load(Ordering::Relaxed),
             degradations: c.degradations.load(Ordering::Relaxed),
@@ -613,7 +618,7 @@ impl Service {
     }
 
     /// The calls in flight on provider `i` of the current snapshot (counted by
-    /// [`Selected::begin`] guards, which [`Service::call`] holds per attempt).
+    /// [`Selected::begin`] guards, which [`Cluster::call`] holds per attempt).
     pub fn in_flight(&self, i: usize) -> u32 {
         self.published.load().balance.active(i)
     }

@@ -1,4 +1,4 @@
-//! Reusable call buffers, so a caller of [`crate::Service::call`] never keeps a
+//! Reusable call buffers, so a caller of [`crate::Cluster::call`] never keeps a
 //! [`Caller`] and a call allocates nothing once a thread's buffers have grown.
 //!
 //! A call takes a [`Buffers`] (a [`Caller`] and the list of providers it tried) from a
@@ -83,7 +83,7 @@ impl PerThread for Buffers {
     }
 
     /// Release the tried providers' states now, and make sure no routed set outlives the
-    /// call (the handle is kept for the next call: [`crate::Service::call`] drops it when a
+    /// call (the handle is kept for the next call: [`crate::Cluster::call`] drops it when a
     /// newer state was published).
     fn recycle(&mut self) {
         self.tried.clear();

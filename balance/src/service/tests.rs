@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use routechain_core::{ChainState, Change, Request, Snapshot, Url};
 
-use super::{Caller, Service, ServiceChange, ServiceConfig};
+use super::{Caller, Cluster, ClusterChange, ServiceConfig};
 
 fn snapshot(n: usize) -> Arc<Snapshot> {
     let text: String = (0..n)
@@ -15,9 +15,9 @@ fn snapshot(n: usize) -> Arc<Snapshot> {
     Arc::new(Snapshot::parse_lines(1, &text).unwrap())
 }
 
-fn service() -> Service {
+fn service() -> Cluster {
     let state = ChainState::new(None, snapshot(8), Url::empty(), vec![]).unwrap();
-    Service::new(state, ServiceConfig::default())
+    Cluster::new(state, ServiceConfig::default())
 }
 
 #[test]
@@ -76,7 +76,7 @@ fn the_handle_follows_a_new_state_in_place_when_free() {
     let handle_ptr = Arc::as_ptr(&new.handle);
     drop(new);
     service
-        .apply(ServiceChange::config(ServiceConfig::default()))
+        .apply(ClusterChange::config(ServiceConfig::default()))
         .unwrap();
     let again = service.select(&request, &[], &mut call).unwrap();
     assert_eq!(Arc::as_ptr(&again.handle), handle_ptr);
@@ -95,7 +95,7 @@ fn a_call_ends_by_dropping_a_handle_on_a_replaced_state() {
     caller.release(&service);
     assert!(caller.has_handle(), "kept for the next call");
     service
-        .apply(ServiceChange::config(ServiceConfig::default()))
+        .apply(ClusterChange::config(ServiceConfig::default()))
         .unwrap();
     caller.release(&service);
     assert!(!caller.has_handle());
@@ -116,7 +116,7 @@ fn numbered(ns: &[u32]) -> Vec<Url> {
 }
 
 /// Health and degraded marks, per provider address, of the service's published state.
-fn health_by_address(service: &Service) -> Vec<(String, crate::health::ProviderHealth, bool)> {
+fn health_by_address(service: &Cluster) -> Vec<(String, crate::health::ProviderHealth, bool)> {
     let state = service.state();
     let mut out: Vec<_> = state
         .snapshot()
@@ -149,7 +149,7 @@ fn an_edited_snapshot_carries_health_and_marks_by_provider_as_a_replaced_one_doe
         )
         .unwrap();
         let clock = Arc::new(ManualClock::new());
-        let service = Service::with_clock(state, ServiceConfig::default(), clock.clone());
+        let service = Cluster::with_clock(state, ServiceConfig::default(), clock.clone());
         // Degraded: 3, 70, 200 (200 is removed, then its address comes back as a new
         // provider); failures without degrading: 5 and 299; 71 on probation.
         for i in [3usize, 70, 200, 71] {

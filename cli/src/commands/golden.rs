@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use routechain::balance::Service;
+use routechain::balance::Cluster;
 use routechain::core::{CallState, FieldPath, RuleDoc, Snapshot, Trace};
 use routechain::rules::load::{self, LoadError};
 use routechain::rules::{ChainFile, RequestSpec, RuleSource, YamlDoc};
@@ -202,7 +202,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
                 (Some(err), false) => format!("no provider ({}), expected some", err.message),
             },
             (None, None, Some(by), Some(want)) => {
-                let service = Service::new(state, chain.service_config.clone());
+                let service = Cluster::new(state, chain.service_config.clone());
                 let calls = case.calls.unwrap_or(DEFAULT_CALLS);
                 let tally = super::simulate::tally(&service, &request, calls, seed);
                 let mut got: BTreeMap<&str, u64> = BTreeMap::new();

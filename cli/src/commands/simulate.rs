@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use routechain::balance::{Caller, SelectError, Service};
+use routechain::balance::{Caller, Cluster, SelectError};
 use routechain::core::{CallState, NoProvider, Request, Snapshot, Trace};
 use routechain::rules::ChainFile;
 use routechain::rules::load::{self, LoadError};
@@ -117,7 +117,7 @@ pub(crate) struct Tally {
 }
 
 /// Routes and balances `request` `calls` times with a random source seeded with `seed`.
-pub(crate) fn tally(service: &Service, request: &Request, calls: u64, seed: u64) -> Tally {
+pub(crate) fn tally(service: &Cluster, request: &Request, calls: u64, seed: u64) -> Tally {
     let mut call = Caller::seeded(seed);
     let mut t = Tally {
         counts: vec![0; service.state().snapshot().len()],
@@ -148,7 +148,7 @@ fn report(
         snapshot.clone(),
         request.consumer.clone(),
     )?;
-    let service = Service::new(state, chain.service_config.clone());
+    let service = Cluster::new(state, chain.service_config.clone());
     // The first call's routing, traced on its own call state with the same seed, so it
     // draws what the first counted call draws.
     let trace = args.explain.then(|| {

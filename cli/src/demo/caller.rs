@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use routechain::balance::Service;
+use routechain::balance::Cluster;
 use routechain::core::Provider;
 use routechain_tower::grpc::ERROR_HEADER;
 use routechain_tower::{
@@ -129,7 +129,7 @@ impl MakeChannel for Counting {
 /// What the callers share.
 pub struct Shared {
     /// The routechain service the layer routes by (the live chain's).
-    pub service: Arc<Service>,
+    pub service: Arc<Cluster>,
     /// The client: the demo's gRPC client over the layer.
     pub client: UserIndexClient<RouteService<Counting>>,
     /// The connector (its counters).

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use routechain_balance::ServiceChange;
+use routechain_balance::ClusterChange;
 use routechain_core::{ChainEntry, Snapshot, SnapshotEdit, Url};
 use routechain_rules::{ChainFile, EntryDef, RuleOverride, RuleSource};
 
@@ -383,7 +383,7 @@ impl LiveChain {
         // Providers changed (alone or with some routers' rules): the balancers, health and
         // every router whose rule is unchanged follow the edit (a router that cannot
         // prepares afresh); a router with a new rule prepares over the new snapshot.
-        let result = self.service.apply(ServiceChange {
+        let result = self.service.apply(ClusterChange {
             providers: snapshot.map(|s| (s, edit)),
             entries: entries.map(Into::into),
             consumer: fresh.map(|file| {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use routechain::balance::Caller;
-use routechain::balance::{Service, ServiceConfig};
+use routechain::balance::{Cluster, ServiceConfig};
 use routechain::core::{CallState, ChainMetrics, Request, Snapshot, Url};
 use routechain::rules::ChainFile;
 use routechain_testkit as testkit;
@@ -219,7 +219,7 @@ fn the_full_chain_with_metrics_on_allocates_nothing_per_call() {
     let state = testkit::build_state(&yaml, snapshot)
         .unwrap_or_else(|e| panic!("{}", e.render()))
         .with_metrics(Some(metrics.clone()));
-    let service = Service::new(state, ServiceConfig::default());
+    let service = Cluster::new(state, ServiceConfig::default());
     let requests = testkit::requests(64, 42);
     let mut call = Caller::seeded(7);
     service.select(&requests[0], &[], &mut call).ok(); // grows the buffers

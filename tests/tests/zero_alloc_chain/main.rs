@@ -1,21 +1,21 @@
 //! Routing a call through the full chain of real built-in routers (tag → condition → group
 //! → IDC-weight, built from chain-file text through the default registry) and picking a
-//! provider with the real balancer — directly, and through `Service::select` — allocates
+//! provider with the real balancer — directly, and through `Cluster::select` — allocates
 //! nothing once the call state's buffers have grown.
 
 use std::sync::Arc;
 
 use routechain::balance::Caller;
-use routechain::balance::{BalanceConfig, Service, ServiceConfig, SnapshotBalance};
+use routechain::balance::{BalanceConfig, Cluster, ServiceConfig, SnapshotBalance};
 use routechain::core::CallState;
 use routechain_testkit as testkit;
 
-fn chain() -> (Service, Vec<routechain::core::Request>) {
+fn chain() -> (Cluster, Vec<routechain::core::Request>) {
     let yaml = testkit::full_chain_yaml();
     let snapshot = Arc::new(testkit::snapshot(10_000, 42));
     let state = testkit::build_state(&yaml, snapshot).unwrap_or_else(|e| panic!("{}", e.render()));
     (
-        Service::new(state, ServiceConfig::default()),
+        Cluster::new(state, ServiceConfig::default()),
         testkit::requests(64, 42),
     )
 }
