@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Line order and labels of the chart (routing benchmarks only).
 SERIES = [
     ("route-naive", "naive Vec chain (baseline)", "#d62728"),
-    ("route-full-select", "Service::select (chain + pick)", "#e377c2"),
+    ("route-full-select", "Cluster::select (chain + pick)", "#e377c2"),
     ("route-full-pick", "full chain + pick", "#1f77b4"),
     ("route-full", "full chain (4 routers)", "#17becf"),
     ("route-condition", "condition alone", "#2ca02c"),
@@ -38,7 +38,7 @@ TABLE_GROUPS = [
     ("route-idc-weight", "idc-weight alone"),
     ("route-full", "full chain"),
     ("route-full-pick", "full chain + pick"),
-    ("route-full-select", "Service::select (full chain + pick)"),
+    ("route-full-select", "Cluster::select (full chain + pick)"),
     ("route-naive", "naive baseline"),
     ("update-providers", "prepare: changed provider list"),
     ("update-rule", "prepare: changed rule (parse + compile + prepare)"),
