@@ -286,7 +286,7 @@ impl ValueIndex {
     }
 
     /// The index carried over `edit` to `snapshot` (the new one), reading `value_of` for the
-    /// added providers only: answers as [`ValueIndex::build_with`] over `snapshot`. Time:
+    /// added providers only: answers as a fresh build over `snapshot` ([`ValueIndex::build`]). Time:
     /// the members (a binary search over the removed positions each), the bitsets' words
     /// and the values' offsets, the dictionary copied only when a new value appears, plus
     /// the added providers.
