@@ -277,7 +277,13 @@ impl ChainState {
     /// new degraded set. The result routes exactly as a state built by [`ChainState::new`]
     /// from the same parts would.
     pub fn next<C>(&self, change: &Change<C>) -> Result<Self, PrepareError> {
-        let (snapshot, degraded, prior) = match &change.providers {
+        // The current snapshot given again is no provider change: the degraded set (which
+        // the serving layer's health table marks) stays the same set.
+        let providers = change
+            .providers
+            .as_ref()
+            .filter(|(s, _)| !Arc::ptr_eq(s, &self.snapshot));
+        let (snapshot, degraded, prior) = match providers {
             None => (
                 self.snapshot.clone(),
                 self.degraded.clone(),

@@ -201,6 +201,18 @@ fn next_by_an_edit_carries_the_degraded_marks_and_routes_as_a_fresh_state() {
     assert!(other.edited_routers().all(|(_, edited)| !edited));
     assert!(Arc::ptr_eq(other.snapshot(), next.snapshot()));
     assert!(Arc::ptr_eq(other.degraded(), next.degraded()));
+
+    // The current snapshot given again, with or without an edit, keeps the degraded set
+    // (the one a service's health table marks) and the prepared routers.
+    let (_, noop) = next.snapshot().edit_to(3, next.snapshot().providers());
+    for change in [
+        Change::<()>::providers(next.snapshot().clone()),
+        Change::<()>::edit(next.snapshot().clone(), noop),
+    ] {
+        let again = next.next(&change).unwrap();
+        assert!(Arc::ptr_eq(again.degraded(), next.degraded()));
+        assert!(again.degraded().contains(3));
+    }
 }
 
 #[test]
