@@ -177,8 +177,10 @@ fn an_unreadable_rule_is_reported_counted_and_retried_while_the_rest_applies_the
         "reads again",
         |r| matches!(r, Report::Status { message, .. } if message.contains("reads again")),
     );
+    // The backoff tops out at 5 s: a read well within 12 s shows the node was retried (the
+    // margin is for a loaded machine; the retry times are in docs/live.md).
     assert!(
-        opened.elapsed() < Duration::from_secs(8),
+        opened.elapsed() < Duration::from_secs(12),
         "{:?}",
         opened.elapsed()
     );
