@@ -3,13 +3,13 @@
 //! file; `zk register` holds ephemeral nodes until Ctrl-C; `zk put-rule` writes override
 //! and mesh nodes; a bad providers-file line is skipped by `watch` and refused by `route`.
 
+mod common;
+
+use common::Running;
 use routechain_testkit as support;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 struct Scratch(PathBuf);
 
@@ -50,87 +50,6 @@ fn routechain(args: &[&str]) -> Output {
 
 /// A running `routechain` command whose stdout and stderr lines arrive on channels;
 /// killed on drop.
-struct Running {
-    child: Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
-}
-
-fn lines(r: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-impl Running {
-    fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
-            .args(args)
-            .current_dir(workspace())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn routechain");
-        let stdout = lines(child.stdout.take().unwrap());
-        let stderr = lines(child.stderr.take().unwrap());
-        Running {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Stderr lines up to and including the first one containing `needle`.
-    fn stderr_until(&self, needle: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) => {
-                    let done = line.contains(needle);
-                    seen.push(line);
-                    if done {
-                        return seen;
-                    }
-                }
-                Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
-            }
-        }
-    }
-
-    fn next_stdout(&self) -> serde_json::Value {
-        let line = self
-            .stdout
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a stdout line");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    fn interrupt(&mut self) -> std::process::ExitStatus {
-        Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        self.child.wait().unwrap()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn addresses(v: &serde_json::Value) -> Vec<String> {
     v["providers"]
         .as_array()
@@ -313,7 +232,7 @@ fn watch_says_what_it_watches_and_what_matches_prints_nothing_before_the_first_s
         "/dubbo/com.acme.OrderService/providers: 3 registered, 0 match (group=, version=3.0.0); excluded 3 by group",
     );
     // The list that arrived (empty) is the first state: one line, no provider.
-    let v = w.next_stdout();
+    let v = w.next_json();
     assert_eq!(addresses(&v), Vec::<String>::new());
 
     // The chain file is watched: a `group: "*"` reference of version 2.1.0 takes two.
@@ -329,9 +248,9 @@ fn watch_says_what_it_watches_and_what_matches_prints_nothing_before_the_first_s
     w.stderr_until("3 registered, 2 match (group=*, version=2.1.0); excluded 1 by version");
     w.stderr_until("providers' application orders: watching /dubbo/config/dubbo/orders.tag-router");
     // One line for the reloaded chain (no provider yet), then the providers arrive.
-    let mut v = w.next_stdout();
+    let mut v = w.next_json();
     while addresses(&v).is_empty() {
-        v = w.next_stdout();
+        v = w.next_json();
     }
     assert_eq!(addresses(&v), ["10.0.0.1:20880", "10.0.0.2:20880"]);
 }
@@ -367,5 +286,5 @@ fn a_bad_providers_file_line_is_skipped_by_watch_and_refused_by_route_and_check(
             providers.display()
         )
     );
-    assert_eq!(addresses(&w.next_stdout()), ["10.0.0.1:20880"]);
+    assert_eq!(addresses(&w.next_json()), ["10.0.0.1:20880"]);
 }

@@ -4,94 +4,16 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::sync::mpsc::Receiver;
-use std::time::Duration;
-
-use common::{Scratch, assert_exit, routechain, stderr, workspace};
+use common::{Running, Scratch, assert_exit, routechain, stderr};
 use routechain_testkit as support;
 use serde_json::Value;
 
 /// A running `routechain watch`, its output lines on channels; killed on drop.
-struct Watch {
-    child: std::process::Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
-}
-
-impl Watch {
-    fn spawn(args: &[&str]) -> Self {
-        use std::io::BufRead;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
-            .arg("watch")
-            .args(args)
-            .current_dir(workspace())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn routechain watch");
-        let lines = |r: Box<dyn std::io::Read + Send>| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-            rx
-        };
-        let stdout = lines(Box::new(child.stdout.take().unwrap()));
-        let stderr = lines(Box::new(child.stderr.take().unwrap()));
-        Watch {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// The next stdout line, parsed.
-    fn next_json(&self) -> Value {
-        let line = self
-            .stdout
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("no stdout line; stderr: {:?}", self.seen()));
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    /// Skips stderr lines until one contains `needle`; returns it.
-    fn stderr_with(&self, needle: &str) -> String {
-        self.stderr_until(needle).pop().unwrap()
-    }
-
-    /// The stderr lines up to the first that contains `needle`, that one last.
-    fn stderr_until(&self, needle: &str) -> Vec<String> {
-        let mut seen = Vec::new();
-        loop {
-            match self.stderr.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) => {
-                    let found = line.contains(needle);
-                    seen.push(line);
-                    if found {
-                        return seen;
-                    }
-                }
-                Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
-            }
-        }
-    }
-
-    fn seen(&self) -> Vec<String> {
-        self.stderr.try_iter().collect()
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `routechain watch` with `args`.
+fn watch(args: &[&str]) -> Running {
+    let mut all = vec!["watch"];
+    all.extend_from_slice(args);
+    Running::spawn(&all)
 }
 
 fn addresses(v: &Value) -> Vec<&str> {
@@ -149,7 +71,7 @@ fn a_reference_change_refilters_the_zookeeper_providers_and_each_state_prints_on
         "service: com.foo.BarService\nrouters:\n  - type: condition\n",
     );
     let request = s.write("request.json", "{}");
-    let w = Watch::spawn(&[
+    let w = watch(&[
         "--chain",
         chain.to_str().unwrap(),
         "--zookeeper",
@@ -181,7 +103,7 @@ fn a_reference_change_refilters_the_zookeeper_providers_and_each_state_prints_on
 
     // Without --request: the start line says what is followed.
     drop(w);
-    let w = Watch::spawn(&["--chain", chain.to_str().unwrap(), "--zookeeper", &addr]);
+    let w = watch(&["--chain", chain.to_str().unwrap(), "--zookeeper", &addr]);
     let line = w.stderr_with("following ZooKeeper");
     assert!(
         line.contains(&format!("{addr} for {service} (group=, version=*)")),
@@ -191,7 +113,7 @@ fn a_reference_change_refilters_the_zookeeper_providers_and_each_state_prints_on
     // `--service` fixes the reference for the run: an edit of the chain file's `version`
     // changes neither the providers nor the rule keys followed.
     drop(w);
-    let w = Watch::spawn(&[
+    let w = watch(&[
         "--chain",
         chain.to_str().unwrap(),
         "--zookeeper",
@@ -242,7 +164,7 @@ fn file_mode_says_what_it_serves_and_standard_input_cannot_be_watched() {
         "providers.txt",
         "dubbo://10.0.0.1:20880/com.foo.BarService\ndubbo://10.0.0.2:20880/com.foo.BarService\n",
     );
-    let w = Watch::spawn(&[
+    let w = watch(&[
         "--chain",
         chain.to_str().unwrap(),
         "--providers",

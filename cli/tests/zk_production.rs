@@ -9,12 +9,11 @@ mod common;
 
 use routechain_testkit as support;
 
-use std::io::{BufRead, Read, Write};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc::Receiver;
+use std::io::{Read, Write};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{Scratch, routechain, stderr, workspace};
+use common::{Running, Scratch, routechain, stderr, workspace};
 
 const SERVICE: &str = "com.acme.OrderService";
 const KEY: &str = "com.acme.OrderService::";
@@ -30,93 +29,14 @@ fn routechain_env(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// A running `routechain` command whose stdout and stderr lines arrive on channels;
 /// killed on drop.
-struct Running {
-    child: Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
-}
-
-fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
-impl Running {
-    fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
-            .args(args)
-            .current_dir(workspace())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn routechain");
-        let stdout = lines(child.stdout.take().unwrap());
-        let stderr = lines(child.stderr.take().unwrap());
-        Running {
-            child,
-            stdout,
-            stderr,
-        }
-    }
-
-    /// Stderr lines up to and including the first one containing `needle`.
-    fn stderr_until(&self, needle: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr.recv_timeout(left) {
-                Ok(line) => {
-                    eprintln!("stderr: {line}");
-                    let done = line.contains(needle);
-                    seen.push(line);
-                    if done {
-                        return seen;
-                    }
-                }
-                Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
-            }
-        }
-    }
-
-    /// The next stdout line's provider addresses (the routed request).
-    fn next_route(&self) -> Vec<String> {
-        let line = self
-            .stdout
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a stdout line");
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        v["providers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["address"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The provider addresses of the next routed request `w` prints.
+fn next_route(w: &Running) -> Vec<String> {
+    w.next_json()["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["address"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn get_rule(addr: &str, env: &[(&str, &str)]) -> Output {
@@ -324,7 +244,7 @@ fn watch_reports_an_unreadable_rule_serves_the_rest_reads_it_once_opened_and_mas
         "{refused}"
     );
     // Everything else it could read is served.
-    assert_eq!(w.next_route(), ["10.0.0.1:20880", "10.0.0.2:20880"]);
+    assert_eq!(next_route(&w), ["10.0.0.1:20880", "10.0.0.2:20880"]);
     let text = scrape(&metrics);
     assert!(
         text.contains(&format!(
@@ -352,7 +272,7 @@ fn watch_reports_an_unreadable_rule_serves_the_rest_reads_it_once_opened_and_mas
     let out = put_rule(&owner, rule.to_str().unwrap(), &["--world-readable"]);
     assert_eq!(out.status.code(), Some(0));
     let deadline = Instant::now() + Duration::from_secs(20);
-    while w.next_route() != ["10.0.0.2:20880"] {
+    while next_route(&w) != ["10.0.0.2:20880"] {
         assert!(Instant::now() < deadline, "the opened rule never applied");
     }
     seen.extend(w.stderr_until("reads again"));

@@ -132,3 +132,104 @@ pub fn run_samples(doc: &str, name: &str) -> (usize, String) {
     }
     (samples, shown)
 }
+
+/// A running `routechain` process (a `watch`, a `zk register`), its stdout and stderr read
+/// line by line on their own threads; killed on drop.
+pub struct Running {
+    child: std::process::Child,
+    stdout: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+fn lines(r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+impl Running {
+    /// Starts the binary with `args` from the workspace root, stdin closed.
+    pub fn spawn(args: &[&str]) -> Self {
+        use std::process::Stdio;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
+            .args(args)
+            .current_dir(workspace())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn routechain");
+        let stdout = lines(child.stdout.take().unwrap());
+        let stderr = lines(child.stderr.take().unwrap());
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The stderr lines up to the first that contains `needle`, that one last (30 s at most).
+    pub fn stderr_until(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        loop {
+            match self.stderr.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    seen.push(line);
+                    if found {
+                        return seen;
+                    }
+                }
+                Err(_) => panic!("no stderr line with {needle:?}; saw {seen:#?}"),
+            }
+        }
+    }
+
+    /// Skips stderr lines until one contains `needle`; returns it.
+    pub fn stderr_with(&self, needle: &str) -> String {
+        self.stderr_until(needle).pop().unwrap()
+    }
+
+    /// The stderr lines printed so far and not yet read.
+    pub fn seen(&self) -> Vec<String> {
+        self.stderr.try_iter().collect()
+    }
+
+    /// The next stdout line, parsed as JSON (30 s at most).
+    pub fn next_json(&self) -> Value {
+        let line = self
+            .stdout
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no stdout line; stderr: {:?}", self.seen()));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+
+    /// Sends signal `name` (`INT`, `STOP`, `CONT`...) to the process.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Sends SIGINT (Ctrl-C) and waits for the process to end.
+    pub fn interrupt(&mut self) -> std::process::ExitStatus {
+        self.signal("INT");
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
