@@ -109,8 +109,9 @@ pub struct Published {
 }
 
 impl Published {
-    /// The first published state of a service.
-    fn new(state: ChainState, config: ServiceConfig) -> Self {
+    /// The first published state of a service; providers warming up at `now` (ms since the
+    /// epoch) join the warm-up table.
+    fn new(state: ChainState, config: ServiceConfig, now: i64) -> Self {
         let state = Arc::new(state);
         let by_address = by_address::index(state.snapshot());
         if state.degraded().len() != state.snapshot().len() {
@@ -121,7 +122,11 @@ impl Published {
             );
         }
         Published {
-            balance: Arc::new(SnapshotBalance::new(state.snapshot(), &config.balance)),
+            balance: Arc::new(SnapshotBalance::new_at(
+                state.snapshot(),
+                &config.balance,
+                now,
+            )),
             health: Arc::new(HealthTable::new(state.degraded().clone())),
             by_address,
             config: Arc::new(config),
@@ -129,8 +134,8 @@ impl Published {
         }
     }
 
-    /// The state after `change` (see [`Cluster::apply`]).
-    fn next(&self, change: ClusterChange) -> Result<Self, PrepareError> {
+    /// The state after `change` (see [`Cluster::apply`]) at `now` (ms since the epoch).
+    fn next(&self, change: ClusterChange, now: i64) -> Result<Self, PrepareError> {
         let state = Arc::new(self.state.next(&change)?);
         let config = change.config.map_or_else(|| self.config.clone(), Arc::new);
         let snapshot = state.snapshot();
@@ -140,7 +145,7 @@ impl Published {
             let balance = if config.balance == self.config.balance {
                 self.balance.clone()
             } else {
-                Arc::new(SnapshotBalance::new(snapshot, &config.balance))
+                Arc::new(SnapshotBalance::new_at(snapshot, &config.balance, now))
             };
             return Ok(Published {
                 balance,
@@ -161,8 +166,8 @@ impl Published {
             _ => None,
         };
         Ok(match edit {
-            Some(edit) => self.edited(state, config, edit),
-            None => self.replaced(state, config),
+            Some(edit) => self.edited(state, config, edit, now),
+            None => self.replaced(state, config, now),
         })
     }
 
@@ -175,9 +180,10 @@ impl Published {
         state: Arc<ChainState>,
         config: Arc<ServiceConfig>,
         edit: &SnapshotEdit,
+        now: i64,
     ) -> Self {
         let snapshot = state.snapshot();
-        let balance = Arc::new(self.balance.edited(edit, snapshot, &config.balance));
+        let balance = Arc::new(self.balance.edited_at(edit, snapshot, &config.balance, now));
         let by_address = by_address::index_edited(&self.by_address, edit, snapshot);
         let health = Arc::new(self.health.edited(edit, state.degraded().clone()));
         let providers = snapshot.providers();
@@ -197,7 +203,7 @@ impl Published {
 
     /// The tables over `state`, whose snapshot replaces this one's: every provider takes the
     /// health of the first provider of this state at its address, and its degraded mark.
-    fn replaced(&self, state: Arc<ChainState>, config: Arc<ServiceConfig>) -> Self {
+    fn replaced(&self, state: Arc<ChainState>, config: Arc<ServiceConfig>, now: i64) -> Self {
         let snapshot = state.snapshot();
         let by_address = by_address::index(snapshot);
         let health = Arc::new(HealthTable::new(state.degraded().clone()));
@@ -215,7 +221,7 @@ impl Published {
             },
         );
         Published {
-            balance: Arc::new(SnapshotBalance::new(snapshot, &config.balance)),
+            balance: Arc::new(SnapshotBalance::new_at(snapshot, &config.balance, now)),
             health,
             by_address,
             config,
@@ -231,6 +237,11 @@ impl Published {
     /// The configuration.
     pub fn config(&self) -> &Arc<ServiceConfig> {
         &self.config
+    }
+
+    /// The balancers prepared over the snapshot (weights, warm-up, in-flight counters).
+    pub fn balance(&self) -> &Arc<SnapshotBalance> {
+        &self.balance
     }
 
     fn indexes_of<'a>(&'a self, address: &'a str) -> impl Iterator<Item = usize> + 'a {
@@ -382,9 +393,10 @@ impl Cluster {
 
     /// A service with an injected clock (tests move it by hand).
     pub fn with_clock(state: ChainState, config: ServiceConfig, clock: Arc<dyn Clock>) -> Self {
+        let now = clock.epoch_millis();
         Cluster {
             clock,
-            published: ArcSwap::from_pointee(Published::new(state, config)),
+            published: ArcSwap::from_pointee(Published::new(state, config, now)),
             writers: Mutex::new(()),
             health_epoch: AtomicU64::new(0),
             tripped_epoch: AtomicU64::new(u64::MAX),
@@ -409,7 +421,11 @@ impl Cluster {
     /// settings; balancer state is rebuilt when the balancer settings change.
     pub fn apply(&self, change: ClusterChange) -> Result<Arc<ChainState>, PrepareError> {
         let _serial = self.writers.lock().unwrap_or_else(|p| p.into_inner());
-        let next = Arc::new(self.published.load().next(change)?);
+        let next = Arc::new(
+            self.published
+                .load()
+                .next(change, self.clock.epoch_millis())?,
+        );
         let state = next.state.clone();
         self.published.store(next);
         tracing::debug!(generation = state.generation(), "service state published");
@@ -544,9 +560,23 @@ impl Cluster {
         }
         let balance = &published.config.balance;
         let slot = balance.slot(request.method.as_deref());
+        // The wall clock only while some provider is warming up.
+        let warm = published.balance.shared().warm();
+        let now = if warm.active() {
+            warm.now(self.clock.epoch_millis())
+        } else {
+            0
+        };
         let index = published
             .balance
-            .pick(slot, balance.spec(slot), request, candidates, &mut call.rng)
+            .pick_at(
+                slot,
+                balance.spec(slot),
+                request,
+                candidates,
+                &mut call.rng,
+                now,
+            )
             .ok_or(SelectError::Exhausted {
                 tried: exclude.len(),
             })?;
