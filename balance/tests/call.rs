@@ -64,7 +64,7 @@ async fn a_failed_attempt_is_retried_on_another_provider() {
 #[tokio::test]
 async fn tried_providers_are_excluded_until_none_is_left() {
     let config = ServiceConfig {
-        retries: 9,
+        retries: Some(9),
         ..ServiceConfig::default()
     };
     let svc = service(4, config);
@@ -96,7 +96,7 @@ async fn retries_follow_the_configuration_and_the_method() {
         "once".into(),
         MethodCall {
             retries: Some(0),
-            timeout: None,
+            ..MethodCall::default()
         },
     );
     let svc = service(5, config);
@@ -124,14 +124,14 @@ async fn retries_follow_the_configuration_and_the_method() {
 #[tokio::test(start_paused = true)]
 async fn each_attempt_has_its_own_timeout() {
     let mut config = ServiceConfig {
-        timeout: Duration::from_millis(100),
+        timeout: Some(Duration::from_millis(100)),
         ..ServiceConfig::default()
     };
     config.methods.insert(
         "report".into(),
         MethodCall {
-            retries: None,
             timeout: Some(Duration::from_secs(5)),
+            ..MethodCall::default()
         },
     );
     let svc = service(3, config);
@@ -195,7 +195,7 @@ async fn each_attempt_has_its_own_timeout() {
 async fn a_cancelled_call_leaves_nothing_in_flight() {
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::LeastActive)),
-        timeout: Duration::ZERO,
+        timeout: Some(Duration::ZERO),
         ..ServiceConfig::default()
     };
     let svc = service(2, config);

@@ -55,6 +55,7 @@ mod by_address;
 mod call;
 mod caller;
 mod config;
+pub mod params;
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -64,7 +65,10 @@ pub use pool::{PerThread, Pooled};
 pub use call::{CallError, InvokeError, Invoked};
 pub use caller::Caller;
 use caller::Handle;
-pub use config::{DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig};
+pub use config::{
+    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig,
+};
+use params::CallParams;
 
 /// A change of a service's published state: [`Change`] with new [`ServiceConfig`] settings
 /// as its `config`. Applied whole by [`Cluster::apply`].
@@ -106,6 +110,9 @@ pub struct Published {
     /// address (see [`by_address`]).
     by_address: Arc<[u32]>,
     config: Arc<ServiceConfig>,
+    /// The call parameters merged from the consumer's settings, the providers' URLs and
+    /// the override rules (and the balancer slots they need).
+    params: Arc<CallParams>,
 }
 
 impl Published {
@@ -121,15 +128,17 @@ impl Published {
                 "the chain state's degraded set does not match its snapshot"
             );
         }
+        let params = CallParams::new(state.snapshot(), &config);
         Published {
             balance: Arc::new(SnapshotBalance::new_at(
                 state.snapshot(),
-                &config.balance,
+                params.balance(),
                 now,
             )),
             health: Arc::new(HealthTable::new(state.degraded().clone())),
             by_address,
             config: Arc::new(config),
+            params: Arc::new(params),
             state,
         }
     }
@@ -142,16 +151,22 @@ impl Published {
         if Arc::ptr_eq(snapshot, self.state.snapshot()) {
             // Same providers, same degraded set: the tables stay, the balancers are
             // prepared again only for new balancer settings.
-            let balance = if config.balance == self.config.balance {
+            let params = if Arc::ptr_eq(&config, &self.config) {
+                self.params.clone()
+            } else {
+                Arc::new(self.params.configured(&config))
+            };
+            let balance = if params.balance() == self.params.balance() {
                 self.balance.clone()
             } else {
-                Arc::new(SnapshotBalance::new_at(snapshot, &config.balance, now))
+                Arc::new(SnapshotBalance::new_at(snapshot, params.balance(), now))
             };
             return Ok(Published {
                 balance,
                 health: self.health.clone(),
                 by_address: self.by_address.clone(),
                 config,
+                params,
                 state,
             });
         }
@@ -183,7 +198,11 @@ impl Published {
         now: i64,
     ) -> Self {
         let snapshot = state.snapshot();
-        let balance = Arc::new(self.balance.edited_at(edit, snapshot, &config.balance, now));
+        let params = Arc::new(self.params.edited(edit, snapshot, &config));
+        let balance = Arc::new(
+            self.balance
+                .edited_at(edit, snapshot, params.balance(), now),
+        );
         let by_address = by_address::index_edited(&self.by_address, edit, snapshot);
         let health = Arc::new(self.health.edited(edit, state.degraded().clone()));
         let providers = snapshot.providers();
@@ -198,6 +217,7 @@ impl Published {
             health,
             by_address,
             config,
+            params,
         }
     }
 
@@ -220,11 +240,13 @@ impl Published {
                 }
             },
         );
+        let params = CallParams::new(snapshot, &config);
         Published {
-            balance: Arc::new(SnapshotBalance::new_at(snapshot, &config.balance, now)),
+            balance: Arc::new(SnapshotBalance::new_at(snapshot, params.balance(), now)),
             health,
             by_address,
             config,
+            params: Arc::new(params),
             state,
         }
     }
@@ -237,6 +259,12 @@ impl Published {
     /// The configuration.
     pub fn config(&self) -> &Arc<ServiceConfig> {
         &self.config
+    }
+
+    /// The call parameters: the consumer's settings merged with the providers' URLs and
+    /// the override rules, resolved per method (see [`params`]).
+    pub fn params(&self) -> &Arc<CallParams> {
+        &self.params
     }
 
     /// The balancers prepared over the snapshot (weights, warm-up, in-flight counters).
@@ -558,8 +586,11 @@ impl Cluster {
                 tried: exclude.len(),
             });
         }
-        let balance = &published.config.balance;
-        let slot = balance.slot(request.method.as_deref());
+        let params = &*published.params;
+        // Dubbo reads `loadbalance` from the routed list's first provider.
+        let routed = &caller.routed;
+        let (slot, _) = params.slot(params.method(request.method.as_deref()), || routed.first());
+        let balance = params.balance();
         // The wall clock only while some provider is warming up.
         let warm = published.balance.shared().warm();
         let now = if warm.active() {
