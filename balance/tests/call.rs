@@ -442,7 +442,10 @@ async fn timeout_and_retries_come_from_the_provider_the_rules_and_the_attachment
 #[tokio::test]
 async fn failsafe_returns_the_default_and_failfast_the_error() {
     let mut config = ServiceConfig::default();
-    for (m, mode) in [("log", ClusterMode::Failsafe), ("pay", ClusterMode::Failfast)] {
+    for (m, mode) in [
+        ("log", ClusterMode::Failsafe),
+        ("pay", ClusterMode::Failfast),
+    ] {
         config.methods.insert(
             m.into(),
             MethodCall {
@@ -463,7 +466,10 @@ async fn failsafe_returns_the_default_and_failfast_the_error() {
         .call(&Request::new().with_method("pay"), failing)
         .await
         .unwrap_err();
-    assert!(matches!(err, InvokeError::Failed { attempts: 1, .. }), "{err:?}");
+    assert!(
+        matches!(err, InvokeError::Failed { attempts: 1, .. }),
+        "{err:?}"
+    );
     // A final error is the provider's answer, even failsafe.
     let err = svc
         .call(&Request::new().with_method("log"), |_| async {
@@ -471,5 +477,11 @@ async fn failsafe_returns_the_default_and_failfast_the_error() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, InvokeError::Failed { last: CallError::Final("invalid"), .. }));
+    assert!(matches!(
+        err,
+        InvokeError::Failed {
+            last: CallError::Final("invalid"),
+            ..
+        }
+    ));
 }

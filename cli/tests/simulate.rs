@@ -256,5 +256,5 @@ fn a_bad_balancer_is_reported_with_its_location() {
 fn docs_load_balancing_sample_is_what_simulate_prints() {
     let doc = std::fs::read_to_string(workspace().join("docs/load-balancing.md")).unwrap();
     let (samples, _) = run_samples(&doc, "docs/load-balancing.md");
-    assert_eq!(samples, 1);
+    assert_eq!(samples, 2);
 }

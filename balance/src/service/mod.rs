@@ -318,6 +318,21 @@ impl Selected {
     pub fn state(&self) -> &Arc<ChainState> {
         &self.published().state
     }
+    /// The retries of a call of `method` whose first attempt went to this provider: the
+    /// effective value ([`params`]: the consumer's, the override rules', Dubbo's default),
+    /// for a caller running its own failover loop.
+    pub fn retries(&self, method: Option<&str>) -> u32 {
+        let params = &self.published().params;
+        params.retries(params.method(method), Some(self.index)).0
+    }
+
+    /// The timeout of an attempt of `method` on this provider (`None`: no timeout), the
+    /// effective value ([`params`]).
+    pub fn timeout(&self, method: Option<&str>) -> Option<Duration> {
+        let params = &self.published().params;
+        params.timeout(params.method(method), Some(self.index)).0
+    }
+
     /// Counts the call as in flight (for `leastactive` and `p2c`) until the guard drops.
     pub fn begin(&self) -> InFlight {
         self.published().balance.begin(self.index);
