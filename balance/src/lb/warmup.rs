@@ -117,12 +117,18 @@ impl Keys {
     }
 
     /// Provider `p` as a warming entry at `now`, when it is warming (or ahead of `now`).
+    /// `warmup` is read only for a provider that started less than 2³¹ ms ago (Dubbo's
+    /// `warmup` is an int): the others cannot be warming.
     fn warming(&self, index: usize, p: &Provider, weight: u32, now: i64) -> Option<Warming> {
         if weight == 0 {
             return None;
         }
-        let (timestamp, warmup) = warm_params(p.get_key(&self.timestamp), p.get_key(&self.warmup));
-        let warm = timestamp > 0 && now < timestamp.saturating_add(warmup.max(0));
+        let (timestamp, _) = warm_params(p.get_key(&self.timestamp), None);
+        if timestamp <= 0 || now.saturating_sub(timestamp) >= i64::from(i32::MAX) {
+            return None;
+        }
+        let (_, warmup) = warm_params(None, p.get_key(&self.warmup));
+        let warm = now < timestamp.saturating_add(warmup.max(0));
         warm.then_some(Warming {
             index: index as u32,
             timestamp,

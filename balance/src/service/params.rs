@@ -137,7 +137,7 @@ pub fn is_call_key(key: &str) -> bool {
 const SERVICE: u16 = u16::MAX;
 
 /// One call parameter of one provider's URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Entry {
     method: u16,
     key: CallKey,
@@ -206,14 +206,50 @@ struct Consumer {
 #[derive(Debug, Clone)]
 pub struct CallParams {
     names: Names,
-    /// Each provider's entries (`None`: no call parameter in its URL).
-    providers: Box<[Option<Arc<[Entry]>>]>,
+    /// Each provider's entries: an index into `lists` (0: no call parameter in its URL).
+    /// Providers of one service mostly publish the same parameters, so a list is stored
+    /// once and a provider edit copies indexes.
+    providers: Box<[u32]>,
+    /// The distinct entry lists, the empty one first.
+    lists: Arc<Lists>,
     /// By method id; the service's values last.
     consumer: Box<[Consumer]>,
     /// The balancers: the consumer's, with a slot for each algorithm a provider names.
     balance: BalanceConfig,
     /// True when some provider names a `loadbalance`: the call resolves it then.
     any_loadbalance: bool,
+}
+
+/// The distinct entry lists of a service's providers (see [`CallParams`]).
+#[derive(Debug, Clone, Default)]
+struct Lists {
+    lists: Vec<Box<[Entry]>>,
+    index: std::collections::HashMap<Box<[Entry]>, u32>,
+}
+
+impl Lists {
+    fn new() -> Self {
+        let mut l = Lists::default();
+        l.lists.push(Box::new([]));
+        l
+    }
+
+    fn intern(&mut self, entries: &[Entry]) -> u32 {
+        if entries.is_empty() {
+            return 0;
+        }
+        if let Some(&i) = self.index.get(entries) {
+            return i;
+        }
+        let i = u32::try_from(self.lists.len()).unwrap_or(0);
+        self.lists.push(entries.into());
+        self.index.insert(entries.into(), i);
+        i
+    }
+
+    fn get(&self, i: u32) -> &[Entry] {
+        self.lists.get(i as usize).map_or(&[], |l| l)
+    }
 }
 
 /// A method as a call resolves it: its id, or none (the service's values).
@@ -231,35 +267,58 @@ impl CallParams {
     /// The parameters of `snapshot`'s providers under `config`.
     pub fn new(snapshot: &Snapshot, config: &ServiceConfig) -> Self {
         let mut names = Names::default();
+        let mut lists = Lists::new();
+        let mut buf = Vec::new();
         let providers = snapshot
             .providers()
             .iter()
-            .map(|p| entries(p, &mut names))
+            .map(|p| {
+                entries(p, &mut names, &mut buf);
+                lists.intern(&buf)
+            })
             .collect();
-        Self::with(names, providers, config)
+        Self::with(names, providers, Arc::new(lists), config)
     }
 
     /// The parameters of `snapshot`, derived from these (of the snapshot `edit` started
-    /// from): the survivors' entries carried, only the added providers' URLs read.
+    /// from): the survivors' list indexes copied, only the added providers' URLs read.
     pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, config: &ServiceConfig) -> Self {
         let mut names = self.names.clone();
         let list = snapshot.providers();
+        let mut lists = None::<Lists>;
+        let mut buf = Vec::new();
         let providers = edit
             .table(&self.providers, |i| {
-                list.get(i).and_then(|p| entries(p, &mut names))
+                match list.get(i) {
+                    Some(p) => entries(p, &mut names, &mut buf),
+                    None => buf.clear(),
+                }
+                if buf.is_empty() {
+                    return 0;
+                }
+                lists
+                    .get_or_insert_with(|| (*self.lists).clone())
+                    .intern(&buf)
             })
             .into_boxed_slice();
-        Self::with(names, providers, config)
+        let lists = lists.map_or_else(|| self.lists.clone(), Arc::new);
+        Self::with(names, providers, lists, config)
     }
 
     /// The same providers' parameters under another `config`.
     pub fn configured(&self, config: &ServiceConfig) -> Self {
-        Self::with(self.names.clone(), self.providers.clone(), config)
+        Self::with(
+            self.names.clone(),
+            self.providers.clone(),
+            self.lists.clone(),
+            config,
+        )
     }
 
     fn with(
         mut names: Names,
-        providers: Box<[Option<Arc<[Entry]>>]>,
+        providers: Box<[u32]>,
+        lists: Arc<Lists>,
         config: &ServiceConfig,
     ) -> Self {
         for m in config.methods.keys() {
@@ -268,9 +327,11 @@ impl CallParams {
         for (m, _) in config.balance.methods() {
             names.intern(m);
         }
-        let kinds: Vec<LoadBalanceKind> = providers
+        // The algorithms the lists name (a list no provider uses any more still gets its
+        // slot: harmless, and it saves a pass over the providers).
+        let kinds: Vec<LoadBalanceKind> = lists
+            .lists
             .iter()
-            .flatten()
             .flat_map(|e| e.iter())
             .filter(|e| e.key == CallKey::LoadBalance)
             .map(|e| LoadBalanceKind::ALL[e.value as usize])
@@ -324,6 +385,7 @@ impl CallParams {
         CallParams {
             names,
             providers,
+            lists,
             consumer,
             balance,
             any_loadbalance,
@@ -361,8 +423,7 @@ impl CallParams {
     fn resolve(&self, key: CallKey, m: MethodId, provider: Option<usize>) -> Option<(i64, Source)> {
         let entries: &[Entry] = provider
             .and_then(|i| self.providers.get(i))
-            .and_then(|e| e.as_deref())
-            .unwrap_or(&[]);
+            .map_or(&[], |&l| self.lists.get(l));
         let find = |method: u16, overridden: bool| {
             entries
                 .iter()
@@ -498,42 +559,89 @@ fn kind_value(kind: LoadBalanceKind) -> i64 {
         .unwrap_or(0) as i64
 }
 
-/// The call parameters of provider `p`'s URL (see the module documentation), `None` when it
-/// has none. Method names are given ids in `names`.
-fn entries(p: &Provider, names: &mut Names) -> Option<Arc<[Entry]>> {
-    let overridden = p.param(OVERRIDDEN_KEY).unwrap_or("");
-    let is_overridden = |k: &str| overridden.split(',').any(|o| o == k);
-    let methods = p.param("methods").unwrap_or("");
-    let mut out: Vec<Entry> = Vec::new();
+/// The key a call parameter's URL key ends with, told by its last byte first: most keys
+/// are ruled out by one compare.
+fn call_key_of(k: &str) -> Option<(Option<&str>, CallKey)> {
+    let key = match k.as_bytes().last()? {
+        b't' => CallKey::Timeout,
+        b'e' => CallKey::LoadBalance,
+        b's' if k.ends_with("forks") => CallKey::Forks,
+        b's' => CallKey::Retries,
+        _ => return None,
+    };
+    let name = key.name();
+    let head = k.strip_suffix(name)?;
+    match head {
+        "" => Some((None, key)),
+        _ => head
+            .strip_suffix('.')
+            .filter(|m| !m.is_empty())
+            .map(|m| (Some(m), key)),
+    }
+}
+
+/// The call parameters of provider `p`'s URL (see the module documentation) into `out`
+/// (cleared first). Method names are given ids in `names`. One pass over the parameters:
+/// `methods` and the override marker are picked up on the way, the call keys kept aside
+/// (up to [`FOUND`]; a URL with more is read a second time) until both are known.
+fn entries(p: &Provider, names: &mut Names, out: &mut Vec<Entry>) {
+    out.clear();
+    let (mut overridden, mut methods) = ("", "");
+    let mut found: [(&str, &str); FOUND] = [("", ""); FOUND];
+    let mut n = 0;
     for (k, v) in p.params() {
-        let (method, key) = match CallKey::parse(k) {
-            Some(key) => (None, key),
-            None => match k.rsplit_once('.') {
-                Some((m, key)) if !m.is_empty() => match CallKey::parse(key) {
-                    Some(key) => (Some(m), key),
-                    None => continue,
-                },
-                _ => continue,
-            },
-        };
-        let overridden = is_overridden(k);
+        match k {
+            OVERRIDDEN_KEY => overridden = v,
+            "methods" => methods = v,
+            _ if call_key_of(k).is_some() => {
+                if let Some(slot) = found.get_mut(n) {
+                    *slot = (k, v);
+                }
+                n += 1;
+            }
+            _ => {}
+        }
+    }
+    if n > FOUND {
+        for (k, v) in p.params().filter(|(k, _)| call_key_of(k).is_some()) {
+            add(k, v, overridden, methods, names, out);
+        }
+    } else {
+        for &(k, v) in &found[..n] {
+            add(k, v, overridden, methods, names, out);
+        }
+    }
+}
+
+/// Call parameters kept aside while a provider URL is read once (four keys at service
+/// level and for three methods).
+const FOUND: usize = 16;
+
+/// Adds the call parameter `k=v` of a provider URL with these `overridden` keys and
+/// `methods` to `out`, when Dubbo would read it.
+fn add(k: &str, v: &str, overridden: &str, methods: &str, names: &mut Names, out: &mut Vec<Entry>) {
+    let Some((method, key)) = call_key_of(k) else {
+        return;
+    };
+    {
+        let overridden = overridden.split(',').any(|o| o == k);
         if !overridden && !key.providers_may_set() {
-            continue; // a provider's own `retries` or `forks`: never read (Dubbo)
+            return; // a provider's own `retries` or `forks`: never read (Dubbo)
         }
         if let Some(m) = method
             && !overridden
             && !methods.split(',').any(|x| x == m)
         {
-            continue; // Dubbo's getMethodParameterStrict: a method the provider lists
+            return; // Dubbo's getMethodParameterStrict: a method the provider lists
         }
         let value = match key {
             CallKey::LoadBalance => match LoadBalanceKind::parse(v) {
                 Some(kind) => kind_value(kind),
-                None => continue,
+                None => return,
             },
             _ => match v.trim().parse::<i64>() {
                 Ok(n) => n,
-                Err(_) => continue,
+                Err(_) => return,
             },
         };
         let method = method.map_or(SERVICE, |m| names.intern(m));
@@ -544,7 +652,6 @@ fn entries(p: &Provider, names: &mut Names) -> Option<Arc<[Entry]>> {
             value,
         });
     }
-    (!out.is_empty()).then(|| out.into())
 }
 
 #[cfg(test)]

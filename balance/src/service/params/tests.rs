@@ -240,3 +240,34 @@ fn cluster_is_the_consumers_only() {
         (ClusterMode::Failover, Source::Default)
     );
 }
+
+#[test]
+fn a_provider_with_many_method_parameters_is_read_whole() {
+    let methods: Vec<String> = (0..12).map(|i| format!("m{i:02}")).collect();
+    let params: Vec<String> = methods
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| {
+            [
+                format!("{m}.timeout={}", 100 + i),
+                format!("{m}.loadbalance=roundrobin"),
+            ]
+        })
+        .collect();
+    let url = format!(
+        "dubbo://10.0.0.1:1/s?methods={}&{}",
+        methods.join(","),
+        params.join("&")
+    );
+    let p = CallParams::new(&snapshot(&[&url]), &ServiceConfig::default());
+    for (i, m) in methods.iter().enumerate() {
+        assert_eq!(
+            p.timeout(p.method(Some(m)), Some(0)),
+            (
+                Some(Duration::from_millis(100 + i as u64)),
+                Source::ProviderMethod
+            ),
+            "{m}"
+        );
+    }
+}
