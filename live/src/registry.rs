@@ -44,6 +44,7 @@ pub enum Following {
 /// registry's source as it is; for several, each registry's source with the providers
 /// combined (merged, or Dubbo's zone-aware choice: [`choose`]) and the rules followed in
 /// the config center alone ([`RegistryAddress::config_center`]).
+#[derive(Clone)]
 pub struct RegistrySource {
     members: Vec<(RegistryEntry, Following)>,
     zone_aware: bool,
@@ -100,6 +101,24 @@ impl RegistrySource {
     /// Each registry and what it follows (the rules in the config center only).
     pub fn following(&self) -> &[(RegistryEntry, Following)] {
         &self.members
+    }
+
+    /// Whether `other` follows the same nodes with the same filters (a reloaded chain file
+    /// that changes nothing to follow).
+    pub fn follows_same(&self, other: &RegistrySource) -> bool {
+        self.members.len() == other.members.len()
+            && self
+                .members
+                .iter()
+                .zip(&other.members)
+                .all(|((_, a), (_, b))| match (a, b) {
+                    (Following::ZooKeeper(a), Following::ZooKeeper(b)) => {
+                        a.watched_paths() == b.watched_paths()
+                            && a.service == b.service
+                            && a.provider_app_kinds == b.provider_app_kinds
+                            && a.each_app_kinds == b.each_app_kinds
+                    }
+                })
     }
 
     /// Each registry's following, to change before the source starts (e.g. to share a

@@ -97,9 +97,12 @@ enum Command {
         after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
     )]
     Watch(watch::WatchArgs),
-    /// Read and write rules and providers in ZooKeeper, in Dubbo's layout.
+    /// Read and write rules and providers in a registry (ZooKeeper, in Dubbo's layout);
+    /// `zk` is the same command.
     #[command(
-        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 ZooKeeper unreachable or the operation failed."
+        name = "registry",
+        visible_alias = "zk",
+        after_help = "Examples:\n  routechain registry put-rule --registry zookeeper://127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain zk put-rule \\\n    --zookeeper 'zookeeper://admin@127.0.0.1:2181' --key com.foo.BarService:: --type condition rule.yaml\n  routechain registry register --registry 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nCredentials are shown masked (`admin:***@`); `admin@host` reads the password from\nROUTECHAIN_ZK_PASSWORD or the file ROUTECHAIN_ZK_PASSWORD_FILE names, out of the shell history.\nExit: 0 done, 2 invalid input, 4 the registry unreachable or the operation failed."
     )]
     Zk(zk::ZkArgs),
 }

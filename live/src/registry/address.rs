@@ -97,6 +97,15 @@ impl RegistryEntry {
         &self.text
     }
 
+    /// The ZooKeeper address, when this registry is one.
+    pub fn zookeeper(&self) -> Option<&ZkAddress> {
+        match &self.registry {
+            Registry::ZooKeeper(a) => Some(a),
+            #[cfg(feature = "nacos")]
+            Registry::Nacos(_) => None,
+        }
+    }
+
     /// `zookeeper` or `nacos`.
     pub fn kind(&self) -> &'static str {
         match &self.registry {
@@ -251,12 +260,7 @@ impl RegistryAddress {
     /// The ZooKeeper address when the address is one ZooKeeper registry.
     pub fn single_zookeeper(&self) -> Option<&ZkAddress> {
         match self.entries.as_slice() {
-            [
-                RegistryEntry {
-                    registry: Registry::ZooKeeper(a),
-                    ..
-                },
-            ] => Some(a),
+            [one] => one.zookeeper(),
             _ => None,
         }
     }
