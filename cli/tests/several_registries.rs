@@ -95,7 +95,7 @@ fn rule(s: &Scratch, name: &str, condition: &str) -> std::path::PathBuf {
 
 #[test]
 fn two_registries_merge_rules_come_from_the_first_and_one_down_keeps_the_others() {
-    let mut a = support::zookeeper::ZooKeeper::start("cli-several-a");
+    let a = support::zookeeper::ZooKeeper::start("cli-several-a");
     let mut b = support::zookeeper::ZooKeeper::start("cli-several-b");
     let (addr_a, addr_b) = (a.address(), b.address());
     let s = Scratch::new("several-registries");

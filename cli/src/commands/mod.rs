@@ -2,8 +2,8 @@
 //!
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
 //! file:line:column; `check` prints its problems on stdout); 3 no provider left (`route`,
-//! `explain`, `simulate` when every call found none); 4 ZooKeeper unreachable or an
-//! operation on it failed (`zk`); 1 a check of `demo` failed, a golden test of `test`
+//! `explain`, `simulate` when every call found none); 4 the registry unreachable or an
+//! operation on it failed (`registry`/`zk`, `check --registry`); 1 a check of `demo` failed, a golden test of `test`
 //! failed, or `check --deny-warnings` found warnings. A closed stdout (`… | head -1`) ends
 //! any command quietly with 0 ([`crate::out`]).
 //!
@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod check;
 mod demo;
 mod golden;
@@ -63,7 +64,7 @@ enum Command {
     Explain(route::ExplainArgs),
     /// Validate and lint chain files and rule files; cross-check them with a provider list.
     #[command(
-        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check --type tag a.yaml --type condition b.yaml   # a --type applies to the files after it\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service S | routechain check --providers - bar.chain.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
+        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check --type tag a.yaml --type condition b.yaml   # a --type applies to the files after it\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service S | routechain check --providers - bar.chain.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n  routechain check --registry zookeeper://127.0.0.1:2181 --all   # every rule a registry holds, against its providers\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain check \\\n    --registry 'zookeeper://admin@127.0.0.1:2181' --service com.foo.BarService   # shown as admin:***@\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise; 4 the registry unreachable."
     )]
     Check(check::CheckArgs),
     /// Route and balance one request N times; print how many calls each provider got.
