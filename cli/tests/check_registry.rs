@@ -81,6 +81,18 @@ fn check_registry_lints_every_rule_against_the_live_providers_at_its_node() {
     let out = routechain(&["check", "--registry", &addr, "--all"]);
     assert_exit(&out, 2);
     let text = stdout(&out);
+    // docs/check.md shows this very output.
+    let doc = std::fs::read_to_string(common::workspace().join("docs/check.md")).unwrap();
+    let section = doc
+        .split("## Auditing a live registry")
+        .nth(1)
+        .expect("docs/check.md has the audit section");
+    let sample = section
+        .split("```text\n")
+        .nth(2)
+        .and_then(|b| b.split("```").next())
+        .expect("the sample output");
+    assert_eq!(text, sample, "docs/check.md's sample is stale");
     let lines: Vec<&str> = text.lines().collect();
     let has = |prefix: String, what: &str| {
         assert!(
