@@ -204,3 +204,72 @@ fn short_name(entry: &RegistryEntry) -> String {
         Registry::Nacos(t) => mask(t.split('?').next().unwrap_or(t)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LiveOptions;
+
+    fn live() -> LiveChain {
+        let file = routechain_rules::ChainFile::parse(
+            "t.yaml",
+            "service: com.foo.Bar\nrouters:\n  - type: condition\n  - type: tag\n",
+            None,
+        )
+        .unwrap();
+        LiveChain::new(
+            file,
+            routechain_routers::builtin_registry(),
+            LiveOptions::default(),
+        )
+        .unwrap()
+    }
+
+    fn rule_keys(source: &RegistrySource) -> Vec<(usize, usize, Option<String>)> {
+        source
+            .following()
+            .iter()
+            .map(|(_, Following::ZooKeeper(c))| {
+                (
+                    c.rule_keys.len(),
+                    c.provider_app_kinds.len(),
+                    c.service.as_ref().map(|s| s.interface.clone()),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rules_are_followed_in_the_config_center_alone_and_providers_everywhere() {
+        let live = live();
+        let bar = Some("com.foo.Bar".to_string());
+        // (address, per registry: rule keys, provider-application kinds, service)
+        let table = [
+            ("a:1", vec![(3, 1, bar.clone())]),
+            ("a:1|b:2", vec![(3, 1, bar.clone()), (0, 0, bar.clone())]),
+            (
+                "a:1|b:2?use-as-config-center=true",
+                vec![(0, 0, bar.clone()), (3, 1, bar.clone())],
+            ),
+            (
+                "a:1?use-as-config-center=false;b:2",
+                vec![(0, 0, bar.clone()), (3, 1, bar.clone())],
+            ),
+        ];
+        for (text, want) in table {
+            let address = RegistryAddress::parse(text).unwrap();
+            let source =
+                RegistrySource::for_chain(&address, &live, RegistryOptions::default()).unwrap();
+            assert_eq!(rule_keys(&source), want, "{text}");
+            assert!(source.follows_same(&source.clone()));
+        }
+        let one = RegistryAddress::parse("a:1").unwrap();
+        let two = RegistryAddress::parse("a:1|b:2").unwrap();
+        let options = RegistryOptions::default;
+        let one = RegistrySource::for_chain(&one, &live, options()).unwrap();
+        let two = RegistrySource::for_chain(&two, &live, options()).unwrap();
+        assert!(!one.follows_same(&two));
+        assert_eq!(one.name(), "zookeeper");
+        assert_eq!(two.name(), "registries");
+    }
+}
