@@ -5,6 +5,20 @@
 //!
 //! [`RuleStore`] is what `routechain check --registry` audits: the rules a registry holds
 //! and the providers of a service, read once.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use routechain_live::{LiveChain, LiveOptions, RegistryAddress, RegistryOptions, RegistrySource};
+//!
+//! let chain_file = routechain_rules::ChainFile::load("bar.chain.yaml".as_ref()).unwrap();
+//! let registry = routechain_routers::builtin_registry();
+//! let live = Arc::new(LiveChain::new(chain_file, registry, LiveOptions::default()).unwrap());
+//! // Two registries: their providers merged, the rules read from the first.
+//! let address = RegistryAddress::parse("zookeeper://zk-a:2181 | zookeeper://zk-b:2181").unwrap();
+//! let options = RegistryOptions { protect_empty: true, zone: None };
+//! let source = RegistrySource::for_chain(&address, &live, options).unwrap();
+//! let _watching = live.watch(Box::new(source), |report| eprintln!("{report}")).unwrap();
+//! ```
 
 use std::fmt;
 
