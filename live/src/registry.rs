@@ -83,6 +83,9 @@ impl RegistrySource {
         let center = address.config_center();
         let mut members = Vec::with_capacity(address.entries().len());
         for (i, entry) in address.entries().iter().enumerate() {
+            if !address.followed(i) {
+                continue;
+            }
             let following = match &entry.registry {
                 Registry::ZooKeeper(_) => {
                     let mut config = ZkConfig::for_chain(live, entry.text());
@@ -90,6 +93,9 @@ impl RegistrySource {
                         config.rule_keys.clear();
                         config.provider_app_kinds.clear();
                         config.each_app_kinds.clear();
+                    }
+                    if !entry.params.subscribe {
+                        config.service = None;
                     }
                     Following::ZooKeeper(config)
                 }
@@ -269,6 +275,12 @@ mod tests {
                 "a:1?use-as-config-center=false;b:2",
                 vec![(0, 0, bar.clone()), (3, 1, bar.clone())],
             ),
+            // `subscribe=false`: no provider followed there (nothing at all but rules).
+            (
+                "a:1?subscribe=false|b:2",
+                vec![(3, 1, None), (0, 0, bar.clone())],
+            ),
+            ("a:1|b:2?subscribe=false", vec![(3, 1, bar.clone())]),
         ];
         for (text, want) in table {
             let address = RegistryAddress::parse(text).unwrap();

@@ -195,7 +195,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     // One connection state per registry, kept over restarts of the sources.
     let connections: Vec<ZkConnection> = address
         .iter()
-        .flat_map(|a| a.entries())
+        .flat_map(|a| (0..a.entries().len()).filter(|&i| a.followed(i)))
         .map(|_| ZkConnection::default())
         .collect();
     let (source, mut following) = sources(args, &live, address.as_ref(), &connections)?;
@@ -353,7 +353,10 @@ fn registry_collector(
     connections: &[ZkConnection],
 ) -> Option<routechain::live::metrics::RegistryCollector> {
     let mut collector: Option<routechain::live::metrics::RegistryCollector> = None;
-    for (entry, connection) in address.entries().iter().zip(connections) {
+    let followed = (address.entries().iter().enumerate())
+        .filter(|(i, _)| address.followed(*i))
+        .map(|(_, e)| e);
+    for (entry, connection) in followed.zip(connections) {
         let Some(zk) = entry.zookeeper() else {
             continue;
         };

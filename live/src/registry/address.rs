@@ -8,7 +8,8 @@
 //! - the scheme picks the registry: `zookeeper://` (also the default without a scheme) or
 //!   `nacos://`;
 //! - the parameters: `preferred`, `zone` and `weight` (the zone-aware choice among several
-//!   registries), `use-as-config-center` (which registry the rules come from), `group`,
+//!   registries), `use-as-config-center` (which registry the rules come from), `subscribe`
+//!   (`false`: no provider followed there), `group`,
 //!   `namespace`, and the credentials `user:pass@` or `username`/`password`, which are
 //!   only ever shown masked.
 
@@ -49,6 +50,9 @@ pub struct RegistryParams {
     /// `use-as-config-center`: `Some(true)` names the registry the rules come from,
     /// `Some(false)` excludes it.
     pub config_center: Option<bool>,
+    /// `subscribe` (default true): `false` follows no provider of this registry, as a
+    /// Dubbo consumer subscribes to none there.
+    pub subscribe: bool,
     /// `group`: ZooKeeper's root (`/<group>`, only `dubbo` is read), Nacos's group.
     pub group: Option<String>,
     /// `namespace` (Nacos).
@@ -63,6 +67,7 @@ impl Default for RegistryParams {
             weight: DEFAULT_WEIGHT,
             weighted: false,
             config_center: None,
+            subscribe: true,
             group: None,
             namespace: None,
         }
@@ -249,6 +254,16 @@ impl RegistryAddress {
             .unwrap_or(0)
     }
 
+    /// Whether the registry at `position` is followed at all: it is the config center, or
+    /// its providers are subscribed to (`subscribe` is not `false`).
+    pub fn followed(&self, position: usize) -> bool {
+        position == self.config_center()
+            || self
+                .entries
+                .get(position)
+                .is_some_and(|e| e.params.subscribe)
+    }
+
     /// Whether several registries are followed with Dubbo's zone-aware choice rather than
     /// merged: some registry sets `preferred=true`, `zone` or `weight`.
     pub fn zone_aware(&self) -> bool {
@@ -293,6 +308,7 @@ fn parse_entry(entry: &str) -> Result<RegistryEntry, RegistryAddressError> {
                 params.weighted = true;
             }
             "use-as-config-center" => params.config_center = Some(flag(v)?),
+            "subscribe" => params.subscribe = flag(v)?,
             "group" if !v.is_empty() => params.group = Some(v.to_string()),
             "namespace" if !v.is_empty() => params.namespace = Some(v.to_string()),
             _ => {}
@@ -382,7 +398,7 @@ mod tests {
     fn registry_parameters_are_read() {
         let a = parse(
             "zookeeper://a:1?preferred=true&zone=hz&weight=20&namespace=dev \
-             | zookeeper://b:2?use-as-config-center=true&group=dubbo",
+             | zookeeper://b:2?use-as-config-center=true&group=dubbo&subscribe=false",
         );
         let (first, second) = (&a.entries()[0].params, &a.entries()[1].params);
         assert!(first.preferred && first.weighted);
@@ -390,7 +406,8 @@ mod tests {
         assert_eq!(first.weight, 20);
         assert_eq!(first.namespace.as_deref(), Some("dev"));
         assert_eq!(second.weight, DEFAULT_WEIGHT);
-        assert!(!second.weighted && !second.preferred);
+        assert!(!second.weighted && !second.preferred && !second.subscribe);
+        assert!(first.subscribe);
         assert_eq!(second.group.as_deref(), Some("dubbo"));
         assert!(a.zone_aware());
         assert_eq!(a.config_center(), 1);
