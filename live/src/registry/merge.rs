@@ -56,8 +56,8 @@ pub(super) struct Merge {
     zone_aware: bool,
     local_zone: Option<String>,
     protect_empty: bool,
-    /// The registries the last combined list came from.
-    chosen: Vec<usize>,
+    /// The registries the last combined list came from; `None` before the first list.
+    chosen: Option<Vec<usize>>,
 }
 
 impl Merge {
@@ -80,7 +80,7 @@ impl Merge {
             zone_aware,
             local_zone,
             protect_empty,
-            chosen: Vec::new(),
+            chosen: None,
         }
     }
 
@@ -130,7 +130,8 @@ impl Merge {
             })
             .collect();
         let mut notes = Vec::new();
-        if urls.is_empty() && !member.urls.is_empty() && self.protect_empty {
+        let held = urls.is_empty() && !member.urls.is_empty() && self.protect_empty;
+        if held {
             // This registry's empty list is held back alone: the others' providers and
             // its last ones keep serving.
             tracing::warn!(registry = %name, "empty provider list held back");
@@ -153,7 +154,10 @@ impl Merge {
             self.zone_aware,
             self.local_zone.as_deref(),
         );
-        let unchanged = chosen == self.chosen && !chosen.contains(&from);
+        // Nothing to push when the same registries serve and this one's list did not
+        // change what they serve (it is not among them, or its empty list was held back);
+        // the first list is pushed whatever it is.
+        let unchanged = self.chosen.as_ref() == Some(&chosen) && (held || !chosen.contains(&from));
         let mut updates = notes;
         if !unchanged || !skipped.is_empty() {
             let merged = self.combined(&chosen);
@@ -175,7 +179,7 @@ impl Merge {
                     skipped,
                 },
             });
-            self.chosen = chosen;
+            self.chosen = Some(chosen);
         }
         match updates.len() {
             0 => None,
@@ -313,15 +317,16 @@ mod tests {
             addresses(&push(&mut m, 1, &["h2:1", "h3:1"])),
             ["h1:1", "h2:1", "h3:1"]
         );
-        // Registry b empties: held back alone, said so; the merge is unchanged.
+        // Registry b empties: held back alone, said so; the merge is unchanged, not pushed.
         let held = push(&mut m, 1, &[]);
-        assert_eq!(addresses(&held), ["h1:1", "h2:1", "h3:1"]);
-        let Some(Update::Batch(items)) = &held else {
-            panic!("{held:?}")
-        };
         assert!(
-            matches!(&items[0], Update::Status { source, message } if source == "b" && message.contains("held back")),
-            "{items:?}"
+            matches!(&held, Some(Update::Status { source, message }) if source == "b" && message.contains("held back")),
+            "{held:?}"
+        );
+        // Registry a's next change merges with b's last list.
+        assert_eq!(
+            addresses(&push(&mut m, 0, &["h1:1"])),
+            ["h1:1", "h2:1", "h3:1"]
         );
         // Without protection, its providers leave the merge.
         let mut m = Merge::new(
@@ -336,6 +341,25 @@ mod tests {
         push(&mut m, 0, &["h1:1"]);
         push(&mut m, 1, &["h3:1"]);
         assert_eq!(addresses(&push(&mut m, 1, &[])), ["h1:1"]);
+    }
+
+    #[test]
+    fn the_first_list_is_pushed_even_when_empty() {
+        let mut m = Merge::new(
+            vec![
+                ("a".into(), RegistryParams::default()),
+                ("b".into(), RegistryParams::default()),
+            ],
+            false,
+            None,
+            true,
+        );
+        assert!(matches!(
+            push(&mut m, 1, &[]),
+            Some(Update::Providers { .. })
+        ));
+        assert!(push(&mut m, 0, &[]).is_none());
+        assert_eq!(addresses(&push(&mut m, 0, &["h1:1"])), ["h1:1"]);
     }
 
     #[test]
