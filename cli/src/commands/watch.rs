@@ -29,7 +29,8 @@ pub struct WatchArgs {
     providers: Option<PathBuf>,
     /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`, with
     /// digest credentials `user:pass@host:port` or `zookeeper://user:pass@host:port` (as
-    /// `routechain zk`; shown masked). A bad address exits 2 at once.
+    /// `routechain zk`; shown masked): any address `--registry` takes, under its first
+    /// name. A bad address exits 2 at once.
     #[arg(long)]
     zookeeper: Option<String>,
     /// The registries to follow, as Dubbo writes them (docs/live.md, "Registry
