@@ -290,10 +290,14 @@ fn parse_entry(entry: &str) -> Result<RegistryEntry, RegistryAddressError> {
     let mut params = RegistryParams::default();
     for param in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = param.split_once('=').unwrap_or((param, ""));
-        let flag = |v: &str| match v {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(invalid(entry, format!("{k}={v}: write true or false"))),
+        let flag = |v: &str| {
+            if v.eq_ignore_ascii_case("true") {
+                Ok(true)
+            } else if v.eq_ignore_ascii_case("false") {
+                Ok(false)
+            } else {
+                Err(invalid(entry, format!("{k}={v}: write true or false")))
+            }
         };
         match k {
             "preferred" => params.preferred = flag(v)?,
@@ -397,7 +401,7 @@ mod tests {
     #[test]
     fn registry_parameters_are_read() {
         let a = parse(
-            "zookeeper://a:1?preferred=true&zone=hz&weight=20&namespace=dev \
+            "zookeeper://a:1?preferred=TRUE&zone=hz&weight=20&namespace=dev \
              | zookeeper://b:2?use-as-config-center=true&group=dubbo&subscribe=false",
         );
         let (first, second) = (&a.entries()[0].params, &a.entries()[1].params);
