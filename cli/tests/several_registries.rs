@@ -183,16 +183,25 @@ fn a_preferred_registry_serves_alone_while_it_has_providers() {
         "--chain",
         chain.to_str().unwrap(),
         "--registry",
-        &format!("zookeeper://{addr_a}?zone=hz; {addr_b}?preferred=true&zone=sh"),
+        &format!("zookeeper://{addr_a}?zone=hz; u:s3cret@{addr_b}?preferred=true&zone=sh"),
         "--allow-empty",
         "--request",
         request.to_str().unwrap(),
     ]);
-    w.stderr_until("Dubbo's zone-aware choice");
+    let start = w.stderr_until("and the chain file");
+    assert!(start[0].contains("Dubbo's zone-aware choice"), "{start:#?}");
+    assert!(
+        start.contains(&format!(
+            "  zookeeper://u:***@{addr_b} (preferred=true, zone=sh); watching:"
+        )),
+        "{start:#?}"
+    );
     routed_until(&w, &["10.0.0.2:20880"]);
     // Without providers the preferred registry is passed over.
     unregister(&addr_b, 2);
     routed_until(&w, &["10.0.0.1:20880"]);
+    let said = w.seen().join("\n");
+    assert!(!said.contains("s3cret"), "{said}");
 }
 
 #[test]
