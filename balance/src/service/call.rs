@@ -442,7 +442,7 @@ impl Cluster {
             }
             let next = if n < plan.attempts {
                 tried.push(selected.clone());
-                self.select(request, tried, call).ok()
+                self.select_as(request, tried, call, false).ok()
             } else {
                 None
             };
@@ -492,7 +492,7 @@ impl Cluster {
         let mut chosen = vec![first];
         while plan.attempts == 0 || (chosen.len() as u32) < plan.attempts {
             tried.clone_from(&chosen);
-            match self.select(request, tried, call) {
+            match self.select_as(request, tried, call, false) {
                 Ok(s) => chosen.push(s),
                 Err(_) => break,
             }

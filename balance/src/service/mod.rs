@@ -530,6 +530,18 @@ impl Cluster {
         exclude: &[Selected],
         caller: &mut Caller<R>,
     ) -> Result<Selected, SelectError> {
+        self.select_as(request, exclude, caller, true)
+    }
+
+    /// [`Cluster::select`]; `failover: false` for the further providers of one attempt
+    /// round (`forking`, `broadcast`), which the metrics do not count as failovers.
+    pub(super) fn select_as<R: RandomSource>(
+        &self,
+        request: &Request,
+        exclude: &[Selected],
+        caller: &mut Caller<R>,
+        failover: bool,
+    ) -> Result<Selected, SelectError> {
         let handle = caller.handle(self);
         let published = &*handle.published;
         if exclude.is_empty()
@@ -627,7 +639,7 @@ impl Cluster {
                 tried: exclude.len(),
             })?;
         if let Some(m) = published.state.metrics() {
-            if !exclude.is_empty() {
+            if failover && !exclude.is_empty() {
                 m.count_failover();
             }
             published.state.count_pick(index);
