@@ -114,3 +114,22 @@ fn warmup_is_carried_by_an_edit() {
     // 120 s and 60 s in: 20, 100, 10 → 20 of every 130.
     assert_eq!(picks_of_first(&svc, 1300), 200);
 }
+
+#[test]
+fn picks_while_a_provider_warms_allocate_nothing() {
+    for kind in LoadBalanceKind::ALL {
+        let (svc, _) = service(kind, "");
+        assert!(svc.load().balance().shared().warm().active());
+        let mut caller = Caller::seeded(5);
+        let request = Request::new().with_method("m");
+        for _ in 0..10 {
+            svc.select(&request, &[], &mut caller).unwrap();
+        }
+        let info = allocation_counter::measure(|| {
+            for _ in 0..1000 {
+                svc.select(&request, &[], &mut caller).unwrap();
+            }
+        });
+        assert_eq!(info.count_total, 0, "{kind}: {info:?}");
+    }
+}

@@ -14,7 +14,6 @@ use std::time::Duration;
 use routechain_core::Request;
 
 use super::config::ClusterMode;
-use super::params::MethodId;
 use super::pool::{Buffers, Pooled};
 use super::{Caller, Cluster, SelectError, Selected};
 
@@ -132,26 +131,21 @@ struct Plan {
     mode: ClusterMode,
     /// Attempts in all (failover), or parallel calls (forking).
     attempts: u32,
-    method: MethodId,
     /// The `timeout` attachment, when the call has one (milliseconds; Dubbo's first layer).
     timeout: Option<Duration>,
     timed: bool,
 }
 
 impl Plan {
-    /// The timeout of an attempt on `selected`: the attachment's, else the provider's
-    /// effective one.
-    fn timeout(&self, selected: &Selected) -> Option<Duration> {
+    /// The timeout of an attempt of `request` on `selected`: the attachment's, else the
+    /// provider's effective one (in the state it was selected from: a retry may be on a
+    /// newer one, whose method ids are its own).
+    fn timeout(&self, request: &Request, selected: &Selected) -> Option<Duration> {
         if !self.timed {
             return None;
         }
-        self.timeout.or_else(|| {
-            selected
-                .published()
-                .params
-                .timeout(self.method, Some(selected.index()))
-                .0
-        })
+        self.timeout
+            .or_else(|| selected.timeout(request.method.as_deref()))
     }
 }
 
@@ -292,7 +286,6 @@ impl Cluster {
                 Plan {
                     mode,
                     attempts: attempts.min(max_attempts),
-                    method,
                     timeout: attached(request, "timeout")
                         .filter(|&t| t > 0)
                         .map(|t| Duration::from_millis(t as u64)),
@@ -340,7 +333,7 @@ impl Cluster {
         loop {
             let result = {
                 let _in_flight = selected.begin();
-                timed(plan.timeout(&selected), attempt(selected.clone())).await
+                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
             };
             let last = match result {
                 Ok(value) => {
@@ -423,7 +416,7 @@ impl Cluster {
         loop {
             let result = {
                 let _in_flight = selected.begin();
-                timed(plan.timeout(&selected), attempt(selected.clone())).await
+                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
             };
             let mut answer = None;
             match result {
@@ -502,7 +495,7 @@ impl Cluster {
         let mut running: Vec<_> = chosen
             .into_iter()
             .map(|selected| {
-                let timeout = plan.timeout(&selected);
+                let timeout = plan.timeout(request, &selected);
                 let in_flight = selected.begin();
                 let fut = attempt(selected.clone());
                 Some(Box::pin(async move {
