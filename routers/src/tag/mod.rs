@@ -325,6 +325,7 @@ impl LevelNode {
         self.children.as_ref()?.get(segment).map(|&i| i as usize)
     }
 
+    #[cfg(test)]
     fn children(&self) -> impl Iterator<Item = (&str, usize)> {
         self.children
             .iter()
