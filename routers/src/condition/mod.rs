@@ -35,8 +35,7 @@ mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError,
-    TypedRouter,
+    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, TypedRouter,
 };
 
 pub use self::prepared::PreparedCondition;

@@ -506,7 +506,11 @@ tags:
     assert!(!r.enabled);
     assert_eq!(r.key.as_deref(), Some("demo-provider"));
     assert_eq!(r.tags.len(), 4);
-    assert!(PreparedTag::build(&snapshot(providers), Some(&r)).dynamic.is_none());
+    assert!(
+        PreparedTag::build(&snapshot(providers), Some(&r))
+            .dynamic
+            .is_none()
+    );
 }
 
 #[test]
