@@ -52,6 +52,7 @@
 //! let _ = live.service().load().state().route(&Request::new(), &mut caller);
 //! ```
 
+pub mod cache;
 mod chain;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
@@ -67,6 +68,7 @@ mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
+pub use cache::CacheOptions;
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
