@@ -37,6 +37,7 @@ use crate::providers::{AppCounts, KeyMap, TextKey};
 
 mod address;
 mod admin;
+mod failover;
 mod register;
 mod session;
 mod unreadable;
@@ -287,6 +288,10 @@ struct View {
 
 enum End {
     Stop,
+    /// The server was left (silent, or the connection lost): the session is reopened on
+    /// another one.
+    Left(String),
+    /// The session ended: a new one is opened.
     Reconnect(String),
 }
 
