@@ -25,6 +25,9 @@
 //!   [`routechain_rules::configurators`]) are applied to the provider URLs before each
 //!   snapshot is prepared: `weight` reaches the balancers, `disabled` providers never reach
 //!   the routers (the `overrides` module holds Dubbo's order and the side policy).
+//! - [`cache`] keeps what a live chain applied on disk, per reference, and serves it at a
+//!   start while its sources deliver nothing (Dubbo's registry `file-cache`;
+//!   [`LiveOptions::cache`]).
 //! - [`dubbo`] holds Dubbo's registry layout: node paths, how provider nodes are decoded,
 //!   the reference (which providers a consumer takes) and the rule keys.
 //! - [`ChainTemplate`] serves many services with one chain configuration, as a Dubbo
