@@ -3,10 +3,11 @@
 //! (ZooKeeper, Nacos, several registries merged) delivered the state.
 //!
 //! With [`LiveOptions::cache`](crate::LiveOptions::cache), [`LiveChain::watch`] records after
-//! each update is applied the provider list and the config-center rule texts it carried
-//! (a list held back or a rule refused is not recorded: the file holds what was applied).
-//! A writer thread of its own writes the file, never the applying thread: at most once per
-//! [`CacheOptions::interval`], the latest state only, so a burst of changes is one write.
+//! each update is applied the config-center rule texts it carried (a refused one is not
+//! recorded) and that the file is due. A writer thread of its own writes it, never the
+//! applying thread: the rules recorded and the providers the chain has registered by then
+//! (an empty list held back is not among them), at most once per
+//! [`CacheOptions::interval`], so a burst of changes is one write of the latest state.
 //! The file (`file.rs`) is written to a temporary file and renamed, and ends with a
 //! checksum; a corrupt one, one of another format version or of another reference is
 //! ignored with a report.
@@ -27,6 +28,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::dubbo::ServiceKey;
+use routechain_core::{Snapshot, Url};
+
 use crate::{LiveChain, ProviderText, Report, RuleEvent, RuleKey, Update};
 
 mod file;
@@ -98,10 +101,26 @@ pub fn identity(reference: &ServiceKey) -> String {
     )
 }
 
-/// The state recorded: the last applied provider list and rule texts.
+/// The providers as registered, taken from the live chain when a file is written.
+pub(crate) enum Registered {
+    /// The serving snapshot's (no override rule changes them).
+    Serving(Arc<Snapshot>),
+    /// A copy of the registered list.
+    Copied(Vec<Url>),
+}
+
+impl Registered {
+    fn urls(&self) -> &[Url] {
+        match self {
+            Registered::Serving(s) => s.providers(),
+            Registered::Copied(v) => v,
+        }
+    }
+}
+
+/// What is written besides the providers: the last applied rule texts.
 #[derive(Default)]
 struct Recorded {
-    providers: Option<Arc<ProviderText>>,
     rules: BTreeMap<RuleKey, Arc<str>>,
 }
 
@@ -134,7 +153,7 @@ struct Writer {
 }
 
 impl Writer {
-    fn start(interval: Duration) -> std::io::Result<Self> {
+    fn start(live: Arc<LiveChain>, interval: Duration) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             slot: Mutex::new(Slot {
                 pending: None,
@@ -148,7 +167,7 @@ impl Writer {
         let for_thread = shared.clone();
         let thread = std::thread::Builder::new()
             .name("routechain-cache".into())
-            .spawn(move || write_loop(&for_thread, interval))?;
+            .spawn(move || write_loop(&live, &for_thread, interval))?;
         Ok(Writer {
             shared,
             thread: Some(thread),
@@ -172,17 +191,19 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-fn write_loop(shared: &Shared, interval: Duration) {
-    let mut last: Option<Instant> = None;
+fn write_loop(live: &LiveChain, shared: &Shared, interval: Duration) {
+    let mut last: Option<(Instant, Duration)> = None;
     loop {
-        let (path, reference, providers, rules) = {
+        let (path, reference, rules) = {
             let mut slot = shared.lock();
             while slot.pending.is_none() && !slot.stop {
                 slot = shared.wake.wait(slot).unwrap_or_else(|p| p.into_inner());
             }
-            // Coalesce: the changes applied until `interval` after the last write make one.
-            if let Some(at) = last {
-                let until = at + interval;
+            // Coalesce: the changes applied until `interval` after the last write (or ten
+            // times that write's duration, so that writing a large list takes a tenth of a
+            // core at most) make one.
+            if let Some((at, took)) = last {
+                let until = at + interval.max(took * 10);
                 while !slot.stop {
                     let now = Instant::now();
                     if now >= until {
@@ -204,12 +225,16 @@ fn write_loop(shared: &Shared, interval: Duration) {
                 .iter()
                 .map(|(k, t)| (k.clone(), t.clone()))
                 .collect();
-            (path, reference, slot.recorded.providers.clone(), rules)
+            (path, reference, rules)
         };
-        last = Some(Instant::now());
-        let rules: Vec<(&RuleKey, &str)> = rules.iter().map(|(k, t)| (k, &**t)).collect();
         let started = Instant::now();
-        match write(&path, &reference, now_ms(), providers.as_deref(), &rules) {
+        // The providers applied by now, taken from the chain here, not on its update path.
+        let providers = live.registered_providers();
+        let rules: Vec<(&RuleKey, &str)> = rules.iter().map(|(k, t)| (k, &**t)).collect();
+        let result = write(&path, &reference, now_ms(), providers.urls(), &rules);
+        drop(providers);
+        last = Some((started, started.elapsed()));
+        match result {
             Ok(()) => {
                 shared.lock().writes += 1;
                 tracing::debug!(
@@ -226,10 +251,10 @@ fn write_loop(shared: &Shared, interval: Duration) {
     }
 }
 
-/// What one update carried of the state: its provider list and rule events.
+/// What one update carried of the state: whether a provider list, and its rule events.
 #[derive(Default)]
 struct Carried {
-    providers: Option<ProviderText>,
+    providers: bool,
     /// Each rule event, and the update item's description (what a refusal names).
     rules: Vec<(RuleKey, Option<String>, String)>,
 }
@@ -238,16 +263,7 @@ impl Carried {
     fn of(update: &Update, out: &mut Carried) {
         match update {
             Update::Batch(items) => items.iter().for_each(|u| Carried::of(u, out)),
-            Update::Providers { text, .. } => {
-                out.providers = Some(match text {
-                    // The skipped entries were reported; the file holds providers only.
-                    ProviderText::Parsed { urls, .. } => ProviderText::Parsed {
-                        urls: urls.clone(),
-                        skipped: Vec::new(),
-                    },
-                    other => other.clone(),
-                });
-            }
+            Update::Providers { .. } => out.providers = true,
             Update::Rule { key, event, .. } => {
                 let text = match event {
                     RuleEvent::Added(t) | RuleEvent::Modified(t) => Some(t.clone()),
@@ -260,7 +276,7 @@ impl Carried {
     }
 
     fn is_state(&self) -> bool {
-        self.providers.is_some() || !self.rules.is_empty()
+        self.providers || !self.rules.is_empty()
     }
 }
 
@@ -279,29 +295,22 @@ impl Recorder {
             .map(|r| (self.options.path_for(&r), identity(&r)))
     }
 
-    /// Records what `carried` brought that `reports` do not refuse or hold back.
+    /// Records the rules `carried` brought that `reports` do not refuse, and has the file
+    /// written (with the providers the chain then holds) if it carried any state.
     fn record(&self, live: &LiveChain, carried: Carried, reports: &[Report]) {
         if !carried.is_state() {
             return;
         }
-        let not_applied = |item: &dyn Fn(&str) -> bool| {
+        let refused = |described: &str| {
             reports.iter().any(|r| match r {
-                Report::Refused { change, .. } | Report::HeldBack { change, .. } => {
-                    change.split(" + ").any(item)
-                }
+                Report::Refused { change, .. } => change.split(" + ").any(|c| c == described),
                 _ => false,
             })
         };
-        let mut changed = false;
+        let mut changed = carried.providers;
         let mut slot = self.writer.shared.lock();
-        if let Some(p) = carried.providers
-            && !not_applied(&|c| c.starts_with("providers from "))
-        {
-            slot.recorded.providers = Some(Arc::new(p));
-            changed = true;
-        }
         for (key, text, described) in carried.rules {
-            if not_applied(&|c| c == described) {
+            if refused(&described) {
                 continue;
             }
             match text {
@@ -373,13 +382,13 @@ fn load(live: &LiveChain, options: &CacheOptions) -> Result<(Update, Cached, Pat
 /// when the sources deliver no state within the wait), then every update applied, reported
 /// and recorded.
 pub(crate) fn follow(
-    live: &LiveChain,
+    live: &Arc<LiveChain>,
     source: &str,
     options: CacheOptions,
     mut rx: UnboundedReceiver<Update>,
     on_report: &mut dyn FnMut(&Report),
 ) {
-    let recorder = match Writer::start(options.interval) {
+    let recorder = match Writer::start(live.clone(), options.interval) {
         Ok(writer) => Recorder {
             options: options.clone(),
             writer,

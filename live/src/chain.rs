@@ -287,6 +287,19 @@ impl LiveChain {
         self.lock().provider_apps.iter().cloned().collect()
     }
 
+    /// The providers as registered (before the override rules), for the cache: the serving
+    /// snapshot when it is that list (no copy: the common case), else a copy of the list.
+    pub(crate) fn registered_providers(&self) -> crate::cache::Registered {
+        let inputs = self.lock();
+        let serving = self.service.state();
+        let list = inputs.registered.list(serving.snapshot());
+        if std::ptr::eq(list, &**serving.snapshot()) {
+            crate::cache::Registered::Serving(serving.snapshot().clone())
+        } else {
+            crate::cache::Registered::Copied(list.providers().to_vec())
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inputs> {
         self.inputs.lock().unwrap_or_else(|p| p.into_inner())
     }

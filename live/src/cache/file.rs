@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::{ProviderText, RuleKey};
+use routechain_core::Url;
+
+use crate::RuleKey;
 
 /// The first line of a cache file; the number is the format version.
 const MAGIC: &str = "routechain-cache ";
@@ -108,28 +110,13 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-/// The provider lines of a list, as a registry or file gave them.
-fn provider_lines(text: &ProviderText) -> Vec<std::borrow::Cow<'_, str>> {
-    use std::borrow::Cow;
-    match text {
-        ProviderText::Lines(t) => t
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(Cow::Borrowed)
-            .collect(),
-        ProviderText::Urls(u) => u.iter().map(|s| Cow::Borrowed(s.as_str())).collect(),
-        ProviderText::Parsed { urls, .. } => urls.iter().map(|u| u.raw()).collect(),
-    }
-}
-
 /// Writes `providers` and `rules` for `reference` to `path`: to a temporary file next to
 /// it, synced, then renamed over it, so a reader sees the old file or the new one whole.
 pub fn write(
     path: &Path,
     reference: &str,
     written_ms: u64,
-    providers: Option<&ProviderText>,
+    providers: &[Url],
     rules: &[(&RuleKey, &str)],
 ) -> Result<(), CacheError> {
     let io_error = |source| CacheError::Io {
@@ -151,12 +138,10 @@ pub fn write(
         writeln!(out, "{MAGIC}{FORMAT}")?;
         writeln!(out, "reference {reference}")?;
         writeln!(out, "written {written_ms}")?;
-        let lines = providers.map(provider_lines).unwrap_or_default();
-        writeln!(out, "providers {}", lines.len())?;
-        for line in &lines {
-            writeln!(out, "{line}")?;
+        writeln!(out, "providers {}", providers.len())?;
+        for url in providers {
+            writeln!(out, "{url}")?;
         }
-        drop(lines);
         for (key, text) in rules {
             writeln!(out, "rule {} {} {}", text.len(), key.router_type, key.key)?;
             out.write_all(text.as_bytes())?;

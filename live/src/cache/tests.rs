@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use routechain_core::Request;
+use routechain_core::{Request, Url};
 use routechain_rules::ChainFile;
 
 use super::*;
@@ -26,10 +26,17 @@ fn rule_text() -> String {
     "conditions:\n  - '=> host = 10.0.0.2'\n# checksum 0000000000000000\nrule 3 x y\n".into()
 }
 
+fn urls(texts: &[&str]) -> Vec<Url> {
+    texts
+        .iter()
+        .map(|t| Url::parse_provider(t).unwrap())
+        .collect()
+}
+
 fn sample(path: &Path) {
-    let providers = ProviderText::Urls(vec![
-        "dubbo://10.0.0.1:20880/com.foo.BarService?version=1.0.0&group=g".into(),
-        "dubbo://10.0.0.2:20880/com.foo.BarService?version=1.0.0&group=g".into(),
+    let providers = urls(&[
+        "dubbo://10.0.0.1:20880/com.foo.BarService?version=1.0.0&group=g",
+        "dubbo://10.0.0.2:20880/com.foo.BarService?version=1.0.0&group=g",
     ]);
     let key = RuleKey::new("com.foo.BarService:1.0.0:g", "condition");
     let legacy = RuleKey::new("com.foo.BarService", RuleKey::LEGACY_OVERRIDES);
@@ -38,7 +45,7 @@ fn sample(path: &Path) {
         path,
         REFERENCE,
         1_733_412_345_000,
-        Some(&providers),
+        &providers,
         &[
             (&key, &text),
             (&legacy, "[\"override://0.0.0.0/x?weight=1\"]"),
@@ -75,20 +82,8 @@ fn a_written_file_reads_back_whole() {
             ),
         ]
     );
-    // Parsed URLs are written as their text, and an empty list is a list.
-    let url =
-        routechain_core::Url::parse_provider("dubbo://10.0.0.9:20880/com.foo.BarService").unwrap();
-    let parsed = ProviderText::Parsed {
-        urls: vec![url],
-        skipped: Vec::new(),
-    };
-    write(&path, REFERENCE, 1, Some(&parsed), &[]).unwrap();
-    let cached = read(&path, REFERENCE).unwrap().unwrap();
-    assert_eq!(
-        cached.providers,
-        ["dubbo://10.0.0.9:20880/com.foo.BarService"]
-    );
-    write(&path, REFERENCE, 1, None, &[]).unwrap();
+    // An empty list is a list.
+    write(&path, REFERENCE, 1, &[], &[]).unwrap();
     assert!(
         read(&path, REFERENCE)
             .unwrap()
@@ -108,7 +103,7 @@ fn a_write_replaces_the_file_by_rename_and_leaves_no_temporary_file() {
     // A reader holding the old file keeps reading the old content: the new one is another
     // inode, renamed over the name.
     let old = std::fs::File::open(&path).unwrap();
-    write(&path, REFERENCE, 2, None, &[]).unwrap();
+    write(&path, REFERENCE, 2, &[], &[]).unwrap();
     let after = std::fs::metadata(&path).unwrap();
     #[cfg(unix)]
     {
@@ -127,7 +122,7 @@ fn a_write_replaces_the_file_by_rename_and_leaves_no_temporary_file() {
     let blocked = dir.join("blocked.cache");
     std::fs::create_dir_all(blocked.join("x")).unwrap();
     assert!(matches!(
-        write(&blocked, REFERENCE, 3, None, &[]),
+        write(&blocked, REFERENCE, 3, &[], &[]),
         Err(CacheError::Io { .. })
     ));
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
@@ -386,14 +381,16 @@ fn a_burst_of_changes_makes_few_writes() {
     let chain = live(&dir);
     let options = chain.options().cache.clone().unwrap();
     let recorder = Recorder {
-        writer: Writer::start(options.interval).unwrap(),
+        writer: Writer::start(chain.clone(), options.interval).unwrap(),
         options,
     };
-    // 500 applied changes as fast as they come, each recorded.
+    // 500 changes applied as fast as they come, each recorded (as `follow` does).
     for k in 1..=500u32 {
+        let update = providers(&[1, k + 1]);
         let mut carried = Carried::default();
-        Carried::of(&providers(&[1, k + 1]), &mut carried);
-        recorder.record(&chain, carried, &[]);
+        Carried::of(&update, &mut carried);
+        let reports = chain.apply(update);
+        recorder.record(&chain, carried, &reports);
     }
     let shared = recorder.writer.shared.clone();
     drop(recorder); // writes what is pending
@@ -405,5 +402,51 @@ fn a_burst_of_changes_makes_few_writes() {
     );
     // One write per interval (50 ms here) at most, not one per change.
     assert!((1..50).contains(&writes), "{writes} writes for 500 changes");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_file_holds_the_registered_providers_not_a_held_back_list_nor_the_override_rules_changes() {
+    let dir = temp_dir("registered");
+    let path = CacheOptions::new(&dir).path_for(&ServiceKey::parse("g/com.foo.BarService:1.0.0"));
+    let chain = live(&dir);
+    let slot = Arc::default();
+    let watching = chain
+        .watch(Box::new(Manual(Arc::clone(&slot))), |_| {})
+        .unwrap();
+    let tx = slot.lock().unwrap().clone().unwrap();
+    let disable = "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \
+                   providerAddresses: ['10.0.0.1:20880']\n    parameters: {disabled: 'true'}\n";
+    tx.send(Update::Batch(vec![
+        providers(&[1, 2]),
+        Update::Rule {
+            key: RuleKey::new("com.foo.BarService:1.0.0:g", RuleKey::CONFIGURATORS),
+            event: RuleEvent::Added(disable.into()),
+            origin: "zookeeper:o".into(),
+        },
+    ]))
+    .unwrap();
+    eventually("10.0.0.1 disabled", || routed(&chain) == ["10.0.0.2:20880"]);
+    // An empty list, held back by empty-push protection.
+    tx.send(providers(&[])).unwrap();
+    tx.send(rule(2)).unwrap();
+    eventually("the rule written", || {
+        read(&path, "g/com.foo.BarService:1.0.0")
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.rules.len() == 2)
+    });
+    let cached = read(&path, "g/com.foo.BarService:1.0.0").unwrap().unwrap();
+    assert_eq!(
+        cached.providers,
+        [
+            "dubbo://10.0.0.1:20880/com.foo.BarService?version=1.0.0&group=g",
+            "dubbo://10.0.0.2:20880/com.foo.BarService?version=1.0.0&group=g"
+        ],
+        "as registered: the disabled one kept (its rule is cached too), the empty list held back"
+    );
+    assert_eq!(chain.service().state().snapshot().len(), 1);
+    drop(tx);
+    drop(watching);
     std::fs::remove_dir_all(dir).unwrap();
 }
