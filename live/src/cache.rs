@@ -49,8 +49,8 @@ pub struct CacheOptions {
     /// Default 2 s: the ZooKeeper source's connection timeout, after which a server that
     /// does not answer is left.
     pub wait: Duration,
-    /// The least time between two writes of a file; the changes applied meanwhile make
-    /// one write. Default 1 s.
+    /// The least time between two writes of a file (and at least ten times the last
+    /// write's duration); the changes applied meanwhile make one write. Default 1 s.
     pub interval: Duration,
 }
 

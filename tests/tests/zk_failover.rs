@@ -194,6 +194,9 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
                 .build()
                 .unwrap(),
         };
+        // A frozen leader stops the ensemble until the others elect another: the source
+        // reconnects once one serves.
+        let leader = ens.leader() == own;
         *disconnected.lock().unwrap() = None;
         *reconnected.lock().unwrap() = None;
         let fault = Instant::now();
@@ -218,7 +221,14 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
             "round {round}: reconnected to the frozen server"
         );
         assert!(left <= back && back <= fault + frozen, "round {round}");
-        times.push(("connected server frozen", frozen));
+        times.push((
+            if leader {
+                "connected server frozen (the leader)"
+            } else {
+                "connected server frozen (a follower)"
+            },
+            frozen,
+        ));
         times.push(("  the source left the frozen server", left - fault));
         times.push(("  the source reconnected to another", back - fault));
         ens.servers[own].thaw();
