@@ -52,6 +52,11 @@ pub struct CacheOptions {
     /// The least time between two writes of a file (and at least ten times the last
     /// write's duration); the changes applied meanwhile make one write. Default 1 s.
     pub interval: Duration,
+    /// Where the state comes from besides the reference, when one directory may hold the
+    /// caches of several (`watch` gives its registry address, password masked): a file
+    /// written under another scope has another name and, if found, is foreign. Default
+    /// empty.
+    pub scope: String,
 }
 
 impl CacheOptions {
@@ -61,6 +66,7 @@ impl CacheOptions {
             dir: dir.into(),
             wait: Duration::from_secs(2),
             interval: Duration::from_secs(1),
+            scope: String::new(),
         }
     }
 
@@ -75,9 +81,10 @@ impl CacheOptions {
     }
 
     /// The file of `reference`: its `group/interface:version`, with every character other
-    /// than a letter, a digit, `.`, `_` and `-` written `_`, then `.cache`.
+    /// than a letter, a digit, `.`, `_` and `-` written `_`, then `-` and 8 hex digits of
+    /// the scope's hash when there is a scope, then `.cache`.
     pub fn path_for(&self, reference: &ServiceKey) -> PathBuf {
-        let name: String = identity(reference)
+        let mut name: String = reference_text(reference)
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
@@ -87,12 +94,24 @@ impl CacheOptions {
                 }
             })
             .collect();
+        if !self.scope.is_empty() {
+            let hash = xxhash_rust::xxh3::xxh3_64(self.scope.as_bytes());
+            name.push_str(&format!("-{:08x}", hash >> 32));
+        }
         self.dir.join(format!("{name}.cache"))
+    }
+
+    /// The reference as the file records it: `group/interface:version`, followed by
+    /// ` from <scope>` when there is a scope.
+    pub fn identity(&self, reference: &ServiceKey) -> String {
+        match self.scope.as_str() {
+            "" => reference_text(reference),
+            scope => format!("{} from {scope}", reference_text(reference)),
+        }
     }
 }
 
-/// A reference as a cache file records it: `group/interface:version`.
-pub fn identity(reference: &ServiceKey) -> String {
+fn reference_text(reference: &ServiceKey) -> String {
     format!(
         "{}/{}:{}",
         reference.group.as_deref().unwrap_or(""),
@@ -292,7 +311,7 @@ impl Recorder {
     /// reference (no registry providers to keep).
     fn target(&self, live: &LiveChain) -> Option<(PathBuf, String)> {
         live.reference()
-            .map(|r| (self.options.path_for(&r), identity(&r)))
+            .map(|r| (self.options.path_for(&r), self.options.identity(&r)))
     }
 
     /// Records the rules `carried` brought that `reports` do not refuse, and has the file
@@ -356,7 +375,7 @@ fn load(live: &LiveChain, options: &CacheOptions) -> Result<(Update, Cached, Pat
             options.wait.as_secs_f64()
         ))
     };
-    match read(&path, &identity(&reference)) {
+    match read(&path, &options.identity(&reference)) {
         Ok(Some(cached)) => {
             let origin = format!("cache:{}", path.display());
             let mut items = vec![Update::Providers {

@@ -141,8 +141,14 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             .cache_dir
             .clone()
             .or_else(CacheOptions::default_dir)
-            .filter(|_| address.is_some() && !args.no_cache)
-            .map(CacheOptions::new),
+            .filter(|_| !args.no_cache)
+            .zip(address.as_ref())
+            .map(|(dir, address)| CacheOptions {
+                // One directory may hold the caches of several registries (staging,
+                // production): each registry has its own files.
+                scope: format!("zookeeper:{address}"),
+                ..CacheOptions::new(dir)
+            }),
         ..LiveOptions::default()
     };
     // A bad line of the providers file is skipped alone (and reported), as in every later

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! routechain-cache 1
-//! reference <group>/<interface>:<version>
+//! reference <group>/<interface>:<version>[ from <scope>]
 //! written <unix milliseconds>
 //! providers <n>
 //! <provider URL>                        (n lines)

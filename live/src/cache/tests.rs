@@ -187,6 +187,38 @@ fn each_reference_has_its_own_file_name() {
         options.path_for(&ServiceKey::parse("a,b/com.foo.BarService:*")),
         a
     );
+    // With a scope (the registry): a name of its own, and another scope's file is foreign.
+    let scoped = |scope: &str| CacheOptions {
+        scope: scope.into(),
+        ..CacheOptions::new("/var/cache/rc")
+    };
+    let key = ServiceKey::parse("com.foo.BarService");
+    let staging = scoped("zookeeper:staging:2181").path_for(&key);
+    let production = scoped("zookeeper:production:2181").path_for(&key);
+    assert!(
+        staging
+            .to_str()
+            .unwrap()
+            .starts_with("/var/cache/rc/_com.foo.BarService_-")
+    );
+    assert_ne!(staging, production);
+    assert_ne!(staging, a);
+    assert_eq!(
+        scoped("zookeeper:staging:2181").identity(&key),
+        "/com.foo.BarService: from zookeeper:staging:2181"
+    );
+    let dir = temp_dir("scope");
+    let path = dir.join("x.cache");
+    let id = |scope: &str| scoped(scope).identity(&key);
+    write(&path, &id("zookeeper:staging:2181"), 1, &[], &[]).unwrap();
+    let err = read(&path, &id("zookeeper:production:2181"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("written for the reference /com.foo.BarService: from zookeeper:staging:2181"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
