@@ -3,7 +3,8 @@
 //! Live rules and providers: sources that push changes, and a chain that applies them
 //! atomically and refuses bad ones.
 //!
-//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`]; brings tokio and `zookeeper-client`)
+//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`], and [`registry`]: registry addresses
+//! as Dubbo writes them, several registries merged; brings tokio and `zookeeper-client`)
 //! and `file-watch` ([`FileSource`]; brings `notify`). Without either, [`LiveChain`] still
 //! applies updates pushed by a source of your own.
 //!
@@ -66,6 +67,8 @@ pub mod metrics;
 mod observe;
 mod overrides;
 mod providers;
+#[cfg(feature = "zookeeper")]
+pub mod registry;
 mod report;
 mod template;
 #[cfg(feature = "zookeeper")]
@@ -82,6 +85,10 @@ pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
+#[cfg(feature = "zookeeper")]
+pub use registry::{
+    RegistryAddress, RegistryAddressError, RegistryOptions, RegistrySource, RuleStore,
+};
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]
 pub use zk::{

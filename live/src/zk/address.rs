@@ -80,7 +80,7 @@ fn invalid(text: &str, reason: impl Into<String>) -> ZkError {
 
 /// `text` with any password replaced by `***`: the user-info's password and a `password=`
 /// parameter's value. For messages about an address that may not parse.
-pub(super) fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     let (head, query) = match text.split_once('?') {
         Some((h, q)) => (h, Some(q)),
         None => (text, None),
