@@ -46,8 +46,8 @@ pub struct CacheOptions {
     /// ([`CacheOptions::path_for`]); created when first written.
     pub dir: PathBuf,
     /// How long a start waits for the sources' first state before serving the cache.
-    /// Default 2 s: the ZooKeeper source's connection timeout, after which a server that
-    /// does not answer is left.
+    /// Default 2 s: longer than the ZooKeeper source takes to leave a server that does not
+    /// answer and reach another (1.8 s at most, `zk/address.rs`).
     pub wait: Duration,
     /// The least time between two writes of a file (and at least ten times the last
     /// write's duration); the changes applied meanwhile make one write. Default 1 s.
