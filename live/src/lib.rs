@@ -3,7 +3,8 @@
 //! Live rules and providers: sources that push changes, and a chain that applies them
 //! atomically and refuses bad ones.
 //!
-//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`]; brings tokio and `zookeeper-client`)
+//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`], and [`registry`]: registry addresses
+//! as Dubbo writes them, several registries merged; brings tokio and `zookeeper-client`)
 //! and `file-watch` ([`FileSource`]; brings `notify`). Without either, [`LiveChain`] still
 //! applies updates pushed by a source of your own.
 //!
@@ -25,6 +26,9 @@
 //!   [`routechain_rules::configurators`]) are applied to the provider URLs before each
 //!   snapshot is prepared: `weight` reaches the balancers, `disabled` providers never reach
 //!   the routers (the `overrides` module holds Dubbo's order and the side policy).
+//! - [`cache`] keeps what a live chain applied on disk, per reference, and serves it at a
+//!   start while its sources deliver nothing (Dubbo's registry `file-cache`;
+//!   [`LiveOptions::cache`]).
 //! - [`dubbo`] holds Dubbo's registry layout: node paths, how provider nodes are decoded,
 //!   the reference (which providers a consumer takes) and the rule keys.
 //! - [`ChainTemplate`] serves many services with one chain configuration, as a Dubbo
@@ -52,6 +56,7 @@
 //! let _ = live.service().load().state().route(&Request::new(), &mut caller);
 //! ```
 
+pub mod cache;
 mod chain;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
@@ -62,11 +67,14 @@ pub mod metrics;
 mod observe;
 mod overrides;
 mod providers;
+#[cfg(feature = "zookeeper")]
+pub mod registry;
 mod report;
 mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
+pub use cache::CacheOptions;
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
@@ -77,6 +85,10 @@ pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
+#[cfg(feature = "zookeeper")]
+pub use registry::{
+    RegistryAddress, RegistryAddressError, RegistryOptions, RegistrySource, RuleStore,
+};
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]
 pub use zk::{

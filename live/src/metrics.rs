@@ -392,14 +392,14 @@ impl Collector for ChainCollector {
     }
 }
 
-/// The registry connection's state as the gauge `routechain_registry_connected`
-/// (1 connected, 0 not), labelled `registry="zookeeper"` and `address` (the address with
-/// its password masked). Register it next to a [`ChainCollector`].
+/// The registry connections' states as the gauge `routechain_registry_connected`
+/// (1 connected, 0 not), one series per registry labelled `registry="zookeeper"` and
+/// `address` (the address with its password masked). Register it next to a
+/// [`ChainCollector`].
 #[cfg(feature = "zookeeper")]
 #[derive(Debug, Clone)]
 pub struct RegistryCollector {
-    address: String,
-    connection: crate::ZkConnection,
+    registries: Vec<(String, crate::ZkConnection)>,
 }
 
 #[cfg(feature = "zookeeper")]
@@ -408,9 +408,18 @@ impl RegistryCollector {
     /// (the [`crate::ZkConfig::connection`] it runs with).
     pub fn zookeeper(address: &crate::ZkAddress, connection: crate::ZkConnection) -> Self {
         RegistryCollector {
-            address: address.to_string(),
-            connection,
+            registries: vec![(address.to_string(), connection)],
         }
+    }
+
+    /// Adds the state of another ZooKeeper source (several registries followed at once).
+    pub fn and_zookeeper(
+        mut self,
+        address: &crate::ZkAddress,
+        connection: crate::ZkConnection,
+    ) -> Self {
+        self.registries.push((address.to_string(), connection));
+        self
     }
 
     /// Registers (a clone of) this collector into `registry`.
@@ -428,11 +437,14 @@ impl Collector for RegistryCollector {
             None,
             MetricType::Gauge,
         )?;
-        gauge(
-            &mut e,
-            &[("registry", "zookeeper"), ("address", &self.address)],
-            u64::from(self.connection.is_connected()),
-        )
+        for (address, connection) in &self.registries {
+            gauge(
+                &mut e,
+                &[("registry", "zookeeper"), ("address", address)],
+                u64::from(connection.is_connected()),
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -9,33 +9,47 @@ use routechain::core::{CallState, Request, Snapshot};
 use routechain::rules::ChainFile;
 
 use super::route::route_once;
+use routechain::live::registry::Following;
 use routechain::live::{
-    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report,
-    ServiceKey, Source, Sources, Watching, ZkAddress, ZkConfig, ZkConnection, ZkSource,
-    parse_providers,
+    CacheOptions, ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText,
+    RegistryAddress, RegistryOptions, RegistrySource, Report, ServiceKey, Source, Sources,
+    Watching, ZkConnection, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
 /// Arguments of `watch`.
 #[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("registries").args(["zookeeper", "registry"]))]
 pub struct WatchArgs {
     /// The chain file (YAML). Watched, with the rule files it names.
     #[arg(long)]
     chain: PathBuf,
     /// A providers file (one URL per line), watched.
-    #[arg(long, conflicts_with = "zookeeper")]
+    #[arg(long, conflicts_with = "registries")]
     providers: Option<PathBuf>,
     /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`, with
     /// digest credentials `user:pass@host:port` or `zookeeper://user:pass@host:port` (as
-    /// `routechain zk`; shown masked). A bad address exits 2 at once.
+    /// `routechain zk`; shown masked): any address `--registry` takes, under its first
+    /// name. A bad address exits 2 at once.
     #[arg(long)]
     zookeeper: Option<String>,
+    /// The registries to follow, as Dubbo writes them (docs/live.md, "Registry
+    /// addresses"): `zookeeper://h1:2181?backup=h2:2181`; several separated by `|` or `;`
+    /// have their providers merged (Dubbo's zone-aware choice with `preferred=true`,
+    /// `zone=`), the rules read from the first (or the one with
+    /// `use-as-config-center=true`). Shown masked. A bad address exits 2 at once.
+    #[arg(long, value_name = "ADDRESS")]
+    registry: Option<String>,
+    /// The consumer's zone, matched against the registries' `zone=` (Dubbo's
+    /// `registry_zone`).
+    #[arg(long, value_name = "ZONE", requires = "registries")]
+    registry_zone: Option<String>,
     /// The reference whose providers and service-scope rules to follow:
     /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
     /// group or version, `a,b` either group); default the chain file's `service`, `group`
     /// and `version`, followed as the file changes. A bare interface keeps the file's
     /// group and version. Given, the reference is fixed for the run.
-    #[arg(long, requires = "zookeeper")]
+    #[arg(long, requires = "registries")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
     #[arg(long)]
@@ -50,6 +64,16 @@ pub struct WatchArgs {
     /// e.g. `127.0.0.1:9464`.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// Keep the providers and rules last read from the registry in DIR (one file per
+    /// reference, rewritten at most once a second) and serve them at a start while the
+    /// registry cannot be reached; default `$XDG_CACHE_HOME/routechain`, else
+    /// `~/.cache/routechain`.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Keep no cache: a start while the registry cannot be reached serves nothing until
+    /// it answers.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
     /// With --metrics, also count calls per provider address
     /// (`routechain_provider_picks_total`; one series per provider: high-cardinality).
     #[arg(long, requires = "metrics")]
@@ -112,20 +136,39 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     });
     // A bad address is refused now, its password masked.
     let address = args
-        .zookeeper
+        .registry
         .as_deref()
-        .map(ZkAddress::parse)
+        .or(args.zookeeper.as_deref())
+        .map(RegistryAddress::parse)
         .transpose()
         .map_err(|e| invalid(e.to_string()))?;
-    if args.zookeeper.is_some() && reference.is_none() && chain.service.is_none() {
-        return Err(invalid(
-            "--zookeeper needs a service: give --service or `service:` in the chain file".into(),
-        ));
+    if address.is_some() && reference.is_none() && chain.service.is_none() {
+        let flag = if args.registry.is_some() {
+            "--registry"
+        } else {
+            "--zookeeper"
+        };
+        return Err(invalid(format!(
+            "{flag} needs a service: give --service or `service:` in the chain file"
+        )));
     }
     let options = LiveOptions {
         protect_empty: !args.allow_empty,
         provider_picks: args.provider_picks,
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
+        // A registry's state is kept for a start while it cannot be reached.
+        cache: args
+            .cache_dir
+            .clone()
+            .or_else(CacheOptions::default_dir)
+            .filter(|_| !args.no_cache)
+            .zip(address.as_ref())
+            .map(|(dir, address)| CacheOptions {
+                // One directory may hold the caches of several registries (staging,
+                // production): each registry has its own files.
+                scope: address.to_string(),
+                ..CacheOptions::new(dir)
+            }),
         ..LiveOptions::default()
     };
     // A bad line of the providers file is skipped alone (and reported), as in every later
@@ -166,15 +209,33 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     });
     // From files the state is loaded now; from ZooKeeper, once the source has delivered
     // its first read (nothing is printed to stdout before that).
-    let loaded = Arc::new(AtomicBool::new(args.zookeeper.is_none()));
+    let loaded = Arc::new(AtomicBool::new(address.is_none()));
     let (reload_tx, reload_rx) = std::sync::mpsc::channel::<()>();
     // Hold the printer while the source starts, so the start line comes first; the watches
     // are in place once `watch` returns, so no change made after the start line is missed.
     let start_lock = router
         .as_ref()
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
-    let connection = ZkConnection::default();
-    let (source, mut following) = sources(args, &live, address.as_ref(), &connection);
+    // One connection state per registry, kept over restarts of the sources.
+    let connections: Vec<ZkConnection> = address
+        .iter()
+        .flat_map(|a| (0..a.entries().len()).filter(|&i| a.followed(i)))
+        .map(|_| ZkConnection::default())
+        .collect();
+    let (source, mut following) = sources(args, &live, address.as_ref(), &connections)?;
+    if address.is_some() && !args.no_cache {
+        match (&live.options().cache, live.reference()) {
+            (Some(cache), Some(reference)) => errln!(
+                "routechain watch: cache: {}; served at a start while the registry cannot be \
+                 reached (--no-cache: none)",
+                cache.path_for(&reference).display()
+            ),
+            _ => errln!(
+                "routechain watch: cache: none (neither XDG_CACHE_HOME nor HOME is set; \
+                 give --cache-dir)"
+            ),
+        }
+    }
     let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
     // Served once the watches are in place: a change made after the line below is seen.
     if let Some(addr) = args.metrics {
@@ -182,15 +243,17 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         collector.add(&live);
         let mut registry = routechain::prometheus_client::registry::Registry::default();
         collector.register(&mut registry);
-        if let Some(address) = &address {
-            routechain::live::metrics::RegistryCollector::zookeeper(address, connection.clone())
-                .register(&mut registry);
+        if let Some(collector) = address
+            .as_ref()
+            .and_then(|a| registry_collector(a, &connections))
+        {
+            collector.register(&mut registry);
         }
         let bound = super::metrics_server::serve(addr, Arc::new(registry))
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
         errln!("routechain watch: serving metrics on http://{bound}/metrics");
     }
-    if args.zookeeper.is_none() {
+    if address.is_none() {
         let state = live.service().state();
         let providers = match &args.providers {
             Some(p) => format!("the providers of {}", p.display()),
@@ -206,31 +269,28 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         );
     }
     if let (Some(r), Some(mut call)) = (&router, start_lock)
-        && args.zookeeper.is_none()
+        && address.is_none()
     {
         r.print(&live, &mut call);
     }
     // A reloaded chain file may change what to follow in ZooKeeper (the reference, the
     // consumer's application, the entries' keys): then the sources start afresh.
     while reload_rx.recv().is_ok() {
-        let Some(servers) = &args.zookeeper else {
+        let Some(address) = &address else {
             continue;
         };
-        let now = ZkConfig::for_chain(&live, servers.clone());
         // The reference (`service`, `group`, `version`) filters the providers read.
-        if now.watched_paths() == following.watched_paths()
-            && now.service == following.service
-            && now.provider_app_kinds == following.provider_app_kinds
-            && now.each_app_kinds == following.each_app_kinds
-        {
+        let now = RegistrySource::for_chain(address, &live, RegistryOptions::default())
+            .map_err(|e| invalid(e.to_string()))?;
+        if following.as_ref().is_some_and(|f| f.follows_same(&now)) {
             continue;
         }
         errln!(
             "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
         );
         drop(watching);
-        let (source, config) = sources(args, &live, address.as_ref(), &connection);
-        following = config;
+        let (source, now) = sources(args, &live, Some(address), &connections)?;
+        following = now;
         watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
     loop {
@@ -239,48 +299,110 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
 }
 
 /// The sources `watch` runs: the file source (chain file, rule files, providers file), and
-/// ZooKeeper for rules and providers with `--zookeeper` (its watched paths printed).
+/// the registries of `--registry` (or `--zookeeper`) for rules and providers, their watched
+/// paths printed; with them, what the registries follow (to compare after a reload).
 fn sources(
     args: &WatchArgs,
     live: &LiveChain,
-    address: Option<&ZkAddress>,
-    connection: &ZkConnection,
-) -> (Box<dyn Source>, ZkConfig) {
+    address: Option<&RegistryAddress>,
+    connections: &[ZkConnection],
+) -> Result<(Box<dyn Source>, Option<RegistrySource>), LoadError> {
     let chain_source = Box::new(FileSource::new(FileConfig::new(
         args.chain.clone(),
         args.providers.clone(),
     )));
-    let mut config = ZkConfig::for_chain(live, args.zookeeper.clone().unwrap_or_default());
-    config.connection = connection.clone();
-    let Some(servers) = address else {
-        return (chain_source, config);
+    let Some(address) = address else {
+        return Ok((chain_source, None));
     };
-    let reference = config.service.clone().unwrap_or_else(|| {
-        routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
-    });
-    errln!(
-        "routechain watch: following ZooKeeper {servers} for {} ({}); watching:",
-        reference.interface,
-        reference.describe_filter()
-    );
-    for path in config.watched_paths() {
-        errln!("  {path}");
+    let options = RegistryOptions {
+        protect_empty: !args.allow_empty,
+        zone: args.registry_zone.clone(),
+    };
+    let mut registries =
+        RegistrySource::for_chain(address, live, options).map_err(|e| invalid(e.to_string()))?;
+    for (following, connection) in registries.following_mut().zip(connections) {
+        match following {
+            Following::ZooKeeper(config) => config.connection = connection.clone(),
+        }
     }
-    if !config.provider_app_kinds.is_empty() {
+    let reference = live
+        .reference()
+        .unwrap_or_else(|| ServiceKey::parse(&live.service_name().unwrap_or_default()));
+    let several = registries.following().len() > 1;
+    if several {
         errln!(
-            "  and, once the providers' application is known, its {} node(s)",
-            config.provider_app_kinds.join(", ")
+            "routechain watch: following {} registries for {} ({}), {}:",
+            registries.following().len(),
+            reference.interface,
+            reference.describe_filter(),
+            if address.zone_aware() {
+                "Dubbo's zone-aware choice (the preferred registry, else the consumer's zone, else all merged)"
+            } else {
+                "their providers merged"
+            }
         );
     }
-    if !config.each_app_kinds.is_empty() {
-        errln!(
-            "  and the {} node(s) of every provider application present, from its first provider to its last",
-            config.each_app_kinds.join(", ")
-        );
+    for (entry, following) in registries.following() {
+        let Following::ZooKeeper(config) = following;
+        // One registry: the line `--zookeeper` has always printed.
+        let lead = if several {
+            errln!("  {entry}; watching:");
+            "  "
+        } else {
+            let zk = entry
+                .zookeeper()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            errln!(
+                "routechain watch: following ZooKeeper {zk} for {} ({}); watching:",
+                reference.interface,
+                reference.describe_filter()
+            );
+            ""
+        };
+        for path in config.watched_paths() {
+            errln!("{lead}  {path}");
+        }
+        if !config.provider_app_kinds.is_empty() {
+            errln!(
+                "{lead}  and, once the providers' application is known, its {} node(s)",
+                config.provider_app_kinds.join(", ")
+            );
+        }
+        if !config.each_app_kinds.is_empty() {
+            errln!(
+                "{lead}  and the {} node(s) of every provider application present, from its first provider to its last",
+                config.each_app_kinds.join(", ")
+            );
+        }
     }
     errln!("  and the chain file {}", args.chain.display());
-    let zk = Box::new(ZkSource::new(config.clone()));
-    (Box::new(Sources(vec![zk, chain_source])), config)
+    let source: Box<dyn Source> = Box::new(registries.clone());
+    Ok((
+        Box::new(Sources(vec![source, chain_source])),
+        Some(registries),
+    ))
+}
+
+/// The connection-state gauges of the registries followed.
+fn registry_collector(
+    address: &RegistryAddress,
+    connections: &[ZkConnection],
+) -> Option<routechain::live::metrics::RegistryCollector> {
+    let mut collector: Option<routechain::live::metrics::RegistryCollector> = None;
+    let followed = (address.entries().iter().enumerate())
+        .filter(|(i, _)| address.followed(*i))
+        .map(|(_, e)| e);
+    for (entry, connection) in followed.zip(connections) {
+        let Some(zk) = entry.zookeeper() else {
+            continue;
+        };
+        collector = Some(match collector {
+            None => routechain::live::metrics::RegistryCollector::zookeeper(zk, connection.clone()),
+            Some(c) => c.and_zookeeper(zk, connection.clone()),
+        });
+    }
+    collector
 }
 
 /// Starts `source` on `live`: every report to stderr, the routed request to stdout after

@@ -34,7 +34,7 @@ impl ZkAdmin {
     /// Connects to a parsed address.
     pub async fn connect_to(address: &ZkAddress) -> Result<Self, ZkError> {
         Ok(ZkAdmin {
-            client: address.connect(Duration::from_secs(10), false).await?,
+            client: address.connect(Duration::from_secs(10)).await?,
             authenticated: address.user().is_some(),
             acls: address.acls(false),
         })
@@ -152,6 +152,15 @@ impl ZkAdmin {
     pub async fn unregister(&self, interface: &str, url: &str) -> Result<bool, ZkError> {
         let path = format!("{}/{}", providers_path(interface), encode_component(url));
         self.remove(&path).await
+    }
+
+    /// The children of `path` (none when there is no such node).
+    pub async fn children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+        match self.client.list_children(path).await {
+            Ok(children) => Ok(children),
+            Err(ZkClientError::NoNode) => Ok(Vec::new()),
+            Err(e) => Err(op_error("list", path)(e)),
+        }
     }
 
     /// The decoded provider URLs registered under `interface`, sorted.

@@ -7,6 +7,7 @@ mod file;
 mod mesh;
 mod python;
 mod registries;
+mod several_registries;
 mod zk;
 mod zk_production;
 
