@@ -77,7 +77,7 @@ impl Shared {
     /// `getWeight`). A static pick (probability `static(i) / Σ static`) is accepted with
     /// probability `weight(i, now) / static(i)` — 1 for a provider not warming — so an
     /// accepted draw is `i` with probability proportional to its weight now; after
-    /// [`WARM_TRIES`] rejections (most of the weight warming), Dubbo's loop over the
+    /// eight rejections (most of the weight warming), Dubbo's loop over the
     /// candidates with the weights now. Exact either way (see the module documentation).
     pub fn pick_warm(
         &self,
