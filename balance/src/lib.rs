@@ -2,7 +2,8 @@
 //!
 //! From a routed set to one provider, and what calls teach about providers:
 //!
-//! - [`lb`]: load balancers (`random`, `roundrobin`, `leastactive`, `consistenthash`, `p2c`)
+//! - [`lb`]: load balancers (`random`, `roundrobin`, `leastactive`, `consistenthash`, `p2c`,
+//!   `shortestresponse`, `adaptive`)
 //!   picking one provider from the candidate bitset, prepared per snapshot.
 //! - [`health`]: failure counting, cool-downs and probation, marking the chain's
 //!   [`routechain_core::DegradedSet`].

@@ -2,6 +2,7 @@
 //!
 //! ```yaml
 //! load_balance: random          # random (default) | roundrobin | leastactive | consistenthash | p2c
+//!                               #   | shortestresponse | adaptive
 //! hash_key: arguments[0]        # consistenthash: arguments[N] | attachments[K] | attributes[K], or a list
 //! hash_nodes: 160               # consistenthash: virtual nodes per provider
 //! methods:                      # per-method overrides
@@ -366,6 +367,8 @@ mod tests {
             "methods": {
                 "getUser": {"load_balance": "consistenthash", "hash_key": ["arguments[1]", "attributes[u]"], "hash_nodes": 80, "timeout": "2s"},
                 "list": "p2c",
+                "fast": "shortestresponse",
+                "load": {"load_balance": "adaptive"},
                 "stream": {"retries": 0, "timeout": 0}
             },
             "skip_degraded": true,
@@ -385,6 +388,14 @@ mod tests {
         assert_eq!(
             c.balance.spec(c.balance.slot(Some("list"))).kind,
             LoadBalanceKind::P2c
+        );
+        assert_eq!(
+            c.balance.spec(c.balance.slot(Some("fast"))).kind,
+            LoadBalanceKind::ShortestResponse
+        );
+        assert_eq!(
+            c.balance.spec(c.balance.slot(Some("load"))).kind,
+            LoadBalanceKind::Adaptive
         );
         assert!(c.skip_degraded);
         assert_eq!(c.retries, Some(4));

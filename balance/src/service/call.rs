@@ -313,6 +313,30 @@ impl Cluster {
         result
     }
 
+    /// When an attempt on `selected` starts, read only when a balancer of its state reads
+    /// response times.
+    fn started(&self, selected: &Selected) -> Option<Duration> {
+        selected
+            .published()
+            .balance
+            .timed()
+            .then(|| self.clock.now())
+    }
+
+    /// Feeds an attempt's time and outcome to the balancers that read them.
+    fn record<T, E>(
+        &self,
+        selected: &Selected,
+        started: Option<Duration>,
+        result: &Result<T, CallError<E>>,
+    ) {
+        if let Some(started) = started {
+            let elapsed = self.clock.now().saturating_sub(started);
+            let answered = matches!(result, Ok(_) | Err(CallError::Final(_)));
+            self.report_response(selected, elapsed, answered);
+        }
+    }
+
     /// Failover (and failfast, failsafe: one attempt): attempt, and on a retryable
     /// failure select another provider, up to `plan.attempts` in all.
     async fn failover<T, E, F, Fut>(
@@ -333,7 +357,11 @@ impl Cluster {
         loop {
             let result = {
                 let _in_flight = selected.begin();
-                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
+                let started = self.started(&selected);
+                let result =
+                    timed(plan.timeout(request, &selected), attempt(selected.clone())).await;
+                self.record(&selected, started, &result);
+                result
             };
             let last = match result {
                 Ok(value) => {
@@ -416,7 +444,11 @@ impl Cluster {
         loop {
             let result = {
                 let _in_flight = selected.begin();
-                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
+                let started = self.started(&selected);
+                let result =
+                    timed(plan.timeout(request, &selected), attempt(selected.clone())).await;
+                self.record(&selected, started, &result);
+                result
             };
             let mut answer = None;
             match result {
@@ -497,11 +529,12 @@ impl Cluster {
             .map(|selected| {
                 let timeout = plan.timeout(request, &selected);
                 let in_flight = selected.begin();
+                let started = self.started(&selected);
                 let fut = attempt(selected.clone());
                 Some(Box::pin(async move {
                     let result = timed(timeout, fut).await;
                     drop(in_flight);
-                    (selected, result)
+                    (selected, started, result)
                 }))
             })
             .collect();
@@ -510,9 +543,11 @@ impl Cluster {
         std::future::poll_fn(|cx| {
             for slot in running.iter_mut() {
                 let Some(fut) = slot else { continue };
-                let std::task::Poll::Ready((selected, result)) = fut.as_mut().poll(cx) else {
+                let std::task::Poll::Ready((selected, started, result)) = fut.as_mut().poll(cx)
+                else {
                     continue;
                 };
+                self.record(&selected, started, &result);
                 *slot = None;
                 left -= 1;
                 match result {

@@ -618,10 +618,13 @@ impl Cluster {
         let routed = &caller.routed;
         let (slot, _) = params.slot(params.method(request.method.as_deref()), || routed.first());
         let balance = params.balance();
-        // The wall clock only while some provider is warming up.
+        // The wall clock only while some provider is warming up or a balancer reads
+        // response times.
         let warm = published.balance.shared().warm();
         let now = if warm.active() {
             warm.now(self.clock.epoch_millis())
+        } else if published.balance.timed() {
+            self.clock.epoch_millis()
         } else {
             0
         };
@@ -668,6 +671,26 @@ impl Cluster {
                 self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(provider = published.address(i), "provider recovered");
             }
+        });
+    }
+
+    /// Records how long an attempt on `target` took and whether the provider answered (an
+    /// application error included) or failed, for the balancers that read response times
+    /// (`shortestresponse`, `adaptive`); [`Cluster::call`] reports every attempt. Health
+    /// learns from [`Cluster::report_success`] / [`Cluster::report_failure`].
+    pub fn report_response<'a>(
+        &self,
+        target: impl Into<Target<'a>>,
+        elapsed: Duration,
+        answered: bool,
+    ) {
+        let published = self.published.load();
+        if !published.balance.timed() {
+            return;
+        }
+        let now = self.clock.epoch_millis();
+        self.with_target(&published, target.into(), |i| {
+            published.balance.shared().record(i, elapsed, answered, now);
         });
     }
 
