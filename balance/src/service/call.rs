@@ -314,12 +314,10 @@ impl Cluster {
     }
 
     /// When an attempt on `selected` starts, read only when a balancer of its state reads
-    /// response times.
+    /// response times or health counts slow calls.
     fn started(&self, selected: &Selected) -> Option<Duration> {
-        selected
-            .published()
-            .balance
-            .timed()
+        let published = selected.published();
+        (published.balance.timed() || published.config.health.slow_call.is_some())
             .then(|| self.clock.now())
     }
 

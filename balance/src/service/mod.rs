@@ -663,21 +663,40 @@ impl Cluster {
     }
 
     /// Records a successful call: the provider's failure count resets; on probation it is
-    /// healthy again.
+    /// healthy again; with rates counted (`health.failure_percentage`, `health.slow_call`)
+    /// it counts in the provider's window, where a slow-call rate reached ejects it.
     pub fn report_success<'a>(&self, target: impl Into<Target<'a>>) {
         let published = self.published.load();
+        let config = &published.config.health;
+        let now = if config.counts_rates() {
+            self.clock.now()
+        } else {
+            Duration::ZERO
+        };
         self.with_target(&published, target.into(), |i| {
-            if published.health.success(i) == HealthChange::Recovered {
-                self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(provider = published.address(i), "provider recovered");
+            match published.health.success(i, now, config) {
+                HealthChange::Recovered => {
+                    self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(provider = published.address(i), "provider recovered");
+                }
+                HealthChange::Degraded => {
+                    self.health_epoch.fetch_add(1, Ordering::Relaxed);
+                    self.counters.degradations.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        provider = published.address(i),
+                        "provider ejected: slow calls"
+                    );
+                }
+                HealthChange::None => {}
             }
         });
     }
 
     /// Records how long an attempt on `target` took and whether the provider answered (an
     /// application error included) or failed, for the balancers that read response times
-    /// (`shortestresponse`, `adaptive`); [`Cluster::call`] reports every attempt. Health
-    /// learns from [`Cluster::report_success`] / [`Cluster::report_failure`].
+    /// (`shortestresponse`, `adaptive`) and for the slow-call rate (`health.slow_call`);
+    /// [`Cluster::call`] reports every attempt, before its success or failure. Health
+    /// learns the outcome from [`Cluster::report_success`] / [`Cluster::report_failure`].
     pub fn report_response<'a>(
         &self,
         target: impl Into<Target<'a>>,
@@ -685,12 +704,23 @@ impl Cluster {
         answered: bool,
     ) {
         let published = self.published.load();
-        if !published.balance.timed() {
+        let slow = published
+            .config
+            .health
+            .slow_call
+            .is_some_and(|s| elapsed >= s);
+        if !published.balance.timed() && !slow {
             return;
         }
-        let now = self.clock.epoch_millis();
+        let (epoch, now) = (self.clock.epoch_millis(), self.clock.now());
         self.with_target(&published, target.into(), |i| {
-            published.balance.shared().record(i, elapsed, answered, now);
+            published
+                .balance
+                .shared()
+                .record(i, elapsed, answered, epoch);
+            if slow {
+                published.health.slow(i, now, &published.config.health);
+            }
         });
     }
 
