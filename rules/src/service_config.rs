@@ -24,6 +24,10 @@
 //!   failure_percentage: 50      # eject at this error rate (default: off)
 //!   slow_call: 500ms            # a call at least this long is slow (default: off)
 //!   slow_call_percentage: 50    # eject at this slow-call rate (with slow_call)
+//! retry_budget:                 # failover retries limited (default: by `retries` only)
+//!   percent: 20                 # retries per 100 calls over the window (default 20)
+//!   min_per_second: 10          # plus this many per second (default 10)
+//!   ttl: 10s                    # the window (default 10s)
 //! ```
 //!
 //! Durations are humantime strings (`500ms`, `30s`, `2m`, `1h 30m`) or a number of seconds.
@@ -34,12 +38,12 @@
 use std::time::Duration;
 
 use routechain_balance::lb::{BalanceConfig, BalancerSpec, LoadBalanceKind};
-use routechain_balance::{ClusterMode, HealthConfig, MethodCall, ServiceConfig};
+use routechain_balance::{ClusterMode, HealthConfig, MethodCall, RetryBudget, ServiceConfig};
 use routechain_core::{FieldPath, KeyPart, RuleError};
 use serde_json::{Map, Value};
 
 /// The top-level chain-file fields read here.
-pub const SERVICE_FIELDS: [&str; 10] = [
+pub const SERVICE_FIELDS: [&str; 11] = [
     "load_balance",
     "hash_key",
     "hash_nodes",
@@ -50,7 +54,9 @@ pub const SERVICE_FIELDS: [&str; 10] = [
     "cluster",
     "forks",
     "health",
+    "retry_budget",
 ];
+const BUDGET_FIELDS: [&str; 3] = ["percent", "min_per_second", "ttl"];
 
 const BALANCER_FIELDS: [&str; 3] = ["load_balance", "hash_key", "hash_nodes"];
 const METHOD_FIELDS: [&str; 7] = [
@@ -229,7 +235,50 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
             "`health` must be a mapping (`failure_threshold`, `cooldown`, `failure_percentage`, …)",
         )),
     }
+    config.retry_budget = retry_budget(top.get("retry_budget"), &root.key("retry_budget"), errors);
     config
+}
+
+/// `retry_budget`: a mapping of `percent`, `min_per_second`, `ttl` (each optional).
+fn retry_budget(
+    value: Option<&Value>,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<RetryBudget> {
+    let b = match value {
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(b)) => b,
+        Some(_) => {
+            errors.push(RuleError::new(
+                path.clone(),
+                "`retry_budget` must be a mapping with `percent`, `min_per_second` and `ttl`",
+            ));
+            return None;
+        }
+    };
+    unknown_fields(b, path, &BUDGET_FIELDS, errors);
+    let mut budget = RetryBudget::default();
+    let ppath = path.key("percent");
+    match uint(b.get("percent"), &ppath, errors) {
+        Some(n) if n > 1000 => errors.push(RuleError::new(
+            ppath,
+            format!("`percent` must be from 0 to 1000 (retries per 100 calls), got {n}"),
+        )),
+        Some(n) => budget.percent = n,
+        None => {}
+    }
+    if let Some(n) = uint(b.get("min_per_second"), &path.key("min_per_second"), errors) {
+        budget.min_per_second = n;
+    }
+    let tpath = path.key("ttl");
+    match duration_field(b.get("ttl"), &tpath, errors) {
+        Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(3600) => {
+            errors.push(RuleError::new(tpath, "`ttl` must be from 1s to 1h"))
+        }
+        Some(d) => budget.ttl = d,
+        None => {}
+    }
+    Some(budget)
 }
 
 fn unknown_fields(
@@ -431,6 +480,41 @@ mod tests {
         assert_eq!(c.health.failure_threshold, 5);
         assert_eq!(c.health.cooldown, Duration::from_secs(30));
         assert_eq!(c.balance.default.kind, LoadBalanceKind::Random);
+    }
+
+    #[test]
+    fn retry_budget_parses_with_defaults_and_is_checked() {
+        let (c, e) = parse_value(json!({"retry_budget": {"percent": 10, "ttl": "30s"}}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(
+            c.retry_budget,
+            Some(RetryBudget {
+                percent: 10,
+                min_per_second: 10,
+                ttl: Duration::from_secs(30)
+            })
+        );
+        let (c, e) = parse_value(json!({"retry_budget": {}}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(c.retry_budget, Some(RetryBudget::default()));
+        assert_eq!(parse_value(json!({})).0.retry_budget, None);
+        let (_, e) = parse_value(json!({
+            "retry_budget": {"percent": 5000, "min_per_second": -1, "ttl": "10ms", "ratio": 1}
+        }));
+        let e: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        for x in [
+            "retry_budget: unknown field `ratio`",
+            "retry_budget.percent: `percent` must be from 0 to 1000",
+            "retry_budget.min_per_second: `retry_budget.min_per_second` -1 is out of range",
+            "retry_budget.ttl: `ttl` must be from 1s to 1h",
+        ] {
+            assert!(e.iter().any(|m| m.starts_with(x)), "{x} not in {e:#?}");
+        }
+        let (_, e) = parse_value(json!({"retry_budget": 0.2}));
+        assert!(
+            e[0].to_string()
+                .starts_with("retry_budget: `retry_budget` must be a mapping")
+        );
     }
 
     #[test]

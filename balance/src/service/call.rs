@@ -9,6 +9,7 @@
 //! every routed provider.
 
 use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use routechain_core::Request;
@@ -92,6 +93,15 @@ pub enum InvokeError<E> {
         /// error.
         stopped: Option<SelectError>,
     },
+    /// A retry was due but the service's retry budget is spent: the call ends with the
+    /// last attempt's error (counted in [`ClusterStats::retries_refused`](super::ClusterStats)).
+    #[error("the retry budget is spent: no retry after {attempts} attempt(s); the last: {last}")]
+    RetryBudgetExhausted {
+        /// The last attempt's error.
+        last: CallError<E>,
+        /// Attempts made.
+        attempts: u32,
+    },
     /// The `failsafe` cluster swallowed the attempt's error: the caller answers with its
     /// default value ([`Cluster::call`] does, with `T::default()`; only
     /// `Cluster::call_limited`, for transports, returns this).
@@ -109,7 +119,9 @@ impl<E> InvokeError<E> {
     pub fn last(&self) -> Option<&CallError<E>> {
         match self {
             InvokeError::Select(_) => None,
-            InvokeError::Failed { last, .. } | InvokeError::Swallowed { last, .. } => Some(last),
+            InvokeError::Failed { last, .. }
+            | InvokeError::RetryBudgetExhausted { last, .. }
+            | InvokeError::Swallowed { last, .. } => Some(last),
         }
     }
 }
@@ -268,6 +280,9 @@ impl Cluster {
             let first = self
                 .select(request, tried, call)
                 .map_err(InvokeError::Select)?;
+            if let Some(budget) = &first.published().config.retry_budget {
+                self.budget.call(self.clock.now(), budget);
+            }
             let plan = {
                 let params = &first.published().params;
                 let method = params.method(request.method.as_deref());
@@ -406,6 +421,15 @@ impl Cluster {
                     attempts: n,
                     stopped: None,
                 });
+            }
+            if let Some(budget) = &self.load().config.retry_budget
+                && !self.budget.retry(self.clock.now(), budget)
+            {
+                self.counters
+                    .retries_refused
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(attempts = n, "retry refused: the retry budget is spent");
+                return Err(InvokeError::RetryBudgetExhausted { last, attempts: n });
             }
             selected = match self.select(request, tried, call) {
                 Ok(s) => s,

@@ -51,6 +51,7 @@ use crate::lb::SnapshotBalance;
 use routechain_core::{ChainState, Change, NoProvider, PrepareError};
 use routechain_core::{Provider, RandomSource, Request, SnapshotEdit};
 
+mod budget;
 mod by_address;
 mod call;
 mod caller;
@@ -62,6 +63,7 @@ mod tests;
 #[doc(hidden)]
 pub use pool::{PerThread, Pooled};
 
+pub use budget::RetryBudget;
 pub use call::{CallError, InvokeError, Invoked};
 pub use caller::Caller;
 use caller::Handle;
@@ -398,6 +400,8 @@ pub struct ClusterStats {
     pub degradations: u64,
     /// Providers on probation that succeeded.
     pub recoveries: u64,
+    /// Retries the retry budget refused ([`InvokeError::RetryBudgetExhausted`]).
+    pub retries_refused: u64,
 }
 
 #[derive(Debug, Default)]
@@ -406,6 +410,7 @@ struct Counters {
     rejected: AtomicU64,
     degradations: AtomicU64,
     recoveries: AtomicU64,
+    retries_refused: AtomicU64,
 }
 
 /// The client side of one service over its providers, Dubbo's *cluster* (the component that
@@ -426,6 +431,8 @@ pub struct Cluster {
     /// The health epoch of the last breaker trip (`u64::MAX`: none yet).
     tripped_epoch: AtomicU64,
     counters: Counters,
+    /// The retry budget's counts (read when the configuration has a budget).
+    budget: budget::BudgetCounts,
 }
 
 impl Cluster {
@@ -444,6 +451,7 @@ impl Cluster {
             health_epoch: AtomicU64::new(0),
             tripped_epoch: AtomicU64::new(u64::MAX),
             counters: Counters::default(),
+            budget: budget::BudgetCounts::default(),
         }
     }
 
@@ -507,6 +515,7 @@ impl Cluster {
             rejected: c.rejected.load(Ordering::Relaxed),
             degradations: c.degradations.load(Ordering::Relaxed),
             recoveries: c.recoveries.load(Ordering::Relaxed),
+            retries_refused: c.retries_refused.load(Ordering::Relaxed),
         }
     }
 
