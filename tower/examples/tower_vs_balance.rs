@@ -13,7 +13,22 @@
 //! every side, the sides run interleaved, round after round (the order reversed every other
 //! round), so a change in the machine's load falls on all of them; the table gives each
 //! side's median and range over the rounds, and the median of the per-round ratios to the
-//! balanced channel.
+//! balanced channel. It also gives the CPU time the client threads (client, layer, tonic,
+//! hyper, their connection tasks) and the server threads spent per call, read from
+//! `/proc/self/task/*/schedstat` (Linux): on a shared machine the least disturbed figure.
+//!
+//! For instruction counts, `--profile SIDE --calls N` makes N calls on one side after a
+//! warm-up of 2,000 (no timing); instructions per call (client and servers together, the
+//! servers' share being the same on every side) =
+//! (Ir(N) − Ir(0)) / N:
+//!
+//! ```text
+//! cargo build --release -p routechain-tower --example tower_vs_balance
+//! for side in balanced full empty; do for n in 0 20000; do
+//!   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/examples/tower_vs_balance --profile $side --calls $n 2>&1 | grep Collected
+//! done; done
+//! ```
 #![allow(missing_docs)]
 
 #[path = "../tests/common/mod.rs"]
@@ -21,7 +36,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::versus::{self, Run};
+use common::versus::{self, Limit, Run};
 
 /// A side of the comparison.
 #[derive(Clone, Copy)]
@@ -34,6 +49,15 @@ enum Side {
 const SIDES: [Side; 3] = [Side::Balanced, Side::Full, Side::Empty];
 
 impl Side {
+    fn parse(s: &str) -> Option<Side> {
+        Some(match s {
+            "balanced" => Side::Balanced,
+            "full" => Side::Full,
+            "empty" => Side::Empty,
+            _ => return None,
+        })
+    }
+
     fn name(self) -> &'static str {
         match self {
             Side::Balanced => "tonic balance_list (p2c)",
@@ -50,6 +74,8 @@ struct Options {
     concurrency: usize,
     client_threads: usize,
     server_threads: usize,
+    profile: Option<Side>,
+    calls: u64,
 }
 
 fn options() -> Options {
@@ -60,10 +86,13 @@ fn options() -> Options {
         concurrency: 64,
         client_threads: 1,
         server_threads: 1,
+        profile: None,
+        calls: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = "usage: tower_vs_balance [--rounds N] [--seconds S] [--warmup S] \
-                 [--concurrency N] [--client-threads N] [--server-threads N]";
+                 [--concurrency N] [--client-threads N] [--server-threads N] \
+                 [--profile balanced|full|empty --calls N]";
     for pair in args.chunks(2) {
         let [flag, value] = pair else {
             eprintln!("{usage}");
@@ -76,6 +105,8 @@ fn options() -> Options {
             "--concurrency" => value.parse().map(|v| o.concurrency = v).is_ok(),
             "--client-threads" => value.parse().map(|v| o.client_threads = v).is_ok(),
             "--server-threads" => value.parse().map(|v| o.server_threads = v).is_ok(),
+            "--profile" => Side::parse(value).map(|v| o.profile = Some(v)).is_some(),
+            "--calls" => value.parse().map(|v| o.calls = v).is_ok(),
             _ => false,
         };
         if !ok {
@@ -86,9 +117,14 @@ fn options() -> Options {
     o
 }
 
-fn runtime(threads: usize) -> tokio::runtime::Runtime {
+/// Thread names: the CPU time of each runtime's threads is read by name.
+const CLIENT: &str = "vs-client";
+const SERVER: &str = "vs-server";
+
+fn runtime(threads: usize, name: &str) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
+        .thread_name(name)
         .enable_all()
         .build()
         .expect("a runtime")
@@ -96,8 +132,8 @@ fn runtime(threads: usize) -> tokio::runtime::Runtime {
 
 fn main() {
     let o = options();
-    let servers = runtime(o.server_threads);
-    let clients = runtime(o.client_threads);
+    let servers = runtime(o.server_threads, SERVER);
+    let clients = runtime(o.client_threads, CLIENT);
     let providers = servers.block_on(versus::start_providers());
     let routed = &providers[versus::ROUTED];
 
@@ -111,8 +147,8 @@ fn main() {
             versus::layered(&empty_chain),
         )
     });
-    let run = |side: Side, seconds: f64| -> Run {
-        let duration = Duration::from_secs_f64(seconds);
+    let run = |side: Side, limit: Limit| -> Run {
+        let duration = limit;
         let run = match side {
             Side::Balanced => {
                 let client = balanced.clone();
@@ -140,6 +176,13 @@ fn main() {
         run
     };
 
+    if let Some(side) = o.profile {
+        run(side, Limit::Calls(2_000));
+        let r = run(side, Limit::Calls(o.calls));
+        println!("{}: {} calls", side.name(), r.calls);
+        return;
+    }
+
     eprintln!(
         "{} providers ({} routed), {} in flight, {} client / {} server threads, \
          warm-up {}s per side, {} rounds of {}s per side",
@@ -153,10 +196,10 @@ fn main() {
         o.seconds
     );
     for side in SIDES {
-        run(side, o.warmup);
+        run(side, Limit::Time(Duration::from_secs_f64(o.warmup)));
     }
-    // results[side][round]
-    let mut results: Vec<Vec<Run>> = vec![Vec::new(); SIDES.len()];
+    // results[side][round]: the run, and the client's and servers' CPU time per call.
+    let mut results: Vec<Vec<(Run, f64, f64)>> = vec![Vec::new(); SIDES.len()];
     for round in 0..o.rounds {
         let order: Vec<usize> = if round % 2 == 0 {
             (0..SIDES.len()).collect()
@@ -164,49 +207,82 @@ fn main() {
             (0..SIDES.len()).rev().collect()
         };
         for s in order {
-            let r = run(SIDES[s], o.seconds);
+            let (client, server) = (cpu(CLIENT), cpu(SERVER));
+            let r = run(SIDES[s], Limit::Time(Duration::from_secs_f64(o.seconds)));
+            let per_call = |d: Duration| micros(d) / r.calls as f64;
+            let client = per_call(cpu(CLIENT) - client);
+            let server = per_call(cpu(SERVER) - server);
             eprintln!(
-                "round {round} {:<30} {:>9.0} calls/s  p50 {:>7.1} µs  p99 {:>7.1} µs",
+                "round {round} {:<30} {:>7.0} calls/s  p50 {:>7.1} µs  p99 {:>7.1} µs  \
+                 CPU/call client {client:>5.1} µs server {server:>5.1} µs",
                 SIDES[s].name(),
                 r.throughput(),
                 micros(r.quantile(0.5)),
                 micros(r.quantile(0.99)),
             );
-            results[s].push(r);
+            results[s].push((r, client, server));
         }
     }
 
     println!(
-        "| {} in flight, {} rounds of {} s | calls/s median (range) | p50 µs median (range) | p99 µs median (range) | calls/s ÷ balanced | p99 ÷ balanced |",
+        "| {} in flight, {} rounds of {} s | calls/s | p50 µs | p99 µs | client CPU µs/call | server CPU µs/call | calls/s ÷ balanced | p99 ÷ balanced | client CPU ÷ balanced |",
         o.concurrency, o.rounds, o.seconds
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let base = &results[0];
     for (s, side) in SIDES.iter().enumerate() {
         let runs = &results[s];
-        let tput: Vec<f64> = runs.iter().map(Run::throughput).collect();
-        let p50: Vec<f64> = runs.iter().map(|r| micros(r.quantile(0.5))).collect();
-        let p99: Vec<f64> = runs.iter().map(|r| micros(r.quantile(0.99))).collect();
-        let tput_ratio: Vec<f64> = runs
-            .iter()
-            .zip(base)
-            .map(|(r, b)| r.throughput() / b.throughput())
-            .collect();
-        let p99_ratio: Vec<f64> = runs
-            .iter()
-            .zip(base)
-            .map(|(r, b)| micros(r.quantile(0.99)) / micros(b.quantile(0.99)))
-            .collect();
+        let column = |f: &dyn Fn(&(Run, f64, f64)) -> f64| runs.iter().map(f).collect::<Vec<_>>();
+        let ratio = |f: &dyn Fn(&(Run, f64, f64)) -> f64| {
+            median(
+                &runs
+                    .iter()
+                    .zip(base)
+                    .map(|(r, b)| f(r) / f(b))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let tput = |r: &(Run, f64, f64)| r.0.throughput();
+        let p50 = |r: &(Run, f64, f64)| micros(r.0.quantile(0.5));
+        let p99 = |r: &(Run, f64, f64)| micros(r.0.quantile(0.99));
+        let client = |r: &(Run, f64, f64)| r.1;
+        let server = |r: &(Run, f64, f64)| r.2;
         println!(
-            "| {} | {} | {} | {} | {:.3} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} |",
             side.name(),
-            spread(&tput, 0),
-            spread(&p50, 0),
-            spread(&p99, 0),
-            median(&tput_ratio),
-            median(&p99_ratio),
+            spread(&column(&tput), 0),
+            spread(&column(&p50), 0),
+            spread(&column(&p99), 0),
+            spread(&column(&client), 1),
+            spread(&column(&server), 1),
+            ratio(&tput),
+            ratio(&p99),
+            ratio(&client),
         );
     }
+    println!("(median (min–max) over the rounds; ratios: the median of the per-round ratios)");
+}
+
+/// The CPU time spent so far by this process's threads named `name` (Linux's
+/// `/proc/self/task/*/schedstat`; zero elsewhere).
+fn cpu(name: &str) -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let mut total = 0u64;
+    for task in tasks.flatten() {
+        let path = task.path();
+        let named = std::fs::read_to_string(path.join("comm"))
+            .is_ok_and(|comm| comm.trim_end().starts_with(name));
+        if !named {
+            continue;
+        }
+        total += std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Duration::from_nanos(total)
 }
 
 fn micros(d: Duration) -> f64 {

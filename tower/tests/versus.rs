@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::greeter::HelloReply;
 use common::greeter::greeter_client::GreeterClient;
-use common::versus::{self, GRAY, LAYOUT, ROUTED};
+use common::versus::{self, GRAY, LAYOUT, Limit, ROUTED};
 use common::{Provider, who};
 
 /// Each provider's count of served calls.
@@ -143,14 +143,14 @@ async fn every_side_answers_from_live_providers_and_the_layer_obeys_the_chain() 
         let before = served(&providers);
         let run = match client {
             Side::Balanced(c) => {
-                versus::drive(8, Duration::from_millis(300), move || {
+                versus::drive(8, Limit::Time(Duration::from_millis(300)), move || {
                     let mut c = c.clone();
                     async move { c.say_hello(versus::request(None)).await.is_ok() }
                 })
                 .await
             }
             Side::Layer(c) => {
-                versus::drive(8, Duration::from_millis(300), move || {
+                versus::drive(8, Limit::Time(Duration::from_millis(300)), move || {
                     let mut c = c.clone();
                     async move { c.say_hello(versus::request(None)).await.is_ok() }
                 })

@@ -21,6 +21,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use routechain::core::{Snapshot, Url};
@@ -197,25 +198,42 @@ impl Run {
     }
 }
 
-/// Keeps `concurrency` calls in flight for `duration` (each task sends its next call when
-/// its last one is answered), on the current runtime. `call` makes one call and says
-/// whether it was answered.
-pub async fn drive<F, Fut>(concurrency: usize, duration: Duration, call: F) -> Run
+/// How long a run lasts.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    /// Calls are sent until this much time has passed.
+    Time(Duration),
+    /// This many calls are sent (for instruction counts, where time means nothing).
+    Calls(u64),
+}
+
+/// Keeps `concurrency` calls in flight until `limit` (each task sends its next call when its
+/// last one is answered), on the current runtime. `call` makes one call and says whether
+/// it was answered.
+pub async fn drive<F, Fut>(concurrency: usize, limit: Limit, call: F) -> Run
 where
     F: Fn() -> Fut + Clone + Send + 'static,
     Fut: Future<Output = bool> + Send + 'static,
 {
     let start = Instant::now();
-    let deadline = start + duration;
+    let (deadline, budget) = match limit {
+        Limit::Time(d) => (start + d, u64::MAX),
+        Limit::Calls(n) => (start + Duration::from_secs(3600), n),
+    };
+    let budget = Arc::new(AtomicU64::new(budget));
     let tasks: Vec<_> = (0..concurrency)
         .map(|_| {
             let call = call.clone();
+            let budget = budget.clone();
             tokio::spawn(async move {
                 let mut latencies = Vec::with_capacity(4096);
                 let mut errors = 0u64;
                 loop {
                     let sent = Instant::now();
-                    if sent >= deadline {
+                    let spent = budget
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| b.checked_sub(1))
+                        .is_err();
+                    if sent >= deadline || spent {
                         break;
                     }
                     if call().await {
