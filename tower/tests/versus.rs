@@ -134,39 +134,50 @@ async fn every_side_answers_from_live_providers_and_the_layer_obeys_the_chain() 
     let delta = since(&providers, &before);
     assert_eq!(delta[ROUTED].iter().sum::<u64>(), calls as u64);
 
-    // The load driver: every call it counts was served, none failed, each latency kept.
-    for client in [
-        Side::Balanced(balanced),
-        Side::Layer(full),
-        Side::Layer(empty),
-    ] {
-        let before = served(&providers);
-        let run = match client {
-            Side::Balanced(c) => {
-                versus::drive(8, Limit::Time(Duration::from_millis(300)), move || {
-                    let mut c = c.clone();
-                    async move { c.say_hello(versus::request(None)).await.is_ok() }
-                })
-                .await
+    // The load driver, by time and by count: every call it counts was served by one of the
+    // eight, none failed, each latency kept.
+    let limits = [
+        Limit::Time(Duration::from_millis(300)),
+        Limit::Calls(100),
+    ];
+    for limit in limits {
+        for client in [
+            Side::Balanced(balanced.clone()),
+            Side::Layer(full.clone()),
+            Side::Layer(empty.clone()),
+        ] {
+            let before = served(&providers);
+            let run = match client {
+                Side::Balanced(c) => {
+                    versus::drive(8, limit, move || {
+                        let mut c = c.clone();
+                        async move { c.say_hello(versus::request(None)).await.is_ok() }
+                    })
+                    .await
+                }
+                Side::Layer(c) => {
+                    versus::drive(8, limit, move || {
+                        let mut c = c.clone();
+                        async move { c.say_hello(versus::request(None)).await.is_ok() }
+                    })
+                    .await
+                }
+            };
+            assert_eq!(run.errors, 0);
+            match limit {
+                Limit::Time(_) => assert!(run.calls > 0),
+                Limit::Calls(n) => assert_eq!(run.calls, n),
             }
-            Side::Layer(c) => {
-                versus::drive(8, Limit::Time(Duration::from_millis(300)), move || {
-                    let mut c = c.clone();
-                    async move { c.say_hello(versus::request(None)).await.is_ok() }
-                })
-                .await
-            }
-        };
-        assert_eq!(run.errors, 0);
-        assert!(run.calls > 0);
-        assert_eq!(run.latencies.len() as u64, run.calls);
-        assert!(run.quantile(0.5) <= run.quantile(0.99));
-        let delta = since(&providers, &before);
-        assert_eq!(delta[ROUTED].iter().sum::<u64>(), run.calls);
-        assert!(delta[ROUTED.end..].iter().all(|&d| d == 0), "{delta:?}");
+            assert_eq!(run.latencies.len() as u64, run.calls);
+            assert!(run.quantile(0.5) <= run.quantile(0.99));
+            let delta = since(&providers, &before);
+            assert_eq!(delta[ROUTED].iter().sum::<u64>(), run.calls);
+            assert!(delta[ROUTED.end..].iter().all(|&d| d == 0), "{delta:?}");
+        }
     }
 }
 
+/// A client of either kind, for the driver's loop.
 enum Side {
     Balanced(GreeterClient<tonic::transport::Channel>),
     Layer(GreeterClient<routechain_tower::RouteService<routechain_tower::HttpConnector>>),
