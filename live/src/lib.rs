@@ -26,6 +26,9 @@
 //!   [`routechain_rules::configurators`]) are applied to the provider URLs before each
 //!   snapshot is prepared: `weight` reaches the balancers, `disabled` providers never reach
 //!   the routers (the `overrides` module holds Dubbo's order and the side policy).
+//! - [`cache`] keeps what a live chain applied on disk, per reference, and serves it at a
+//!   start while its sources deliver nothing (Dubbo's registry `file-cache`;
+//!   [`LiveOptions::cache`]).
 //! - [`dubbo`] holds Dubbo's registry layout: node paths, how provider nodes are decoded,
 //!   the reference (which providers a consumer takes) and the rule keys.
 //! - [`ChainTemplate`] serves many services with one chain configuration, as a Dubbo
@@ -53,6 +56,7 @@
 //! let _ = live.service().load().state().route(&Request::new(), &mut caller);
 //! ```
 
+pub mod cache;
 mod chain;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
@@ -70,6 +74,7 @@ mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
+pub use cache::CacheOptions;
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
