@@ -136,10 +136,7 @@ async fn every_side_answers_from_live_providers_and_the_layer_obeys_the_chain() 
 
     // The load driver, by time and by count: every call it counts was served by one of the
     // eight, none failed, each latency kept.
-    let limits = [
-        Limit::Time(Duration::from_millis(300)),
-        Limit::Calls(100),
-    ];
+    let limits = [Limit::Time(Duration::from_millis(300)), Limit::Calls(100)];
     for limit in limits {
         for client in [
             Side::Balanced(balanced.clone()),
