@@ -18,16 +18,17 @@
 //! `/proc/self/task/*/schedstat` (Linux): on a shared machine the least disturbed figure.
 //!
 //! For instruction counts, `--profile SIDE --calls N` makes N calls on one side after a
-//! warm-up of 2,000 (no timing); instructions per call (client and servers together, the
-//! servers' share being the same on every side) =
-//! (Ir(N) − Ir(0)) / N:
+//! warm-up of 2,000 (no timing). Instructions per call = (Ir(N) − Ir(0)) / N, per thread
+//! with `--separate-threads=yes`: the files `-02` (the server runtime's thread) and `-03`
+//! (the client runtime's: the client, the layer or tonic's channel, hyper and its
+//! connection tasks); the client's is what the layer costs a caller:
 //!
 //! ```text
 //! cargo build --release -p routechain-tower --example tower_vs_balance
 //! for side in balanced full empty; do for n in 0 20000; do
-//!   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-//!     target/release/examples/tower_vs_balance --profile $side --calls $n 2>&1 | grep Collected
-//! done; done
+//!   valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file=cg.$side.$n \
+//!     target/release/examples/tower_vs_balance --profile $side --calls $n >/dev/null 2>&1
+//! done; grep -h '^totals:' cg.$side.0-03 cg.$side.20000-03; done
 //! ```
 #![allow(missing_docs)]
 
