@@ -52,6 +52,8 @@
 //! let _ = live.service().load().state().route(&Request::new(), &mut caller);
 //! ```
 
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+mod address;
 mod chain;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
@@ -59,10 +61,14 @@ mod file;
 mod keys;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "nacos")]
+mod nacos;
 mod observe;
 mod overrides;
 mod providers;
 mod report;
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+mod single;
 mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
@@ -75,8 +81,16 @@ pub use dubbo::{
 #[cfg(feature = "file-watch")]
 pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
+#[cfg(feature = "nacos")]
+pub use nacos::{
+    DEFAULT_GROUP, NACOS_PASSWORD_ENV, NACOS_PASSWORD_FILE_ENV, NacosAddress, NacosAdmin,
+    NacosConfig, NacosConnection, NacosError, NacosSource, RULE_GROUP, instance_url,
+    provider_instance, rule_data_id, service_name,
+};
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+pub use single::{RegistryConnection, SingleRegistry, registry_address};
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]
 pub use zk::{

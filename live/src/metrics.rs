@@ -393,21 +393,35 @@ impl Collector for ChainCollector {
 }
 
 /// The registry connection's state as the gauge `routechain_registry_connected`
-/// (1 connected, 0 not), labelled `registry="zookeeper"` and `address` (the address with
-/// its password masked). Register it next to a [`ChainCollector`].
-#[cfg(feature = "zookeeper")]
+/// (1 connected, 0 not), labelled `registry` (`zookeeper`, `nacos`) and `address` (the
+/// address with its password masked). Register it next to a [`ChainCollector`].
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
 #[derive(Debug, Clone)]
 pub struct RegistryCollector {
+    registry: &'static str,
     address: String,
-    connection: crate::ZkConnection,
+    connection: crate::RegistryConnection,
 }
 
-#[cfg(feature = "zookeeper")]
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
 impl RegistryCollector {
     /// The state of the ZooKeeper source connected to `address` through `connection`
     /// (the [`crate::ZkConfig::connection`] it runs with).
+    #[cfg(feature = "zookeeper")]
     pub fn zookeeper(address: &crate::ZkAddress, connection: crate::ZkConnection) -> Self {
         RegistryCollector {
+            registry: "zookeeper",
+            address: address.to_string(),
+            connection,
+        }
+    }
+
+    /// The state of the Nacos source connected to `address` through `connection` (the
+    /// [`crate::NacosConfig::connection`] it runs with).
+    #[cfg(feature = "nacos")]
+    pub fn nacos(address: &crate::NacosAddress, connection: crate::NacosConnection) -> Self {
+        RegistryCollector {
+            registry: "nacos",
             address: address.to_string(),
             connection,
         }
@@ -419,7 +433,7 @@ impl RegistryCollector {
     }
 }
 
-#[cfg(feature = "zookeeper")]
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
 impl Collector for RegistryCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let mut e = encoder.encode_descriptor(
@@ -430,7 +444,7 @@ impl Collector for RegistryCollector {
         )?;
         gauge(
             &mut e,
-            &[("registry", "zookeeper"), ("address", &self.address)],
+            &[("registry", self.registry), ("address", &self.address)],
             u64::from(self.connection.is_connected()),
         )
     }
