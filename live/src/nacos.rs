@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nacos_sdk::api::config::{ConfigChangeListener, ConfigResponse, ConfigService};
+use nacos_sdk::api::config::ConfigService;
 use nacos_sdk::api::naming::{
     NamingChangeEvent, NamingEventListener, NamingService, ServiceInstance,
 };
@@ -151,6 +151,10 @@ pub struct NacosConfig {
     pub service: Option<ServiceKey>,
     /// How often a wildcard or list reference looks for new matching services.
     pub lookup_interval: Duration,
+    /// How often the rule configs are read. (The client's config listener of `nacos-sdk`
+    /// 0.8.3 misses a config's first publication after it listened to the missing config,
+    /// and its removal; a read of a config nobody listens to asks the server.)
+    pub rule_poll: Duration,
     /// The pause between connection attempts while Nacos is unreachable.
     pub retry_delay: Duration,
     /// The connection's state, set by the source (share it to show it).
@@ -167,6 +171,7 @@ impl std::fmt::Debug for NacosConfig {
             .field("each_app_kinds", &self.each_app_kinds)
             .field("service", &self.service)
             .field("lookup_interval", &self.lookup_interval)
+            .field("rule_poll", &self.rule_poll)
             .field("retry_delay", &self.retry_delay)
             .finish()
     }
@@ -183,6 +188,7 @@ impl NacosConfig {
             each_app_kinds: live.each_provider_app_kinds(),
             service: live.reference(),
             lookup_interval: Duration::from_secs(10),
+            rule_poll: Duration::from_secs(1),
             retry_delay: Duration::from_millis(500),
             connection: NacosConnection::default(),
         }
@@ -256,28 +262,16 @@ impl Source for NacosSource {
     }
 }
 
-/// What the client's listeners report to the source's loop.
-enum Event {
-    /// A service's instances, as pushed.
-    Instances(String, Vec<ServiceInstance>),
-    /// A config changed (re-read it).
-    Config(String),
-}
+/// What the client's naming listener reports to the source's loop: a service's
+/// instances, as pushed.
+struct Event(String, Vec<ServiceInstance>);
 
 struct Listener(UnboundedSender<Event>);
 
 impl NamingEventListener for Listener {
     fn event(&self, event: Arc<NamingChangeEvent>) {
         let instances = event.instances.clone().unwrap_or_default();
-        let _ = self
-            .0
-            .send(Event::Instances(event.service_name.clone(), instances));
-    }
-}
-
-impl ConfigChangeListener for Listener {
-    fn notify(&self, config: ConfigResponse) {
-        let _ = self.0.send(Event::Config(config.data_id().clone()));
+        let _ = self.0.send(Event(event.service_name.clone(), instances));
     }
 }
 
@@ -650,22 +644,14 @@ async fn run(
     let (events_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let listener = Arc::new(Listener(events_tx));
     let mut subscribed: BTreeSet<String> = BTreeSet::new();
-    let mut listening: BTreeSet<String> = BTreeSet::new();
     // `Some(reason)` while the server does not answer.
     let mut down: Option<String> = Some("not read yet".into());
     let mut probe = tokio::time::interval(Duration::from_secs(1));
+    let mut rules = tokio::time::interval(config.rule_poll);
     let mut lookup = tokio::time::interval(config.lookup_interval);
     loop {
         if down.is_some() {
-            match resync(
-                &mut cx,
-                &clients,
-                &listener,
-                &mut subscribed,
-                &mut listening,
-            )
-            .await
-            {
+            match resync(&mut cx, &clients, &listener, &mut subscribed).await {
                 Ok(()) => {
                     down = None;
                     config.connection.set(true);
@@ -700,12 +686,15 @@ async fn run(
                     cx.status(format!("{e}; retrying at the next look-up"));
                 } else {
                     match cx.providers(&clients.config).await {
-                        Ok(updates) => {
-                            listen(&mut cx, &clients, &listener, &mut listening).await;
-                            cx.send(updates);
-                        }
+                        Ok(updates) => cx.send(updates),
                         Err(e) => down = Some(e.to_string()),
                     }
+                }
+            }
+            _ = rules.tick(), if down.is_none() => {
+                if let Err(e) = poll_rules(&mut cx, &clients).await {
+                    tracing::warn!("{e}");
+                    down = Some(e.to_string());
                 }
             }
             Some(event) = events.recv(), if down.is_none() => {
@@ -713,7 +702,7 @@ async fn run(
                 while let Ok(e) = events.try_recv() {
                     batch.push(e);
                 }
-                if let Err(e) = apply(&mut cx, &clients, &listener, &mut listening, batch).await {
+                if let Err(e) = apply(&mut cx, &clients, batch).await {
                     tracing::warn!("{e}");
                     down = Some(e.to_string());
                 }
@@ -783,31 +772,6 @@ async fn follow_services(
     Ok(())
 }
 
-/// Listens to every rule config followed now.
-async fn listen(
-    cx: &mut Ctx<'_>,
-    clients: &Clients,
-    listener: &Arc<Listener>,
-    listening: &mut BTreeSet<String>,
-) {
-    for key in cx.keys() {
-        let data_id = rule_data_id(&key);
-        if listening.contains(&data_id) {
-            continue;
-        }
-        match clients
-            .config
-            .add_listener(data_id.clone(), RULE_GROUP.into(), listener.clone())
-            .await
-        {
-            Ok(()) => {
-                listening.insert(data_id);
-            }
-            Err(e) => cx.status(format!("cannot listen to {RULE_GROUP}/{data_id}: {e}")),
-        }
-    }
-}
-
 /// Reads everything again (at start and after the server was unreachable) and pushes what
 /// changed as one batch; a read that fails half-way pushes nothing.
 async fn resync(
@@ -815,7 +779,6 @@ async fn resync(
     clients: &Clients,
     listener: &Arc<Listener>,
     subscribed: &mut BTreeSet<String>,
-    listening: &mut BTreeSet<String>,
 ) -> Result<(), NacosError> {
     let rules = cx.view.rules.clone();
     let result = async {
@@ -842,7 +805,6 @@ async fn resync(
     .await;
     match result {
         Ok(updates) => {
-            listen(cx, clients, listener, listening).await;
             cx.send(updates);
             Ok(())
         }
@@ -854,47 +816,51 @@ async fn resync(
     }
 }
 
-/// Applies what the listeners reported: the instances pushed, the configs re-read.
-async fn apply(
-    cx: &mut Ctx<'_>,
-    clients: &Clients,
-    listener: &Arc<Listener>,
-    listening: &mut BTreeSet<String>,
-    events: Vec<Event>,
-) -> Result<(), NacosError> {
+/// Applies the instances the naming listener pushed, and re-reads every rule config.
+async fn apply(cx: &mut Ctx<'_>, clients: &Clients, events: Vec<Event>) -> Result<(), NacosError> {
     let rules = cx.view.rules.clone();
     let result = async {
+        let mut updates = Vec::new();
         let mut instances_changed = false;
-        let mut configs = BTreeSet::new();
-        for event in events {
-            match event {
-                Event::Instances(name, instances) => {
-                    // A push of a service no longer followed is dropped.
-                    if let Some(held) = cx.view.instances.get_mut(&name) {
-                        *held = instances;
-                        instances_changed = true;
-                    }
-                }
-                Event::Config(data_id) => {
-                    configs.insert(data_id);
-                }
+        for Event(name, instances) in events {
+            // A push of a service no longer followed is dropped.
+            if let Some(held) = cx.view.instances.get_mut(&name) {
+                *held = instances;
+                instances_changed = true;
             }
         }
-        let mut updates = Vec::new();
         if instances_changed {
             updates.extend(cx.providers(&clients.config).await?);
-        }
-        for key in cx.keys() {
-            if configs.contains(&rule_data_id(&key)) {
-                updates.extend(cx.read_rule(&clients.config, &key).await?);
-            }
         }
         Ok::<_, NacosError>(updates)
     }
     .await;
+    finish(cx, rules, result)
+}
+
+/// Reads every rule config followed now and pushes what changed.
+async fn poll_rules(cx: &mut Ctx<'_>, clients: &Clients) -> Result<(), NacosError> {
+    let rules = cx.view.rules.clone();
+    let result = async {
+        let mut updates = Vec::new();
+        for key in cx.keys() {
+            updates.extend(cx.read_rule(&clients.config, &key).await?);
+        }
+        Ok::<_, NacosError>(updates)
+    }
+    .await;
+    finish(cx, rules, result)
+}
+
+/// Sends what a read found; a read that failed half-way sends nothing and puts the rules'
+/// last pushed contents back (the next read pushes whatever it finds).
+fn finish(
+    cx: &mut Ctx<'_>,
+    rules: HashMap<RuleKey, Option<String>>,
+    result: Result<Vec<Update>, NacosError>,
+) -> Result<(), NacosError> {
     match result {
         Ok(updates) => {
-            listen(cx, clients, listener, listening).await;
             cx.send(updates);
             Ok(())
         }

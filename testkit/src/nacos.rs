@@ -7,8 +7,10 @@
 //!
 //! rnacos 0.8 panics on about one start in eight on a fresh data directory, after which
 //! naming answers but config writes are lost: the server counts as ready only once a config
-//! write reads back, and is started afresh otherwise. A missing rnacos is a test failure
-//! with the install command, never a skip.
+//! write reads back, and is started afresh otherwise. It also serves no disabled instance
+//! and takes no `healthy=false` from a gRPC registration (the server owns an ephemeral
+//! instance's health): those filters are unit-tested (`live/src/nacos/tests.rs`). A missing
+//! rnacos is a test failure with the install command, never a skip.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -115,6 +117,12 @@ impl Nacos {
             .env("RNACOS_DATA_DIR", self.dir.join("data"))
             .env("RNACOS_ENV_FILE", self.dir.join("none.env"))
             .env("RNACOS_ENABLE_METRICS", "false")
+            // An instance's metadata is what it registered last (rnacos otherwise keeps the
+            // first metadata of an address across registrations, as no Nacos server does).
+            .env(
+                "RNACOS_NAMING_INSTANCE_METADATA_PERSISTENCE_ENABLE",
+                "false",
+            )
             .env("RNACOS_HTTP_WORKERS", "2")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -353,7 +361,7 @@ impl NacosWriter {
         self.send(serde_json::json!({"op": "deregister_url", "group": group, "url": url}));
     }
 
-    /// Registers many URLs, one batch per service name.
+    /// Registers many URLs (one registration each, many at a time).
     pub fn batch(&mut self, group: &str, urls: &[String]) {
         self.send(serde_json::json!({"op": "batch_urls", "group": group, "urls": urls}));
     }

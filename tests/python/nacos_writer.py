@@ -11,7 +11,7 @@ Reads one JSON command per line on stdin, answers one JSON line on stdout
       providers:<interface>:<version>:<group> (empty parts kept, `$` -> `___`), ip and port
       from the URL, metadata = every URL parameter + category=providers, protocol, path.
   {"op": "deregister_url", "url": ..., "group": ...}
-  {"op": "batch_urls", "urls": [...], "group": ...}   one batch per service name
+  {"op": "batch_urls", "urls": [...], "group": ...}   many registrations, 200 at a time
   {"op": "publish", "data_id": ..., "group": "dubbo", "content": ...}
   {"op": "remove", "data_id": ..., "group": "dubbo"}
   {"op": "get", "data_id": ..., "group": "dubbo"}
@@ -24,7 +24,7 @@ import json
 import sys
 from urllib.parse import parse_qsl, urlsplit, unquote
 
-from v2.nacos import (BatchRegisterInstanceParam, ClientConfigBuilder, ConfigParam,
+from v2.nacos import (ClientConfigBuilder, ConfigParam,
                       DeregisterInstanceParam, NacosConfigService, NacosNamingService,
                       RegisterInstanceParam)
 
@@ -56,7 +56,7 @@ async def main():
     naming = await NacosNamingService.create_naming_service(config)
     configs = await NacosConfigService.create_config_service(config)
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
+    reader = asyncio.StreamReader(limit=1 << 26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     print(json.dumps({"ok": True, "ready": True}), flush=True)
     while True:
@@ -79,15 +79,17 @@ async def main():
                 reply["ok"] = await naming.deregister_instance(DeregisterInstanceParam(
                     service_name=name, group_name=group, ip=fields["ip"], port=fields["port"]))
             elif op == "batch_urls":
-                by_name = {}
+                # One registration per instance, 200 at a time (rnacos 0.8 answers no
+                # batch registration).
+                params = []
                 for url in cmd["urls"]:
                     name, fields = dubbo_instance(url)
-                    by_name.setdefault(name, []).append(RegisterInstanceParam(
-                        service_name=name, group_name=group, **fields))
-                for name, instances in by_name.items():
-                    ok = await naming.batch_register_instances(BatchRegisterInstanceParam(
-                        service_name=name, group_name=group, instances=instances))
-                    reply["ok"] = reply["ok"] and ok
+                    params.append(RegisterInstanceParam(service_name=name, group_name=group,
+                                                        **fields))
+                for i in range(0, len(params), 200):
+                    oks = await asyncio.gather(*(naming.register_instance(p)
+                                                 for p in params[i:i + 200]))
+                    reply["ok"] = reply["ok"] and all(oks)
             elif op == "publish":
                 reply["ok"] = await configs.publish_config(ConfigParam(
                     data_id=cmd["data_id"], group=cmd.get("group", "dubbo"),

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use routechain::core::Request;
-use routechain::live::{LiveChain, NacosConfig, NacosSource, Report};
+use routechain::live::{LiveChain, NacosAdmin, NacosConfig, NacosSource, Report};
 
 use super::support::nacos::{Nacos, NacosWriter};
 use super::{live, route, wait_report, wait_route, wait_route_for, watch};
@@ -17,9 +17,9 @@ const GROUP: &str = "DEFAULT_GROUP";
 fn provider(n: u32, params: &str) -> String {
     let ip = format!("10.0.{}.{}", n / 250, n % 250);
     if params.is_empty() {
-        format!("dubbo://{ip}:20880/{SERVICE}?application=demo-provider")
+        format!("dubbo://{ip}:20880/{SERVICE}?application=demo-provider&side=provider")
     } else {
-        format!("dubbo://{ip}:20880/{SERVICE}?application=demo-provider&{params}")
+        format!("dubbo://{ip}:20880/{SERVICE}?application=demo-provider&side=provider&{params}")
     }
 }
 
@@ -36,6 +36,7 @@ fn source(live: &LiveChain, url: &str) -> Box<NacosSource> {
 
 const CHAIN: &str = "
 service: com.foo.BarService
+apply_provider_overrides: true   # `side: provider` override items apply too
 routers:
   - type: condition              # follows com.foo.BarService::.condition-router
   - type: tag                    # follows <providers' app>.tag-router
@@ -140,30 +141,41 @@ fn providers_and_every_rule_kind_follow_nacos_and_a_bad_rule_is_refused_where_it
     w.remove(TAG);
     wait_route(&live, &all);
 
-    // Override rules (`<key>.configurators`): a provider disabled.
+    // Override rules (`<key>.configurators`): a provider's weight.
     const OVERRIDE: &str = "com.foo.BarService::.configurators";
+    let weight_of = |live: &LiveChain, address: &str| {
+        live.service()
+            .state()
+            .snapshot()
+            .providers()
+            .iter()
+            .find(|u| u.address() == address)
+            .and_then(|u| u.param("weight").map(str::to_string))
+    };
+    let wait_weight = |live: &LiveChain, address: &str, want: Option<&str>| {
+        let start = Instant::now();
+        while weight_of(live, address).as_deref() != want {
+            assert!(
+                start.elapsed() < super::PATIENCE,
+                "{address}: weight never {want:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
     w.publish(
         OVERRIDE,
-        "configVersion: v3.0\nscope: service\nkey: com.foo.BarService\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [\"10.0.0.1:20880\"]\n    parameters:\n      disabled: true\n",
+        "key: com.foo.BarService\nscope: service\nconfigs:\n- type: weight\n  enabled: true\n  side: provider\n  addresses: [10.0.0.1:20880]\n  parameters:\n    weight: 300\n",
     );
-    wait_route(&live, &[&addr(2), &addr(3)]);
+    wait_weight(&live, &addr(1), Some("300"));
     w.remove(OVERRIDE);
-    wait_route(&live, &all);
+    wait_weight(&live, &addr(1), None);
 
-    // Health and weight (beyond Dubbo): an unhealthy instance is left out, the Nacos
-    // weight is the provider's weight ×100.
+    // The Nacos weight (beyond Dubbo) is the provider's weight ×100. (rnacos takes no
+    // `healthy=false` from a gRPC registration: the unhealthy filter is unit-tested.)
     w.register_with(GROUP, &provider(5, "region=hz"), 0.5, true);
     wait_route(&live, &[&addr(1), &addr(2), &addr(3), &addr(5)]);
-    let weight = live
-        .service()
-        .state()
-        .snapshot()
-        .providers()
-        .iter()
-        .find(|u| u.address() == addr(5))
-        .and_then(|u| u.param("weight").map(str::to_string));
-    assert_eq!(weight.as_deref(), Some("50"));
-    w.register_with(GROUP, &provider(5, "region=hz"), 0.5, false);
+    wait_weight(&live, &addr(5), Some("50"));
+    w.deregister(GROUP, &provider(5, "region=hz"));
     wait_route(&live, &all);
 }
 
@@ -226,7 +238,7 @@ fn namespaces_are_isolated_and_wildcard_references_follow_every_matching_service
         source(&any_version, &nacos.url("namespace=dev&group=G")),
     );
     wait_route(&any_version, &[&addr(1), &addr(3)]);
-    let list = live("service: com.foo.BarService\ngroup: a,b\nversion: '1.0,2.0'\nrouters: []\n");
+    let list = live("service: com.foo.BarService\ngroup: a,b\nversion: '*'\nrouters: []\n");
     let (_w3, _rx3) = watch(&list, source(&list, &nacos.url("namespace=dev&group=G")));
     wait_route(&list, &[&addr(1), &addr(2)]);
     // A service registered later is found by the next look-up.
@@ -241,9 +253,22 @@ fn namespaces_are_isolated_and_wildcard_references_follow_every_matching_service
 #[test]
 fn a_server_restart_keeps_serving_and_later_changes_apply_and_an_empty_push_is_held_back() {
     let mut nacos = Nacos::start("restart");
+    // One provider process each (a Nacos 2 client registers again, after a reconnection,
+    // the last instance it registered for a service).
     let mut w = NacosWriter::start(&nacos.address(), "");
     w.register(GROUP, &provider(1, "region=hz"));
-    w.register(GROUP, &provider(2, "region=bj"));
+    // routechain's own admin (`routechain nacos register`): its client registers again
+    // after the restart.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = rt
+        .block_on(NacosAdmin::connect(&nacos.url("")))
+        .expect("connect to Nacos");
+    rt.block_on(admin.register(SERVICE, &provider(2, "region=bj")))
+        .unwrap();
     w.publish(
         "com.foo.BarService::.condition-router",
         "conditions: ['=> region = hz']\n",
@@ -252,21 +277,25 @@ fn a_server_restart_keeps_serving_and_later_changes_apply_and_an_empty_push_is_h
     let (_watching, rx) = watch(&live, source(&live, &nacos.url("")));
     wait_route(&live, &[&addr(1)]);
     nacos.restart();
-    // Serving all along, and the writer's instances come back (its client registers them
-    // again); a change made after the restart applies.
+    // Serving all along; a change made after the restart applies, and the admin's
+    // instance is back (its client registers it again). The Python SDK 2.0.11 does not
+    // register again after rnacos restarts: its provider is registered anew.
     assert_eq!(route(&live, &Request::new()).unwrap(), [addr(1)]);
+    w.register(GROUP, &provider(1, "region=hz"));
     w.publish(
         "com.foo.BarService::.condition-router",
         "conditions: ['=> region = bj']\n",
     );
     wait_route(&live, &[&addr(2)]);
-    w.register(GROUP, &provider(3, "region=bj"));
+    let mut other = NacosWriter::start(&nacos.address(), "");
+    other.register(GROUP, &provider(3, "region=bj"));
     wait_route(&live, &[&addr(2), &addr(3)]);
-    // Every instance gone: held back, the last list keeps serving.
-    for n in [1, 2, 3] {
-        let p = provider(n, if n == 1 { "region=hz" } else { "region=bj" });
-        w.deregister(GROUP, &p);
-    }
+    // Every instance gone (both writers' connections closed): held back, the last list
+    // keeps serving.
+    drop(w);
+    drop(other);
+    rt.block_on(admin.unregister(SERVICE, &provider(2, "region=bj")))
+        .unwrap();
     wait_report(&rx, "held back", |r| matches!(r, Report::HeldBack { .. }));
     assert!(live.stats().held_back() >= 1);
     wait_route(&live, &[&addr(2), &addr(3)]);
