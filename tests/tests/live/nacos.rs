@@ -322,3 +322,111 @@ fn ten_thousand_instances_are_listed() {
     let routed = route(&live, &Request::new()).unwrap();
     assert_eq!(routed.len(), 10_000);
 }
+
+/// The same providers and rules in ZooKeeper and in Nacos route every request alike.
+#[test]
+fn the_same_providers_and_rules_in_zookeeper_and_in_nacos_route_alike() {
+    use routechain::live::{RuleKey, ZkAdmin, ZkConfig, ZkSource};
+
+    let zk = super::support::zookeeper::ZooKeeper::start("parity");
+    let nacos = Nacos::start("parity");
+    let providers: Vec<String> = (1..=12)
+        .map(|n| {
+            let region = ["hz", "bj", "sh"][n as usize % 3];
+            let tag = if n % 4 == 0 { "&dubbo.tag=gray" } else { "" };
+            provider(n, &format!("region={region}&zone=z{}{tag}", n % 2))
+        })
+        .collect();
+    let rules = [
+        (
+            "com.foo.BarService::",
+            "condition",
+            "conditions:\n  - method = find => region = hz\n  - region != sh => zone = z0\n",
+        ),
+        (
+            "demo-provider",
+            "tag",
+            "force: false\ntags:\n  - name: blue\n    addresses: [\"10.0.0.1:20880\", \"10.0.0.2:20880\"]\n",
+        ),
+        (
+            "com.foo.BarService::",
+            "configurators",
+            "key: com.foo.BarService\nscope: service\nconfigs:\n- side: provider\n  addresses: [10.0.0.3:20880]\n  parameters:\n    disabled: true\n",
+        ),
+    ];
+    // ZooKeeper, through routechain's admin (its layout is tested on its own).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = rt.block_on(ZkAdmin::connect(&zk.address())).unwrap();
+    for url in &providers {
+        rt.block_on(admin.register_persistent(SERVICE, url))
+            .unwrap();
+    }
+    for (key, kind, text) in rules {
+        rt.block_on(admin.put_rule(&RuleKey::new(key, kind), text))
+            .unwrap();
+    }
+    // Nacos, through the Python SDK.
+    let mut w = NacosWriter::start(&nacos.address(), "");
+    w.batch(GROUP, &providers);
+    for (key, kind, text) in rules {
+        w.publish(
+            &routechain::live::rule_data_id(&RuleKey::new(key, kind)),
+            text,
+        );
+    }
+    let from_zk = live(CHAIN);
+    let mut zk_config = ZkConfig::for_chain(&from_zk, zk.address());
+    zk_config.retry_delay = Duration::from_millis(100);
+    let (_wz, _rz) = watch(&from_zk, Box::new(ZkSource::new(zk_config)));
+    let from_nacos = live(CHAIN);
+    let (_wn, _rn) = watch(&from_nacos, source(&from_nacos, &nacos.url("")));
+    let requests = [
+        Request::new(),
+        Request::new().with_method("find"),
+        Request::new().with_attachment("dubbo.tag", "blue"),
+        Request::new().with_attachment("dubbo.tag", "gray"),
+        Request::new()
+            .with_method("find")
+            .with_attachment("dubbo.tag", "gray"),
+    ];
+    // Both settled: every rule applied (the disabled provider gone) and 11 providers.
+    let settled = |live: &LiveChain| {
+        live.service().state().snapshot().providers().len() == 11
+            && route(live, &Request::new().with_attachment("dubbo.tag", "blue"))
+                .is_ok_and(|r| r == [addr(1), addr(2)])
+    };
+    let start = Instant::now();
+    while !(settled(&from_zk) && settled(&from_nacos)) {
+        assert!(
+            start.elapsed() < super::PATIENCE,
+            "the two sources never settled"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for request in &requests {
+        let a = route(&from_zk, request);
+        let b = route(&from_nacos, request);
+        assert_eq!(a, b, "{request:?}");
+        eprintln!("{request:?} -> {a:?}");
+    }
+    // One change on both sides: still alike.
+    let changed = "conditions:\n  - => region = bj\n";
+    rt.block_on(admin.put_rule(&RuleKey::new("com.foo.BarService::", "condition"), changed))
+        .unwrap();
+    w.publish("com.foo.BarService::.condition-router", changed);
+    // region=bj: 1, 4, 7, 10; 1 is tagged blue and 4 gray, so an untagged call has 7 and 10.
+    let bj = ["10.0.0.10:20880", "10.0.0.7:20880"];
+    wait_route(&from_zk, &bj);
+    wait_route(&from_nacos, &bj);
+    for request in &requests {
+        assert_eq!(
+            route(&from_zk, request),
+            route(&from_nacos, request),
+            "{request:?}"
+        );
+    }
+}
