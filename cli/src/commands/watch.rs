@@ -1,4 +1,4 @@
-//! `routechain watch`: keep a chain live from files or ZooKeeper, print every change.
+//! `routechain watch`: keep a chain live from files, ZooKeeper or Nacos, print every change.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,32 +10,41 @@ use routechain::rules::ChainFile;
 
 use super::route::route_once;
 use routechain::live::{
-    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, Report,
-    ServiceKey, Source, Sources, Watching, ZkAddress, ZkConfig, ZkConnection, ZkSource,
-    parse_providers,
+    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, NacosConfig, NacosSource,
+    ProviderText, RegistryConnection, Report, RuleKey, ServiceKey, SingleRegistry, Source, Sources,
+    Watching, ZkConfig, ZkSource, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
 /// Arguments of `watch`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("registry_source").args(["zookeeper", "registry"])))]
 pub struct WatchArgs {
     /// The chain file (YAML). Watched, with the rule files it names.
     #[arg(long)]
     chain: PathBuf,
     /// A providers file (one URL per line), watched.
-    #[arg(long, conflicts_with = "zookeeper")]
+    #[arg(long, conflicts_with = "registry_source")]
     providers: Option<PathBuf>,
     /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`, with
     /// digest credentials `user:pass@host:port` or `zookeeper://user:pass@host:port` (as
     /// `routechain zk`; shown masked). A bad address exits 2 at once.
     #[arg(long)]
     zookeeper: Option<String>,
+    /// A registry to follow, as Dubbo users write its address: `zookeeper://host:port...`
+    /// (as --zookeeper) or `nacos://host:port[,host:port]?namespace=NS&group=G&username=U&password=P`
+    /// (Dubbo's Nacos registry and config center; `dubbo-exact=true` keeps unhealthy
+    /// instances and ignores the Nacos weight, as Dubbo does; a user without a password
+    /// reads it from ROUTECHAIN_NACOS_PASSWORD or the file named by
+    /// ROUTECHAIN_NACOS_PASSWORD_FILE). Shown masked. A bad address exits 2 at once.
+    #[arg(long, conflicts_with = "zookeeper")]
+    registry: Option<String>,
     /// The reference whose providers and service-scope rules to follow:
     /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
     /// group or version, `a,b` either group); default the chain file's `service`, `group`
     /// and `version`, followed as the file changes. A bare interface keeps the file's
     /// group and version. Given, the reference is fixed for the run.
-    #[arg(long, requires = "zookeeper")]
+    #[arg(long, requires = "registry_source")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
     #[arg(long)]
@@ -111,16 +120,24 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         }
     });
     // A bad address is refused now, its password masked.
-    let address = args
-        .zookeeper
-        .as_deref()
-        .map(ZkAddress::parse)
-        .transpose()
-        .map_err(|e| invalid(e.to_string()))?;
-    if args.zookeeper.is_some() && reference.is_none() && chain.service.is_none() {
-        return Err(invalid(
-            "--zookeeper needs a service: give --service or `service:` in the chain file".into(),
-        ));
+    let address = match (&args.zookeeper, &args.registry) {
+        (Some(zk), _) => Some(
+            routechain::live::ZkAddress::parse(zk)
+                .map(SingleRegistry::ZooKeeper)
+                .map_err(|e| invalid(e.to_string()))?,
+        ),
+        (None, Some(text)) => Some(routechain::live::registry_address(text).map_err(invalid)?),
+        (None, None) => None,
+    };
+    if address.is_some() && reference.is_none() && chain.service.is_none() {
+        let flag = if args.zookeeper.is_some() {
+            "--zookeeper"
+        } else {
+            "--registry"
+        };
+        return Err(invalid(format!(
+            "{flag} needs a service: give --service or `service:` in the chain file"
+        )));
     }
     let options = LiveOptions {
         protect_empty: !args.allow_empty,
@@ -166,14 +183,14 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     });
     // From files the state is loaded now; from ZooKeeper, once the source has delivered
     // its first read (nothing is printed to stdout before that).
-    let loaded = Arc::new(AtomicBool::new(args.zookeeper.is_none()));
+    let loaded = Arc::new(AtomicBool::new(address.is_none()));
     let (reload_tx, reload_rx) = std::sync::mpsc::channel::<()>();
     // Hold the printer while the source starts, so the start line comes first; the watches
     // are in place once `watch` returns, so no change made after the start line is missed.
     let start_lock = router
         .as_ref()
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
-    let connection = ZkConnection::default();
+    let connection = RegistryConnection::default();
     let (source, mut following) = sources(args, &live, address.as_ref(), &connection);
     let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
     // Served once the watches are in place: a change made after the line below is seen.
@@ -182,15 +199,22 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         collector.add(&live);
         let mut registry = routechain::prometheus_client::registry::Registry::default();
         collector.register(&mut registry);
-        if let Some(address) = &address {
-            routechain::live::metrics::RegistryCollector::zookeeper(address, connection.clone())
-                .register(&mut registry);
+        match &address {
+            Some(SingleRegistry::ZooKeeper(a)) => {
+                routechain::live::metrics::RegistryCollector::zookeeper(a, connection.clone())
+                    .register(&mut registry)
+            }
+            Some(SingleRegistry::Nacos(a)) => {
+                routechain::live::metrics::RegistryCollector::nacos(a, connection.clone())
+                    .register(&mut registry)
+            }
+            None => {}
         }
         let bound = super::metrics_server::serve(addr, Arc::new(registry))
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
         errln!("routechain watch: serving metrics on http://{bound}/metrics");
     }
-    if args.zookeeper.is_none() {
+    if address.is_none() {
         let state = live.service().state();
         let providers = match &args.providers {
             Some(p) => format!("the providers of {}", p.display()),
@@ -206,31 +230,29 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         );
     }
     if let (Some(r), Some(mut call)) = (&router, start_lock)
-        && args.zookeeper.is_none()
+        && address.is_none()
     {
         r.print(&live, &mut call);
     }
-    // A reloaded chain file may change what to follow in ZooKeeper (the reference, the
+    // A reloaded chain file may change what to follow in the registry (the reference, the
     // consumer's application, the entries' keys): then the sources start afresh.
     while reload_rx.recv().is_ok() {
-        let Some(servers) = &args.zookeeper else {
-            continue;
-        };
-        let now = ZkConfig::for_chain(&live, servers.clone());
-        // The reference (`service`, `group`, `version`) filters the providers read.
-        if now.watched_paths() == following.watched_paths()
-            && now.service == following.service
-            && now.provider_app_kinds == following.provider_app_kinds
-            && now.each_app_kinds == following.each_app_kinds
-        {
+        if address.is_none() {
             continue;
         }
+        if Following::of(&live) == following {
+            continue;
+        }
+        let registry = match &address {
+            Some(SingleRegistry::Nacos(_)) => "Nacos",
+            _ => "ZooKeeper",
+        };
         errln!(
-            "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
+            "routechain watch: the chain file changes what to follow in {registry}; re-reading it"
         );
         drop(watching);
-        let (source, config) = sources(args, &live, address.as_ref(), &connection);
-        following = config;
+        let (source, now) = sources(args, &live, address.as_ref(), &connection);
+        following = now;
         watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
     loop {
@@ -238,49 +260,91 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     }
 }
 
+/// What a registry source follows for a chain: when a reloaded chain file changes it, the
+/// sources start afresh.
+#[derive(Debug, PartialEq)]
+struct Following {
+    rule_keys: Vec<RuleKey>,
+    service: Option<ServiceKey>,
+    provider_app_kinds: Vec<String>,
+    each_app_kinds: Vec<String>,
+}
+
+impl Following {
+    fn of(live: &LiveChain) -> Self {
+        Following {
+            rule_keys: live.subscriptions(),
+            service: live.reference(),
+            provider_app_kinds: live.provider_app_kinds(),
+            each_app_kinds: live.each_provider_app_kinds(),
+        }
+    }
+}
+
 /// The sources `watch` runs: the file source (chain file, rule files, providers file), and
-/// ZooKeeper for rules and providers with `--zookeeper` (its watched paths printed).
+/// the registry (ZooKeeper or Nacos) for rules and providers (what it follows printed).
 fn sources(
     args: &WatchArgs,
     live: &LiveChain,
-    address: Option<&ZkAddress>,
-    connection: &ZkConnection,
-) -> (Box<dyn Source>, ZkConfig) {
+    address: Option<&SingleRegistry>,
+    connection: &RegistryConnection,
+) -> (Box<dyn Source>, Following) {
     let chain_source = Box::new(FileSource::new(FileConfig::new(
         args.chain.clone(),
         args.providers.clone(),
     )));
-    let mut config = ZkConfig::for_chain(live, args.zookeeper.clone().unwrap_or_default());
-    config.connection = connection.clone();
-    let Some(servers) = address else {
-        return (chain_source, config);
+    let following = Following::of(live);
+    let Some(registry) = address else {
+        return (chain_source, following);
     };
-    let reference = config.service.clone().unwrap_or_else(|| {
+    let reference = following.service.clone().unwrap_or_else(|| {
         routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
     });
+    let text = args
+        .zookeeper
+        .clone()
+        .or(args.registry.clone())
+        .unwrap_or_default();
+    let (source, watched): (Box<dyn Source>, Vec<String>) = match registry {
+        SingleRegistry::ZooKeeper(_) => {
+            let mut config = ZkConfig::for_chain(live, text);
+            config.connection = connection.clone();
+            let watched = config.watched_paths();
+            (Box::new(ZkSource::new(config)), watched)
+        }
+        SingleRegistry::Nacos(_) => {
+            let mut config = NacosConfig::for_chain(live, text);
+            config.connection = connection.clone();
+            let watched = config.watched();
+            (Box::new(NacosSource::new(config)), watched)
+        }
+    };
+    let (what, node) = match registry {
+        SingleRegistry::ZooKeeper(a) => (format!("ZooKeeper {a}"), "node"),
+        SingleRegistry::Nacos(a) => (format!("Nacos {a}"), "config"),
+    };
     errln!(
-        "routechain watch: following ZooKeeper {servers} for {} ({}); watching:",
+        "routechain watch: following {what} for {} ({}); watching:",
         reference.interface,
         reference.describe_filter()
     );
-    for path in config.watched_paths() {
+    for path in watched {
         errln!("  {path}");
     }
-    if !config.provider_app_kinds.is_empty() {
+    if !following.provider_app_kinds.is_empty() {
         errln!(
-            "  and, once the providers' application is known, its {} node(s)",
-            config.provider_app_kinds.join(", ")
+            "  and, once the providers' application is known, its {} {node}(s)",
+            following.provider_app_kinds.join(", ")
         );
     }
-    if !config.each_app_kinds.is_empty() {
+    if !following.each_app_kinds.is_empty() {
         errln!(
-            "  and the {} node(s) of every provider application present, from its first provider to its last",
-            config.each_app_kinds.join(", ")
+            "  and the {} {node}(s) of every provider application present, from its first provider to its last",
+            following.each_app_kinds.join(", ")
         );
     }
     errln!("  and the chain file {}", args.chain.display());
-    let zk = Box::new(ZkSource::new(config.clone()));
-    (Box::new(Sources(vec![zk, chain_source])), config)
+    (Box::new(Sources(vec![source, chain_source])), following)
 }
 
 /// Starts `source` on `live`: every report to stderr, the routed request to stdout after

@@ -7,7 +7,7 @@ use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
 use routechain::live::{RuleKey, ZkAddress, ZkAdmin, ZkError, ZkRegistration, rule_path};
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.
-async fn wait_for_stop() {
+pub(super) async fn wait_for_stop() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -161,21 +161,26 @@ fn key(node: &RuleNode) -> RuleKey {
 
 /// Validates a rule as `routechain check --type TYPE` does: problems on stderr; an error (or
 /// an unknown type) exits 2. Warns when a service key lacks Dubbo's colons.
-fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<(), ExitCode> {
+pub(super) fn validate_rule(
+    key: &str,
+    router_type: &str,
+    file: &std::path::Path,
+    text: &str,
+) -> Result<(), ExitCode> {
     let origin = routechain::rules::input::origin_of(file);
     let registry = routechain::registry();
-    let report = super::check::check_rule(&origin, text, Some(&node.router_type), None, &registry);
+    let report = super::check::check_rule(&origin, text, Some(&router_type), None, &registry);
     for p in &report.problems {
         errln!("{}", p.render());
     }
-    if node.key.contains('.') && !node.key.contains(':') {
-        let watched = RuleKey::new(format!("{}::", node.key), node.router_type.clone());
+    if key.contains('.') && !key.contains(':') {
+        let watched = RuleKey::new(format!("{}::", key), router_type);
         errln!(
             "routechain zk: warning: the key {:?} has no `:`; consumers of the service {} watch \
              the service key `interface:version:group`, here {} (an application rule's key is \
              the application name)",
-            node.key,
-            node.key,
+            key,
+            key,
             rule_path(&watched)
         );
     }
@@ -191,7 +196,7 @@ fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<
 }
 
 /// Refuses a `--type` that names no rule node kind (exit 2), with the known ones.
-fn known_type(ty: &str) -> Result<(), ExitCode> {
+pub(super) fn known_type(ty: &str) -> Result<(), ExitCode> {
     let registry = routechain::registry();
     let known = super::check::rule_types(&registry);
     if known.contains(&ty) {
@@ -208,7 +213,7 @@ fn known_type(ty: &str) -> Result<(), ExitCode> {
 }
 
 /// A unified diff from the node's current text (none: the node does not exist) to `new`.
-fn diff(node: &str, current: Option<&str>, new: &str) -> String {
+pub(super) fn diff(node: &str, current: Option<&str>, new: &str) -> String {
     let old = current.unwrap_or("");
     if current == Some(new) {
         return format!("{node}: unchanged\n");
@@ -225,7 +230,7 @@ fn diff(node: &str, current: Option<&str>, new: &str) -> String {
 }
 
 /// Refuses a provider URL that does not parse (exit 2), before anything is written.
-fn check_urls(urls: &[String]) -> Result<(), ExitCode> {
+pub(super) fn check_urls(urls: &[String]) -> Result<(), ExitCode> {
     for url in urls {
         if let Err(e) = routechain::core::Url::parse_provider(url) {
             errln!(
@@ -305,7 +310,7 @@ async fn zk(command: &ZkCommand) -> ExitCode {
     };
     // Validate a rule before connecting: an invalid one is never written.
     if let (ZkCommand::PutRule { node, file, .. }, Some(text)) = (command, &text)
-        && let Err(code) = validate_rule(node, file, text)
+        && let Err(code) = validate_rule(&node.key, &node.router_type, file, text)
     {
         return code;
     }
