@@ -3,7 +3,8 @@
 //! Live rules and providers: sources that push changes, and a chain that applies them
 //! atomically and refuses bad ones.
 //!
-//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`]; brings tokio and `zookeeper-client`)
+//! Features: `zookeeper` ([`ZkSource`], [`ZkAdmin`], and [`registry`]: registry addresses
+//! as Dubbo writes them, several registries merged; brings tokio and `zookeeper-client`)
 //! and `file-watch` ([`FileSource`]; brings `notify`). Without either, [`LiveChain`] still
 //! applies updates pushed by a source of your own.
 //!
@@ -55,6 +56,8 @@
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
 mod address;
 mod chain;
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+mod connection;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
 mod file;
@@ -66,14 +69,16 @@ mod nacos;
 mod observe;
 mod overrides;
 mod providers;
+#[cfg(feature = "zookeeper")]
+pub mod registry;
 mod report;
-#[cfg(any(feature = "zookeeper", feature = "nacos"))]
-mod single;
 mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+pub use connection::RegistryConnection;
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
     parse_provider_node, providers_application, providers_path, rule_path,
@@ -89,8 +94,10 @@ pub use nacos::{
 };
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
-#[cfg(any(feature = "zookeeper", feature = "nacos"))]
-pub use single::{RegistryConnection, SingleRegistry, registry_address};
+#[cfg(feature = "zookeeper")]
+pub use registry::{
+    RegistryAddress, RegistryAddressError, RegistryOptions, RegistrySource, RuleStore,
+};
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]
 pub use zk::{

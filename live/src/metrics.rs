@@ -392,15 +392,14 @@ impl Collector for ChainCollector {
     }
 }
 
-/// The registry connection's state as the gauge `routechain_registry_connected`
-/// (1 connected, 0 not), labelled `registry` (`zookeeper`, `nacos`) and `address` (the
-/// address with its password masked). Register it next to a [`ChainCollector`].
+/// The registry connections' states as the gauge `routechain_registry_connected`
+/// (1 connected, 0 not), one series per registry labelled `registry` (`zookeeper`,
+/// `nacos`) and `address` (the address with its password masked). Register it next to a
+/// [`ChainCollector`].
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RegistryCollector {
-    registry: &'static str,
-    address: String,
-    connection: crate::RegistryConnection,
+    registries: Vec<(&'static str, String, crate::RegistryConnection)>,
 }
 
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
@@ -409,22 +408,38 @@ impl RegistryCollector {
     /// (the [`crate::ZkConfig::connection`] it runs with).
     #[cfg(feature = "zookeeper")]
     pub fn zookeeper(address: &crate::ZkAddress, connection: crate::ZkConnection) -> Self {
-        RegistryCollector {
-            registry: "zookeeper",
-            address: address.to_string(),
-            connection,
-        }
+        RegistryCollector::default().and_zookeeper(address, connection)
+    }
+
+    /// Adds the state of another ZooKeeper source (several registries followed at once).
+    #[cfg(feature = "zookeeper")]
+    pub fn and_zookeeper(
+        mut self,
+        address: &crate::ZkAddress,
+        connection: crate::ZkConnection,
+    ) -> Self {
+        self.registries
+            .push(("zookeeper", address.to_string(), connection));
+        self
     }
 
     /// The state of the Nacos source connected to `address` through `connection` (the
     /// [`crate::NacosConfig::connection`] it runs with).
     #[cfg(feature = "nacos")]
     pub fn nacos(address: &crate::NacosAddress, connection: crate::NacosConnection) -> Self {
-        RegistryCollector {
-            registry: "nacos",
-            address: address.to_string(),
-            connection,
-        }
+        RegistryCollector::default().and_nacos(address, connection)
+    }
+
+    /// Adds the state of another Nacos source.
+    #[cfg(feature = "nacos")]
+    pub fn and_nacos(
+        mut self,
+        address: &crate::NacosAddress,
+        connection: crate::NacosConnection,
+    ) -> Self {
+        self.registries
+            .push(("nacos", address.to_string(), connection));
+        self
     }
 
     /// Registers (a clone of) this collector into `registry`.
@@ -442,11 +457,14 @@ impl Collector for RegistryCollector {
             None,
             MetricType::Gauge,
         )?;
-        gauge(
-            &mut e,
-            &[("registry", self.registry), ("address", &self.address)],
-            u64::from(self.connection.is_connected()),
-        )
+        for (kind, address, connection) in &self.registries {
+            gauge(
+                &mut e,
+                &[("registry", kind), ("address", address)],
+                u64::from(connection.is_connected()),
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -131,7 +131,7 @@ fn compatible(key: &ServiceKey, name: &str) -> bool {
 
 /// Whether the source is connected now: shared by the source and whoever shows it
 /// (`watch --metrics` exports it as `routechain_registry_connected`).
-pub type NacosConnection = crate::single::RegistryConnection;
+pub type NacosConnection = crate::connection::RegistryConnection;
 
 /// What the Nacos source follows.
 #[derive(Clone)]

@@ -40,6 +40,7 @@ mod admin;
 mod register;
 mod session;
 mod unreadable;
+pub(crate) use address::mask;
 pub use address::{PASSWORD_ENV, PASSWORD_FILE_ENV, ZkAddress};
 pub use admin::ZkAdmin;
 pub use register::ZkRegistration;

@@ -38,8 +38,20 @@ pub struct CheckArgs {
     deny_warnings: bool,
     /// Chain files and rule files to check (`-`: standard input, for one of the files or
     /// `--providers`; pipes and FIFOs are read too).
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "registry", value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// Audit a live registry instead of files: every rule its config center holds, checked
+    /// against the providers it holds now, located at its node (docs/check.md, "Auditing a
+    /// registry"). Any address `watch --registry` takes.
+    #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["files", "providers", "rule_type"])]
+    registry: Option<String>,
+    /// With --registry: only the rules of this reference (`interface`,
+    /// `interface:version:group`) and of its providers' application.
+    #[arg(long, requires = "registry", value_name = "SERVICE")]
+    service: Option<String>,
+    /// With --registry: every rule (the default without --service).
+    #[arg(long, requires = "registry", conflicts_with = "service")]
+    all: bool,
 }
 
 /// The `--type` values of `check` and `zk`: any text (an unknown type is reported with the
@@ -151,6 +163,14 @@ struct JsonOutput<'a> {
 /// Runs `check`; `matches` are the `check` subcommand's (for the position of every
 /// `--type` among the files).
 pub fn run(args: &CheckArgs, matches: &clap::ArgMatches) -> ExitCode {
+    if let Some(registry) = &args.registry {
+        return super::audit::run(&super::audit::Audit {
+            registry,
+            service: args.service.as_deref(),
+            format: args.format,
+            deny_warnings: args.deny_warnings,
+        });
+    }
     let types = types_per_file(matches, args.files.len());
     if let Some(problem) = unused_type(matches) {
         errln!("{}", crate::out::paint_errors(&problem));

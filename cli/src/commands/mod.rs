@@ -2,8 +2,8 @@
 //!
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
 //! file:line:column; `check` prints its problems on stdout); 3 no provider left (`route`,
-//! `explain`, `simulate` when every call found none); 4 ZooKeeper unreachable or an
-//! operation on it failed (`zk`); 1 a check of `demo` failed, a golden test of `test`
+//! `explain`, `simulate` when every call found none); 4 the registry unreachable or an
+//! operation on it failed (`registry`/`zk`, `check --registry`); 1 a check of `demo` failed, a golden test of `test`
 //! failed, or `check --deny-warnings` found warnings. A closed stdout (`… | head -1`) ends
 //! any command quietly with 0 ([`crate::out`]).
 //!
@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod check;
 mod demo;
 mod golden;
@@ -64,7 +65,7 @@ enum Command {
     Explain(route::ExplainArgs),
     /// Validate and lint chain files and rule files; cross-check them with a provider list.
     #[command(
-        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check --type tag a.yaml --type condition b.yaml   # a --type applies to the files after it\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service S | routechain check --providers - bar.chain.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise."
+        after_help = "Examples:\n  routechain check rules/examples/*.chain.yaml\n  routechain check --providers rules/examples/providers.txt rules/examples/full.chain.yaml\n  routechain check --type idc-weight rules/examples/demo/idc-weight.rule.yaml\n  routechain check --type tag a.yaml --type condition b.yaml   # a --type applies to the files after it\n  routechain zk providers --zookeeper 127.0.0.1:2181 --service S | routechain check --providers - bar.chain.yaml\n  routechain check rules/examples/live/com.foo.BarService.condition-router.yaml\n  routechain check --registry zookeeper://127.0.0.1:2181 --all   # every rule a registry holds, against its providers\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain check \\\n    --registry 'zookeeper://admin@127.0.0.1:2181' --service com.foo.BarService   # shown as admin:***@\n\nOutput: file:line:column: warning[CODE]: message (codes: docs/check.md), a summary line.\nExit: 2 any error, 1 warnings with --deny-warnings, 0 otherwise; 4 the registry unreachable."
     )]
     Check(check::CheckArgs),
     /// Route and balance one request N times; print how many calls each provider got.
@@ -95,12 +96,15 @@ enum Command {
     /// Keep a chain live from files or ZooKeeper; print every applied or refused change
     /// (stderr) and, with --request, the routed result after each applied one (stdout).
     #[command(
-        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --registry 'nacos://127.0.0.1:8848?namespace=dev' \\\n    --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
+        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n  routechain watch --chain bar.chain.yaml --service com.foo.BarService \\\n    --registry 'zookeeper://zk-a:2181?backup=zk-a2:2181 | zookeeper://zk-b:2181'   # two registries, merged\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain watch --chain bar.chain.yaml \\\n    --registry 'zookeeper://admin@zk-a:2181?zone=hz' --service com.foo.BarService   # shown as admin:***@\n  routechain watch --chain bar.chain.yaml --registry 'nacos://127.0.0.1:8848?namespace=dev' \\\n    --request request.json   # Nacos\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
     )]
     Watch(watch::WatchArgs),
-    /// Read and write rules and providers in ZooKeeper, in Dubbo's layout.
+    /// Read and write rules and providers in a registry (ZooKeeper, in Dubbo's layout);
+    /// `zk` is the same command.
     #[command(
-        after_help = "Examples:\n  routechain zk put-rule --zookeeper 127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  routechain zk register --zookeeper 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 ZooKeeper unreachable or the operation failed."
+        name = "registry",
+        visible_alias = "zk",
+        after_help = "Examples:\n  routechain registry put-rule --registry zookeeper://127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain zk put-rule \\\n    --zookeeper 'zookeeper://admin@127.0.0.1:2181' --key com.foo.BarService:: --type condition rule.yaml\n  routechain registry register --registry 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nCredentials are shown masked (`admin:***@`); `admin@host` reads the password from\nROUTECHAIN_ZK_PASSWORD or the file ROUTECHAIN_ZK_PASSWORD_FILE names, out of the shell history.\nExit: 0 done, 2 invalid input, 4 the registry unreachable or the operation failed."
     )]
     Zk(zk::ZkArgs),
     /// Read and write rules and providers in Nacos, in Dubbo's layout (the `zk` commands

@@ -1,4 +1,4 @@
-//! `routechain watch`: keep a chain live from files, ZooKeeper or Nacos, print every change.
+//! `routechain watch`: keep a chain live from files or ZooKeeper, print every change.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,42 +9,48 @@ use routechain::core::{CallState, Request, Snapshot};
 use routechain::rules::ChainFile;
 
 use super::route::route_once;
+use routechain::live::NacosAddress;
+use routechain::live::registry::Following;
 use routechain::live::{
-    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, NacosConfig, NacosSource,
-    ProviderText, RegistryConnection, Report, RuleKey, ServiceKey, SingleRegistry, Source, Sources,
-    Watching, ZkConfig, ZkSource, parse_providers,
+    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, RegistryAddress,
+    RegistryOptions, RegistrySource, Report, ServiceKey, Source, Sources, Watching, ZkConnection,
+    parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
 /// Arguments of `watch`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("registry_source").args(["zookeeper", "registry"])))]
+#[command(group = clap::ArgGroup::new("registries").args(["zookeeper", "registry"]))]
 pub struct WatchArgs {
     /// The chain file (YAML). Watched, with the rule files it names.
     #[arg(long)]
     chain: PathBuf,
     /// A providers file (one URL per line), watched.
-    #[arg(long, conflicts_with = "registry_source")]
+    #[arg(long, conflicts_with = "registries")]
     providers: Option<PathBuf>,
     /// ZooKeeper to follow, in Dubbo's layout: `host:port[,host:port...][/chroot]`, with
     /// digest credentials `user:pass@host:port` or `zookeeper://user:pass@host:port` (as
-    /// `routechain zk`; shown masked). A bad address exits 2 at once.
+    /// `routechain zk`; shown masked): any address `--registry` takes, under its first
+    /// name. A bad address exits 2 at once.
     #[arg(long)]
     zookeeper: Option<String>,
-    /// A registry to follow, as Dubbo users write its address: `zookeeper://host:port...`
-    /// (as --zookeeper) or `nacos://host:port[,host:port]?namespace=NS&group=G&username=U&password=P`
-    /// (Dubbo's Nacos registry and config center; `dubbo-exact=true` keeps unhealthy
-    /// instances and ignores the Nacos weight, as Dubbo does; a user without a password
-    /// reads it from ROUTECHAIN_NACOS_PASSWORD or the file named by
-    /// ROUTECHAIN_NACOS_PASSWORD_FILE). Shown masked. A bad address exits 2 at once.
-    #[arg(long, conflicts_with = "zookeeper")]
+    /// The registries to follow, as Dubbo writes them (docs/live.md, "Registry
+    /// addresses"): `zookeeper://h1:2181?backup=h2:2181`; several separated by `|` or `;`
+    /// have their providers merged (Dubbo's zone-aware choice with `preferred=true`,
+    /// `zone=`), the rules read from the first (or the one with
+    /// `use-as-config-center=true`). Shown masked. A bad address exits 2 at once.
+    #[arg(long, value_name = "ADDRESS")]
     registry: Option<String>,
+    /// The consumer's zone, matched against the registries' `zone=` (Dubbo's
+    /// `registry_zone`).
+    #[arg(long, value_name = "ZONE", requires = "registries")]
+    registry_zone: Option<String>,
     /// The reference whose providers and service-scope rules to follow:
     /// `interface`, `interface:version:group` or `group/interface:version` (`*` any
     /// group or version, `a,b` either group); default the chain file's `service`, `group`
     /// and `version`, followed as the file changes. A bare interface keeps the file's
     /// group and version. Given, the reference is fixed for the run.
-    #[arg(long, requires = "registry_source")]
+    #[arg(long, requires = "registries")]
     service: Option<String>,
     /// A request (JSON) to route at start and after every applied change.
     #[arg(long)]
@@ -120,20 +126,18 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         }
     });
     // A bad address is refused now, its password masked.
-    let address = match (&args.zookeeper, &args.registry) {
-        (Some(zk), _) => Some(
-            routechain::live::ZkAddress::parse(zk)
-                .map(SingleRegistry::ZooKeeper)
-                .map_err(|e| invalid(e.to_string()))?,
-        ),
-        (None, Some(text)) => Some(routechain::live::registry_address(text).map_err(invalid)?),
-        (None, None) => None,
-    };
+    let address = args
+        .registry
+        .as_deref()
+        .or(args.zookeeper.as_deref())
+        .map(RegistryAddress::parse)
+        .transpose()
+        .map_err(|e| invalid(e.to_string()))?;
     if address.is_some() && reference.is_none() && chain.service.is_none() {
-        let flag = if args.zookeeper.is_some() {
-            "--zookeeper"
-        } else {
+        let flag = if args.registry.is_some() {
             "--registry"
+        } else {
+            "--zookeeper"
         };
         return Err(invalid(format!(
             "{flag} needs a service: give --service or `service:` in the chain file"
@@ -190,8 +194,13 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     let start_lock = router
         .as_ref()
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
-    let connection = RegistryConnection::default();
-    let (source, mut following) = sources(args, &live, address.as_ref(), &connection);
+    // One connection state per registry, kept over restarts of the sources.
+    let connections: Vec<ZkConnection> = address
+        .iter()
+        .flat_map(|a| (0..a.entries().len()).filter(|&i| a.followed(i)))
+        .map(|_| ZkConnection::default())
+        .collect();
+    let (source, mut following) = sources(args, &live, address.as_ref(), &connections)?;
     let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
     // Served once the watches are in place: a change made after the line below is seen.
     if let Some(addr) = args.metrics {
@@ -199,16 +208,11 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         collector.add(&live);
         let mut registry = routechain::prometheus_client::registry::Registry::default();
         collector.register(&mut registry);
-        match &address {
-            Some(SingleRegistry::ZooKeeper(a)) => {
-                routechain::live::metrics::RegistryCollector::zookeeper(a, connection.clone())
-                    .register(&mut registry)
-            }
-            Some(SingleRegistry::Nacos(a)) => {
-                routechain::live::metrics::RegistryCollector::nacos(a, connection.clone())
-                    .register(&mut registry)
-            }
-            None => {}
+        if let Some(collector) = address
+            .as_ref()
+            .and_then(|a| registry_collector(a, &connections))
+        {
+            collector.register(&mut registry);
         }
         let bound = super::metrics_server::serve(addr, Arc::new(registry))
             .map_err(|e| invalid(format!("--metrics {addr}: cannot listen: {e}")))?;
@@ -234,24 +238,30 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     {
         r.print(&live, &mut call);
     }
-    // A reloaded chain file may change what to follow in the registry (the reference, the
+    // A reloaded chain file may change what to follow in ZooKeeper (the reference, the
     // consumer's application, the entries' keys): then the sources start afresh.
     while reload_rx.recv().is_ok() {
-        if address.is_none() {
+        let Some(address) = &address else {
+            continue;
+        };
+        // The reference (`service`, `group`, `version`) filters the providers read.
+        let now = RegistrySource::for_chain(address, &live, RegistryOptions::default())
+            .map_err(|e| invalid(e.to_string()))?;
+        if following.as_ref().is_some_and(|f| f.follows_same(&now)) {
             continue;
         }
-        if Following::of(&live) == following {
-            continue;
-        }
-        let registry = match &address {
-            Some(SingleRegistry::Nacos(_)) => "Nacos",
-            _ => "ZooKeeper",
+        let kinds: std::collections::BTreeSet<&str> =
+            address.entries().iter().map(|e| e.kind()).collect();
+        let registry = match kinds.into_iter().collect::<Vec<_>>().as_slice() {
+            ["nacos"] => "Nacos",
+            ["zookeeper"] => "ZooKeeper",
+            _ => "the registries",
         };
         errln!(
             "routechain watch: the chain file changes what to follow in {registry}; re-reading it"
         );
         drop(watching);
-        let (source, now) = sources(args, &live, address.as_ref(), &connection);
+        let (source, now) = sources(args, &live, Some(address), &connections)?;
         following = now;
         watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
@@ -260,91 +270,132 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     }
 }
 
-/// What a registry source follows for a chain: when a reloaded chain file changes it, the
-/// sources start afresh.
-#[derive(Debug, PartialEq)]
-struct Following {
-    rule_keys: Vec<RuleKey>,
-    service: Option<ServiceKey>,
-    provider_app_kinds: Vec<String>,
-    each_app_kinds: Vec<String>,
-}
-
-impl Following {
-    fn of(live: &LiveChain) -> Self {
-        Following {
-            rule_keys: live.subscriptions(),
-            service: live.reference(),
-            provider_app_kinds: live.provider_app_kinds(),
-            each_app_kinds: live.each_provider_app_kinds(),
-        }
-    }
-}
-
 /// The sources `watch` runs: the file source (chain file, rule files, providers file), and
-/// the registry (ZooKeeper or Nacos) for rules and providers (what it follows printed).
+/// the registries of `--registry` (or `--zookeeper`) for rules and providers, their watched
+/// paths printed; with them, what the registries follow (to compare after a reload).
 fn sources(
     args: &WatchArgs,
     live: &LiveChain,
-    address: Option<&SingleRegistry>,
-    connection: &RegistryConnection,
-) -> (Box<dyn Source>, Following) {
+    address: Option<&RegistryAddress>,
+    connections: &[ZkConnection],
+) -> Result<(Box<dyn Source>, Option<RegistrySource>), LoadError> {
     let chain_source = Box::new(FileSource::new(FileConfig::new(
         args.chain.clone(),
         args.providers.clone(),
     )));
-    let following = Following::of(live);
-    let Some(registry) = address else {
-        return (chain_source, following);
+    let Some(address) = address else {
+        return Ok((chain_source, None));
     };
-    let reference = following.service.clone().unwrap_or_else(|| {
-        routechain::live::ServiceKey::parse(&live.service_name().unwrap_or_default())
-    });
-    let text = args
-        .zookeeper
-        .clone()
-        .or(args.registry.clone())
-        .unwrap_or_default();
-    let (source, watched): (Box<dyn Source>, Vec<String>) = match registry {
-        SingleRegistry::ZooKeeper(_) => {
-            let mut config = ZkConfig::for_chain(live, text);
-            config.connection = connection.clone();
-            let watched = config.watched_paths();
-            (Box::new(ZkSource::new(config)), watched)
+    let options = RegistryOptions {
+        protect_empty: !args.allow_empty,
+        zone: args.registry_zone.clone(),
+    };
+    let mut registries =
+        RegistrySource::for_chain(address, live, options).map_err(|e| invalid(e.to_string()))?;
+    for (following, connection) in registries.following_mut().zip(connections) {
+        match following {
+            Following::ZooKeeper(config) => config.connection = connection.clone(),
+            Following::Nacos(config) => config.connection = connection.clone(),
         }
-        SingleRegistry::Nacos(_) => {
-            let mut config = NacosConfig::for_chain(live, text);
-            config.connection = connection.clone();
-            let watched = config.watched();
-            (Box::new(NacosSource::new(config)), watched)
-        }
-    };
-    let (what, node) = match registry {
-        SingleRegistry::ZooKeeper(a) => (format!("ZooKeeper {a}"), "node"),
-        SingleRegistry::Nacos(a) => (format!("Nacos {a}"), "config"),
-    };
-    errln!(
-        "routechain watch: following {what} for {} ({}); watching:",
-        reference.interface,
-        reference.describe_filter()
-    );
-    for path in watched {
-        errln!("  {path}");
     }
-    if !following.provider_app_kinds.is_empty() {
+    let reference = live
+        .reference()
+        .unwrap_or_else(|| ServiceKey::parse(&live.service_name().unwrap_or_default()));
+    let several = registries.following().len() > 1;
+    if several {
         errln!(
-            "  and, once the providers' application is known, its {} {node}(s)",
-            following.provider_app_kinds.join(", ")
+            "routechain watch: following {} registries for {} ({}), {}:",
+            registries.following().len(),
+            reference.interface,
+            reference.describe_filter(),
+            if address.zone_aware() {
+                "Dubbo's zone-aware choice (the preferred registry, else the consumer's zone, else all merged)"
+            } else {
+                "their providers merged"
+            }
         );
     }
-    if !following.each_app_kinds.is_empty() {
-        errln!(
-            "  and the {} {node}(s) of every provider application present, from its first provider to its last",
-            following.each_app_kinds.join(", ")
-        );
+    for (entry, following) in registries.following() {
+        let (watched, provider_app_kinds, each_app_kinds, what, node) = match following {
+            Following::ZooKeeper(config) => (
+                config.watched_paths(),
+                &config.provider_app_kinds,
+                &config.each_app_kinds,
+                format!(
+                    "ZooKeeper {}",
+                    entry
+                        .zookeeper()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                ),
+                "node",
+            ),
+            Following::Nacos(config) => (
+                config.watched(),
+                &config.provider_app_kinds,
+                &config.each_app_kinds,
+                NacosAddress::parse(entry.text())
+                    .map(|a| format!("Nacos {a}"))
+                    .unwrap_or_else(|_| entry.to_string()),
+                "config",
+            ),
+        };
+        // One registry: the line `--zookeeper` has always printed.
+        let lead = if several {
+            errln!("  {entry}; watching:");
+            "  "
+        } else {
+            errln!(
+                "routechain watch: following {what} for {} ({}); watching:",
+                reference.interface,
+                reference.describe_filter()
+            );
+            ""
+        };
+        for path in watched {
+            errln!("{lead}  {path}");
+        }
+        if !provider_app_kinds.is_empty() {
+            errln!(
+                "{lead}  and, once the providers' application is known, its {} {node}(s)",
+                provider_app_kinds.join(", ")
+            );
+        }
+        if !each_app_kinds.is_empty() {
+            errln!(
+                "{lead}  and the {} {node}(s) of every provider application present, from its first provider to its last",
+                each_app_kinds.join(", ")
+            );
+        }
     }
     errln!("  and the chain file {}", args.chain.display());
-    (Box::new(Sources(vec![source, chain_source])), following)
+    let source: Box<dyn Source> = Box::new(registries.clone());
+    Ok((
+        Box::new(Sources(vec![source, chain_source])),
+        Some(registries),
+    ))
+}
+
+/// The connection-state gauges of the registries followed.
+fn registry_collector(
+    address: &RegistryAddress,
+    connections: &[ZkConnection],
+) -> Option<routechain::live::metrics::RegistryCollector> {
+    let mut collector: Option<routechain::live::metrics::RegistryCollector> = None;
+    let followed = (address.entries().iter().enumerate())
+        .filter(|(i, _)| address.followed(*i))
+        .map(|(_, e)| e);
+    for (entry, connection) in followed.zip(connections) {
+        let c = collector.unwrap_or_default();
+        collector = Some(match entry.zookeeper() {
+            Some(zk) => c.and_zookeeper(zk, connection.clone()),
+            None => match NacosAddress::parse(entry.text()) {
+                Ok(nacos) => c.and_nacos(&nacos, connection.clone()),
+                Err(_) => c,
+            },
+        });
+    }
+    collector
 }
 
 /// Starts `source` on `live`: every report to stderr, the routed request to stdout after

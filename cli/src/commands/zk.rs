@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
-use routechain::live::{RuleKey, ZkAddress, ZkAdmin, ZkError, ZkRegistration, rule_path};
+use routechain::live::{
+    RegistryAddress, RuleKey, ZkAddress, ZkAdmin, ZkError, ZkRegistration, rule_path,
+};
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.
 pub(super) async fn wait_for_stop() {
@@ -32,12 +34,14 @@ pub struct ZkArgs {
 /// Where and which rule.
 #[derive(Debug, clap::Args)]
 pub struct RuleNode {
-    /// ZooKeeper: `host:port[,host:port...][/chroot]`, with digest credentials
-    /// `user:pass@host:port,...` or `zookeeper://user:pass@host:port?backup=...` (Dubbo's
+    /// The registry: `host:port[,host:port...][/chroot]` or
+    /// `zookeeper://host:port?backup=...`, with digest credentials `user:pass@` (Dubbo's
     /// forms; `user@host:port` reads the password from ROUTECHAIN_ZK_PASSWORD or the file
-    /// named by ROUTECHAIN_ZK_PASSWORD_FILE). Shown masked: `user:***@host:port`.
-    #[arg(long)]
-    zookeeper: String,
+    /// named by ROUTECHAIN_ZK_PASSWORD_FILE). Shown masked: `user:***@host:port`. Of
+    /// several registries (`a|b`), rules go to the config center (the first, or the one
+    /// with `use-as-config-center=true`).
+    #[arg(long = "registry", visible_alias = "zookeeper", value_name = "ADDRESS")]
+    registry: String,
     /// The rule key: a service key `interface:version:group` (both colons, e.g.
     /// `com.foo.BarService::`) or an application name.
     #[arg(long)]
@@ -52,12 +56,14 @@ pub struct RuleNode {
 /// Where and which service.
 #[derive(Debug, clap::Args)]
 pub struct ProviderNodes {
-    /// ZooKeeper: `host:port[,host:port...][/chroot]`, with digest credentials
-    /// `user:pass@host:port,...` or `zookeeper://user:pass@host:port?backup=...` (Dubbo's
+    /// The registry: `host:port[,host:port...][/chroot]` or
+    /// `zookeeper://host:port?backup=...`, with digest credentials `user:pass@` (Dubbo's
     /// forms; `user@host:port` reads the password from ROUTECHAIN_ZK_PASSWORD or the file
-    /// named by ROUTECHAIN_ZK_PASSWORD_FILE). Shown masked: `user:***@host:port`.
-    #[arg(long)]
-    zookeeper: String,
+    /// named by ROUTECHAIN_ZK_PASSWORD_FILE). Shown masked: `user:***@host:port`. Of
+    /// several registries (`a|b`), rules go to the config center (the first, or the one
+    /// with `use-as-config-center=true`).
+    #[arg(long = "registry", visible_alias = "zookeeper", value_name = "ADDRESS")]
+    registry: String,
     /// The service interface (`com.foo.BarService`).
     #[arg(long)]
     service: String,
@@ -275,19 +281,39 @@ async fn register(
     ExitCode::SUCCESS
 }
 
+/// The ZooKeeper registry a command reads or writes: of several registries, the config
+/// center for rules; providers are registered and listed in one registry named alone.
+fn zk_address(text: &str, rules: bool) -> Result<ZkAddress, String> {
+    let address = RegistryAddress::parse(text).map_err(|e| e.to_string())?;
+    let entries = address.entries();
+    let entry = if rules {
+        &entries[address.config_center()]
+    } else if let [one] = entries {
+        one
+    } else {
+        return Err(format!(
+            "{address} names {} registries: providers are registered and listed in one",
+            entries.len()
+        ));
+    };
+    entry.zookeeper().cloned().ok_or_else(|| {
+        format!("{entry} is not a ZooKeeper registry: its rules and providers are written by its own commands")
+    })
+}
+
 fn fail(e: ZkError) -> ExitCode {
     errln!("routechain zk: {e}");
     ExitCode::from(EXIT_UNAVAILABLE)
 }
 
 async fn zk(command: &ZkCommand) -> ExitCode {
-    let servers = match command {
+    let (servers, rules) = match command {
         ZkCommand::PutRule { node, .. }
         | ZkCommand::GetRule { node }
-        | ZkCommand::DeleteRule { node } => &node.zookeeper,
+        | ZkCommand::DeleteRule { node } => (&node.registry, true),
         ZkCommand::Register { nodes, .. }
         | ZkCommand::Unregister { nodes, .. }
-        | ZkCommand::Providers { nodes } => &nodes.zookeeper,
+        | ZkCommand::Providers { nodes } => (&nodes.registry, false),
     };
     // An unknown node kind is refused before anything is read or connected.
     if let ZkCommand::PutRule { node, .. }
@@ -315,10 +341,10 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         return code;
     }
     // A bad address is refused before anything is connected.
-    let address = match ZkAddress::parse(servers) {
+    let address = match zk_address(servers, rules) {
         Ok(a) => a,
-        Err(e) => {
-            errln!("routechain zk: {e}");
+        Err(message) => {
+            errln!("routechain zk: {message}");
             return ExitCode::from(EXIT_INVALID);
         }
     };

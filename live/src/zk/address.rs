@@ -79,7 +79,7 @@ fn invalid(text: &str, reason: impl Into<String>) -> ZkError {
 }
 
 /// `text` with any password replaced by `***` (see [`crate::address::mask`]).
-pub(super) fn mask(text: &str) -> String {
+pub(crate) fn mask(text: &str) -> String {
     crate::address::mask(text)
 }
 

@@ -154,6 +154,15 @@ impl ZkAdmin {
         self.remove(&path).await
     }
 
+    /// The children of `path` (none when there is no such node).
+    pub async fn children(&self, path: &str) -> Result<Vec<String>, ZkError> {
+        match self.client.list_children(path).await {
+            Ok(children) => Ok(children),
+            Err(ZkClientError::NoNode) => Ok(Vec::new()),
+            Err(e) => Err(op_error("list", path)(e)),
+        }
+    }
+
     /// The decoded provider URLs registered under `interface`, sorted.
     pub async fn providers(&self, interface: &str) -> Result<Vec<String>, ZkError> {
         let path = providers_path(interface);

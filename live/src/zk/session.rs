@@ -12,7 +12,7 @@ use crate::dubbo::rule_path;
 
 /// Whether the source has a session with the registry now: shared by the source and
 /// whoever shows it (`watch --metrics` exports it as `routechain_registry_connected`).
-pub type ZkConnection = crate::single::RegistryConnection;
+pub type ZkConnection = crate::connection::RegistryConnection;
 
 pub(super) async fn run(
     config: ZkConfig,

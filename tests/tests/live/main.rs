@@ -8,6 +8,7 @@ mod mesh;
 mod nacos;
 mod python;
 mod registries;
+mod several_registries;
 mod zk;
 mod zk_production;
 

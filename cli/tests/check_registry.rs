@@ -1,0 +1,196 @@
+//! `check --registry` through the real binary against a real ZooKeeper: every rule the
+//! registry holds is checked against the providers it holds, its problems located at its
+//! node, and the exit code is `check`'s (4 when the registry cannot be reached).
+
+mod common;
+
+use common::{Scratch, assert_exit, routechain, stderr, stdout};
+use routechain_testkit as support;
+
+const SERVICE: &str = "com.acme.OrderService";
+
+fn put_rule(addr: &str, key: &str, ty: &str, file: &std::path::Path) {
+    let out = routechain(&[
+        "registry",
+        "put-rule",
+        "--registry",
+        addr,
+        "--key",
+        key,
+        "--type",
+        ty,
+        file.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
+}
+
+#[test]
+fn check_registry_lints_every_rule_against_the_live_providers_at_its_node() {
+    let zk = support::zookeeper::ZooKeeper::start("cli-check-registry");
+    let addr = zk.address();
+    let s = Scratch::new("check-registry");
+    for (n, region) in [(1, "hangzhou"), (2, "beijing")] {
+        let out = routechain(&[
+            "zk",
+            "register",
+            "--persistent",
+            "--zookeeper",
+            &addr,
+            "--service",
+            SERVICE,
+            &format!(
+                "dubbo://10.0.0.{n}:20880/{SERVICE}?side=provider&application=orders&region={region}"
+            ),
+        ]);
+        assert_exit(&out, 0);
+    }
+    let condition = |region: &str| {
+        format!(
+            "configVersion: v3.0\nscope: service\nkey: {SERVICE}\nenabled: true\nforce: true\n\
+             conditions:\n  - '=> region = {region}'\n"
+        )
+    };
+    // Valid alone (put-rule writes it); against the providers, its then-part matches none.
+    put_rule(
+        &addr,
+        &format!("{SERVICE}::"),
+        "condition",
+        &s.write("c.yaml", &condition("shanghai")),
+    );
+    // A tag address no provider has.
+    put_rule(
+        &addr,
+        "orders",
+        "tag",
+        &s.write(
+            "t.yaml",
+            "configVersion: v3.0\nkey: orders\nenabled: true\nforce: false\ntags:\n  - name: gray\n    addresses: ['10.0.0.9:20880']\n",
+        ),
+    );
+    // A consumer application's rule: no provider of that application.
+    put_rule(
+        &addr,
+        "web",
+        "condition",
+        &s.write(
+            "w.yaml",
+            "configVersion: v3.0\nscope: application\nkey: web\nenabled: true\nconditions:\n  - 'method = x => region = hangzhou'\n",
+        ),
+    );
+    let node = |name: &str| format!("/dubbo/config/dubbo/{name}");
+    let out = routechain(&["check", "--registry", &addr, "--all"]);
+    assert_exit(&out, 2);
+    let text = stdout(&out);
+    // docs/check.md shows this very output.
+    let doc = std::fs::read_to_string(common::workspace().join("docs/check.md")).unwrap();
+    let section = doc
+        .split("## Auditing a live registry")
+        .nth(1)
+        .expect("docs/check.md has the audit section");
+    let sample = section
+        .split("```text\n")
+        .nth(2)
+        .and_then(|b| b.split("```").next())
+        .expect("the sample output");
+    assert_eq!(text, sample, "docs/check.md's sample is stale");
+    let lines: Vec<&str> = text.lines().collect();
+    let has = |prefix: String, what: &str| {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&prefix) && l.contains(what)),
+            "no line {prefix}…{what}:\n{text}"
+        )
+    };
+    has(
+        format!(
+            "{}:7:5: error[RC204]",
+            node("com.acme.OrderService::.condition-router")
+        ),
+        "matches none of the 2 providers",
+    );
+    has(
+        format!("{}:7:17: warning[RC203]", node("orders.tag-router")),
+        "10.0.0.9:20880",
+    );
+    has(
+        format!(
+            "{}: 1 error",
+            node("com.acme.OrderService::.condition-router")
+        ),
+        "",
+    );
+    has(
+        format!(
+            "{}: ok (condition rule; no provider of application web)",
+            node("web.condition-router")
+        ),
+        "",
+    );
+    assert_eq!(
+        lines.last().copied(),
+        Some("check: 3 files checked, 1 error, 2 warnings"),
+        "{text}"
+    );
+
+    // One service: its rule and its providers' application's, not the consumer's.
+    let out = routechain(&["check", "--registry", &addr, "--service", SERVICE]);
+    assert_exit(&out, 2);
+    let text = stdout(&out);
+    assert!(!text.contains("web.condition-router"), "{text}");
+    assert!(
+        text.ends_with("check: 2 files checked, 1 error, 2 warnings\n"),
+        "{text}"
+    );
+
+    // Fixed: warnings only, which --deny-warnings turns into 1; JSON names the nodes.
+    put_rule(
+        &addr,
+        &format!("{SERVICE}::"),
+        "condition",
+        &s.write("c.yaml", &condition("hangzhou")),
+    );
+    assert_exit(&routechain(&["check", "--registry", &addr]), 0);
+    assert_exit(
+        &routechain(&["check", "--registry", &addr, "--deny-warnings"]),
+        1,
+    );
+    let out = routechain(&["check", "--registry", &addr, "--format", "json"]);
+    let v = common::json(&out);
+    let files: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            node("com.acme.OrderService::.condition-router"),
+            node("orders.tag-router"),
+            node("web.condition-router"),
+        ]
+    );
+}
+
+#[test]
+fn check_registry_exits_4_when_the_registry_cannot_be_reached_and_2_on_a_bad_address() {
+    let s = Scratch::new("check-registry-down");
+    let out = routechain(&[
+        "check",
+        "--registry",
+        "zookeeper://admin:s3cret@127.0.0.1:1?session=2000",
+    ]);
+    assert_exit(&out, 4);
+    let err = stderr(&out);
+    assert!(
+        err.contains("admin:***@127.0.0.1:1") && !err.contains("s3cret"),
+        "{err}"
+    );
+    let out = routechain(&["check", "--registry", "etcd://127.0.0.1:1"]);
+    assert_exit(&out, 2);
+    // Files and a registry are two different checks.
+    let file = s.write("r.yaml", "conditions: []\n");
+    let out = routechain(&["check", "--registry", "127.0.0.1:1", file.to_str().unwrap()]);
+    assert_exit(&out, 2);
+}

@@ -1,0 +1,159 @@
+//! [`RuleStore`]: what an audit of a live registry reads (`routechain check --registry`):
+//! the rules it holds, each one's text and location, and a service's providers. ZooKeeper
+//! implements it with [`crate::ZkAdmin`]; another registry implements the same four reads.
+
+use std::future::Future;
+
+use crate::dubbo::{DUBBO_ROOT, decode_component, rule_path};
+use crate::{RuleKey, ZkAdmin, ZkError};
+
+/// A rule a registry holds, read once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRule {
+    /// Its key and kind.
+    pub key: RuleKey,
+    /// Where it is (a node path, a dataId): problems are located there.
+    pub location: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// The rule key a config-center name stands for: `<key>.<type>-router`, `<key>.MESHAPPRULE`
+/// or `<key>.configurators` (Dubbo's names, in ZooKeeper's `/dubbo/config/dubbo` and as
+/// Nacos dataIds); `None` for any other name (application configuration...).
+pub fn rule_key_of(name: &str) -> Option<RuleKey> {
+    if let Some(key) = name.strip_suffix(".MESHAPPRULE") {
+        return Some(RuleKey::new(key, RuleKey::MESH));
+    }
+    if let Some(key) = name.strip_suffix(".configurators") {
+        return Some(RuleKey::new(key, RuleKey::CONFIGURATORS));
+    }
+    let rest = name.strip_suffix("-router")?;
+    let (key, ty) = rest.rsplit_once('.')?;
+    (!key.is_empty() && !ty.is_empty()).then(|| RuleKey::new(key, ty))
+}
+
+/// The reads an audit of a registry makes.
+pub trait RuleStore {
+    /// Why a read failed.
+    type Error: std::error::Error + Send;
+    /// Every rule the registry holds (its config center's rule names, [`rule_key_of`]),
+    /// sorted.
+    fn rule_keys(&self) -> impl Future<Output = Result<Vec<RuleKey>, Self::Error>> + Send;
+    /// A rule's text, `None` when it is gone.
+    fn rule(
+        &self,
+        key: &RuleKey,
+    ) -> impl Future<Output = Result<Option<String>, Self::Error>> + Send;
+    /// Where a rule is, for its problems: a node path, a dataId.
+    fn location(&self, key: &RuleKey) -> String;
+    /// The services (interfaces) that have a providers directory, sorted.
+    fn services(&self) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+    /// The provider URLs registered for `interface`, decoded, sorted.
+    fn providers(
+        &self,
+        interface: &str,
+    ) -> impl Future<Output = Result<Vec<String>, Self::Error>> + Send;
+
+    /// Every rule with its text and location.
+    fn rules(&self) -> impl Future<Output = Result<Vec<StoredRule>, Self::Error>> + Send
+    where
+        Self: Sync,
+    {
+        async move {
+            let mut out = Vec::new();
+            for key in self.rule_keys().await? {
+                if let Some(text) = self.rule(&key).await? {
+                    out.push(StoredRule {
+                        location: self.location(&key),
+                        key,
+                        text,
+                    });
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+impl RuleStore for ZkAdmin {
+    type Error = ZkError;
+
+    async fn rule_keys(&self) -> Result<Vec<RuleKey>, ZkError> {
+        let dir = format!("{DUBBO_ROOT}/config/dubbo");
+        let mut keys: Vec<RuleKey> = self
+            .children(&dir)
+            .await?
+            .iter()
+            .filter_map(|n| rule_key_of(n))
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+
+    async fn rule(&self, key: &RuleKey) -> Result<Option<String>, ZkError> {
+        self.get_rule(key).await
+    }
+
+    fn location(&self, key: &RuleKey) -> String {
+        rule_path(key)
+    }
+
+    async fn services(&self) -> Result<Vec<String>, ZkError> {
+        let mut services = Vec::new();
+        for child in self.children(DUBBO_ROOT).await? {
+            if child == "config" {
+                continue;
+            }
+            let interface = decode_component(&child).unwrap_or(child);
+            if !self
+                .children(&crate::providers_path(&interface))
+                .await?
+                .is_empty()
+            {
+                services.push(interface);
+            }
+        }
+        services.sort();
+        Ok(services)
+    }
+
+    async fn providers(&self, interface: &str) -> Result<Vec<String>, ZkError> {
+        ZkAdmin::providers(self, interface).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_center_names_give_their_rule_keys() {
+        let table = [
+            (
+                "com.foo.Bar::.condition-router",
+                Some(("com.foo.Bar::", "condition")),
+            ),
+            ("demo-app.tag-router", Some(("demo-app", "tag"))),
+            (
+                "a.b:1.0:g.idc-weight-router",
+                Some(("a.b:1.0:g", "idc-weight")),
+            ),
+            ("demo-app.MESHAPPRULE", Some(("demo-app", "mesh"))),
+            (
+                "com.foo.Bar::.configurators",
+                Some(("com.foo.Bar::", "configurators")),
+            ),
+            ("dubbo.properties", None),
+            (".condition-router", None),
+            ("router", None),
+        ];
+        for (name, want) in table {
+            let got = rule_key_of(name);
+            assert_eq!(got, want.map(|(k, t)| RuleKey::new(k, t)), "{name}");
+            if let Some(k) = got {
+                assert_eq!(k.to_string(), name);
+            }
+        }
+    }
+}
