@@ -297,7 +297,10 @@ fn zk_address(text: &str, rules: bool) -> Result<ZkAddress, String> {
         ));
     };
     entry.zookeeper().cloned().ok_or_else(|| {
-        format!("{entry} is not a ZooKeeper registry: its rules and providers are written by its own commands")
+        format!(
+            "{entry} is not a ZooKeeper registry: write its rules and providers with `routechain {} ...`",
+            entry.kind()
+        )
     })
 }
 
