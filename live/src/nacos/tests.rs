@@ -147,18 +147,13 @@ fn wildcard_and_list_references_follow_compatible_services_as_dubbo_does() {
 }
 
 #[test]
-fn registry_addresses_dispatch_by_scheme() {
-    assert!(matches!(
-        crate::registry_address("nacos://h:8848?namespace=dev"),
-        Ok(crate::SingleRegistry::Nacos(_))
-    ));
-    #[cfg(feature = "zookeeper")]
-    for zk in ["zookeeper://h:2181", "h:2181"] {
-        assert!(matches!(
-            crate::registry_address(zk),
-            Ok(crate::SingleRegistry::ZooKeeper(_))
-        ));
-    }
-    let e = crate::registry_address("etcd://u:secret@h").unwrap_err();
-    assert!(e.contains("nacos://") && !e.contains("secret"), "{e}");
+#[cfg(feature = "zookeeper")]
+fn a_nacos_entry_of_a_registry_address_is_checked_when_parsed() {
+    use crate::registry::{Registry, RegistryAddress};
+    let a = RegistryAddress::parse("zookeeper://zk:2181 | nacos://h:8848?namespace=dev").unwrap();
+    assert!(matches!(a.entries()[1].registry, Registry::Nacos(_)));
+    let e = RegistryAddress::parse("nacos://u:secret@h:port")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("port") && !e.contains("secret"), "{e}");
 }

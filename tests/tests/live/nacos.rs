@@ -430,3 +430,47 @@ fn the_same_providers_and_rules_in_zookeeper_and_in_nacos_route_alike() {
         );
     }
 }
+
+/// `zookeeper://… | nacos://…`: the providers of both registries merged, the rules read from
+/// the first (the config center).
+#[test]
+fn a_zookeeper_and_a_nacos_registry_are_merged() {
+    use routechain::live::{RegistryAddress, RegistryOptions, RegistrySource, RuleKey, ZkAdmin};
+
+    let zk = super::support::zookeeper::ZooKeeper::start("merged");
+    let nacos = Nacos::start("merged");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let admin = rt.block_on(ZkAdmin::connect(&zk.address())).unwrap();
+    rt.block_on(admin.register_persistent(SERVICE, &provider(1, "region=hz")))
+        .unwrap();
+    rt.block_on(admin.put_rule(
+        &RuleKey::new("com.foo.BarService::", "condition"),
+        "conditions: ['=> region = hz']\n",
+    ))
+    .unwrap();
+    let mut w = NacosWriter::start(&nacos.address(), "");
+    w.register(GROUP, &provider(2, "region=hz"));
+    w.register(GROUP, &provider(3, "region=bj"));
+    // A rule in Nacos, not the config center: not read.
+    w.publish(
+        "com.foo.BarService::.condition-router",
+        "conditions: ['=> region = bj']\n",
+    );
+    let live = live(CHAIN);
+    let address =
+        RegistryAddress::parse(&format!("zookeeper://{} | {}", zk.address(), nacos.url("")))
+            .unwrap();
+    let options = RegistryOptions {
+        protect_empty: true,
+        zone: None,
+    };
+    let source = RegistrySource::for_chain(&address, &live, options).unwrap();
+    let (_watching, _rx) = watch(&live, Box::new(source));
+    wait_route(&live, &[&addr(1), &addr(2)]);
+    w.register(GROUP, &provider(4, "region=hz"));
+    wait_route(&live, &[&addr(1), &addr(2), &addr(4)]);
+}
