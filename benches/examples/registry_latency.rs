@@ -23,6 +23,9 @@ use routechain_testkit::zookeeper::ZooKeeper;
 
 const SERVICE: &str = "com.foo.BarService";
 
+/// The registry's source for a chain.
+type MakeSource = Box<dyn FnOnce(&LiveChain) -> Box<dyn Source>>;
+
 fn url(n: usize, version: usize) -> String {
     format!(
         "dubbo://10.{}.{}.{}:20880/{SERVICE}?application=demo&side=provider&region=hz&rev={version}",
@@ -69,7 +72,7 @@ fn main() {
         .unwrap();
     // The registry, filled; `change(i)` changes provider i % providers to revision i + 1.
     let mut change: Box<dyn FnMut(usize)>;
-    let source: Box<dyn FnOnce(&LiveChain) -> Box<dyn Source>>;
+    let source: MakeSource;
     let _zk;
     let _nacos;
     let started = Instant::now();

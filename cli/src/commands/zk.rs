@@ -175,7 +175,7 @@ pub(super) fn validate_rule(
 ) -> Result<(), ExitCode> {
     let origin = routechain::rules::input::origin_of(file);
     let registry = routechain::registry();
-    let report = super::check::check_rule(&origin, text, Some(&router_type), None, &registry);
+    let report = super::check::check_rule(&origin, text, Some(router_type), None, &registry);
     for p in &report.problems {
         errln!("{}", p.render());
     }
