@@ -269,6 +269,10 @@ impl Watch {
         let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
             .arg("watch")
             .args(args)
+            .env(
+                "XDG_CACHE_HOME",
+                std::env::temp_dir().join(format!("routechain-cli-cache-{}", std::process::id())),
+            )
             .current_dir(workspace())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())

@@ -34,6 +34,7 @@ impl Watch {
             .arg("watch")
             .args(args)
             .args(["--metrics", "127.0.0.1:0"])
+            .env("XDG_CACHE_HOME", common::cache_home())
             .current_dir(workspace())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -113,6 +113,7 @@ const BLOCK_SLOTS: usize = 5;
 const BLOCK: usize = BLOCK_SLOTS * 3;
 
 /// The block counters are allocated in, and its next free set of three.
+#[derive(Debug)]
 struct Blocks {
     current: Sharded<BLOCK>,
     next: usize,
@@ -137,25 +138,13 @@ impl Blocks {
 pub const EMPTY_LIST_ROUTER: &str = "(empty provider list)";
 
 /// The counters of one router of a chain, by its name: see the module documentation.
+#[derive(Debug)]
 pub(crate) struct RouterCounters {
     name: Arc<str>,
     kind: Arc<str>,
     /// The block this router's three counters are in, from `base` on.
     block: Sharded<BLOCK>,
     base: usize,
-}
-
-impl std::fmt::Debug for RouterCounters {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RouterCounters")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .field(
-                "counts",
-                &[NO_PROVIDER, FALLBACK, FAILURE].map(|k| self.sum(k)),
-            )
-            .finish()
-    }
 }
 
 impl RouterCounters {
@@ -206,18 +195,10 @@ pub struct RouterStats {
 /// One slot per shard, **not** padded (a padded slot per shard per provider would take
 /// kilobytes per provider): two threads picking the same provider at once write neighbouring
 /// words of one cache line. That is why per-provider counting is an option, off by default.
+#[derive(Debug)]
 pub(crate) struct PickCounter {
     address: Arc<str>,
     shards: Box<[AtomicU64]>,
-}
-
-impl std::fmt::Debug for PickCounter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PickCounter")
-            .field("address", &self.address)
-            .field("picks", &self.sum())
-            .finish()
-    }
 }
 
 impl PickCounter {
@@ -237,6 +218,7 @@ impl PickCounter {
 }
 
 /// The call-path counters of one chain: see the module documentation.
+#[derive(Debug)]
 pub struct ChainMetrics {
     /// The first block: the call counters are its first set of three.
     calls: Sharded<BLOCK>,
@@ -247,16 +229,6 @@ pub struct ChainMetrics {
     /// Every router that was part of a state carrying these metrics, by name, in the order
     /// first seen. Locked only when a state is assembled and when the counters are read.
     routers: Mutex<Vec<Arc<RouterCounters>>>,
-}
-
-impl std::fmt::Debug for ChainMetrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChainMetrics")
-            .field("calls", &self.calls())
-            .field("failovers", &self.failovers())
-            .field("routers", &self.routers())
-            .finish()
-    }
 }
 
 impl Default for ChainMetrics {

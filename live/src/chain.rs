@@ -287,12 +287,27 @@ impl LiveChain {
         self.lock().provider_apps.iter().cloned().collect()
     }
 
+    /// The providers as registered (before the override rules), for the cache: the serving
+    /// snapshot when it is that list (no copy: the common case), else a copy of the list.
+    pub(crate) fn registered_providers(&self) -> crate::cache::Registered {
+        let inputs = self.lock();
+        let serving = self.service.state();
+        let list = inputs.registered.list(serving.snapshot());
+        if std::ptr::eq(list, &**serving.snapshot()) {
+            crate::cache::Registered::Serving(serving.snapshot().clone())
+        } else {
+            crate::cache::Registered::Copied(list.providers().to_vec())
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inputs> {
         self.inputs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Starts `source` and a thread that applies its updates in order, calling `on_report`
-    /// with every outcome. Dropping the returned [`Watching`] stops both.
+    /// with every outcome. Dropping the returned [`Watching`] stops both. With
+    /// [`LiveOptions::cache`] the applied state is also kept on disk, and served at a start
+    /// while the sources deliver nothing ([`crate::cache`]).
     pub fn watch(
         self: &Arc<Self>,
         source: Box<dyn Source>,
@@ -303,12 +318,18 @@ impl LiveChain {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let handle = source.start(tx)?;
         let me = self.clone();
+        let cache = self.options.cache.clone();
         let applier = std::thread::Builder::new()
             .name(format!("routechain-live-{name}"))
-            .spawn(move || {
-                while let Some(update) = rx.blocking_recv() {
-                    for report in me.apply_from(&name_for_updates, update) {
-                        on_report(&report);
+            .spawn(move || match cache {
+                Some(cache) => {
+                    crate::cache::follow(&me, &name_for_updates, cache, rx, &mut on_report);
+                }
+                None => {
+                    while let Some(update) = rx.blocking_recv() {
+                        for report in me.apply_from(&name_for_updates, update) {
+                            on_report(&report);
+                        }
                     }
                 }
             })

@@ -26,6 +26,9 @@
 //!   [`routechain_rules::configurators`]) are applied to the provider URLs before each
 //!   snapshot is prepared: `weight` reaches the balancers, `disabled` providers never reach
 //!   the routers (the `overrides` module holds Dubbo's order and the side policy).
+//! - [`cache`] keeps what a live chain applied on disk, per reference, and serves it at a
+//!   start while its sources deliver nothing (Dubbo's registry `file-cache`;
+//!   [`LiveOptions::cache`]).
 //! - [`dubbo`] holds Dubbo's registry layout: node paths, how provider nodes are decoded,
 //!   the reference (which providers a consumer takes) and the rule keys.
 //! - [`ChainTemplate`] serves many services with one chain configuration, as a Dubbo
@@ -55,6 +58,7 @@
 
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
 mod address;
+pub mod cache;
 mod chain;
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
 mod connection;
@@ -76,6 +80,7 @@ mod template;
 #[cfg(feature = "zookeeper")]
 mod zk;
 
+pub use cache::CacheOptions;
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
 pub use connection::RegistryConnection;

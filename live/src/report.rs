@@ -30,6 +30,10 @@ pub struct LiveOptions {
     /// (`routechain_provider_picks_total`): one series per provider address ever seen, so
     /// off by default.
     pub provider_picks: bool,
+    /// A local cache of the last applied providers and rules, for a start while the
+    /// registry cannot be reached ([`crate::cache`]); used by [`crate::LiveChain::watch`].
+    /// Default none.
+    pub cache: Option<crate::cache::CacheOptions>,
 }
 
 impl Default for LiveOptions {
@@ -40,6 +44,7 @@ impl Default for LiveOptions {
             clock: None,
             metrics: true,
             provider_picks: false,
+            cache: None,
         }
     }
 }

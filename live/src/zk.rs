@@ -21,7 +21,9 @@
 //!
 //! The source keeps one persistent watch per node it follows, re-reads everything after a
 //! reconnection (events can be lost while disconnected) and opens a new session after the
-//! old one expired. While disconnected nothing is pushed: the last good state keeps serving.
+//! old one expired. It chooses its server itself (`failover.rs`): a server that falls
+//! silent is left and the session reopened on another, the silent one tried last. While
+//! disconnected nothing is pushed: the last good state keeps serving.
 
 use std::collections::HashMap;
 
@@ -37,6 +39,7 @@ use crate::providers::{AppCounts, KeyMap, TextKey};
 
 mod address;
 mod admin;
+mod failover;
 mod register;
 mod session;
 mod unreadable;
@@ -288,6 +291,10 @@ struct View {
 
 enum End {
     Stop,
+    /// The server was left (silent, or the connection lost): the session is reopened on
+    /// another one.
+    Left(String),
+    /// The session ended: a new one is opened.
     Reconnect(String),
 }
 

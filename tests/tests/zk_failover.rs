@@ -98,7 +98,7 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
     let seen = session.clone();
     // When the source last left a server, and last reconnected to one (same session).
     let disconnected: Arc<Mutex<Option<Instant>>> = Arc::default();
-    let reconnected: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let reconnected: Arc<Mutex<Option<(Instant, String)>>> = Arc::default();
     let (disconnects, reconnects) = (disconnected.clone(), reconnected.clone());
     let _watching = live
         .watch(Box::new(ZkSource::new(config)), move |r| {
@@ -107,8 +107,9 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
             if text.contains("zookeeper: disconnected") {
                 *disconnects.lock().unwrap() = Some(Instant::now());
             }
-            if text.contains("zookeeper: reconnected") {
-                *reconnects.lock().unwrap() = Some(Instant::now());
+            if let Some(rest) = text.strip_prefix("zookeeper: reconnected to ") {
+                let server = rest.split(';').next().unwrap_or_default().to_string();
+                *reconnects.lock().unwrap() = Some((Instant::now(), server));
             }
             if let Some(at) = text.find("(session ") {
                 let id = text[at + 9..].trim_end_matches(')').to_string();
@@ -173,29 +174,67 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
     times.push(("connected server killed", wait_applied(3, fault)));
     ens.servers[own].resume();
 
-    // 3. The server the source is connected to frozen (SIGSTOP): left within the ping
-    // window (2 s), then the change applies from another server.
-    let sid = session.lock().unwrap().clone();
-    let own = ens
-        .serving(&sid)
-        .expect("a server holds the source's session");
-    *disconnected.lock().unwrap() = None;
-    *reconnected.lock().unwrap() = None;
-    let fault = Instant::now();
-    ens.servers[own].freeze();
-    writer.change(4);
-    let frozen = wait_applied(4, fault);
-    times.push(("connected server frozen", frozen));
-    let left = disconnected
-        .lock()
-        .unwrap()
-        .expect("the source left the frozen server")
-        - fault;
-    let back = reconnected.lock().unwrap().expect("the source reconnected") - fault;
-    times.push(("  the source left the frozen server", left));
-    times.push(("  the source reconnected to another", back));
-    ens.servers[own].thaw();
-    ens.wait_serving(own);
+    // 3. The server the source is connected to frozen (SIGSTOP), three times: the source
+    // leaves it once it has been silent for the ping window (2 s) and reopens its session
+    // on another server, never the frozen one; the change (written through a server that
+    // stays up, so that the time is the source's) applies only after that.
+    for round in 1..=3u32 {
+        let k = 3 + round;
+        let sid = session.lock().unwrap().clone();
+        let own = ens
+            .serving(&sid)
+            .expect("a server holds the source's session");
+        let near = Writer {
+            admin: writer
+                .rt
+                .block_on(ZkAdmin::connect(&ens.servers[(own + 1) % 3].address()))
+                .expect("connect a writer to a server that stays up"),
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+        };
+        // A frozen leader stops the ensemble until the others elect another: the source
+        // reconnects once one serves.
+        let leader = ens.leader() == own;
+        *disconnected.lock().unwrap() = None;
+        *reconnected.lock().unwrap() = None;
+        let fault = Instant::now();
+        ens.servers[own].freeze();
+        near.change(k);
+        let frozen = wait_applied(k, fault);
+        let left = disconnected
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the source left the frozen server");
+        let (back, to) = reconnected
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the source reconnected");
+        // Behaviour, not time: the session moved to another server, and the change was
+        // seen only once it had (the frozen server answers nothing).
+        assert_ne!(
+            to,
+            ens.servers[own].address(),
+            "round {round}: reconnected to the frozen server"
+        );
+        assert!(left <= back && back <= fault + frozen, "round {round}");
+        times.push((
+            if leader {
+                "connected server frozen (the leader)"
+            } else {
+                "connected server frozen (a follower)"
+            },
+            frozen,
+        ));
+        times.push(("  the source left the frozen server", left - fault));
+        times.push(("  the source reconnected to another", back - fault));
+        ens.servers[own].thaw();
+        ens.wait_serving(own);
+        drop(near);
+    }
 
     // 4. Every server restarted.
     let fault = Instant::now();
@@ -208,13 +247,13 @@ fn a_live_chain_follows_every_change_through_leader_loss_server_loss_a_freeze_an
     for i in 0..3 {
         ens.wait_serving(i);
     }
-    writer.change(5);
-    times.push(("all servers restarted", wait_applied(5, fault)));
+    writer.change(7);
+    times.push(("all servers restarted", wait_applied(7, fault)));
     let after_restart = Instant::now();
-    writer.change(6);
+    writer.change(8);
     times.push((
         "next change after the restart",
-        wait_applied(6, after_restart),
+        wait_applied(8, after_restart),
     ));
 
     stop.store(true, Ordering::Relaxed);

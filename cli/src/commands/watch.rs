@@ -12,9 +12,9 @@ use super::route::route_once;
 use routechain::live::NacosAddress;
 use routechain::live::registry::Following;
 use routechain::live::{
-    ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText, RegistryAddress,
-    RegistryOptions, RegistrySource, Report, ServiceKey, Source, Sources, Watching, ZkConnection,
-    parse_providers,
+    CacheOptions, ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText,
+    RegistryAddress, RegistryOptions, RegistrySource, Report, ServiceKey, Source, Sources,
+    Watching, ZkConnection, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -65,6 +65,16 @@ pub struct WatchArgs {
     /// e.g. `127.0.0.1:9464`.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// Keep the providers and rules last read from the registry in DIR (one file per
+    /// reference, rewritten at most once a second) and serve them at a start while the
+    /// registry cannot be reached; default `$XDG_CACHE_HOME/routechain`, else
+    /// `~/.cache/routechain`.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Keep no cache: a start while the registry cannot be reached serves nothing until
+    /// it answers.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
     /// With --metrics, also count calls per provider address
     /// (`routechain_provider_picks_total`; one series per provider: high-cardinality).
     #[arg(long, requires = "metrics")]
@@ -147,6 +157,19 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         protect_empty: !args.allow_empty,
         provider_picks: args.provider_picks,
         consumer: request.as_ref().and_then(|r| r.consumer.clone()),
+        // A registry's state is kept for a start while it cannot be reached.
+        cache: args
+            .cache_dir
+            .clone()
+            .or_else(CacheOptions::default_dir)
+            .filter(|_| !args.no_cache)
+            .zip(address.as_ref())
+            .map(|(dir, address)| CacheOptions {
+                // One directory may hold the caches of several registries (staging,
+                // production): each registry has its own files.
+                scope: address.to_string(),
+                ..CacheOptions::new(dir)
+            }),
         ..LiveOptions::default()
     };
     // A bad line of the providers file is skipped alone (and reported), as in every later
@@ -201,6 +224,19 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .map(|_| ZkConnection::default())
         .collect();
     let (source, mut following) = sources(args, &live, address.as_ref(), &connections)?;
+    if address.is_some() && !args.no_cache {
+        match (&live.options().cache, live.reference()) {
+            (Some(cache), Some(reference)) => errln!(
+                "routechain watch: cache: {}; served at a start while the registry cannot be \
+                 reached (--no-cache: none)",
+                cache.path_for(&reference).display()
+            ),
+            _ => errln!(
+                "routechain watch: cache: none (neither XDG_CACHE_HOME nor HOME is set; \
+                 give --cache-dir)"
+            ),
+        }
+    }
     let mut watching = start(&live, source, &router, &loaded, &reload_tx)?;
     // Served once the watches are in place: a change made after the line below is seen.
     if let Some(addr) = args.metrics {

@@ -45,10 +45,17 @@ pub fn workspace() -> &'static Path {
         .expect("the workspace root")
 }
 
+/// The `XDG_CACHE_HOME` of the commands run: `watch --zookeeper` keeps its cache there,
+/// not in the home directory of whoever runs the tests.
+pub fn cache_home() -> PathBuf {
+    std::env::temp_dir().join(format!("routechain-cli-cache-{}", std::process::id()))
+}
+
 /// Runs `routechain ARGS` in the workspace root.
 pub fn routechain(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_routechain"))
         .args(args)
+        .env("XDG_CACHE_HOME", cache_home())
         .current_dir(workspace())
         .output()
         .expect("run routechain")
@@ -160,6 +167,7 @@ impl Running {
         use std::process::Stdio;
         let mut child = Command::new(env!("CARGO_BIN_EXE_routechain"))
             .args(args)
+            .env("XDG_CACHE_HOME", cache_home())
             .current_dir(workspace())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

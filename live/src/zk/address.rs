@@ -204,26 +204,14 @@ impl ZkAddress {
         acls(self.credentials.is_some(), world_readable)
     }
 
-    /// Connects: one session with the digest credentials, if any. With `fast_failover`
-    /// (the source, which must see changes soon) the client leaves a server that stops
-    /// answering within [`ping_window`]; without (writes, registrations), after the
-    /// client's default 2/5 of the session timeout, which a loaded server is less likely
-    /// to exceed.
-    pub(crate) async fn connect(
-        &self,
-        session_timeout: Duration,
-        fast_failover: bool,
-    ) -> Result<Client, ZkError> {
+    /// Connects (a writer: `ZkAdmin`, registrations): one session with the digest
+    /// credentials, if any, on the client's own choice of server; a server that stops
+    /// answering is left after the client's default 2/5 of the session timeout, which a
+    /// loaded server is less likely to exceed. The source opens its connections itself
+    /// (`failover.rs`).
+    pub(crate) async fn connect(&self, session_timeout: Duration) -> Result<Client, ZkError> {
         let session_timeout = self.session.unwrap_or(session_timeout);
-        let mut connector = Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_fail_eagerly();
-        if fast_failover {
-            connector = connector.with_connection_timeout(ping_window(session_timeout));
-        }
-        if let Some((user, password)) = &self.credentials {
-            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
-        }
+        let connector = self.connector(session_timeout, false).with_fail_eagerly();
         let servers = self.connect_string();
         let attempt = connector.connect(&servers);
         let failed = |reason: String| ZkError::Connect {
@@ -238,12 +226,45 @@ impl ZkAddress {
     }
 }
 
-/// How long a connection may stay silent before the client leaves its server for the next
-/// one: 2 s, or 2/5 of a shorter session timeout (ZooKeeper's own default share). The
-/// client pings after 3/8 of it, so a server that answers keeps the connection; one that
-/// froze (SIGSTOP, a long pause) is left after this long, well before the session expires.
+impl ZkAddress {
+    /// The servers, `host:port` each.
+    pub(crate) fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The chroot (`/path`, or empty).
+    pub(crate) fn chroot(&self) -> &str {
+        &self.chroot
+    }
+
+    /// A connector with the address's session timeout (`session=`, else
+    /// `session_timeout`) and credentials; with `fast_failover` (the source, which must see
+    /// changes soon) a server that stops answering is left within [`ping_window`].
+    pub(crate) fn connector(
+        &self,
+        session_timeout: Duration,
+        fast_failover: bool,
+    ) -> zookeeper_client::Connector {
+        let session_timeout = self.session.unwrap_or(session_timeout);
+        let mut connector = Client::connector().with_session_timeout(session_timeout);
+        if fast_failover {
+            connector = connector.with_connection_timeout(ping_window(session_timeout));
+        }
+        if let Some((user, password)) = &self.credentials {
+            connector = connector.with_auth("digest", format!("{user}:{password}").as_bytes());
+        }
+        connector
+    }
+}
+
+/// How long a connection may stay silent before the source leaves its server: 1.6 s, or
+/// 2/5 of a shorter session timeout (ZooKeeper's own default share). The client pings
+/// after 3/8 of it and checks for silence every 1/8, so a server that answers keeps the
+/// connection, and one that froze (SIGSTOP, a long pause) is noticed between 5/8 and 9/8 of
+/// it after it froze: at most 1.8 s, within the 2 s the source may take to leave a frozen
+/// server (`cargo test -p routechain-tests --test zk_failover -- --nocapture` prints it).
 fn ping_window(session_timeout: Duration) -> Duration {
-    Duration::from_secs(2).min(session_timeout * 2 / 5)
+    Duration::from_millis(1600).min(session_timeout * 2 / 5)
 }
 
 #[cfg(test)]
@@ -341,8 +362,13 @@ mod tests {
     }
 
     #[test]
-    fn the_ping_window_is_two_seconds_at_most() {
-        assert_eq!(ping_window(Duration::from_secs(60)), Duration::from_secs(2));
+    fn the_ping_window_leaves_a_silent_server_within_two_seconds() {
+        // Noticed at most 9/8 of the window after the server froze.
+        assert_eq!(
+            ping_window(Duration::from_secs(60)),
+            Duration::from_millis(1600)
+        );
+        assert!(ping_window(Duration::from_secs(60)) * 9 / 8 <= Duration::from_secs(2));
         assert_eq!(
             ping_window(Duration::from_secs(2)),
             Duration::from_millis(800)

@@ -34,7 +34,7 @@ impl ZkAdmin {
     /// Connects to a parsed address.
     pub async fn connect_to(address: &ZkAddress) -> Result<Self, ZkError> {
         Ok(ZkAdmin {
-            client: address.connect(Duration::from_secs(10), false).await?,
+            client: address.connect(Duration::from_secs(10)).await?,
             authenticated: address.user().is_some(),
             acls: address.acls(false),
         })

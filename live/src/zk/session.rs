@@ -2,10 +2,14 @@
 //! the old one expired; and [`ZkConnection`], the connection's state for metrics.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
-use zookeeper_client::{AddWatchMode, Client, Error as ZkClientError, EventType, SessionState};
+use zookeeper_client::{
+    AddWatchMode, Client, Error as ZkClientError, EventType, SessionInfo, SessionState,
+};
 
+use super::failover::{Failed, Servers};
 use super::{Ctx, End, View, ZkAddress, ZkConfig};
 use crate::Update;
 use crate::dubbo::rule_path;
@@ -28,18 +32,36 @@ pub(super) async fn run(
         unreadable: Default::default(),
         unreadable_news: Vec::new(),
     };
+    let mut servers = Servers::new(&address);
+    // The session to reopen after leaving a server, and since when it has had no server.
+    let mut resume: Option<(SessionInfo, Instant, Duration)> = None;
     let mut outage: Option<String> = None;
     loop {
         if *stop.borrow() {
             return;
         }
+        // A session without a server for longer than the client library allows (7/5 of
+        // its timeout, as the library's own reconnection does) has expired.
+        if let Some((_, since, timeout)) = &resume
+            && since.elapsed() > *timeout * 7 / 5
+        {
+            resume = None;
+            cx.status("session expired; opening a new session (the last good state keeps serving)");
+        }
         let attempt = tokio::select! {
             _ = stop.changed() => return,
-            r = address.connect(config.session_timeout, true) => r,
+            r = servers.connect(&address, config.session_timeout, resume.as_ref().map(|r| &r.0)) => r,
         };
-        let client = match attempt {
-            Ok(c) => c,
-            Err(e) => {
+        let pinned = match attempt {
+            Ok(p) => p,
+            Err(Failed::Expired) => {
+                resume = None;
+                cx.status(
+                    "session expired; opening a new session (the last good state keeps serving)",
+                );
+                continue;
+            }
+            Err(Failed::Unreachable(e)) => {
                 let message = format!("{e}; the last good state keeps serving, retrying");
                 if outage.as_deref() != Some(message.as_str()) {
                     tracing::warn!("{message}");
@@ -54,14 +76,46 @@ pub(super) async fn run(
         };
         outage = None;
         config.connection.set(true);
-        cx.status(format!(
-            "connected to {address} (session {})",
-            client.session_id()
-        ));
-        let end = session(&client, &mut cx, &mut stop).await;
+        let client = &pinned.client;
+        let resumed = resume
+            .take()
+            .is_some_and(|(s, ..)| s.id() == client.session_id());
+        if resumed {
+            cx.status(format!(
+                "reconnected to {}; re-watching and re-reading rules and providers (session {})",
+                pinned.server,
+                client.session_id()
+            ));
+        } else {
+            cx.status(format!(
+                "connected to {} of {address} (session {})",
+                pinned.server,
+                client.session_id()
+            ));
+        }
+        // A server that had the session before may be behind the one it moved from: bring
+        // this one up to date before reading.
+        if resumed && let Err(e) = client.sync("/").await {
+            tracing::debug!("ZooKeeper sync after reconnecting failed: {e}");
+        }
+        let end = session(client, &mut cx, &mut stop).await;
         config.connection.set(false);
         match end {
             End::Stop => return,
+            End::Left(why) => {
+                // The same session is reopened on another server; this one is tried last.
+                tracing::warn!(server = pinned.server, "ZooKeeper {why}; reconnecting");
+                cx.status(format!(
+                    "disconnected from {}: {why}; the last good state keeps serving",
+                    pinned.server
+                ));
+                servers.demote(&pinned.server);
+                resume = Some((
+                    client.session().clone(),
+                    Instant::now(),
+                    client.session_timeout(),
+                ));
+            }
             End::Reconnect(why) => {
                 tracing::warn!("ZooKeeper {why}; reconnecting (the last good state keeps serving)");
                 cx.status(format!(
@@ -69,6 +123,8 @@ pub(super) async fn run(
                 ));
             }
         }
+        // Abandoned: its task stops with nothing more sent.
+        drop(pinned);
     }
 }
 
@@ -168,15 +224,10 @@ async fn session(
                 need_resync = true;
             }
             state = states.changed() => match state {
-                SessionState::Disconnected => {
-                    cx.config.connection.set(false);
-                    cx.status("disconnected; the last good state keeps serving");
-                }
-                SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
-                    cx.config.connection.set(true);
-                    cx.status("reconnected; re-watching and re-reading rules and providers");
-                    need_resync = true;
-                }
+                // The server stopped answering or closed the connection: the session
+                // moves to another server (`run`).
+                SessionState::Disconnected => return End::Left("connection lost".into()),
+                SessionState::SyncConnected | SessionState::ConnectedReadOnly => {}
                 SessionState::Expired => return End::Reconnect("session expired".into()),
                 other => return End::Reconnect(format!("session {other}")),
             },

@@ -11,10 +11,9 @@
 //!   that is a glob is decided once per distinct provider value). When-parts that read
 //!   nothing from the request are decided at prepare time (unless `runtime: true`), and the
 //!   route is then reported [`Evaluation::Cached`].
-//! - A provider change carries that state over ([`TypedRouter::prepare_edit`]): every set
-//!   shifted over the removed providers, the compiled terms evaluated on the added ones only
-//!   (`prepared::edit`), so one change at 100,000 providers costs tens of microseconds, not
-//!   a preparation.
+//! - A provider change prepares that state again over the new snapshot (about 2 ms at
+//!   100,000 providers, within a provider push's budget: `cargo run --release -p
+//!   routechain-benches --example edit_table`).
 //! - `route`: per call, the when-part's string compares, bitset intersections, and for v3.1
 //!   one draw `rng().below(sum of weights)` over the non-empty destinations (with the
 //!   rule's `hash_key`, routechain's own field: the request's stable hash scaled onto the
@@ -36,8 +35,7 @@ mod rule;
 use std::sync::Arc;
 
 use routechain_core::{
-    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, SnapshotEdit,
-    TypedRouter,
+    Candidates, Evaluation, PrepareContext, RouteContext, RouterSpec, RuleError, TypedRouter,
 };
 
 pub use self::prepared::PreparedCondition;
@@ -90,17 +88,6 @@ impl TypedRouter for ConditionRouter {
         cx: &PrepareContext<'_>,
     ) -> Result<PreparedCondition, String> {
         Ok(PreparedCondition::build(rule, cx))
-    }
-
-    /// Carries every set over the edit, evaluating the compiled terms on the added providers
-    /// only (see `prepared::edit`).
-    fn prepare_edit(
-        prepared: &PreparedCondition,
-        _rule: &Arc<ConditionRule>,
-        edit: &SnapshotEdit,
-        cx: &PrepareContext<'_>,
-    ) -> Option<Result<PreparedCondition, String>> {
-        prepared.edited(edit, cx).map(Ok)
     }
 
     fn route(

@@ -14,8 +14,6 @@ use routechain_core::{
 use super::matcher::{Key, Pattern, Term, glob_match};
 use super::rule::{Action, ConditionRule};
 
-mod edit;
-
 /// A condition's action over the snapshot. A v3.0 then-part written alike in several
 /// conditions is one compiled then-part (the parser shares it), resolved once: its set is
 /// shared.
@@ -38,10 +36,6 @@ pub(super) struct PreparedCond {
 pub struct PreparedCondition {
     pub(super) rule: Arc<ConditionRule>,
     pub(super) conditions: Vec<PreparedCond>,
-    /// Per provider key the then-parts read, the providers having it (empty for a key no
-    /// provider has): what an edit needs to tell when a key appears in the snapshot for the
-    /// first time or leaves it (see [`SetExpr`]'s `never`).
-    pub(super) keys: HashMap<Box<str>, ProviderSet>,
 }
 
 impl PreparedCondition {
@@ -82,7 +76,6 @@ impl PreparedCondition {
         PreparedCondition {
             rule: rule.clone(),
             conditions,
-            keys: indexes.presence(),
         }
     }
 }
@@ -97,12 +90,9 @@ struct Indexes<'a> {
     keys: Option<std::collections::HashSet<&'a str>>,
     /// Bytes held by the decided-pattern caches of every key (bounded: [`CACHE_BYTES`]).
     cached_bytes: usize,
-    /// The keys terms read that no provider has.
-    absent: Vec<Box<str>>,
 }
 
-/// The keys every URL answers without a parameter (see `Url::get`).
-pub(super) use routechain_core::DERIVED_KEYS;
+use routechain_core::DERIVED_KEYS;
 
 /// The most bytes the decided glob and range patterns of one preparation keep for reuse.
 const CACHE_BYTES: usize = 64 << 20;
@@ -216,22 +206,7 @@ impl<'a> Indexes<'a> {
             by_key: HashMap::new(),
             keys: None,
             cached_bytes: 0,
-            absent: Vec::new(),
         }
-    }
-
-    /// Per key read, the providers having it (see [`PreparedCondition`]'s `keys`).
-    fn presence(self) -> HashMap<Box<str>, ProviderSet> {
-        let len = self.snapshot.len();
-        let absent = self
-            .absent
-            .into_iter()
-            .map(|k| (k, ProviderSet::empty(len)));
-        self.by_key
-            .into_iter()
-            .map(|(k, ix)| (k, ProviderSet::from_bitset(ix.present)))
-            .chain(absent)
-            .collect()
     }
 
     /// False when no provider has `key` (then every term on it matches no provider).
@@ -296,11 +271,7 @@ impl<'a> Indexes<'a> {
                 continue;
             };
             let no_pattern = term.matches.is_empty() && term.mismatches.is_empty();
-            let absent = !no_pattern && !self.any_has(name);
-            if absent {
-                self.absent.push(Box::from(&**name));
-            }
-            if no_pattern || absent {
+            if no_pattern || !self.any_has(name) {
                 // No pattern, or no provider has the key: whatever the consumer, no provider
                 // matches.
                 never = true;
@@ -350,7 +321,6 @@ impl<'a> Indexes<'a> {
             self.cached_bytes = cached_bytes;
         }
         SetExpr {
-            never,
             prepared: ProviderSet::from_bitset(set),
             dynamic: (!never && !dyn_terms.is_empty()).then(|| DynSet {
                 fixed: ProviderSet::from_bitset(fixed),
@@ -428,9 +398,6 @@ impl KeyIndex {
 /// A then-part (or `to.match`) over the snapshot: the set for the prepared consumer, and the
 /// per-call form for another consumer when the terms refer to the consumer.
 pub(super) struct SetExpr {
-    /// True when no provider matches whatever the consumer: a then-part key that is not a
-    /// provider's, a term without pattern, or a key no provider has (`dynamic` is `None`).
-    never: bool,
     prepared: ProviderSet,
     dynamic: Option<DynSet>,
 }

@@ -58,14 +58,10 @@ pub struct GroupRule {
 }
 
 impl Default for GroupRule {
+    /// [`RawGroupRule::default`], compiled.
     fn default() -> Self {
-        // The defaults always validate.
-        GroupRule {
-            attribute: "group".into(),
-            provider_param: "group".into(),
-            force: true,
-            default_group: None,
-        }
+        GroupRule::compile(RawGroupRule::default(), &FieldPath::root())
+            .expect("the defaults validate")
     }
 }
 

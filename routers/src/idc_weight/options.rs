@@ -11,13 +11,12 @@
 //!
 //! Each is optional; a rule without them routes exactly as before.
 
-use std::collections::BTreeMap;
-
 use routechain_core::{FieldPath, RuleError, StickyKey};
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::cidrs::IdcCidrs;
+use super::rule::RawIdcWeightRule;
 
 /// The default overprovisioning factor (Envoy's 1.4).
 pub const DEFAULT_OVERPROVISIONING: f64 = 1.4;
@@ -48,26 +47,18 @@ pub struct HealthOptions {
     pub idc_cidrs: IdcCidrs,
 }
 
-/// The raw options, borrowed from the rule as written.
-pub(super) struct RawOptions<'a> {
-    pub spillover: Option<&'a RawSpillover>,
-    pub panic_threshold: Option<&'a Value>,
-    pub hash_key: Option<&'a Value>,
-    pub idc_cidrs: Option<&'a BTreeMap<String, Vec<String>>>,
-}
-
-impl RawOptions<'_> {
-    /// Validates the options, pushing every problem to `errors`; `idc_of` resolves an IDC
-    /// name of `idcs`, `known` lists them for messages.
+impl HealthOptions {
+    /// Validates the options of `raw`, pushing every problem to `errors`; `idc_of` resolves
+    /// an IDC name of `idcs`, `known` lists them for messages.
     pub(super) fn check(
-        &self,
+        raw: &RawIdcWeightRule,
         base: &FieldPath,
         idc_of: impl Fn(&str) -> Option<usize>,
         known: &str,
         errors: &mut Vec<RuleError>,
     ) -> HealthOptions {
         let mut options = HealthOptions::default();
-        if let Some(s) = self.spillover {
+        if let Some(s) = &raw.spillover {
             let path = base.key("spillover").key("overprovisioning");
             options.overprovisioning = match &s.overprovisioning {
                 None | Some(Value::Null) => Some((DEFAULT_OVERPROVISIONING * 1000.0) as u32),
@@ -94,7 +85,7 @@ impl RawOptions<'_> {
                 },
             };
         }
-        if let Some(v) = self.panic_threshold.filter(|v| !v.is_null()) {
+        if let Some(v) = raw.panic_threshold.as_ref().filter(|v| !v.is_null()) {
             match v.as_u64() {
                 Some(p) if p <= 100 => options.panic_threshold = p as u32,
                 _ => errors.push(RuleError::new(
@@ -106,15 +97,15 @@ impl RawOptions<'_> {
                 )),
             }
         }
-        if let Some(v) = self.hash_key.filter(|v| !v.is_null()) {
+        if let Some(v) = raw.hash_key.as_ref().filter(|v| !v.is_null()) {
             match StickyKey::from_value(v, &base.key("hash_key")) {
                 Ok(key) => options.hash_key = Some(key),
                 Err(mut es) => errors.append(&mut es),
             }
         }
-        if let Some(raw) = self.idc_cidrs {
+        if let Some(cidrs) = &raw.idc_cidrs {
             options.idc_cidrs =
-                IdcCidrs::compile(raw, &base.key("idc_cidrs"), idc_of, known, errors);
+                IdcCidrs::compile(cidrs, &base.key("idc_cidrs"), idc_of, known, errors);
         }
         options
     }

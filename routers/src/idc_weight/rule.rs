@@ -32,7 +32,6 @@ use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::options::RawOptions;
 pub use super::options::{HealthOptions, RawSpillover};
 
 /// The sum every route table's weights must have.
@@ -265,13 +264,7 @@ impl RawIdcWeightRule {
         let selected = self.check_selected(base, &known, &mut err);
         let cross_region = self.check_cross_region(base, &known, &mut err);
         let all_idcs = routechain_core::one_of(known.idcs.iter().map(|d| &*d.name));
-        let options = RawOptions {
-            spillover: self.spillover.as_ref(),
-            panic_threshold: self.panic_threshold.as_ref(),
-            hash_key: self.hash_key.as_ref(),
-            idc_cidrs: self.idc_cidrs.as_ref(),
-        }
-        .check(base, |n| known.idc_of(n), &all_idcs, &mut errors);
+        let options = HealthOptions::check(self, base, |n| known.idc_of(n), &all_idcs, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }

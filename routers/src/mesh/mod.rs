@@ -223,28 +223,27 @@ pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOut
     let root = FieldPath::root();
     // Built for this reading only, not kept with the document.
     let value = doc.value_at(&root).unwrap_or(Value::Null);
-    match documents_of(&value, &root) {
-        Ok(docs) => {
-            rule::read_documents(docs.iter().map(|(v, p)| (&**v, p.clone())), tracing_prefix)
-        }
+    read_value(&value, &root, tracing_prefix, &|_| None)
+}
+
+/// Reads the documents of one rule value ([`documents_of`]) into its outcome.
+fn read_value(
+    value: &Value,
+    path: &FieldPath,
+    tracing_prefix: Option<&str>,
+    fetch: rule::Fetch<'_>,
+) -> Checked<TextOutcome> {
+    match documents_of(value, path) {
+        Ok(docs) => rule::read_documents(
+            docs.iter().map(|(v, p)| (&**v, p.clone())),
+            tracing_prefix,
+            fetch,
+        ),
         Err(e) => Checked {
             result: Err(vec![e]),
             warnings: Vec::new(),
         },
     }
-}
-
-/// A static rule's documents → its application rule; clearing is an error for a rule
-/// written in a chain or rule file.
-fn read_static(
-    value: &Value,
-    path: &FieldPath,
-    options: &MeshOptions,
-    warnings: &mut Vec<RuleError>,
-    fetch: rule::Fetch<'_>,
-) -> Result<Arc<AppRule>, Vec<RuleError>> {
-    read_app(value, path, options, warnings, false, fetch)?
-        .ok_or_else(|| vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)])
 }
 
 /// Why a rule written in a chain or rule file without a standard document is refused.
@@ -260,12 +259,7 @@ fn read_app(
     clearable: bool,
     fetch: rule::Fetch<'_>,
 ) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
-    let docs = documents_of(value, path).map_err(|e| vec![e])?;
-    let checked = rule::read_documents_with(
-        docs.iter().map(|(v, p)| (&**v, p.clone())),
-        options.tracing_prefix.as_deref(),
-        fetch,
-    );
+    let checked = read_value(value, path, options.tracing_prefix.as_deref(), fetch);
     warnings.extend(checked.warnings);
     match checked.result? {
         TextOutcome::Apply(r) => Ok(Some(Arc::new(r))),
@@ -352,31 +346,17 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                 }
                 AppRules::PerApp(per_app)
             }
-            // A config-center node (the entry names no rule of its own): its text may clear.
-            value if from_config_center(spec) => {
-                let checked = match documents_of(value, doc.path) {
-                    Ok(docs) => rule::read_documents_with(
-                        docs.iter().map(|(v, p)| (&**v, p.clone())),
-                        options.tracing_prefix.as_deref(),
-                        &fetch,
-                    ),
-                    Err(e) => Checked {
-                        result: Err(vec![e]),
-                        warnings: Vec::new(),
-                    },
-                };
-                warnings.extend(checked.warnings);
-                match checked.result {
-                    Ok(TextOutcome::Apply(r)) => AppRules::Every(Arc::new(r)),
-                    Ok(TextOutcome::Clear) => AppRules::None,
-                    Err(mut es) => {
-                        errors.append(&mut es);
-                        AppRules::None
-                    }
-                }
-            }
-            value => match read_static(value, doc.path, &options, &mut warnings, &fetch) {
-                Ok(r) => AppRules::Every(r),
+            // One rule for every application; a config-center node's text (the entry names
+            // no rule of its own) may clear it.
+            value => match read_app(
+                value,
+                doc.path,
+                &options,
+                &mut warnings,
+                from_config_center(spec),
+                &fetch,
+            ) {
+                Ok(r) => r.map_or(AppRules::None, AppRules::Every),
                 Err(mut es) => {
                     errors.append(&mut es);
                     AppRules::None

@@ -484,6 +484,13 @@ impl Reader {
         Some(MethodArg { index, value })
     }
 
+    /// `headers`, read (its problems reported) but not evaluated, as in Dubbo.
+    fn headers(&mut self, value: &Value, path: &FieldPath) {
+        self.string_match_map(value, path);
+        let message = "`headers` is not evaluated (as in Dubbo): it holds for every call";
+        self.warn(path, message);
+    }
+
     /// A `DubboMethodMatch`.
     pub fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
         const KNOWN: [&str; 5] = ["name_match", "argc", "argp", "args", "headers"];
@@ -515,11 +522,7 @@ impl Reader {
             }
         }
         if let Some(v) = get("headers") {
-            self.string_match_map(v, &path.key("headers"));
-            self.warn(
-                &path.key("headers"),
-                "`headers` is not evaluated (as in Dubbo): it holds for every call",
-            );
+            self.headers(v, &path.key("headers"));
         }
         Some(m)
     }
@@ -579,11 +582,7 @@ impl Reader {
             m.attachments = self.attachment_match(v, &path.key("attachments"));
         }
         if let Some(v) = get("headers") {
-            self.string_match_map(v, &path.key("headers"));
-            self.warn(
-                &path.key("headers"),
-                "`headers` is not evaluated (as in Dubbo): it holds for every call",
-            );
+            self.headers(v, &path.key("headers"));
         }
         Some(m)
     }

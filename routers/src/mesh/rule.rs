@@ -141,22 +141,15 @@ pub struct Checked<T> {
     pub warnings: Vec<RuleError>,
 }
 
-/// Builds a part of a document that was read as a placeholder (see [`read_documents_with`]):
+/// Builds a part of a document that was read as a placeholder (see [`read_documents`]):
 /// the value at an absolute field path, `None` when the value read is the part itself.
 pub type Fetch<'f> = &'f dyn Fn(&FieldPath) -> Option<Value>;
 
 /// Reads the documents of one node text (each with its path) into an application's rule.
+/// Their route details (`spec.dubbo[i].routedetail[j]`, when not scalars) may be
+/// placeholders: `fetch` builds each when it is read, so a rule of 10,000 details never
+/// holds them all as values at once.
 pub fn read_documents<'v>(
-    documents: impl IntoIterator<Item = (&'v Value, FieldPath)>,
-    tracing_prefix: Option<&str>,
-) -> Checked<TextOutcome> {
-    read_documents_with(documents, tracing_prefix, &|_| None)
-}
-
-/// [`read_documents`] for documents whose route details (`spec.dubbo[i].routedetail[j]`,
-/// when not scalars) may be placeholders: `fetch` builds each when it is read, so a rule of
-/// 10,000 details never holds them all as values at once.
-pub fn read_documents_with<'v>(
     documents: impl IntoIterator<Item = (&'v Value, FieldPath)>,
     tracing_prefix: Option<&str>,
     fetch: Fetch<'_>,

@@ -181,17 +181,6 @@ pub struct PreparedTag {
     consumer: ConsumerTag,
 }
 
-/// Sets of a tag rule resolved over a snapshot, for tests and diagnostics.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedTags {
-    /// Dynamic tag name → provider indexes, sorted by name.
-    pub dynamic: Vec<(String, Vec<usize>)>,
-    /// The failover set (in no dynamic tag, no static tag).
-    pub failover: Vec<usize>,
-    /// The untagged set (no static tag).
-    pub untagged: Vec<usize>,
-}
-
 impl PreparedTag {
     /// Precomputes every set `rule` (or static routing alone) needs over `snapshot`.
     pub fn build(snapshot: &Snapshot, rule: Option<&TagRule>) -> Self {
@@ -251,32 +240,6 @@ impl PreparedTag {
             untagged,
             dynamic,
             consumer: ConsumerTag::default(),
-        }
-    }
-
-    /// True when an enabled dynamic rule is in force.
-    pub fn has_dynamic_rule(&self) -> bool {
-        self.dynamic.is_some()
-    }
-
-    /// The resolved sets, for tests and diagnostics.
-    pub fn resolved(&self) -> ResolvedTags {
-        let members = |s: &ProviderSet| s.to_bitset().iter().collect::<Vec<_>>();
-        let mut dynamic: Vec<(String, Vec<usize>)> = self
-            .dynamic
-            .iter()
-            .flat_map(|d| d.by_tag.entries())
-            .map(|(k, v)| (k, members(v)))
-            .collect();
-        dynamic.sort();
-        ResolvedTags {
-            dynamic,
-            failover: members(
-                self.dynamic
-                    .as_ref()
-                    .map_or(&self.untagged, |d| &d.failover),
-            ),
-            untagged: members(&self.untagged),
         }
     }
 }
@@ -362,6 +325,7 @@ impl LevelNode {
         self.children.as_ref()?.get(segment).map(|&i| i as usize)
     }
 
+    #[cfg(test)]
     fn children(&self) -> impl Iterator<Item = (&str, usize)> {
         self.children
             .iter()
@@ -438,7 +402,8 @@ impl TagLevels {
         best
     }
 
-    /// Every tag with its providers (for diagnostics).
+    /// Every tag with its providers.
+    #[cfg(test)]
     fn entries(&self) -> Vec<(String, &ProviderSet)> {
         let mut out = Vec::new();
         let mut stack: Vec<(usize, String)> = vec![(0, String::new())];

@@ -464,11 +464,18 @@ fn dubbo_tag_route_with_dynamic_rule_v3() {
     );
 }
 
+/// Dynamic tag name → provider indexes, sorted by name.
 fn resolved(providers: &[&str], rule: &str) -> Vec<(String, Vec<usize>)> {
     let rule: TagRule = compile(TagRouter, rule).unwrap();
-    PreparedTag::build(&snapshot(providers), Some(&rule))
-        .resolved()
+    let prepared = PreparedTag::build(&snapshot(providers), Some(&rule));
+    let mut dynamic: Vec<(String, Vec<usize>)> = prepared
         .dynamic
+        .iter()
+        .flat_map(|d| d.by_tag.entries())
+        .map(|(k, v)| (k, v.to_bitset().iter().collect()))
+        .collect();
+    dynamic.sort();
+    dynamic
 }
 
 #[test]
@@ -499,7 +506,11 @@ tags:
     assert!(!r.enabled);
     assert_eq!(r.key.as_deref(), Some("demo-provider"));
     assert_eq!(r.tags.len(), 4);
-    assert!(!PreparedTag::build(&snapshot(providers), Some(&r)).has_dynamic_rule());
+    assert!(
+        PreparedTag::build(&snapshot(providers), Some(&r))
+            .dynamic
+            .is_none()
+    );
 }
 
 #[test]
