@@ -19,6 +19,22 @@ fn addresses(v: &Value) -> Vec<&str> {
     a
 }
 
+/// The body of `GET path` from `addr`.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
 #[test]
 fn the_nacos_commands_write_rules_and_providers_a_watch_follows() {
     let nacos = support::nacos::Nacos::start("cli");
@@ -115,6 +131,8 @@ fn the_nacos_commands_write_rules_and_providers_a_watch_follows() {
         &registry,
         "--request",
         request.to_str().unwrap(),
+        "--metrics",
+        "127.0.0.1:0",
     ]);
     let line = w.stderr_with("following Nacos");
     assert!(
@@ -126,6 +144,21 @@ fn the_nacos_commands_write_rules_and_providers_a_watch_follows() {
     while addresses(&state) != ["10.0.0.1:20880"] {
         state = w.next_json();
     }
+    // The registry's connection gauge, labelled by kind.
+    let line = w.stderr_with("serving metrics on http://");
+    let metrics = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.strip_suffix("/metrics"))
+        .expect("the metrics address");
+    let body = http_get(metrics, "/metrics");
+    assert!(
+        body.lines().any(|l| l.starts_with(
+            "routechain_registry_connected{registry=\"nacos\",address=\"nacos://127.0.0.1:"
+        ) && l.contains("?namespace=dev\"}")
+            && l.ends_with(" 1")),
+        "{body}"
+    );
     let rule = s.write("bj.yaml", "conditions:\n  - => region = bj\n");
     put.pop();
     put.push(rule.to_str().unwrap());
