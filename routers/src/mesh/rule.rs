@@ -7,7 +7,7 @@ use routechain_core::{FieldPath, RuleError};
 use serde_json::Value;
 
 use super::matchers::{MatchRequest, StringMatch};
-use super::read::{Reader, kind_of};
+use super::read::{Fields, Reader, kind_of};
 
 /// A named subset of an application's providers: a provider is a member when every label of
 /// one of its label sets equals the provider's parameter (subsets of the same name in several
@@ -208,7 +208,7 @@ pub fn read_documents<'v>(
             );
             continue;
         }
-        standard.push((map, path, name));
+        standard.push((Fields(map), path, name));
     }
     if !r.errors.is_empty() {
         return Checked {
@@ -233,7 +233,7 @@ pub fn read_documents<'v>(
     }
 }
 
-type Doc<'v> = (&'v serde_json::Map<String, Value>, FieldPath, String);
+type Doc<'v> = (Fields<'v>, FieldPath, String);
 
 const DOCUMENT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
@@ -242,14 +242,14 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
     let mut subsets: Vec<Subset> = Vec::new();
     let mut vs_docs = Vec::new();
     for (map, path, name) in docs {
-        match map.get("kind") {
+        match map.0.get("kind") {
             Some(Value::String(k)) if k == "DestinationRule" => {
-                r.unknown_keys(map, path, "a document", &DOCUMENT_KEYS);
+                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
                 destination_rules.push(name.clone());
-                read_destination_rule(r, map, path, &mut subsets);
+                read_destination_rule(r, *map, path, &mut subsets);
             }
             Some(Value::String(k)) if k == "VirtualService" => {
-                r.unknown_keys(map, path, "a document", &DOCUMENT_KEYS);
+                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
                 vs_docs.push((map, path, name));
             }
             other => {
@@ -284,7 +284,7 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
     }
     let virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(map, path, name)| read_virtual_service(r, map, path, name, &subsets, fetch))
+        .filter_map(|(map, path, name)| read_virtual_service(r, *map, path, name, &subsets, fetch))
         .collect();
     Some(AppRule {
         destination_rules,
@@ -295,12 +295,12 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
 
 fn read_destination_rule(
     r: &mut Reader,
-    map: &serde_json::Map<String, Value>,
+    map: Fields<'_>,
     path: &FieldPath,
     subsets: &mut Vec<Subset>,
 ) {
     let sp = path.key("spec");
-    let Some(spec) = map.get("spec").filter(|v| !v.is_null()) else {
+    let Some(spec) = map.get("spec") else {
         r.error(
             path,
             "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)",
@@ -310,10 +310,8 @@ fn read_destination_rule(
     let Some(spec) = r.object(spec, &sp, "spec", &["host", "subsets", "trafficPolicy"]) else {
         return;
     };
-    if let Some(h) = spec.get("host").filter(|v| !v.is_null()) {
-        r.string(h, &sp.key("host"));
-    }
-    let Some(list) = spec.get("subsets").filter(|v| !v.is_null()) else {
+    r.field(spec, &sp, "host", Reader::string);
+    let Some(list) = spec.get("subsets") else {
         r.error(
             &sp,
             "a DestinationRule needs `subsets` (Dubbo fails while building subsets)",
@@ -329,7 +327,7 @@ fn read_destination_rule(
         let Some(s) = r.object(item, &ip, "a subset", &["name", "labels"]) else {
             continue;
         };
-        let name = match s.get("name").filter(|v| !v.is_null()) {
+        let name = match s.get("name") {
             Some(n) => r.string(n, &ip.key("name")),
             None => {
                 r.warn(
@@ -339,10 +337,7 @@ fn read_destination_rule(
                 None
             }
         };
-        let labels = match s.get("labels").filter(|v| !v.is_null()) {
-            Some(l) => r.string_map(l, &ip.key("labels")).unwrap_or_default(),
-            None => Vec::new(),
-        };
+        let labels = (r.field(s, &ip, "labels", Reader::string_map)).unwrap_or_default();
         match subsets.iter_mut().find(|x| x.name == name) {
             Some(existing) => existing.label_sets.push(labels),
             None => subsets.push(Subset {
@@ -355,14 +350,14 @@ fn read_destination_rule(
 
 fn read_virtual_service(
     r: &mut Reader,
-    map: &serde_json::Map<String, Value>,
+    map: Fields<'_>,
     path: &FieldPath,
     name: &str,
     subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
     let sp = path.key("spec");
-    let Some(spec) = map.get("spec").filter(|v| !v.is_null()) else {
+    let Some(spec) = map.get("spec") else {
         r.error(
             path,
             "a VirtualService needs `spec` (Dubbo fails every call that reaches it)",
@@ -370,7 +365,7 @@ fn read_virtual_service(
         return None;
     };
     let spec = r.object(spec, &sp, "spec", &["hosts", "dubbo"])?;
-    if let Some(h) = spec.get("hosts").filter(|v| !v.is_null()) {
+    if let Some(h) = spec.get("hosts") {
         let hp = sp.key("hosts");
         if let Some(items) = r.list(h, &hp) {
             for (i, item) in items.iter().enumerate() {
@@ -379,7 +374,7 @@ fn read_virtual_service(
         }
     }
     let mut routes = Vec::new();
-    if let Some(d) = spec.get("dubbo").filter(|v| !v.is_null()) {
+    if let Some(d) = spec.get("dubbo") {
         let dp = sp.key("dubbo");
         if let Some(items) = r.list(d, &dp) {
             let mut catch_all: Option<usize> = None;
@@ -421,10 +416,9 @@ fn read_route(
         "a dubbo route",
         &["name", "services", "routedetail"],
     )?;
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-    let name = get("name").and_then(|v| r.string(v, &path.key("name")));
+    let name = r.field(map, path, "name", Reader::string);
     let mut services = Vec::new();
-    if let Some(v) = get("services") {
+    if let Some(v) = map.get("services") {
         let sp = path.key("services");
         services = r.string_match_list(v, &sp).unwrap_or_default();
         for (i, m) in services.iter().enumerate() {
@@ -440,7 +434,7 @@ fn read_route(
         }
     }
     let mut details = Vec::new();
-    if let Some(v) = get("routedetail") {
+    if let Some(v) = map.get("routedetail") {
         let dp = path.key("routedetail");
         if let Some(items) = r.list(v, &dp) {
             let mut catch_all: Option<usize> = None;
@@ -479,10 +473,9 @@ fn read_detail(
     subsets: &[Subset],
 ) -> Option<RouteDetail> {
     let map = r.object(value, path, "a route detail", &["name", "match", "route"])?;
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-    let name = get("name").and_then(|v| r.string(v, &path.key("name")));
+    let name = r.field(map, path, "name", Reader::string);
     let mut matches = Vec::new();
-    if let Some(v) = get("match") {
+    if let Some(v) = map.get("match") {
         let mp = path.key("match");
         if let Some(items) = r.list(v, &mp) {
             matches = items
@@ -492,7 +485,7 @@ fn read_detail(
                 .collect();
         }
     }
-    let route = match get("route") {
+    let route = match map.get("route") {
         None => {
             r.warn(
                 path,
@@ -544,7 +537,7 @@ fn read_route_destination(
         "a route destination",
         &["weight", "destination"],
     )?;
-    let weight = match map.get("weight").filter(|v| !v.is_null()) {
+    let weight = match map.get("weight") {
         None => 1,
         Some(v) => {
             let w = r.int(v, &path.key("weight"))?;
@@ -559,7 +552,7 @@ fn read_route_destination(
             }
         }
     };
-    let Some(d) = map.get("destination").filter(|v| !v.is_null()) else {
+    let Some(d) = map.get("destination") else {
         r.error(
             path,
             "a route entry needs a `destination` (Dubbo fails every call that draws it)",
@@ -585,14 +578,9 @@ fn read_destination(
         "a destination",
         &["host", "subset", "port", "fallback"],
     )?;
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-    if let Some(h) = get("host") {
-        r.string(h, &path.key("host"));
-    }
-    if let Some(p) = get("port") {
-        r.int(p, &path.key("port"));
-    }
-    let name = match get("subset") {
+    r.field(map, path, "host", Reader::string);
+    r.field(map, path, "port", Reader::int);
+    let name = match map.get("subset") {
         Some(s) => r.string(s, &path.key("subset")),
         None => {
             r.warn(
@@ -614,7 +602,7 @@ fn read_destination(
         );
     }
     chain.push(SubsetRef { name, id });
-    let Some(fb) = get("fallback") else {
+    let Some(fb) = map.get("fallback") else {
         return Some(());
     };
     let fp = path.key("fallback");
@@ -622,14 +610,13 @@ fn read_destination(
         r.error(&fp, format!("must be a mapping, not {}", kind_of(fb)));
         return None;
     };
-    if let Some(next) = fmap.get("destination").filter(|v| !v.is_null()) {
+    let fmap = Fields(fmap);
+    if let Some(next) = fmap.get("destination") {
         // Dubbo's own, nested form: {destination: {...}, weight}.
         r.object(fb, &fp, "a fallback", &["destination", "weight"]);
-        if let Some(w) = fmap.get("weight").filter(|v| !v.is_null()) {
-            r.int(w, &fp.key("weight"));
-        }
+        r.field(fmap, &fp, "weight", Reader::int);
         read_destination(r, next, &fp.key("destination"), subsets, chain)
-    } else if fmap.get("subset").is_some_and(|v| !v.is_null()) {
+    } else if fmap.get("subset").is_some() {
         // The flat form {host, subset}: Dubbo reads no fallback here; routechain honours it.
         r.warn(
             &fp,
