@@ -248,23 +248,16 @@ impl IdcWeightRule {
     /// Compiles a rule as written; `base` is the rule document's path. Reports every
     /// problem at once, each at its field path.
     pub fn compile(raw: RawIdcWeightRule, base: &FieldPath) -> Result<Self, Vec<RuleError>> {
-        raw.validate(base)
-    }
-}
-
-impl RawIdcWeightRule {
-    /// Validates the rule; `base` is the document's path. Reports every problem at once.
-    fn validate(&self, base: &FieldPath) -> Result<IdcWeightRule, Vec<RuleError>> {
         let mut errors = Vec::new();
         let mut err = |path: FieldPath, message: String| errors.push(RuleError::new(path, message));
-        self.check_params(base, &mut err);
-        let mut known = self.known(base, &mut err);
-        let (local_region, local_idc) = self.check_local(base, &known, &mut err);
-        let tables = self.check_route_tables(base, &known, &mut err);
-        let selected = self.check_selected(base, &known, &mut err);
-        let cross_region = self.check_cross_region(base, &known, &mut err);
+        raw.check_params(base, &mut err);
+        let mut known = raw.known(base, &mut err);
+        let (local_region, local_idc) = raw.check_local(base, &known, &mut err);
+        let tables = raw.check_route_tables(base, &known, &mut err);
+        let selected = raw.check_selected(base, &known, &mut err);
+        let cross_region = raw.check_cross_region(base, &known, &mut err);
         let all_idcs = routechain_core::one_of(known.idcs.iter().map(|d| &*d.name));
-        let options = HealthOptions::check(self, base, |n| known.idc_of(n), &all_idcs, &mut errors);
+        let options = HealthOptions::check(&raw, base, |n| known.idc_of(n), &all_idcs, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -272,20 +265,22 @@ impl RawIdcWeightRule {
             known.regions[r].route_table = Some(t);
         }
         Ok(IdcWeightRule {
-            region_param: self.region_param.trim().into(),
-            idc_param: self.idc_param.trim().into(),
-            degraded_param: self.degraded_param.trim().into(),
+            region_param: raw.region_param.trim().into(),
+            idc_param: raw.idc_param.trim().into(),
+            degraded_param: raw.degraded_param.trim().into(),
             local_region: local_region.map(|r| known.regions[r].name.clone()),
             local_idc: local_idc.map(|d| known.idcs[d].name.clone()),
             regions: known.regions,
             idcs: known.idcs,
             selected,
             cross_region,
-            force: self.force,
+            force: raw.force,
             options,
         })
     }
+}
 
+impl RawIdcWeightRule {
     fn check_params(&self, base: &FieldPath, err: &mut impl FnMut(FieldPath, String)) {
         for (field, value) in [
             ("region_param", &self.region_param),
