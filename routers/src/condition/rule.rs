@@ -40,33 +40,24 @@ pub struct RawConditionRule {
     #[serde(rename = "configVersion", default)]
     pub config_version: Option<Value>,
     /// `scope`: `service` or `application`.
-    #[serde(default)]
     pub scope: Option<Value>,
     /// `key`: the service key or application name the rule belongs to.
-    #[serde(default)]
     pub key: Option<Value>,
     /// `enabled` (default true).
-    #[serde(default)]
     pub enabled: Option<Value>,
     /// `valid` (default true): Dubbo's rule-level switch; `false` disables the rule like
     /// `enabled: false`.
-    #[serde(default)]
     pub valid: Option<Value>,
     /// `force` (default false).
-    #[serde(default)]
     pub force: Option<Value>,
     /// `runtime` (default false).
-    #[serde(default)]
     pub runtime: Option<Value>,
     /// `priority` (an integer; accepted, the chain entry decides order).
-    #[serde(default)]
     pub priority: Option<Value>,
     /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
-    #[serde(default)]
     pub conditions: Option<Value>,
     /// `hash_key` (routechain's, v3.1 only): weighted destinations are drawn by a stable
     /// hash of these request values instead of a random number, so a user keeps its side.
-    #[serde(default)]
     pub hash_key: Option<Value>,
 }
 

@@ -48,18 +48,14 @@ pub struct RawIdcWeightRule {
     #[serde(default = "default_idc_param")]
     pub idc_param: String,
     /// The caller's own region and IDC; each missing part comes from the consumer URL.
-    #[serde(default)]
     pub local: Option<RawLocal>,
     /// Required: region → its known IDCs, in order (the order the hash fallback uses).
     pub idcs: BTreeMap<String, Vec<String>>,
     /// Region → IDC → integer weight; the weights of a region sum to exactly 100.
-    #[serde(default)]
     pub route_tables: Option<BTreeMap<String, BTreeMap<String, Value>>>,
     /// Local IDC → the IDC of the same region it reads from instead.
-    #[serde(default)]
     pub selected: Option<BTreeMap<String, String>>,
     /// Regions tried, in order, when the local region has no candidate.
-    #[serde(default)]
     pub cross_region: Option<Vec<String>>,
     /// Providers whose param is `true` are dropped first. Default `degraded`.
     #[serde(default = "default_degraded_param")]
@@ -70,16 +66,12 @@ pub struct RawIdcWeightRule {
     pub force: bool,
     /// Health-aware spillover (`{overprovisioning: 1.4}`); absent: an IDC keeps its whole
     /// weight however many of its providers are degraded.
-    #[serde(default)]
     pub spillover: Option<RawSpillover>,
     /// Percent of healthy providers below which a set ignores health (absent or 0: never).
-    #[serde(default)]
     pub panic_threshold: Option<Value>,
     /// Sticky draws on request values (`attributes[user]`, ..., or a list).
-    #[serde(default)]
     pub hash_key: Option<Value>,
     /// IDC → subnets, for providers and consumers without the IDC param.
-    #[serde(default)]
     pub idc_cidrs: Option<BTreeMap<String, Vec<String>>>,
 }
 
@@ -88,10 +80,8 @@ pub struct RawIdcWeightRule {
 #[serde(deny_unknown_fields)]
 pub struct RawLocal {
     /// The caller's region.
-    #[serde(default)]
     pub region: Option<String>,
     /// The caller's IDC.
-    #[serde(default)]
     pub idc: Option<String>,
 }
 

@@ -38,34 +38,24 @@ use super::address::AddressPattern;
 #[serde(rename_all = "camelCase")]
 pub struct RawTagRule {
     /// `configVersion`: `v3.0` enables `match`; older versions only know `addresses`.
-    #[serde(default)]
     pub config_version: Option<String>,
     /// `scope` (informational for tag rules).
-    #[serde(default)]
     pub scope: Option<String>,
     /// `key`: the provider application the rule is for (informational).
-    #[serde(default)]
     pub key: Option<String>,
     /// `enabled` (default true): a disabled rule leaves static-tag routing.
-    #[serde(default)]
     pub enabled: Option<DubboBool>,
     /// `force` (default false): a dynamic tag whose addresses match nothing returns empty.
-    #[serde(default)]
     pub force: Option<DubboBool>,
     /// `runtime` (parsed; the tag router always routes per request).
-    #[serde(default)]
     pub runtime: Option<DubboBool>,
     /// `valid` (default true): `false` disables the rule, as in Dubbo.
-    #[serde(default)]
     pub valid: Option<DubboBool>,
     /// `dynamic` (parsed, ignored as in Dubbo).
-    #[serde(default)]
     pub dynamic: Option<DubboBool>,
     /// `priority` (parsed, ignored: the chain file orders routers).
-    #[serde(default)]
     pub priority: Option<i64>,
     /// `tags`: required and non-empty.
-    #[serde(default)]
     pub tags: Option<Vec<RawTag>>,
 }
 
@@ -73,10 +63,8 @@ pub struct RawTagRule {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawTag {
     /// `name`: the tag requests carry in `dubbo.tag`; `|` separates levels.
-    #[serde(default)]
     pub name: Option<String>,
     /// `addresses`: address patterns.
-    #[serde(default)]
     pub addresses: Option<Vec<String>>,
     /// `match`: parameter conditions, used when `addresses` is empty (v3.0 rules).
     #[serde(default, rename = "match")]
@@ -88,11 +76,9 @@ pub struct RawTag {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawParamMatch {
     /// The provider URL parameter.
-    #[serde(default)]
     pub key: Option<String>,
     /// The string match, kind → text (validated by hand so that every unknown kind is
     /// reported).
-    #[serde(default)]
     pub value: Option<BTreeMap<String, Value>>,
 }
 
