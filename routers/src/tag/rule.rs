@@ -198,18 +198,12 @@ impl TagRule {
         let raw_tags = match raw.tags {
             Some(t) if !t.is_empty() => t,
             Some(_) => {
-                errors.push(RuleError::new(
-                    tags_path,
-                    "`tags` is empty: a tag rule needs at least one tag",
-                ));
-                return Err(errors);
+                let message = "`tags` is empty: a tag rule needs at least one tag";
+                return Err(vec![RuleError::new(tags_path, message)]);
             }
             None => {
-                errors.push(RuleError::new(
-                    root.clone(),
-                    "missing field `tags`: a tag rule needs at least one tag",
-                ));
-                return Err(errors);
+                let message = "missing field `tags`: a tag rule needs at least one tag";
+                return Err(vec![RuleError::new(root.clone(), message)]);
             }
         };
         let mut tags = Vec::with_capacity(raw_tags.len());
