@@ -290,10 +290,7 @@ fn select_level<'t, 's>(
     tag: &'t str,
     forced: bool,
 ) -> Option<(&'t str, &'s ProviderSet)> {
-    if forced {
-        return by_tag.get(tag).map(|set| (tag, set));
-    }
-    by_tag.deepest(tag)
+    (by_tag.deepest(tag)).filter(|(level, _)| !forced || level.len() == tag.len())
 }
 
 /// Dynamic tags by level: a trie over the `|`-separated segments of the tag names, so the
@@ -362,23 +359,6 @@ impl TagLevels {
             };
         }
         self.nodes[node].set = Some(set);
-    }
-
-    /// The node of exactly `tag`.
-    fn node(&self, tag: &str) -> Option<&LevelNode> {
-        let mut node = 0;
-        for segment in tag.split(TAG_SEPARATOR) {
-            if segment.len() > self.max_segment {
-                return None;
-            }
-            node = self.nodes[node].child(segment)?;
-        }
-        Some(&self.nodes[node])
-    }
-
-    /// The providers of exactly `tag`.
-    fn get(&self, tag: &str) -> Option<&ProviderSet> {
-        self.node(tag)?.set.as_ref()
     }
 
     /// The longest of `tag` and its `|`-prefixes that is a tag, with its providers.
