@@ -578,17 +578,16 @@ impl PreparedTag {
                         cx.explain(format_args!(
                             "tag {shown:?}: dynamic addresses of tag {shown_level:?}"
                         ));
-                    } else if d.force {
+                    } else if d.force || forced {
                         candidates.clear();
                         cx.note_fallback();
+                        let why = if d.force {
+                            "rule force=true"
+                        } else {
+                            "dubbo.force.tag=true"
+                        };
                         cx.explain(format_args!(
-                            "tag {shown:?}: forced: empty (rule force=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
-                        ));
-                    } else if forced {
-                        candidates.clear();
-                        cx.note_fallback();
-                        cx.explain(format_args!(
-                            "tag {shown:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
+                            "tag {shown:?}: forced: empty ({why} and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else {
                         input.keep(&d.failover, candidates);
@@ -622,13 +621,12 @@ impl PreparedTag {
             }
             _ => {
                 input.keep(fallback, candidates);
+                cx.note_fallback();
                 if self.dynamic.is_some() {
-                    cx.note_fallback();
                     cx.explain(format_args!(
                         "tag {shown:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
                     ));
                 } else {
-                    cx.note_fallback();
                     cx.explain(format_args!(
                         "tag {shown:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
                     ));
