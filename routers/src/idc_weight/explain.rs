@@ -211,12 +211,10 @@ impl PreparedIdcWeight {
     ) {
         let live = cx.degraded();
         let consumer = cx.consumer();
-        let local_call;
-        let local = if cx.consumer_is_prepared() {
-            &self.local
+        let local = &if cx.consumer_is_prepared() {
+            self.local
         } else {
-            local_call = self.resolve(rule, consumer);
-            &local_call
+            self.resolve(rule, consumer)
         };
         let levels = 1 + rule.cross_region.len();
         let scratch = cx.scratch();
