@@ -329,13 +329,7 @@ impl Reader {
         match Regex::new(&format!("^(?:{text})$")) {
             Ok(r) => Some(r),
             Err(e) => {
-                let reason = e.to_string();
-                let reason = reason
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(|l| l.trim().trim_start_matches("error: ").to_string())
-                    .unwrap_or(reason);
+                let reason = crate::dubbo::regex_reason(&e);
                 self.error(path, format!("invalid regex {text:?}: {reason}"));
                 None
             }

@@ -28,7 +28,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::dubbo::DubboBool;
-use crate::dubbo::is_enabled;
+pub use crate::dubbo::StringMatch;
+use crate::dubbo::{is_enabled, regex_reason};
 
 use super::address::AddressPattern;
 
@@ -133,44 +134,6 @@ impl ParamMatch {
     /// True when the provider's parameter value (`None` when absent) satisfies the entry.
     pub fn is_match(&self, input: Option<&str>) -> bool {
         self.value.as_ref().is_some_and(|v| v.is_match(input))
-    }
-}
-
-/// Dubbo's `StringMatch`: the first kind that is set and applicable decides.
-#[derive(Debug, Clone, Default)]
-pub struct StringMatch {
-    /// `exact`: equal.
-    pub exact: Option<String>,
-    /// `prefix`: starts with.
-    pub prefix: Option<String>,
-    /// `regex`: the whole value matches (anchored at both ends, as Java's `String.matches`).
-    pub regex: Option<regex::Regex>,
-    /// `wildcard`: `*` matches any present value, anything else must be equal (Dubbo
-    /// supports only `*`).
-    pub wildcard: Option<String>,
-    /// `empty`: absent or empty.
-    pub empty: bool,
-    /// `noempty`: present and non-empty.
-    pub noempty: bool,
-}
-
-impl StringMatch {
-    /// Dubbo's decision: exact, prefix, regex and wildcard apply only to a present value; a
-    /// kind that does not apply passes to the next; `empty`, then `noempty`; else false.
-    pub fn is_match(&self, input: Option<&str>) -> bool {
-        match input {
-            Some(v) if self.exact.is_some() => self.exact.as_deref() == Some(v),
-            Some(v) if self.prefix.is_some() => {
-                self.prefix.as_deref().is_some_and(|p| v.starts_with(p))
-            }
-            Some(v) if self.regex.is_some() => self.regex.as_ref().is_some_and(|r| r.is_match(v)),
-            Some(v) if self.wildcard.is_some() => {
-                self.wildcard.as_deref().is_some_and(|w| w == "*" || w == v)
-            }
-            _ if self.empty => input.is_none_or(str::is_empty),
-            _ if self.noempty => input.is_some_and(|v| !v.is_empty()),
-            _ => false,
-        }
     }
 }
 
@@ -321,16 +284,6 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
         sm
     });
     ParamMatch { key, value }
-}
-
-/// The one-line reason of a regex error (its display spans several lines).
-fn regex_reason(e: &regex::Error) -> String {
-    let text = e.to_string();
-    text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| l.trim().trim_start_matches("error: ").to_string())
-        .unwrap_or(text)
 }
 
 #[cfg(test)]
