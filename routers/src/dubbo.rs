@@ -84,6 +84,9 @@ pub struct StringMatch {
 }
 
 impl StringMatch {
+    /// The kinds a match may hold, as written.
+    pub const KINDS: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
+
     /// Dubbo's order: `exact`, `prefix`, `regex`, `wildcard` (each only on a present input),
     /// then `empty` (absent or `""`), then `noempty` (present and not `""`); nothing set → false.
     pub fn is_match(&self, input: Option<&str>) -> bool {

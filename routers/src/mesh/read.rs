@@ -303,8 +303,7 @@ impl Reader {
 
     /// A `StringMatch`.
     pub fn string_match(&mut self, value: &Value, path: &FieldPath) -> Option<StringMatch> {
-        const KNOWN: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
-        let map = self.object(value, path, "a string match", &KNOWN)?;
+        let map = self.object(value, path, "a string match", &StringMatch::KINDS)?;
         let mut m = StringMatch::default();
         let field = |r: &mut Self, key: &str| r.field(map, path, key, Self::string);
         m.exact = field(self, "exact");

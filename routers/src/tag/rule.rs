@@ -137,9 +137,6 @@ impl ParamMatch {
     }
 }
 
-/// The match kinds a `value` may hold.
-pub const MATCH_KINDS: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
-
 impl TagRule {
     /// The rule of an entry without one: static tags only (no dynamic rule).
     pub fn static_only() -> Self {
@@ -246,10 +243,10 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
         let mut sm = StringMatch::default();
         for (kind, v) in kinds {
             let kpath = vpath.key(kind.as_str());
-            if !MATCH_KINDS.contains(&kind.as_str()) {
+            if !StringMatch::KINDS.contains(&kind.as_str()) {
                 errors.push(RuleError::new(
                     vpath.clone(),
-                    routechain_core::unknown_name("field", &kind, MATCH_KINDS),
+                    routechain_core::unknown_name("field", &kind, StringMatch::KINDS),
                 ));
                 continue;
             }
