@@ -291,14 +291,20 @@ impl Reader {
         value: &Value,
         path: &FieldPath,
     ) -> Option<Vec<StringMatch>> {
+        self.each(value, path, Self::string_match)
+    }
+
+    /// A list ([`Reader::list`]) whose elements `read` reads, in order; an element `read`
+    /// refuses is left out, so every problem is reported.
+    pub fn each<T>(
+        &mut self,
+        value: &Value,
+        path: &FieldPath,
+        mut read: impl FnMut(&mut Self, &Value, &FieldPath) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let items = self.list(value, path)?;
-        Some(
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| self.string_match(v, &path.index(i)))
-                .collect(),
-        )
+        let read = |(i, v)| read(self, v, &path.index(i));
+        Some(items.iter().enumerate().filter_map(read).collect())
     }
 
     /// A `StringMatch`.
@@ -398,15 +404,7 @@ impl Reader {
             );
             return None;
         };
-        let op = path.key("oneof");
-        let items = self.list(list, &op)?;
-        Some(
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| element(self, v, &op.index(i)))
-                .collect(),
-        )
+        self.each(list, &path.key("oneof"), element)
     }
 
     /// A `DubboMethodArg`.
@@ -500,7 +498,7 @@ impl Reader {
     pub fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
         const KNOWN: [&str; 5] = ["name_match", "argc", "argp", "args", "headers"];
         let map = self.object(value, path, "a method match", &KNOWN)?;
-        let mut m = MethodMatch {
+        let m = MethodMatch {
             name_match: self.field(map, path, "name_match", Self::string_match),
             argc: self.field(map, path, "argc", |r, v, p| {
                 let argc = r.int(v, p);
@@ -510,18 +508,9 @@ impl Reader {
                 argc
             }),
             argp: (self.field(map, path, "argp", Self::string_match_list)).unwrap_or_default(),
-            args: Vec::new(),
+            args: (self.field(map, path, "args", |r, v, p| r.each(v, p, Self::method_arg)))
+                .unwrap_or_default(),
         };
-        if let Some(v) = map.get("args") {
-            let ap = path.key("args");
-            if let Some(items) = self.list(v, &ap) {
-                m.args = items
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, a)| self.method_arg(a, &ap.index(i)))
-                    .collect();
-            }
-        }
         self.field(map, path, "headers", Self::headers);
         Some(m)
     }

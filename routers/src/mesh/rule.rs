@@ -365,14 +365,7 @@ fn read_virtual_service(
         return None;
     };
     let spec = r.object(spec, &sp, "spec", &["hosts", "dubbo"])?;
-    if let Some(h) = spec.get("hosts") {
-        let hp = sp.key("hosts");
-        if let Some(items) = r.list(h, &hp) {
-            for (i, item) in items.iter().enumerate() {
-                r.string(item, &hp.index(i));
-            }
-        }
-    }
+    r.field(spec, &sp, "hosts", |r, v, p| r.each(v, p, Reader::string));
     let mut routes = Vec::new();
     if let Some(d) = spec.get("dubbo") {
         let dp = sp.key("dubbo");
@@ -474,17 +467,10 @@ fn read_detail(
 ) -> Option<RouteDetail> {
     let map = r.object(value, path, "a route detail", &["name", "match", "route"])?;
     let name = r.field(map, path, "name", Reader::string);
-    let mut matches = Vec::new();
-    if let Some(v) = map.get("match") {
-        let mp = path.key("match");
-        if let Some(items) = r.list(v, &mp) {
-            matches = items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| r.match_request(m, &mp.index(i)))
-                .collect();
-        }
-    }
+    let matches = (r.field(map, path, "match", |r, v, p| {
+        r.each(v, p, Reader::match_request)
+    }))
+    .unwrap_or_default();
     let route = match map.get("route") {
         None => {
             r.warn(
