@@ -318,26 +318,19 @@ fn read_destination_rule(
         );
         return;
     };
-    let lp = sp.key("subsets");
-    let Some(items) = r.list(list, &lp) else {
-        return;
-    };
-    for (i, item) in items.iter().enumerate() {
-        let ip = lp.index(i);
-        let Some(s) = r.object(item, &ip, "a subset", &["name", "labels"]) else {
-            continue;
-        };
+    r.each(list, &sp.key("subsets"), |r, item, ip| {
+        let s = r.object(item, ip, "a subset", &["name", "labels"])?;
         let name = match s.get("name") {
             Some(n) => r.string(n, &ip.key("name")),
             None => {
                 r.warn(
-                    &ip,
+                    ip,
                     "a subset without `name`: only a destination without `subset` reaches it",
                 );
                 None
             }
         };
-        let labels = (r.field(s, &ip, "labels", Reader::string_map)).unwrap_or_default();
+        let labels = (r.field(s, ip, "labels", Reader::string_map)).unwrap_or_default();
         match subsets.iter_mut().find(|x| x.name == name) {
             Some(existing) => existing.label_sets.push(labels),
             None => subsets.push(Subset {
@@ -345,7 +338,8 @@ fn read_destination_rule(
                 label_sets: vec![labels],
             }),
         }
-    }
+        Some(())
+    });
 }
 
 fn read_virtual_service(
@@ -366,34 +360,44 @@ fn read_virtual_service(
     };
     let spec = r.object(spec, &sp, "spec", &["hosts", "dubbo"])?;
     r.field(spec, &sp, "hosts", |r, v, p| r.each(v, p, Reader::string));
-    let mut routes = Vec::new();
-    if let Some(d) = spec.get("dubbo") {
-        let dp = sp.key("dubbo");
-        if let Some(items) = r.list(d, &dp) {
-            let mut catch_all: Option<usize> = None;
-            for (i, item) in items.iter().enumerate() {
-                let ip = dp.index(i);
-                if let Some(at) = catch_all {
-                    r.warn(
-                        &ip,
-                        format!(
-                            "unreachable: dubbo[{at}] has no `services` and takes every service first"
-                        ),
-                    );
-                }
-                if let Some(route) = read_route(r, item, &ip, subsets, fetch) {
-                    if route.services.is_empty() && catch_all.is_none() {
-                        catch_all = Some(i);
-                    }
-                    routes.push(route);
-                }
-            }
-        }
-    }
+    let routes = read_in_order(
+        r,
+        (spec, &sp, "dubbo"),
+        "has no `services` and takes every service first",
+        |route: &DubboRoute| route.services.is_empty(),
+        |r, item, ip| read_route(r, item, ip, subsets, fetch),
+    );
     Some(VirtualService {
         name: name.to_string(),
         routes,
     })
+}
+
+/// The elements of list `key` of `map` (at `path`) read by `read`, in order, with a
+/// warning on each one after the first that `takes_all` holds for: `reason` says why that
+/// one takes everything first.
+fn read_in_order<T>(
+    r: &mut Reader,
+    (map, path, key): (Fields<'_>, &FieldPath, &str),
+    reason: &str,
+    takes_all: impl Fn(&T) -> bool,
+    mut read: impl FnMut(&mut Reader, &Value, &FieldPath) -> Option<T>,
+) -> Vec<T> {
+    let (mut first, mut i): (Option<usize>, usize) = (None, 0);
+    let items = r.field(map, path, key, |r, list, lp| {
+        r.each(list, lp, |r, item, ip| {
+            if let Some(at) = first {
+                r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
+            }
+            let element = read(r, item, ip);
+            if first.is_none() && element.as_ref().is_some_and(&takes_all) {
+                first = Some(i);
+            }
+            i += 1;
+            element
+        })
+    });
+    items.unwrap_or_default()
 }
 
 fn read_route(
@@ -426,32 +430,19 @@ fn read_route(
             }
         }
     }
-    let mut details = Vec::new();
-    if let Some(v) = map.get("routedetail") {
-        let dp = path.key("routedetail");
-        if let Some(items) = r.list(v, &dp) {
-            let mut catch_all: Option<usize> = None;
-            for (i, item) in items.iter().enumerate() {
-                let ip = dp.index(i);
-                if let Some(at) = catch_all {
-                    r.warn(
-                        &ip,
-                        format!("unreachable: routedetail[{at}] has no `match` and takes every call first"),
-                    );
-                }
-                let built = matches!(item, Value::Object(_) | Value::Array(_))
-                    .then(|| fetch(&ip))
-                    .flatten();
-                let item = built.as_ref().unwrap_or(item);
-                if let Some(d) = read_detail(r, item, &ip, subsets) {
-                    if d.matches.is_empty() && catch_all.is_none() {
-                        catch_all = Some(i);
-                    }
-                    details.push(d);
-                }
-            }
-        }
-    }
+    let details = read_in_order(
+        r,
+        (map, path, "routedetail"),
+        "has no `match` and takes every call first",
+        |detail: &RouteDetail| detail.matches.is_empty(),
+        |r, item, ip| {
+            // A detail that is a placeholder is built now (see `read_documents`).
+            let built = matches!(item, Value::Object(_) | Value::Array(_))
+                .then(|| fetch(ip))
+                .flatten();
+            read_detail(r, built.as_ref().unwrap_or(item), ip, subsets)
+        },
+    );
     Some(DubboRoute {
         name,
         services,
