@@ -18,6 +18,12 @@ use routechain_core::DegradedSet;
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The time now.
     fn now(&self) -> Duration;
+
+    /// The wall-clock time in milliseconds since the Unix epoch: what a provider's
+    /// `timestamp` is compared with for warm-up.
+    fn epoch_millis(&self) -> i64 {
+        crate::lb::epoch_millis()
+    }
 }
 
 /// The real monotonic clock.
@@ -47,16 +53,31 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock that moves only when told to (tests).
-#[derive(Debug, Default)]
+/// A clock that moves only when told to (tests). Its wall clock starts at the system time
+/// when it is made (or the epoch time given to [`ManualClock::at_epoch`]) and moves with it.
+#[derive(Debug)]
 pub struct ManualClock {
     nanos: AtomicU64,
+    epoch_start: i64,
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::at_epoch(crate::lb::epoch_millis())
+    }
 }
 
 impl ManualClock {
     /// A clock at zero.
     pub fn new() -> Self {
         Self::default()
+    }
+    /// A clock at zero whose wall clock reads `epoch_millis` (ms since the Unix epoch).
+    pub fn at_epoch(epoch_millis: i64) -> Self {
+        ManualClock {
+            nanos: AtomicU64::new(0),
+            epoch_start: epoch_millis,
+        }
     }
     /// Moves the clock forward by `d`.
     pub fn advance(&self, d: Duration) {
@@ -67,6 +88,9 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Duration {
         Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+    fn epoch_millis(&self) -> i64 {
+        self.epoch_start + (self.nanos.load(Ordering::Relaxed) / 1_000_000) as i64
     }
 }
 

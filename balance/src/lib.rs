@@ -9,7 +9,10 @@
 //! - [`service`]: [`Cluster`], route + balance + failover ([`Cluster::select`] for the
 //!   caller's own loop, async [`Cluster::call`] around a closure) + health tracking + the
 //!   service breaker, over one published state (chain state, balancer and health tables,
-//!   configuration) that [`Cluster::apply`] replaces whole.
+//!   configuration) that [`Cluster::apply`] replaces whole; the cluster modes (`failover`,
+//!   `failfast`, `failsafe`, `forking`, `broadcast`: [`ClusterMode`]) and the call
+//!   parameters merged in Dubbo's order from the consumer, the providers' URLs and the
+//!   override rules ([`service::params`]).
 //!
 //! Depends only on `routechain-core`.
 
@@ -19,9 +22,10 @@ pub mod service;
 
 pub use health::{Clock, HealthConfig, HealthTable, ManualClock, ProviderHealth, SystemClock};
 pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
+pub use service::params::{CallParams, Source as ParamSource};
 pub use service::{
-    CallError, Caller, Cluster, ClusterChange, ClusterStats, InFlight, InvokeError, Invoked,
-    MethodCall, Published, SelectError, Selected, ServiceConfig, Target,
+    CallError, Caller, Cluster, ClusterChange, ClusterMode, ClusterStats, InFlight, InvokeError,
+    Invoked, MethodCall, Published, SelectError, Selected, ServiceConfig, Target,
 };
 #[doc(hidden)]
 pub use service::{PerThread, Pooled};

@@ -64,7 +64,7 @@ async fn a_failed_attempt_is_retried_on_another_provider() {
 #[tokio::test]
 async fn tried_providers_are_excluded_until_none_is_left() {
     let config = ServiceConfig {
-        retries: 9,
+        retries: Some(9),
         ..ServiceConfig::default()
     };
     let svc = service(4, config);
@@ -96,7 +96,7 @@ async fn retries_follow_the_configuration_and_the_method() {
         "once".into(),
         MethodCall {
             retries: Some(0),
-            timeout: None,
+            ..MethodCall::default()
         },
     );
     let svc = service(5, config);
@@ -124,14 +124,14 @@ async fn retries_follow_the_configuration_and_the_method() {
 #[tokio::test(start_paused = true)]
 async fn each_attempt_has_its_own_timeout() {
     let mut config = ServiceConfig {
-        timeout: Duration::from_millis(100),
+        timeout: Some(Duration::from_millis(100)),
         ..ServiceConfig::default()
     };
     config.methods.insert(
         "report".into(),
         MethodCall {
-            retries: None,
             timeout: Some(Duration::from_secs(5)),
+            ..MethodCall::default()
         },
     );
     let svc = service(3, config);
@@ -195,7 +195,7 @@ async fn each_attempt_has_its_own_timeout() {
 async fn a_cancelled_call_leaves_nothing_in_flight() {
     let config = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::LeastActive)),
-        timeout: Duration::ZERO,
+        timeout: Some(Duration::ZERO),
         ..ServiceConfig::default()
     };
     let svc = service(2, config);
@@ -360,4 +360,128 @@ fn outside_a_tokio_runtime_attempts_run_untimed_instead_of_panicking() {
         Poll::Ready(Ok(reply)) => assert_eq!(reply.attempts, 1),
         other => panic!("{other:?}"),
     }
+}
+
+/// A service over provider URLs written out (`params` per provider).
+fn service_of(urls: &[&str], config: ServiceConfig) -> Arc<Cluster> {
+    let snapshot = Arc::new(Snapshot::parse_lines(1, &urls.join("\n")).unwrap());
+    let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
+    Arc::new(Cluster::with_clock(
+        state,
+        config,
+        Arc::new(ManualClock::new()),
+    ))
+}
+
+/// Calls that hang on every provider: how long the call takes is the sum of its attempts'
+/// timeouts, and the attempts count its retries.
+async fn hanging(svc: &Cluster, request: &Request) -> (Duration, u32) {
+    let started = tokio::time::Instant::now();
+    let err = svc
+        .call(request, |_| {
+            std::future::pending::<Result<(), CallError<()>>>()
+        })
+        .await
+        .unwrap_err();
+    match err {
+        InvokeError::Failed { attempts, .. } => (started.elapsed(), attempts),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_and_retries_come_from_the_provider_the_rules_and_the_attachments() {
+    // Each provider's own timeout; `retries` in a provider URL is never read.
+    let svc = service_of(
+        &[
+            "dubbo://10.0.0.1:1/s?timeout=100&retries=9",
+            "dubbo://10.0.0.2:1/s?timeout=300&retries=9",
+        ],
+        ServiceConfig::default(),
+    );
+    let (took, attempts) = hanging(&svc, &Request::new()).await;
+    assert_eq!(
+        (took, attempts),
+        (Duration::from_millis(400), 2),
+        "one attempt per provider (2 retries, 2 providers), each with its own timeout"
+    );
+    // An override rule's retries and method timeout (marked by live) count.
+    let svc = service_of(
+        &[
+            "dubbo://10.0.0.1:1/s?timeout=100&get.timeout=50&retries=0&routechain.overridden=get.timeout,retries",
+            "dubbo://10.0.0.2:1/s?timeout=100&get.timeout=50&retries=0&routechain.overridden=get.timeout,retries",
+        ],
+        ServiceConfig {
+            retries: Some(5),
+            timeout: Some(Duration::from_secs(1)),
+            ..ServiceConfig::default()
+        },
+    );
+    let get = Request::new().with_method("get");
+    assert_eq!(
+        hanging(&svc, &get).await,
+        (Duration::from_millis(50), 1),
+        "override beats consumer"
+    );
+    // The consumer's service timeout beats the provider's (unmarked) service timeout.
+    assert_eq!(
+        hanging(&svc, &Request::new().with_method("put")).await,
+        (Duration::from_secs(1), 1)
+    );
+    // Attachments come first.
+    let attached = get
+        .clone()
+        .with_attachment("timeout", "20")
+        .with_attachment("retries", "1");
+    assert_eq!(
+        hanging(&svc, &attached).await,
+        (Duration::from_millis(40), 2)
+    );
+}
+
+#[tokio::test]
+async fn failsafe_returns_the_default_and_failfast_the_error() {
+    let mut config = ServiceConfig::default();
+    for (m, mode) in [
+        ("log", ClusterMode::Failsafe),
+        ("pay", ClusterMode::Failfast),
+    ] {
+        config.methods.insert(
+            m.into(),
+            MethodCall {
+                cluster: Some(mode),
+                ..MethodCall::default()
+            },
+        );
+    }
+    let svc = service(3, config);
+    let failing = |_: Selected| async { Err::<String, _>(CallError::Retryable("down")) };
+    let reply = svc
+        .call(&Request::new().with_method("log"), failing)
+        .await
+        .unwrap();
+    assert!(reply.swallowed);
+    assert_eq!((reply.value.as_str(), reply.attempts), ("", 1));
+    let err = svc
+        .call(&Request::new().with_method("pay"), failing)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, InvokeError::Failed { attempts: 1, .. }),
+        "{err:?}"
+    );
+    // A final error is the provider's answer, even failsafe.
+    let err = svc
+        .call(&Request::new().with_method("log"), |_| async {
+            Err::<String, _>(CallError::Final("invalid"))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        InvokeError::Failed {
+            last: CallError::Final("invalid"),
+            ..
+        }
+    ));
 }

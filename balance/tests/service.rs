@@ -53,7 +53,7 @@ fn zone_router() -> ChainEntry {
 
 /// Runs [`Cluster::call`] with a synchronous attempt to completion on this thread (no
 /// runtime: the attempts are ready futures and no timer is armed).
-fn call_now<T, E>(
+fn call_now<T: Default, E>(
     svc: &Cluster,
     request: &Request,
     mut attempt: impl FnMut(&Selected) -> Result<T, CallError<E>>,
@@ -333,7 +333,7 @@ fn update_swaps_the_state_and_the_configuration_together() {
     let rr = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::RoundRobin)),
         skip_degraded: true,
-        retries: 0,
+        retries: Some(0),
         health: health(1, 30),
         ..ServiceConfig::default()
     };

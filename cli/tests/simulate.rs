@@ -256,5 +256,52 @@ fn a_bad_balancer_is_reported_with_its_location() {
 fn docs_load_balancing_sample_is_what_simulate_prints() {
     let doc = std::fs::read_to_string(workspace().join("docs/load-balancing.md")).unwrap();
     let (samples, _) = run_samples(&doc, "docs/load-balancing.md");
-    assert_eq!(samples, 1);
+    assert_eq!(samples, 2);
+}
+
+/// The providers' `loadbalance=roundrobin` picks the balancer when the chain file names
+/// none (Dubbo reads it from the first provider), and the JSON says where each call
+/// parameter came from.
+#[test]
+fn the_providers_loadbalance_and_timeout_apply_and_the_json_names_their_source() {
+    let s = Scratch::new("sim-params");
+    let providers = "\
+dubbo://10.0.0.1:20880/svc?loadbalance=roundrobin&timeout=250&retries=7&methods=get&get.timeout=80
+dubbo://10.0.0.2:20880/svc?loadbalance=roundrobin&timeout=250&retries=7&methods=get&get.timeout=80
+";
+    let out = simulate(&s, "routers: []\n", providers, &["--calls", "10"]);
+    assert_exit(&out, 0);
+    let v = json(&out);
+    assert_eq!(counts(&v), [(0, 5), (1, 5)], "round robin: exactly even");
+    let params: Vec<(String, String, String)> = v["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let f = |k: &str| p[k].as_str().unwrap().to_string();
+            (f("key"), f("value"), f("source"))
+        })
+        .collect();
+    let want = [
+        ("timeout", "80ms", "provider URL (method)"),
+        ("retries", "2", "default"),
+        ("loadbalance", "roundrobin", "provider URL"),
+        ("cluster", "failover", "default"),
+        ("forks", "2", "default"),
+    ];
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect();
+    assert_eq!(params, want);
+    // The chain file names a balancer: the consumer's wins over the providers'.
+    let out = simulate(
+        &s,
+        "routers: []\nload_balance: random\n",
+        providers,
+        &["--calls", "10"],
+    );
+    let v = json(&out);
+    assert_eq!(v["parameters"][2]["value"], "random");
+    assert_eq!(v["parameters"][2]["source"], "consumer");
 }

@@ -11,9 +11,9 @@
 use routechain_rules::located::{LocatedError, MAX_PROBLEMS_PER_ORIGIN, lines, render_all};
 
 /// The most bytes one rendered problem may take: the location, a message and a field path
-/// cut to 300 characters each, and a 120-character excerpt with its caret line (4 bytes a
+/// cut to 400 characters each, and a 120-character excerpt with its caret line (4 bytes a
 /// character at most).
-pub const MAX_RENDERED_PROBLEM_BYTES: usize = 200 + 2 * 300 * 4 + 3 * 130 * 4;
+pub const MAX_RENDERED_PROBLEM_BYTES: usize = 200 + 2 * 400 * 4 + 3 * 130 * 4;
 
 /// Checks that every error of `origin` is located inside `text` and that the rendered
 /// report is bounded.

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use routechain_balance::service::params::{OVERRIDDEN_KEY, is_call_key};
 use routechain_core::Url;
 use routechain_rules::configurators::{OverrideEntry, OverrideRule, Side, View};
 
@@ -97,6 +98,9 @@ pub(crate) fn apply_one(
             changes.extend(e.configure(p, view).into_iter().flatten());
         }
     }
+    // Provider-side items are what the provider would have registered: its own URL's
+    // values. The consumer-side ones are Dubbo's override layer.
+    let provider_side = changes.len();
     let view = View {
         side: Side::Consumer,
         host: cx.consumer_host,
@@ -105,11 +109,26 @@ pub(crate) fn apply_one(
     for e in entries {
         changes.extend(e.configure(p, view).into_iter().flatten());
     }
-    let url = if changes.iter().all(|(k, v)| p.param(k) == Some(v.as_str())) {
+    // The call parameters a rule set are listed, so the balancer ranks them above the
+    // consumer's (Dubbo's override URL is a layer of its own).
+    let mut overridden: Vec<&str> = changes[provider_side..]
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| is_call_key(k))
+        .collect();
+    overridden.sort_unstable();
+    overridden.dedup();
+    let marker = overridden.join(",");
+    let url = if changes.iter().all(|(k, v)| p.param(k) == Some(v.as_str()))
+        && p.param(OVERRIDDEN_KEY).unwrap_or("") == marker
+    {
         p.clone()
     } else {
         let mut params: Vec<(&str, &str)> = p.params().collect();
         params.extend(changes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        if !marker.is_empty() {
+            params.push((OVERRIDDEN_KEY, &marker));
+        }
         Url::from_parts(p.protocol(), p.host(), p.port(), p.path(), params)
     };
     let enabled = match url.param("disabled") {
@@ -117,4 +136,76 @@ pub(crate) fn apply_one(
         None => url.param("enabled") != Some("false"),
     };
     enabled.then_some(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use routechain_balance::{CallParams, ParamSource, ServiceConfig};
+    use routechain_core::Snapshot;
+
+    /// A consumer-side rule's `timeout` is Dubbo's override layer: listed in the marker,
+    /// so it beats the consumer's own timeout; a provider-side rule's is the provider's
+    /// value (the provider would have registered it), below the consumer's.
+    #[test]
+    fn consumer_side_rules_are_marked_and_rank_above_the_consumer() {
+        let rule = |side: &str| {
+            OverrideRule::parse(
+                "r.yaml",
+                &format!(
+                    "configVersion: v2.7\nscope: service\nkey: svc\nconfigs:\n  - side: {side}\n    parameters: {{timeout: '2500', getUser.retries: '0'}}\n"
+                ),
+            )
+            .unwrap()
+        };
+        let p =
+            Url::parse_provider("dubbo://10.0.0.1:20880/svc?timeout=3000&methods=getUser").unwrap();
+        let consumer = ServiceConfig {
+            timeout: Some(std::time::Duration::from_millis(700)),
+            ..ServiceConfig::default()
+        };
+        let cases = [
+            (
+                Side::Consumer,
+                "consumer",
+                2500,
+                ParamSource::OverrideService,
+            ),
+            (
+                Side::Provider,
+                "provider",
+                700,
+                ParamSource::ConsumerService,
+            ),
+        ];
+        for (side, name, want, source) in cases {
+            let r = rule(name);
+            let entries: Vec<&OverrideEntry> = r.entries.iter().collect();
+            let cx = OverrideContext {
+                consumer_host: "",
+                consumer_app: None,
+                provider_side: side == Side::Provider,
+            };
+            let url = apply_one(&p, &entries, &cx).unwrap();
+            assert_eq!(url.param("timeout"), Some("2500"));
+            let marked = (side == Side::Consumer).then_some("getUser.retries,timeout");
+            assert_eq!(url.param(OVERRIDDEN_KEY), marked);
+            let snapshot = Snapshot::new(1, vec![url]);
+            let params = CallParams::new(&snapshot, &consumer);
+            let m = params.method(Some("getUser"));
+            let (timeout, got) = params.timeout(m, Some(0));
+            assert_eq!(
+                (timeout.unwrap().as_millis() as u64, got),
+                (want, source),
+                "{name}"
+            );
+            let retries = params.retries(m, Some(0));
+            let want_retries = if side == Side::Consumer {
+                (0, ParamSource::OverrideMethod)
+            } else {
+                (2, ParamSource::Default)
+            };
+            assert_eq!(retries, want_retries, "{name}");
+        }
+    }
 }

@@ -110,7 +110,7 @@ pub const EXCERPT_RADIUS: usize = 60;
 
 /// The longest message or field path printed whole; longer ones are cut with `…` (a message
 /// may quote a token of the input, which can be megabytes long).
-pub const MAX_MESSAGE_CHARS: usize = 300;
+pub const MAX_MESSAGE_CHARS: usize = 400;
 
 /// The most problems [`render_all`] prints for one origin.
 pub const MAX_PROBLEMS_PER_ORIGIN: usize = 100;

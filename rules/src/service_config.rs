@@ -7,26 +7,31 @@
 //! methods:                      # per-method overrides
 //!   getUser: {load_balance: consistenthash, hash_key: "attributes[user]", timeout: 200ms}
 //!   listUsers: {load_balance: roundrobin, retries: 0}
+//!   audit: {cluster: failsafe}
 //! skip_degraded: true           # drop degraded providers from every routed set (default false)
 //! retries: 2                    # failover retries after the first attempt (default 2)
 //! timeout: 1s                   # timeout of one attempt of `Cluster::call` (default 1s; 0: none)
+//! cluster: failover             # failover (default) | failfast | failsafe | forking | broadcast
+//! forks: 2                      # forking: parallel calls (default 2; 0: every routed provider)
 //! health:
 //!   failure_threshold: 5        # consecutive failures that degrade a provider (default 5)
 //!   cooldown: 30s               # how long it stays degraded (default 30s)
 //! ```
 //!
 //! Durations are humantime strings (`500ms`, `30s`, `2m`, `1h 30m`) or a number of seconds.
-//! Every problem is reported at once, each at its field path.
+//! Every problem is reported at once, each at its field path. These are the consumer's call
+//! parameters: a value not written here is taken from the providers' URLs and the override
+//! rules as Dubbo takes it (`routechain_balance::service::params`).
 
 use std::time::Duration;
 
 use routechain_balance::lb::{BalanceConfig, BalancerSpec, LoadBalanceKind};
-use routechain_balance::{HealthConfig, MethodCall, ServiceConfig};
+use routechain_balance::{ClusterMode, HealthConfig, MethodCall, ServiceConfig};
 use routechain_core::{FieldPath, KeyPart, RuleError};
 use serde_json::{Map, Value};
 
 /// The top-level chain-file fields read here.
-pub const SERVICE_FIELDS: [&str; 8] = [
+pub const SERVICE_FIELDS: [&str; 10] = [
     "load_balance",
     "hash_key",
     "hash_nodes",
@@ -34,16 +39,20 @@ pub const SERVICE_FIELDS: [&str; 8] = [
     "skip_degraded",
     "retries",
     "timeout",
+    "cluster",
+    "forks",
     "health",
 ];
 
 const BALANCER_FIELDS: [&str; 3] = ["load_balance", "hash_key", "hash_nodes"];
-const METHOD_FIELDS: [&str; 5] = [
+const METHOD_FIELDS: [&str; 7] = [
     "load_balance",
     "hash_key",
     "hash_nodes",
     "retries",
     "timeout",
+    "cluster",
+    "forks",
 ];
 const HEALTH_FIELDS: [&str; 2] = ["failure_threshold", "cooldown"];
 
@@ -53,6 +62,8 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
     let mut config = ServiceConfig::default();
     let default = balancer(top, &root, &BalancerSpec::default(), errors);
     let mut balance = BalanceConfig::new(default.clone());
+    // A balancer the chain file does not name is the providers' or the override rules'.
+    balance.default_named = top.get("load_balance").is_some_and(|v| !v.is_null());
     match top.get("methods") {
         None | Some(Value::Null) => {}
         Some(Value::Object(methods)) => {
@@ -70,11 +81,14 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
                         // A balancer slot of its own only when the method sets one.
                         if BALANCER_FIELDS.iter().any(|k| m.contains_key(*k)) {
                             let spec = balancer(m, &path, &default, errors);
-                            balance = balance.with_method(name.clone(), spec);
+                            let named = m.get("load_balance").is_some_and(|v| !v.is_null());
+                            balance = balance.with_method_named(name.clone(), spec, named);
                         }
                         let call = MethodCall {
                             retries: uint(m.get("retries"), &path.key("retries"), errors),
                             timeout: duration_field(m.get("timeout"), &path.key("timeout"), errors),
+                            cluster: cluster(m.get("cluster"), &path.key("cluster"), errors),
+                            forks: uint(m.get("forks"), &path.key("forks"), errors),
                         };
                         if call != MethodCall::default() {
                             config.methods.insert(name.clone(), call);
@@ -112,12 +126,10 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
             "`skip_degraded` must be true or false",
         )),
     }
-    if let Some(r) = uint(top.get("retries"), &root.key("retries"), errors) {
-        config.retries = r;
-    }
-    if let Some(t) = duration_field(top.get("timeout"), &root.key("timeout"), errors) {
-        config.timeout = t;
-    }
+    config.retries = uint(top.get("retries"), &root.key("retries"), errors);
+    config.timeout = duration_field(top.get("timeout"), &root.key("timeout"), errors);
+    config.cluster = cluster(top.get("cluster"), &root.key("cluster"), errors);
+    config.forks = uint(top.get("forks"), &root.key("forks"), errors);
     match top.get("health") {
         None | Some(Value::Null) => {}
         Some(Value::Object(h)) => {
@@ -239,6 +251,35 @@ fn balancer(
     spec
 }
 
+/// Reads an optional cluster mode (Dubbo's `cluster` names).
+fn cluster(
+    value: Option<&Value>,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<ClusterMode> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => {
+            let mode = ClusterMode::parse(s.trim());
+            if mode.is_none() {
+                let known = ClusterMode::ALL.iter().map(|m| m.name());
+                errors.push(RuleError::new(
+                    path.clone(),
+                    routechain_core::unknown_name("cluster", s.trim(), known),
+                ));
+            }
+            mode
+        }
+        Some(_) => {
+            errors.push(RuleError::new(
+                path.clone(),
+                "`cluster` must be a cluster name",
+            ));
+            None
+        }
+    }
+}
+
 fn uint(value: Option<&Value>, path: &FieldPath, errors: &mut Vec<RuleError>) -> Option<u32> {
     match value {
         None | Some(Value::Null) => None,
@@ -308,7 +349,11 @@ mod tests {
         let (c, e) = parse_value(json!({}));
         assert!(e.is_empty());
         assert_eq!(c, ServiceConfig::default());
-        assert_eq!(c.retries, 2);
+        assert_eq!(c.retries_for(None), 2);
+        assert_eq!(
+            c.retries, None,
+            "not the consumer's: the providers' and the defaults"
+        );
         assert_eq!(c.health.failure_threshold, 5);
         assert_eq!(c.health.cooldown, Duration::from_secs(30));
         assert_eq!(c.balance.default.kind, LoadBalanceKind::Random);
@@ -342,8 +387,8 @@ mod tests {
             LoadBalanceKind::P2c
         );
         assert!(c.skip_degraded);
-        assert_eq!(c.retries, 4);
-        assert_eq!(c.timeout, Duration::from_millis(250));
+        assert_eq!(c.retries, Some(4));
+        assert_eq!(c.timeout, Some(Duration::from_millis(250)));
         assert_eq!(c.timeout_for(Some("getUser")), Some(Duration::from_secs(2)));
         assert_eq!(c.retries_for(Some("getUser")), 4);
         assert_eq!(
@@ -442,5 +487,28 @@ mod tests {
         ] {
             assert!(duration(&v).is_err(), "{v}");
         }
+    }
+
+    #[test]
+    fn cluster_and_forks_per_service_and_method() {
+        let (c, errors) = parse_value(json!({
+            "cluster": "forking",
+            "forks": 3,
+            "methods": {"audit": {"cluster": "failsafe"}, "x": {"cluster": "failback"}}
+        }));
+        assert_eq!(c.cluster, Some(ClusterMode::Forking));
+        assert_eq!(c.forks, Some(3));
+        assert_eq!(c.methods["audit"].cluster, Some(ClusterMode::Failsafe));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("methods.x.cluster: unknown cluster `failback`"),
+            "{errors:?}"
+        );
+        assert!(
+            !c.balance.default_named,
+            "no load_balance: not the consumer's"
+        );
+        let (c, _) = parse_value(json!({"load_balance": "random"}));
+        assert!(c.balance.default_named);
     }
 }

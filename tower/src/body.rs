@@ -224,21 +224,37 @@ where
     }
 }
 
-/// The body of a response: the provider's, or empty (a trailers-only gRPC answer the layer
-/// made itself).
+/// The body of a response: the provider's, empty (a trailers-only gRPC answer the layer
+/// made itself), or one empty gRPC message and an OK status (the `failsafe` cluster's
+/// default answer: the reply message with every field at its default).
 #[derive(Debug)]
 pub struct ResponseBody<B> {
     inner: Option<B>,
+    /// The default message still to send: 2 the message, 1 the trailers, 0 done.
+    default_message: u8,
 }
 
 impl<B> ResponseBody<B> {
     /// The provider's body.
     pub fn new(body: B) -> Self {
-        ResponseBody { inner: Some(body) }
+        ResponseBody {
+            inner: Some(body),
+            default_message: 0,
+        }
     }
     /// No body.
     pub fn empty() -> Self {
-        ResponseBody { inner: None }
+        ResponseBody {
+            inner: None,
+            default_message: 0,
+        }
+    }
+    /// One zero-length gRPC message (uncompressed), then `grpc-status: 0`.
+    pub fn default_message() -> Self {
+        ResponseBody {
+            inner: None,
+            default_message: 2,
+        }
     }
 }
 
@@ -253,20 +269,34 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        match &mut self.inner {
-            Some(b) => Pin::new(b).poll_frame(cx),
-            None => Poll::Ready(None),
+        let this = &mut *self;
+        match (&mut this.inner, this.default_message) {
+            (Some(b), _) => Pin::new(b).poll_frame(cx),
+            (None, 2) => {
+                this.default_message = 1;
+                // The gRPC frame of an empty message: not compressed, length 0.
+                Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(&[0; 5])))))
+            }
+            (None, 1) => {
+                this.default_message = 0;
+                let mut trailers = HeaderMap::new();
+                trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                Poll::Ready(Some(Ok(Frame::trailers(trailers))))
+            }
+            (None, _) => Poll::Ready(None),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.as_ref().is_none_or(Body::is_end_stream)
+        self.default_message == 0 && self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner
-            .as_ref()
-            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
+        match &self.inner {
+            Some(b) => b.size_hint(),
+            None if self.default_message == 2 => SizeHint::with_exact(5),
+            None => SizeHint::with_exact(0),
+        }
     }
 }
 

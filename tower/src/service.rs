@@ -264,15 +264,35 @@ where
         })
         .await;
     drop(pooled);
-    answer(grpc, finish(outcome, streamed))
+    answer(grpc, finish(outcome, streamed, grpc))
 }
 
 /// The response (or the error) of the failover loop's outcome.
 fn finish<B>(
     outcome: Result<Invoked<http::Response<B>>, InvokeError<Failure<B>>>,
     streamed: bool,
+    grpc: bool,
 ) -> Result<http::Response<ResponseBody<B>>, RouteError> {
     match outcome {
+        // The failsafe cluster: the failure is swallowed, the caller gets the default
+        // answer (for gRPC an OK status and the reply message with default fields).
+        Err(InvokeError::Swallowed { provider, .. }) => {
+            let mut response = if grpc {
+                let mut head = http::Response::new(());
+                head.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/grpc"),
+                );
+                http::Response::from_parts(head.into_parts().0, ResponseBody::default_message())
+            } else {
+                http::Response::new(ResponseBody::empty())
+            };
+            response.extensions_mut().insert(RoutedTo {
+                provider,
+                attempts: 1,
+            });
+            Ok(response)
+        }
         Ok(invoked) => {
             let mut response = invoked.value.map(ResponseBody::new);
             response.extensions_mut().insert(RoutedTo {

@@ -42,12 +42,14 @@ impl Balancer for ConsistentHash {
         LoadBalanceKind::ConsistentHash
     }
 
-    fn pick(
+    /// Unweighted (Dubbo's ring ignores weights and warm-up).
+    fn pick_at(
         &self,
         _shared: &Shared,
         request: &Request,
         candidates: &Candidates,
         _rng: &mut dyn RandomSource,
+        _now: i64,
     ) -> Option<usize> {
         if candidates.count() <= 1 {
             return candidates.first();

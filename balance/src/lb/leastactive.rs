@@ -19,14 +19,14 @@ impl Balancer for LeastActive {
         LoadBalanceKind::LeastActive
     }
 
-    fn pick(
+    fn pick_at(
         &self,
         shared: &Shared,
         _request: &Request,
         candidates: &Candidates,
         rng: &mut dyn RandomSource,
+        now: i64,
     ) -> Option<usize> {
-        let weights = shared.weights();
         let mut least = u32::MAX;
         let mut least_count = 0u64;
         let mut total_weight = 0u64;
@@ -35,7 +35,7 @@ impl Balancer for LeastActive {
         let mut first = None;
         for i in candidates {
             let a = shared.active(i);
-            let w = weights.get(i) as u64;
+            let w = shared.weight(i, now) as u64;
             if a < least {
                 least = a;
                 least_count = 1;
@@ -59,7 +59,7 @@ impl Balancer for LeastActive {
             let mut offset = rng.below(total_weight);
             for i in candidates {
                 if shared.active(i) == least {
-                    let w = weights.get(i) as u64;
+                    let w = shared.weight(i, now) as u64;
                     if offset < w {
                         return Some(i);
                     }

@@ -32,6 +32,7 @@ pub mod leastactive;
 pub mod p2c;
 pub mod random;
 pub mod roundrobin;
+pub mod warmup;
 mod weights;
 
 #[cfg(test)]
@@ -45,6 +46,7 @@ pub use leastactive::LeastActive;
 pub use p2c::P2c;
 pub use random::Random;
 pub use roundrobin::RoundRobin;
+pub use warmup::WarmTable;
 pub use weights::{WeightParam, Weights, parse_weight, provider_weight};
 
 /// The weight of a provider without a (valid) `weight` param, as in Dubbo.
@@ -103,37 +105,63 @@ impl std::fmt::Display for LoadBalanceKind {
     }
 }
 
-/// What every balancer of one snapshot shares: the providers' weights and their in-flight
-/// call counters.
+/// The time now in milliseconds since the Unix epoch (the unit of a provider's
+/// `timestamp`), from the system clock.
+pub fn epoch_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What every balancer of one snapshot shares: the providers' weights, the ones still
+/// warming up, and their in-flight call counters.
 #[derive(Debug)]
 pub struct Shared {
     weights: Weights,
+    warm: WarmTable,
     active: Box<[AtomicU32]>,
 }
 
 impl Shared {
-    /// The weights of `snapshot`'s providers, and a zero in-flight count for each.
-    pub fn new(snapshot: &Snapshot) -> Self {
+    /// The weights of `snapshot`'s providers and those warming at `now` (ms since the
+    /// epoch), and a zero in-flight count for each.
+    pub fn new(snapshot: &Snapshot, now: i64) -> Self {
+        let weights = Weights::new(snapshot);
         Shared {
-            weights: Weights::new(snapshot),
+            warm: WarmTable::new(snapshot, weights.table(), now),
+            weights,
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
     /// The state of `snapshot`, derived from this one (of the snapshot `edit` started
-    /// from): the weights carried ([`Weights::edited`]), a zero in-flight count for each
-    /// provider (as [`Shared::new`]: calls in flight end on the state they started on).
-    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot) -> Self {
+    /// from): the weights and warm-up table carried ([`Weights::edited`],
+    /// [`WarmTable::edited`]), a zero in-flight count for each provider (as
+    /// [`Shared::new`]: calls in flight end on the state they started on).
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, now: i64) -> Self {
+        let weights = self.weights.edited(edit, snapshot);
         Shared {
-            weights: self.weights.edited(edit, snapshot),
+            warm: self.warm.edited(edit, snapshot, weights.table(), now),
+            weights,
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
-    /// The weights.
+    /// The static weights (the `weight` params, before warm-up).
     #[inline]
     pub fn weights(&self) -> &Weights {
         &self.weights
+    }
+
+    /// The providers still warming up.
+    pub fn warm(&self) -> &WarmTable {
+        &self.warm
+    }
+
+    /// The weight of provider `i` at `now` (ms since the epoch; 0: the static weight).
+    #[inline]
+    pub fn weight(&self, i: usize, now: i64) -> u32 {
+        self.warm.at(i, self.weights.get(i), now)
     }
 
     /// In-flight calls on provider `i` (0 past the end).
@@ -159,21 +187,36 @@ impl Shared {
 
 /// A load-balancing algorithm, prepared over one snapshot for one balancer slot.
 ///
-/// `pick` chooses one of `candidates` (a bitset over the snapshot) or returns `None` only
-/// when `candidates` is empty. It runs on every call: it reads the bitset and the prepared
-/// state (`self`, `shared`), draws from `rng`, and must not allocate or lock.
+/// `pick_at` chooses one of `candidates` (a bitset over the snapshot) or returns `None`
+/// only when `candidates` is empty. It runs on every call: it reads the bitset and the
+/// prepared state (`self`, `shared`), draws from `rng`, and must not allocate or lock.
+/// A weighted algorithm reads a provider's weight with [`Shared::weight`] at `now`, so a
+/// provider warming up weighs what Dubbo's warm-up gives it.
 pub trait Balancer: std::fmt::Debug + Send + Sync {
     /// The algorithm (its chain-file name).
     fn kind(&self) -> LoadBalanceKind;
 
-    /// Picks one candidate for `request`.
+    /// Picks one candidate for `request` at `now` (ms since the epoch while a provider
+    /// warms up; 0: the static weights).
+    fn pick_at(
+        &self,
+        shared: &Shared,
+        request: &Request,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+        now: i64,
+    ) -> Option<usize>;
+
+    /// Picks one candidate for `request` with the static weights.
     fn pick(
         &self,
         shared: &Shared,
         request: &Request,
         candidates: &Candidates,
         rng: &mut dyn RandomSource,
-    ) -> Option<usize>;
+    ) -> Option<usize> {
+        self.pick_at(shared, request, candidates, rng, 0)
+    }
 }
 
 /// The prepared balancer of one slot: one variant per algorithm, dispatched by `match`
@@ -279,19 +322,20 @@ impl Balancer for SlotBalancer {
     }
 
     #[inline]
-    fn pick(
+    fn pick_at(
         &self,
         shared: &Shared,
         request: &Request,
         candidates: &Candidates,
         rng: &mut dyn RandomSource,
+        now: i64,
     ) -> Option<usize> {
         match self {
-            SlotBalancer::Random(b) => b.pick(shared, request, candidates, rng),
-            SlotBalancer::RoundRobin(b) => b.pick(shared, request, candidates, rng),
-            SlotBalancer::LeastActive(b) => b.pick(shared, request, candidates, rng),
-            SlotBalancer::ConsistentHash(b) => b.pick(shared, request, candidates, rng),
-            SlotBalancer::P2c(b) => b.pick(shared, request, candidates, rng),
+            SlotBalancer::Random(b) => b.pick_at(shared, request, candidates, rng, now),
+            SlotBalancer::RoundRobin(b) => b.pick_at(shared, request, candidates, rng, now),
+            SlotBalancer::LeastActive(b) => b.pick_at(shared, request, candidates, rng, now),
+            SlotBalancer::ConsistentHash(b) => b.pick_at(shared, request, candidates, rng, now),
+            SlotBalancer::P2c(b) => b.pick_at(shared, request, candidates, rng, now),
         }
     }
 }
@@ -305,15 +349,20 @@ pub struct SnapshotBalance {
 }
 
 impl SnapshotBalance {
-    /// Prepares the balancers of `config` over `snapshot`. Rings with the same number of
-    /// virtual nodes are shared between slots.
+    /// Prepares the balancers of `config` over `snapshot`, the warm-up table at the system
+    /// time. Rings with the same number of virtual nodes are shared between slots.
     pub fn new(snapshot: &Snapshot, config: &BalanceConfig) -> Self {
+        Self::new_at(snapshot, config, epoch_millis())
+    }
+
+    /// [`SnapshotBalance::new`] with the warm-up table at `now` (ms since the epoch).
+    pub fn new_at(snapshot: &Snapshot, config: &BalanceConfig, now: i64) -> Self {
         let mut rings = Vec::new();
         let slots = (0..config.slots())
             .map(|slot| SlotBalancer::new(config.spec(slot), snapshot, &mut rings))
             .collect();
         SnapshotBalance {
-            shared: Shared::new(snapshot),
+            shared: Shared::new(snapshot, now),
             slots,
         }
     }
@@ -327,6 +376,17 @@ impl SnapshotBalance {
     /// tables' size (per-provider tables, mask words, ring points) plus the changed
     /// providers, never a URL of a surviving provider.
     pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, config: &BalanceConfig) -> Self {
+        self.edited_at(edit, snapshot, config, epoch_millis())
+    }
+
+    /// [`SnapshotBalance::edited`] with the warm-up table at `now` (ms since the epoch).
+    pub fn edited_at(
+        &self,
+        edit: &SnapshotEdit,
+        snapshot: &Snapshot,
+        config: &BalanceConfig,
+        now: i64,
+    ) -> Self {
         let mut rings = Vec::new();
         let slots = (0..config.slots())
             .map(|slot| {
@@ -338,7 +398,7 @@ impl SnapshotBalance {
             })
             .collect();
         SnapshotBalance {
-            shared: self.shared.edited(edit, snapshot),
+            shared: self.shared.edited(edit, snapshot, now),
             slots,
         }
     }
@@ -386,14 +446,30 @@ impl SnapshotBalance {
         candidates: &Candidates,
         rng: &mut dyn RandomSource,
     ) -> Option<usize> {
+        self.pick_at(slot, spec, request, candidates, rng, 0)
+    }
+
+    /// [`SnapshotBalance::pick`] at `now` (ms since the epoch: providers warming up weigh
+    /// what Dubbo's warm-up gives them; 0: the static weights).
+    #[inline]
+    pub fn pick_at(
+        &self,
+        slot: usize,
+        spec: &BalancerSpec,
+        request: &Request,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+        now: i64,
+    ) -> Option<usize> {
+        let shared = &self.shared;
         match self.slots.get(slot) {
-            Some(b) if b.kind() == spec.kind => b.pick(&self.shared, request, candidates, rng),
+            Some(b) if b.kind() == spec.kind => b.pick_at(shared, request, candidates, rng, now),
             _ => match spec.kind {
                 LoadBalanceKind::LeastActive => {
-                    LeastActive.pick(&self.shared, request, candidates, rng)
+                    LeastActive.pick_at(shared, request, candidates, rng, now)
                 }
-                LoadBalanceKind::P2c => P2c.pick(&self.shared, request, candidates, rng),
-                _ => Random.pick(&self.shared, request, candidates, rng),
+                LoadBalanceKind::P2c => P2c.pick_at(shared, request, candidates, rng, now),
+                _ => Random.pick_at(shared, request, candidates, rng, now),
             },
         }
     }

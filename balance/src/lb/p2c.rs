@@ -17,12 +17,13 @@ impl Balancer for P2c {
         LoadBalanceKind::P2c
     }
 
-    fn pick(
+    fn pick_at(
         &self,
         shared: &Shared,
         _request: &Request,
         candidates: &Candidates,
         rng: &mut dyn RandomSource,
+        now: i64,
     ) -> Option<usize> {
         let n = candidates.count() as u64;
         if n <= 1 {
@@ -36,9 +37,8 @@ impl Balancer for P2c {
         let ia = candidates.nth(a as usize)?;
         let ib = candidates.nth(b as usize)?;
         let (aa, ab) = (shared.active(ia), shared.active(ib));
-        let weights = shared.weights();
         Some(
-            if ab < aa || (ab == aa && weights.get(ib) > weights.get(ia)) {
+            if ab < aa || (ab == aa && shared.weight(ib, now) > shared.weight(ia, now)) {
                 ib
             } else {
                 ia

@@ -52,14 +52,65 @@ impl Balancer for Random {
     }
 
     #[inline]
-    fn pick(
+    fn pick_at(
         &self,
         shared: &Shared,
         _request: &Request,
         candidates: &Candidates,
         rng: &mut dyn RandomSource,
+        now: i64,
     ) -> Option<usize> {
-        shared.weights().pick(candidates, rng)
+        if now == 0 {
+            shared.weights().pick(candidates, rng)
+        } else {
+            shared.pick_warm(candidates, rng, now)
+        }
+    }
+}
+
+/// Draws of the static pick [`Shared::pick_warm`] makes before it walks the candidates.
+const WARM_TRIES: usize = 8;
+
+impl Shared {
+    /// The weighted random pick while providers warm up: candidate `i` with probability
+    /// `weight(i, now) / Σ weight(candidates, now)` (Dubbo's `RandomLoadBalance` over
+    /// `getWeight`). A static pick (probability `static(i) / Σ static`) is accepted with
+    /// probability `weight(i, now) / static(i)` — 1 for a provider not warming — so an
+    /// accepted draw is `i` with probability proportional to its weight now; after
+    /// eight rejections (most of the weight warming), Dubbo's loop over the
+    /// candidates with the weights now. Exact either way (see the module documentation).
+    pub fn pick_warm(
+        &self,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+        now: i64,
+    ) -> Option<usize> {
+        if candidates.at_most_one() {
+            return candidates.first();
+        }
+        for _ in 0..WARM_TRIES {
+            let i = self.weights().pick(candidates, rng)?;
+            let (s, w) = (self.weights().get(i), self.weight(i, now));
+            if w == s || (w > 0 && rng.below(u64::from(s)) < u64::from(w)) {
+                return Some(i);
+            }
+        }
+        let total: u64 = candidates
+            .iter()
+            .map(|i| u64::from(self.weight(i, now)))
+            .sum();
+        if total == 0 {
+            return candidates.nth(rng.below(candidates.count() as u64) as usize);
+        }
+        let mut offset = rng.below(total);
+        for i in candidates {
+            let w = u64::from(self.weight(i, now));
+            if offset < w {
+                return Some(i);
+            }
+            offset -= w;
+        }
+        candidates.first()
     }
 }
 

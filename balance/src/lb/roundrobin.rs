@@ -31,12 +31,13 @@ impl Balancer for RoundRobin {
         LoadBalanceKind::RoundRobin
     }
 
-    fn pick(
+    fn pick_at(
         &self,
         shared: &Shared,
         _request: &Request,
         candidates: &Candidates,
         _rng: &mut dyn RandomSource,
+        now: i64,
     ) -> Option<usize> {
         let mut total: i64 = 0;
         let mut best: Option<(usize, i64)> = None;
@@ -45,7 +46,7 @@ impl Balancer for RoundRobin {
             let Some(slot) = self.current.get(i) else {
                 continue;
             };
-            let w = shared.weights().get(i) as i64;
+            let w = shared.weight(i, now) as i64;
             let cur = slot.fetch_add(w, Ordering::Relaxed) + w;
             total += w;
             if best.is_none_or(|(_, max)| cur > max) {

@@ -11,9 +11,8 @@ use routechain_core::{Candidates, Snapshot, SnapshotEdit, popcount};
 
 use super::{DEFAULT_WEIGHT, MAX_WEIGHT_CLASSES};
 
-/// The weight Dubbo gives a provider: its `weight` param as [`parse_weight`] reads it,
-/// absent → 100. (Dubbo's warm-up reduction from `timestamp`/`warmup` is not applied: see
-/// `docs/load-balancing.md`.)
+/// The static weight Dubbo gives a provider: its `weight` param as [`parse_weight`] reads
+/// it, absent → 100 (warm-up, which lowers it for a while, is [`super::warmup`]'s).
 pub fn provider_weight(provider: &routechain_core::Provider) -> u32 {
     weight_of(provider.get("weight"))
 }
@@ -195,6 +194,11 @@ impl Weights {
     #[inline]
     pub fn get(&self, i: usize) -> u32 {
         self.weights.get(i).copied().unwrap_or(0)
+    }
+
+    /// Every provider's weight, by index.
+    pub fn table(&self) -> &[u32] {
+        &self.weights
     }
 
     /// The largest weight of any provider (0 when every weight is zero).

@@ -1,17 +1,21 @@
 //! [`Cluster::call`]: the failover loop around the caller's attempt closure.
 //!
-//! Per call, Dubbo's failover cluster: select a provider (route + balance, excluding the
+//! Per call, Dubbo's cluster invokers: select a provider (route + balance, excluding the
 //! providers this call already tried), count it in flight while the attempt runs (a guard:
-//! a cancelled call leaves nothing counted), feed the outcome to health, and on a
-//! retryable failure try another provider, up to `retries` more times.
+//! a cancelled call leaves nothing counted), feed the outcome to health, and then as the
+//! method's `cluster` says: `failover` tries another provider on a retryable failure, up
+//! to `retries` more times; `failfast` and `failsafe` make one attempt (`failsafe`
+//! swallows its failure); `forking` calls `forks` providers at once; `broadcast` calls
+//! every routed provider.
 
 use std::future::Future;
 use std::time::Duration;
 
 use routechain_core::Request;
 
+use super::config::ClusterMode;
 use super::pool::{Buffers, Pooled};
-use super::{Cluster, SelectError, Selected};
+use super::{Caller, Cluster, SelectError, Selected};
 
 /// How an attempt failed: the attempt closure's error, classified. The classification
 /// decides whether the call fails over and what health learns.
@@ -57,12 +61,16 @@ impl<E> CallError<E> {
 /// The outcome of a call that succeeded.
 #[derive(Debug)]
 pub struct Invoked<T> {
-    /// What the successful attempt returned.
+    /// What the successful attempt returned (`failsafe`: the default value when the
+    /// attempt failed).
     pub value: T,
-    /// The provider that answered.
+    /// The provider that answered (or failed, when `swallowed`).
     pub provider: Selected,
     /// Attempts made (1 = no failover).
     pub attempts: u32,
+    /// True when the `failsafe` cluster swallowed the attempt's error and `value` is the
+    /// default.
+    pub swallowed: bool,
 }
 
 /// Why a call gave up.
@@ -84,6 +92,16 @@ pub enum InvokeError<E> {
         /// error.
         stopped: Option<SelectError>,
     },
+    /// The `failsafe` cluster swallowed the attempt's error: the caller answers with its
+    /// default value ([`Cluster::call`] does, with `T::default()`; only
+    /// `Cluster::call_limited`, for transports, returns this).
+    #[error("failsafe: swallowed {last}")]
+    Swallowed {
+        /// The attempt's error.
+        last: CallError<E>,
+        /// The provider that failed.
+        provider: Selected,
+    },
 }
 
 impl<E> InvokeError<E> {
@@ -91,7 +109,7 @@ impl<E> InvokeError<E> {
     pub fn last(&self) -> Option<&CallError<E>> {
         match self {
             InvokeError::Select(_) => None,
-            InvokeError::Failed { last, .. } => Some(last),
+            InvokeError::Failed { last, .. } | InvokeError::Swallowed { last, .. } => Some(last),
         }
     }
 }
@@ -107,22 +125,76 @@ fn timer_available() -> bool {
     inside
 }
 
+/// The settings of one call, resolved when its first provider is selected.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    mode: ClusterMode,
+    /// Attempts in all (failover), or parallel calls (forking).
+    attempts: u32,
+    /// The `timeout` attachment, when the call has one (milliseconds; Dubbo's first layer).
+    timeout: Option<Duration>,
+    timed: bool,
+}
+
+impl Plan {
+    /// The timeout of an attempt of `request` on `selected`: the attachment's, else the
+    /// provider's effective one (in the state it was selected from: a retry may be on a
+    /// newer one, whose method ids are its own).
+    fn timeout(&self, request: &Request, selected: &Selected) -> Option<Duration> {
+        if !self.timed {
+            return None;
+        }
+        self.timeout
+            .or_else(|| selected.timeout(request.method.as_deref()))
+    }
+}
+
+/// A positive number of milliseconds in the call's attachment `key`.
+fn attached(request: &Request, key: &str) -> Option<i64> {
+    request
+        .attachments
+        .get(key)
+        .and_then(|v| v.trim().parse::<i64>().ok())
+}
+
+/// Runs `fut` under `timeout` (none: as it is).
+async fn timed<T, E>(
+    timeout: Option<Duration>,
+    fut: impl Future<Output = Result<T, CallError<E>>>,
+) -> Result<T, CallError<E>> {
+    match timeout {
+        Some(d) => tokio::time::timeout(d, fut)
+            .await
+            .unwrap_or(Err(CallError::Timeout(d))),
+        None => fut.await,
+    }
+}
+
 impl Cluster {
-    /// Calls `attempt` on a provider chosen for `request`, with Dubbo's failover: on a
-    /// retryable error or a timeout it tries another provider of the same routed set, up
-    /// to `retries` more times (the method's `retries`, else the service's; default 2).
+    /// Calls `attempt` on a provider chosen for `request`, as the method's cluster mode
+    /// says (Dubbo's `cluster`, default `failover`: on a retryable error or a timeout it
+    /// tries another provider of the same routed set, up to `retries` more times).
     ///
-    /// - Each attempt gets the configured timeout (the method's `timeout`, else the
-    ///   service's; default 1 s, Dubbo's); a timed-out attempt is dropped and counts as a
-    ///   [`CallError::Timeout`]. Timeouts use tokio's timers: inside a tokio runtime it
-    ///   needs the time driver (`enable_time`, on in `#[tokio::main]`); outside any tokio
-    ///   runtime attempts are not timed.
+    /// - The call parameters (`timeout`, `retries`, `cluster`, `forks`) are the method's
+    ///   as resolved from the consumer's settings, the providers' URLs and the override
+    ///   rules ([`super::params`]); a `timeout` or `retries` attachment of the request
+    ///   comes first, as in Dubbo.
+    /// - `failfast`: one attempt. `failsafe`: one attempt, whose failure is logged and
+    ///   swallowed: the call returns `T::default()` ([`Invoked::swallowed`]). `forking`:
+    ///   `forks` attempts on distinct providers at once, the first success wins and the
+    ///   others are dropped. `broadcast`: every routed provider in turn; any failure fails
+    ///   the call (the last one's error), else the last answer is returned.
+    /// - Each attempt gets its provider's timeout (default 1 s, Dubbo's); a timed-out
+    ///   attempt is dropped and counts as a [`CallError::Timeout`]. Timeouts use tokio's
+    ///   timers: inside a tokio runtime it needs the time driver (`enable_time`, on in
+    ///   `#[tokio::main]`); outside any tokio runtime attempts are not timed.
     /// - The provider is counted in flight (`leastactive`, `p2c`) while its attempt runs,
     ///   by a guard: dropping the call's future mid-attempt leaves nothing counted.
     /// - Outcomes feed health (see [`CallError`]); a cancelled attempt reports nothing.
     /// - Providers already tried by this call are never selected again.
     /// - The call's buffers come from a per-thread cache and go back to it: no
-    ///   [`super::Caller`] to keep, and nothing allocated per call once warm.
+    ///   [`super::Caller`] to keep, and nothing allocated per call once warm (`forking`
+    ///   allocates its parallel attempts).
     /// - Outside an async context, poll it to completion (its attempts' futures are all
     ///   the loop waits for when no timer is armed), or drive [`Cluster::select`] yourself.
     ///
@@ -156,17 +228,27 @@ impl Cluster {
         attempt: F,
     ) -> Result<Invoked<T>, InvokeError<E>>
     where
+        T: Default,
         F: FnMut(Selected) -> Fut,
         Fut: Future<Output = Result<T, CallError<E>>>,
     {
-        self.call_limited(request, u32::MAX, attempt).await
+        match self.call_limited(request, u32::MAX, attempt).await {
+            Err(InvokeError::Swallowed { provider, .. }) => Ok(Invoked {
+                value: T::default(),
+                provider,
+                attempts: 1,
+                swallowed: true,
+            }),
+            other => other,
+        }
     }
 
     /// [`Cluster::call`] with at most `max_attempts` attempts in all (the configured
     /// `retries` still apply: the smaller limit wins). `1` makes exactly one attempt, for a
     /// request that cannot be sent twice (a streamed body): its provider's outcome is
-    /// reported as usual, and no second provider is selected, counted or reported. For
-    /// transport layers (`routechain-tower`).
+    /// reported as usual, and no second provider is selected, counted or reported. A
+    /// `failsafe` failure is [`InvokeError::Swallowed`]: the transport answers with its
+    /// default. For transport layers (`routechain-tower`).
     #[doc(hidden)]
     pub async fn call_limited<T, E, F, Fut>(
         &self,
@@ -181,84 +263,288 @@ impl Cluster {
         let mut pooled = Pooled::<Buffers>::take();
         let Buffers { call, tried } = pooled.get();
         tried.clear();
-        let (max, timeout) = {
-            // The settings of the configuration the call starts under.
-            let published = self.published.load();
-            let method = request.method.as_deref();
-            let timeout = published
-                .config
-                .timeout_for(method)
-                .filter(|_| timer_available());
-            let max = published.config.retries_for(method).saturating_add(1);
-            (max.min(max_attempts.max(1)), timeout)
-        };
+        let max_attempts = max_attempts.max(1);
         let result = async {
-            let mut last = None;
-            for n in 1..=max {
-                let selected = match self.select(request, tried, call) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        return Err(match last {
-                            None => InvokeError::Select(e),
-                            Some(last) => InvokeError::Failed {
-                                last,
-                                attempts: n - 1,
-                                stopped: Some(e),
-                            },
-                        });
-                    }
+            let first = self
+                .select(request, tried, call)
+                .map_err(InvokeError::Select)?;
+            let plan = {
+                let params = &first.published().params;
+                let method = params.method(request.method.as_deref());
+                let (mode, _) = params.cluster(method);
+                let attempts = match mode {
+                    ClusterMode::Failover => attached(request, "retries")
+                        .map_or_else(
+                            || params.retries(method, Some(first.index())).0,
+                            |r| u32::try_from(r.max(0)).unwrap_or(u32::MAX),
+                        )
+                        .saturating_add(1),
+                    ClusterMode::Forking => params.forks(method, Some(first.index())).0,
+                    ClusterMode::Broadcast => u32::MAX,
+                    ClusterMode::Failfast | ClusterMode::Failsafe => 1,
                 };
-                let result = {
-                    let _in_flight = selected.begin();
-                    let fut = attempt(selected.clone());
-                    match timeout {
-                        Some(d) => tokio::time::timeout(d, fut)
-                            .await
-                            .unwrap_or(Err(CallError::Timeout(d))),
-                        None => fut.await,
-                    }
-                };
-                match result {
-                    Ok(value) => {
-                        self.report_success(&selected);
-                        return Ok(Invoked {
-                            value,
-                            provider: selected,
-                            attempts: n,
-                        });
-                    }
-                    Err(CallError::Final(e)) => {
-                        self.report_success(&selected);
-                        return Err(InvokeError::Failed {
-                            last: CallError::Final(e),
-                            attempts: n,
-                            stopped: None,
-                        });
-                    }
-                    Err(e) => {
-                        tracing::debug!(
-                            provider = selected.address(),
-                            attempt = n,
-                            "attempt failed"
-                        );
-                        self.report_failure(&selected);
-                        last = Some(e);
-                        tried.push(selected);
-                    }
+                Plan {
+                    mode,
+                    attempts: attempts.min(max_attempts),
+                    timeout: attached(request, "timeout")
+                        .filter(|&t| t > 0)
+                        .map(|t| Duration::from_millis(t as u64)),
+                    timed: timer_available(),
+                }
+            };
+            match plan.mode {
+                ClusterMode::Forking if plan.attempts != 1 => {
+                    self.forking(request, plan, first, tried, call, &mut attempt)
+                        .await
+                }
+                ClusterMode::Broadcast => {
+                    self.broadcast(request, plan, first, tried, call, &mut attempt)
+                        .await
+                }
+                _ => {
+                    self.failover(request, plan, first, tried, call, &mut attempt)
+                        .await
                 }
             }
-            Err(match last {
-                Some(last) => InvokeError::Failed {
-                    last,
-                    attempts: max,
-                    stopped: None,
-                },
-                None => InvokeError::Select(SelectError::Exhausted { tried: 0 }),
-            })
         }
         .await;
         tried.clear();
         call.release(self);
         result
+    }
+
+    /// Failover (and failfast, failsafe: one attempt): attempt, and on a retryable
+    /// failure select another provider, up to `plan.attempts` in all.
+    async fn failover<T, E, F, Fut>(
+        &self,
+        request: &Request,
+        plan: Plan,
+        first: Selected,
+        tried: &mut Vec<Selected>,
+        call: &mut Caller,
+        attempt: &mut F,
+    ) -> Result<Invoked<T>, InvokeError<E>>
+    where
+        F: FnMut(Selected) -> Fut,
+        Fut: Future<Output = Result<T, CallError<E>>>,
+    {
+        let mut selected = first;
+        let mut n = 1;
+        loop {
+            let result = {
+                let _in_flight = selected.begin();
+                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
+            };
+            let last = match result {
+                Ok(value) => {
+                    self.report_success(&selected);
+                    return Ok(Invoked {
+                        value,
+                        provider: selected,
+                        attempts: n,
+                        swallowed: false,
+                    });
+                }
+                Err(CallError::Final(e)) => {
+                    self.report_success(&selected);
+                    return Err(InvokeError::Failed {
+                        last: CallError::Final(e),
+                        attempts: n,
+                        stopped: None,
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(provider = selected.address(), attempt = n, "attempt failed");
+                    self.report_failure(&selected);
+                    e
+                }
+            };
+            if plan.mode == ClusterMode::Failsafe {
+                tracing::warn!(
+                    provider = selected.address(),
+                    "failsafe: the call's failure is swallowed: {}",
+                    match &last {
+                        CallError::Timeout(d) => format!("timed out after {d:?}"),
+                        _ => "the attempt failed".to_string(),
+                    }
+                );
+                return Err(InvokeError::Swallowed {
+                    last,
+                    provider: selected,
+                });
+            }
+            tried.push(selected);
+            if n >= plan.attempts {
+                return Err(InvokeError::Failed {
+                    last,
+                    attempts: n,
+                    stopped: None,
+                });
+            }
+            selected = match self.select(request, tried, call) {
+                Ok(s) => s,
+                Err(e) => {
+                    return Err(InvokeError::Failed {
+                        last,
+                        attempts: n,
+                        stopped: Some(e),
+                    });
+                }
+            };
+            n += 1;
+        }
+    }
+
+    /// Broadcast: every provider of the routed set in turn (each selected once); the call
+    /// fails with the last failure if any attempt failed, else returns the last answer.
+    async fn broadcast<T, E, F, Fut>(
+        &self,
+        request: &Request,
+        plan: Plan,
+        first: Selected,
+        tried: &mut Vec<Selected>,
+        call: &mut Caller,
+        attempt: &mut F,
+    ) -> Result<Invoked<T>, InvokeError<E>>
+    where
+        F: FnMut(Selected) -> Fut,
+        Fut: Future<Output = Result<T, CallError<E>>>,
+    {
+        let mut selected = first;
+        let mut n = 1;
+        let mut failed = None;
+        loop {
+            let result = {
+                let _in_flight = selected.begin();
+                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
+            };
+            let mut answer = None;
+            match result {
+                Ok(value) => {
+                    self.report_success(&selected);
+                    answer = Some(value);
+                }
+                Err(e) => {
+                    if e.is_retryable() {
+                        self.report_failure(&selected);
+                    } else {
+                        self.report_success(&selected);
+                    }
+                    failed = Some(e);
+                }
+            }
+            let next = if n < plan.attempts {
+                tried.push(selected.clone());
+                self.select_as(request, tried, call, false).ok()
+            } else {
+                None
+            };
+            match next {
+                Some(s) => {
+                    selected = s;
+                    n += 1;
+                }
+                None => {
+                    return match (failed, answer) {
+                        (Some(last), _) => Err(InvokeError::Failed {
+                            last,
+                            attempts: n,
+                            stopped: None,
+                        }),
+                        (None, Some(value)) => Ok(Invoked {
+                            value,
+                            provider: selected,
+                            attempts: n,
+                            swallowed: false,
+                        }),
+                        (None, None) => unreachable!("an attempt either answered or failed"),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Forking: `plan.attempts` providers (all of the routed set when it has no more, or
+    /// `forks` is 0), called at once; the first answer wins and the other attempts are
+    /// dropped; when every attempt fails, the last failure is the call's. A final error
+    /// counts as a failure here, as in Dubbo's forking cluster (health still counts it
+    /// as an answer).
+    async fn forking<T, E, F, Fut>(
+        &self,
+        request: &Request,
+        plan: Plan,
+        first: Selected,
+        tried: &mut Vec<Selected>,
+        call: &mut Caller,
+        attempt: &mut F,
+    ) -> Result<Invoked<T>, InvokeError<E>>
+    where
+        F: FnMut(Selected) -> Fut,
+        Fut: Future<Output = Result<T, CallError<E>>>,
+    {
+        let mut chosen = vec![first];
+        while plan.attempts == 0 || (chosen.len() as u32) < plan.attempts {
+            tried.clone_from(&chosen);
+            match self.select_as(request, tried, call, false) {
+                Ok(s) => chosen.push(s),
+                Err(_) => break,
+            }
+        }
+        tried.clear();
+        let n = chosen.len() as u32;
+        let mut running: Vec<_> = chosen
+            .into_iter()
+            .map(|selected| {
+                let timeout = plan.timeout(request, &selected);
+                let in_flight = selected.begin();
+                let fut = attempt(selected.clone());
+                Some(Box::pin(async move {
+                    let result = timed(timeout, fut).await;
+                    drop(in_flight);
+                    (selected, result)
+                }))
+            })
+            .collect();
+        let mut last = None;
+        let mut left = running.len();
+        std::future::poll_fn(|cx| {
+            for slot in running.iter_mut() {
+                let Some(fut) = slot else { continue };
+                let std::task::Poll::Ready((selected, result)) = fut.as_mut().poll(cx) else {
+                    continue;
+                };
+                *slot = None;
+                left -= 1;
+                match result {
+                    Ok(value) => {
+                        self.report_success(&selected);
+                        return std::task::Poll::Ready(Ok(Invoked {
+                            value,
+                            provider: selected,
+                            attempts: n,
+                            swallowed: false,
+                        }));
+                    }
+                    Err(e) => {
+                        if e.is_retryable() {
+                            self.report_failure(&selected);
+                        } else {
+                            self.report_success(&selected);
+                        }
+                        last = Some(e);
+                    }
+                }
+            }
+            if left == 0 {
+                let last = last.take().expect("every attempt failed");
+                return std::task::Poll::Ready(Err(InvokeError::Failed {
+                    last,
+                    attempts: n,
+                    stopped: None,
+                }));
+            }
+            std::task::Poll::Pending
+        })
+        .await
     }
 }

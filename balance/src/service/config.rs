@@ -1,5 +1,7 @@
 //! How a [`crate::Cluster`] balances, fails over, times attempts out and tracks health: the
-//! typed form of the chain file's service settings (`routechain-rules` parses them).
+//! typed form of the chain file's service settings (`routechain-rules` parses them). These
+//! are the *consumer's* call parameters; [`super::params`] merges them with the providers'
+//! URLs and the override rules in Dubbo's order.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,22 +15,78 @@ pub const DEFAULT_RETRIES: u32 = 2;
 /// Dubbo's default timeout of one attempt (`timeout`, 1000 ms).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1000);
 
-/// How a service balances, fails over and tracks health.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Dubbo's default number of parallel calls of the `forking` cluster (`forks`).
+pub const DEFAULT_FORKS: u32 = 2;
+
+/// How a call uses the providers it may try: Dubbo's `cluster` (the consumer's `cluster=`
+/// parameter, default `failover`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ClusterMode {
+    /// Retry a failed attempt on another provider, up to `retries` more times.
+    #[default]
+    Failover,
+    /// One attempt; its error is the call's.
+    Failfast,
+    /// One attempt; an error is logged and swallowed, and the call returns a default value.
+    Failsafe,
+    /// `forks` attempts on distinct providers at once; the first success wins.
+    Forking,
+    /// Every routed provider in turn; the call fails if any attempt failed.
+    Broadcast,
+}
+
+impl ClusterMode {
+    /// Every mode, in documentation order.
+    pub const ALL: [ClusterMode; 5] = [
+        ClusterMode::Failover,
+        ClusterMode::Failfast,
+        ClusterMode::Failsafe,
+        ClusterMode::Forking,
+        ClusterMode::Broadcast,
+    ];
+
+    /// Dubbo's name (the `cluster` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterMode::Failover => "failover",
+            ClusterMode::Failfast => "failfast",
+            ClusterMode::Failsafe => "failsafe",
+            ClusterMode::Forking => "forking",
+            ClusterMode::Broadcast => "broadcast",
+        }
+    }
+
+    /// The mode named `name` (exact, as Dubbo's extension names).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+impl std::fmt::Display for ClusterMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a service balances, fails over and tracks health: the consumer's settings. A value
+/// left `None` is not the consumer's, so the providers' URLs and the defaults decide it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServiceConfig {
     /// The balancers (chain default and per-method overrides).
     pub balance: BalanceConfig,
     /// Drop degraded providers from every routed set (chain-level `skip_degraded`).
     pub skip_degraded: bool,
-    /// Retries after the first attempt in [`crate::Cluster::call`] (default 2: three
-    /// attempts).
-    pub retries: u32,
-    /// The timeout of one attempt of [`crate::Cluster::call`] (default 1 s, Dubbo's);
-    /// [`Duration::ZERO`] means no timeout. A timed-out attempt is a failure of its provider
-    /// and is retried on another one.
-    pub timeout: Duration,
-    /// Per-method `retries` and `timeout` (`methods.<name>.retries` / `.timeout`), by method
-    /// name.
+    /// Retries after the first attempt (Dubbo's `retries`; default 2: three attempts).
+    pub retries: Option<u32>,
+    /// The timeout of one attempt (Dubbo's `timeout`; default 1 s); [`Duration::ZERO`]
+    /// means no timeout. A timed-out attempt is a failure of its provider and is retried
+    /// on another one.
+    pub timeout: Option<Duration>,
+    /// The cluster mode (Dubbo's `cluster`; default failover).
+    pub cluster: Option<ClusterMode>,
+    /// Parallel calls of the `forking` mode (Dubbo's `forks`; default 2).
+    pub forks: Option<u32>,
+    /// Per-method settings (`methods.<name>.…`), by method name.
     pub methods: BTreeMap<String, MethodCall>,
     /// Failure threshold and cool-down.
     pub health: HealthConfig,
@@ -41,19 +99,10 @@ pub struct MethodCall {
     pub retries: Option<u32>,
     /// The timeout of one attempt ([`Duration::ZERO`]: none).
     pub timeout: Option<Duration>,
-}
-
-impl Default for ServiceConfig {
-    fn default() -> Self {
-        ServiceConfig {
-            balance: BalanceConfig::default(),
-            skip_degraded: false,
-            retries: DEFAULT_RETRIES,
-            timeout: DEFAULT_TIMEOUT,
-            methods: BTreeMap::new(),
-            health: HealthConfig::default(),
-        }
-    }
+    /// The cluster mode.
+    pub cluster: Option<ClusterMode>,
+    /// Parallel calls of the `forking` mode.
+    pub forks: Option<u32>,
 }
 
 impl ServiceConfig {
@@ -61,20 +110,24 @@ impl ServiceConfig {
         method.and_then(|m| self.methods.get(m))
     }
 
-    /// The retries of a call to `method` (its own, else the service's).
+    /// The consumer's retries of a call to `method` (its own, else the service's, else
+    /// Dubbo's default), before override rules.
     pub fn retries_for(&self, method: Option<&str>) -> u32 {
         self.method(method)
             .and_then(|m| m.retries)
-            .unwrap_or(self.retries)
+            .or(self.retries)
+            .unwrap_or(DEFAULT_RETRIES)
     }
 
-    /// The timeout of one attempt of a call to `method` (its own, else the service's);
+    /// The consumer's timeout of one attempt of a call to `method` (its own, else the
+    /// service's, else Dubbo's default), before the providers' URLs and override rules;
     /// `None` when it is zero (no timeout).
     pub fn timeout_for(&self, method: Option<&str>) -> Option<Duration> {
         let t = self
             .method(method)
             .and_then(|m| m.timeout)
-            .unwrap_or(self.timeout);
+            .or(self.timeout)
+            .unwrap_or(DEFAULT_TIMEOUT);
         (!t.is_zero()).then_some(t)
     }
 }
@@ -91,13 +144,14 @@ mod tests {
             MethodCall {
                 retries: Some(0),
                 timeout: Some(Duration::from_secs(5)),
+                ..MethodCall::default()
             },
         );
         config.methods.insert(
             "stream".into(),
             MethodCall {
-                retries: None,
                 timeout: Some(Duration::ZERO),
+                ..MethodCall::default()
             },
         );
         assert_eq!(config.retries_for(None), 2);
@@ -110,5 +164,13 @@ mod tests {
             Some(Duration::from_secs(5))
         );
         assert_eq!(config.timeout_for(Some("stream")), None);
+    }
+
+    #[test]
+    fn cluster_names_are_dubbos() {
+        for m in ClusterMode::ALL {
+            assert_eq!(ClusterMode::parse(m.name()), Some(m));
+        }
+        assert_eq!(ClusterMode::parse("available"), None);
     }
 }

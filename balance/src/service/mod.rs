@@ -55,6 +55,7 @@ mod by_address;
 mod call;
 mod caller;
 mod config;
+pub mod params;
 mod pool;
 #[cfg(test)]
 mod tests;
@@ -64,7 +65,10 @@ pub use pool::{PerThread, Pooled};
 pub use call::{CallError, InvokeError, Invoked};
 pub use caller::Caller;
 use caller::Handle;
-pub use config::{DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig};
+pub use config::{
+    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig,
+};
+use params::CallParams;
 
 /// A change of a service's published state: [`Change`] with new [`ServiceConfig`] settings
 /// as its `config`. Applied whole by [`Cluster::apply`].
@@ -106,11 +110,15 @@ pub struct Published {
     /// address (see [`by_address`]).
     by_address: Arc<[u32]>,
     config: Arc<ServiceConfig>,
+    /// The call parameters merged from the consumer's settings, the providers' URLs and
+    /// the override rules (and the balancer slots they need).
+    params: Arc<CallParams>,
 }
 
 impl Published {
-    /// The first published state of a service.
-    fn new(state: ChainState, config: ServiceConfig) -> Self {
+    /// The first published state of a service; providers warming up at `now` (ms since the
+    /// epoch) join the warm-up table.
+    fn new(state: ChainState, config: ServiceConfig, now: i64) -> Self {
         let state = Arc::new(state);
         let by_address = by_address::index(state.snapshot());
         if state.degraded().len() != state.snapshot().len() {
@@ -120,33 +128,45 @@ impl Published {
                 "the chain state's degraded set does not match its snapshot"
             );
         }
+        let params = CallParams::new(state.snapshot(), &config);
         Published {
-            balance: Arc::new(SnapshotBalance::new(state.snapshot(), &config.balance)),
+            balance: Arc::new(SnapshotBalance::new_at(
+                state.snapshot(),
+                params.balance(),
+                now,
+            )),
             health: Arc::new(HealthTable::new(state.degraded().clone())),
             by_address,
             config: Arc::new(config),
+            params: Arc::new(params),
             state,
         }
     }
 
-    /// The state after `change` (see [`Cluster::apply`]).
-    fn next(&self, change: ClusterChange) -> Result<Self, PrepareError> {
+    /// The state after `change` (see [`Cluster::apply`]) at `now` (ms since the epoch).
+    fn next(&self, change: ClusterChange, now: i64) -> Result<Self, PrepareError> {
         let state = Arc::new(self.state.next(&change)?);
         let config = change.config.map_or_else(|| self.config.clone(), Arc::new);
         let snapshot = state.snapshot();
         if Arc::ptr_eq(snapshot, self.state.snapshot()) {
             // Same providers, same degraded set: the tables stay, the balancers are
             // prepared again only for new balancer settings.
-            let balance = if config.balance == self.config.balance {
+            let params = if Arc::ptr_eq(&config, &self.config) {
+                self.params.clone()
+            } else {
+                Arc::new(self.params.configured(&config))
+            };
+            let balance = if params.balance() == self.params.balance() {
                 self.balance.clone()
             } else {
-                Arc::new(SnapshotBalance::new(snapshot, &config.balance))
+                Arc::new(SnapshotBalance::new_at(snapshot, params.balance(), now))
             };
             return Ok(Published {
                 balance,
                 health: self.health.clone(),
                 by_address: self.by_address.clone(),
                 config,
+                params,
                 state,
             });
         }
@@ -161,8 +181,8 @@ impl Published {
             _ => None,
         };
         Ok(match edit {
-            Some(edit) => self.edited(state, config, edit),
-            None => self.replaced(state, config),
+            Some(edit) => self.edited(state, config, edit, now),
+            None => self.replaced(state, config, now),
         })
     }
 
@@ -175,9 +195,14 @@ impl Published {
         state: Arc<ChainState>,
         config: Arc<ServiceConfig>,
         edit: &SnapshotEdit,
+        now: i64,
     ) -> Self {
         let snapshot = state.snapshot();
-        let balance = Arc::new(self.balance.edited(edit, snapshot, &config.balance));
+        let params = Arc::new(self.params.edited(edit, snapshot, &config));
+        let balance = Arc::new(
+            self.balance
+                .edited_at(edit, snapshot, params.balance(), now),
+        );
         let by_address = by_address::index_edited(&self.by_address, edit, snapshot);
         let health = Arc::new(self.health.edited(edit, state.degraded().clone()));
         let providers = snapshot.providers();
@@ -192,12 +217,13 @@ impl Published {
             health,
             by_address,
             config,
+            params,
         }
     }
 
     /// The tables over `state`, whose snapshot replaces this one's: every provider takes the
     /// health of the first provider of this state at its address, and its degraded mark.
-    fn replaced(&self, state: Arc<ChainState>, config: Arc<ServiceConfig>) -> Self {
+    fn replaced(&self, state: Arc<ChainState>, config: Arc<ServiceConfig>, now: i64) -> Self {
         let snapshot = state.snapshot();
         let by_address = by_address::index(snapshot);
         let health = Arc::new(HealthTable::new(state.degraded().clone()));
@@ -214,11 +240,13 @@ impl Published {
                 }
             },
         );
+        let params = CallParams::new(snapshot, &config);
         Published {
-            balance: Arc::new(SnapshotBalance::new(snapshot, &config.balance)),
+            balance: Arc::new(SnapshotBalance::new_at(snapshot, params.balance(), now)),
             health,
             by_address,
             config,
+            params: Arc::new(params),
             state,
         }
     }
@@ -231,6 +259,17 @@ impl Published {
     /// The configuration.
     pub fn config(&self) -> &Arc<ServiceConfig> {
         &self.config
+    }
+
+    /// The call parameters: the consumer's settings merged with the providers' URLs and
+    /// the override rules, resolved per method (see [`params`]).
+    pub fn params(&self) -> &Arc<CallParams> {
+        &self.params
+    }
+
+    /// The balancers prepared over the snapshot (weights, warm-up, in-flight counters).
+    pub fn balance(&self) -> &Arc<SnapshotBalance> {
+        &self.balance
     }
 
     fn indexes_of<'a>(&'a self, address: &'a str) -> impl Iterator<Item = usize> + 'a {
@@ -279,6 +318,21 @@ impl Selected {
     pub fn state(&self) -> &Arc<ChainState> {
         &self.published().state
     }
+    /// The retries of a call of `method` whose first attempt went to this provider: the
+    /// effective value ([`params`]: the consumer's, the override rules', Dubbo's default),
+    /// for a caller running its own failover loop.
+    pub fn retries(&self, method: Option<&str>) -> u32 {
+        let params = &self.published().params;
+        params.retries(params.method(method), Some(self.index)).0
+    }
+
+    /// The timeout of an attempt of `method` on this provider (`None`: no timeout), the
+    /// effective value ([`params`]).
+    pub fn timeout(&self, method: Option<&str>) -> Option<Duration> {
+        let params = &self.published().params;
+        params.timeout(params.method(method), Some(self.index)).0
+    }
+
     /// Counts the call as in flight (for `leastactive` and `p2c`) until the guard drops.
     pub fn begin(&self) -> InFlight {
         self.published().balance.begin(self.index);
@@ -382,9 +436,10 @@ impl Cluster {
 
     /// A service with an injected clock (tests move it by hand).
     pub fn with_clock(state: ChainState, config: ServiceConfig, clock: Arc<dyn Clock>) -> Self {
+        let now = clock.epoch_millis();
         Cluster {
             clock,
-            published: ArcSwap::from_pointee(Published::new(state, config)),
+            published: ArcSwap::from_pointee(Published::new(state, config, now)),
             writers: Mutex::new(()),
             health_epoch: AtomicU64::new(0),
             tripped_epoch: AtomicU64::new(u64::MAX),
@@ -409,7 +464,11 @@ impl Cluster {
     /// settings; balancer state is rebuilt when the balancer settings change.
     pub fn apply(&self, change: ClusterChange) -> Result<Arc<ChainState>, PrepareError> {
         let _serial = self.writers.lock().unwrap_or_else(|p| p.into_inner());
-        let next = Arc::new(self.published.load().next(change)?);
+        let next = Arc::new(
+            self.published
+                .load()
+                .next(change, self.clock.epoch_millis())?,
+        );
         let state = next.state.clone();
         self.published.store(next);
         tracing::debug!(generation = state.generation(), "service state published");
@@ -470,6 +529,18 @@ impl Cluster {
         request: &Request,
         exclude: &[Selected],
         caller: &mut Caller<R>,
+    ) -> Result<Selected, SelectError> {
+        self.select_as(request, exclude, caller, true)
+    }
+
+    /// [`Cluster::select`]; `failover: false` for the further providers of one attempt
+    /// round (`forking`, `broadcast`), which the metrics do not count as failovers.
+    pub(super) fn select_as<R: RandomSource>(
+        &self,
+        request: &Request,
+        exclude: &[Selected],
+        caller: &mut Caller<R>,
+        failover: bool,
     ) -> Result<Selected, SelectError> {
         let handle = caller.handle(self);
         let published = &*handle.published;
@@ -542,16 +613,33 @@ impl Cluster {
                 tried: exclude.len(),
             });
         }
-        let balance = &published.config.balance;
-        let slot = balance.slot(request.method.as_deref());
+        let params = &*published.params;
+        // Dubbo reads `loadbalance` from the routed list's first provider.
+        let routed = &caller.routed;
+        let (slot, _) = params.slot(params.method(request.method.as_deref()), || routed.first());
+        let balance = params.balance();
+        // The wall clock only while some provider is warming up.
+        let warm = published.balance.shared().warm();
+        let now = if warm.active() {
+            warm.now(self.clock.epoch_millis())
+        } else {
+            0
+        };
         let index = published
             .balance
-            .pick(slot, balance.spec(slot), request, candidates, &mut call.rng)
+            .pick_at(
+                slot,
+                balance.spec(slot),
+                request,
+                candidates,
+                &mut call.rng,
+                now,
+            )
             .ok_or(SelectError::Exhausted {
                 tried: exclude.len(),
             })?;
         if let Some(m) = published.state.metrics() {
-            if !exclude.is_empty() {
+            if failover && !exclude.is_empty() {
                 m.count_failover();
             }
             published.state.count_pick(index);

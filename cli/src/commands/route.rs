@@ -1,4 +1,6 @@
-//! `routechain route` and `routechain explain`: route one request through a chain.
+//! `routechain route` and `routechain explain`: route one request through a chain;
+//! `explain` also shows the request's call parameters (`timeout`, `retries`,
+//! `loadbalance`, `cluster`, `forks`): each effective value and where it came from.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +71,8 @@ enum Style {
     Json {
         /// Include `"trace"`.
         explain: bool,
+        /// Include `"parameters"` (`explain`).
+        parameters: bool,
     },
     /// A human-readable table.
     Table,
@@ -94,9 +98,48 @@ pub(crate) struct RouteError {
     pub message: String,
 }
 
+/// One effective call parameter and where it came from (`explain`, `simulate`).
+#[derive(Serialize, Clone, Debug)]
+pub(crate) struct Parameter {
+    pub key: &'static str,
+    pub value: String,
+    pub source: &'static str,
+}
+
+/// The call parameters of `request`'s method on provider `first` (the routed set's first
+/// provider: Dubbo reads `loadbalance` from it, and `timeout` is the provider's), as the
+/// chain file's settings, the provider URLs and the override rules merged in the
+/// providers make them.
+pub(crate) fn parameters(
+    chain: &ChainFile,
+    snapshot: &Snapshot,
+    request: &Request,
+    first: Option<usize>,
+) -> Vec<Parameter> {
+    routechain::balance::CallParams::new(snapshot, &chain.service_config)
+        .effective(request.method.as_deref(), first)
+        .into_iter()
+        .map(|(key, value, source)| Parameter {
+            key,
+            value,
+            source: source.name(),
+        })
+        .collect()
+}
+
+/// The parameters as table lines.
+pub(crate) fn parameters_table(params: &[Parameter]) -> String {
+    let rows = params
+        .iter()
+        .map(|p| vec![p.key.to_string(), p.value.clone(), p.source.to_string()]);
+    super::table_within(vec!["parameter", "value", "from"], rows, &[], Some(80))
+}
+
 #[derive(Serialize)]
 struct RouteOutput<'a> {
     providers: &'a [RoutedProvider],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parameters: Option<&'a [Parameter]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<&'a Trace>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +152,7 @@ struct RouteOutput<'a> {
 pub fn run(args: &RouteArgs) -> ExitCode {
     let style = Style::Json {
         explain: args.explain,
+        parameters: false,
     };
     super::exit_code(route(&args.inputs, args.seed, style))
 }
@@ -117,7 +161,10 @@ pub fn run(args: &RouteArgs) -> ExitCode {
 pub fn run_explain(args: &ExplainArgs) -> ExitCode {
     let style = match args.format {
         ExplainFormat::Table => Style::Table,
-        ExplainFormat::Json => Style::Json { explain: true },
+        ExplainFormat::Json => Style::Json {
+            explain: true,
+            parameters: true,
+        },
     };
     super::exit_code(route(&args.inputs, args.seed, style))
 }
@@ -169,18 +216,34 @@ pub(crate) fn load_state(
 }
 
 fn route(inputs: &InputArgs, seed: Option<u64>, style: Style) -> Result<ExitCode, LoadError> {
-    let (_, state, request) = load_state(inputs)?;
+    let (chain, state, request) = load_state(inputs)?;
     let mut call = match seed {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),
     };
     let routed = route_once(&state, &request, &mut call);
+    let first = routed.providers.first().map(|p| p.index);
+    let params = parameters(&chain, state.snapshot(), &request, first);
     match style {
-        Style::Json { explain } => outln!("{}", routed.json(explain, None, true)),
-        Style::Table => out!(
-            "{}",
-            table(&routed.trace, &routed.providers, routed.error.as_ref())
-        ),
+        Style::Json {
+            explain,
+            parameters: true,
+        } => outln!("{}", routed.json_with(explain, Some(&params))),
+        Style::Json { explain, .. } => outln!("{}", routed.json(explain, None, true)),
+        Style::Table => {
+            out!(
+                "{}",
+                table(&routed.trace, &routed.providers, routed.error.as_ref())
+            );
+            let method = request.method.as_deref().unwrap_or("(no method)");
+            let on = routed.providers.first().map_or(String::new(), |p| {
+                format!(", on [{}] {}", p.index, p.address)
+            });
+            out!(
+                "\ncall parameters of {method}{on}:\n{}\n",
+                parameters_table(&params)
+            );
+        }
     }
     Ok(if routed.error.is_none() {
         ExitCode::SUCCESS
@@ -203,9 +266,22 @@ pub(crate) struct Routed {
 impl Routed {
     /// The `route` command's JSON: `{"providers": [{"index", "address"}], "trace"?,
     /// "error"?}`, plus `"generation"` when given (`watch`); pretty-printed or on one line.
+    /// The `explain` command's JSON: `route --explain`'s with the call parameters.
+    fn json_with(&self, explain: bool, parameters: Option<&[Parameter]>) -> String {
+        let out = RouteOutput {
+            providers: &self.providers,
+            parameters,
+            trace: explain.then_some(&self.trace),
+            error: self.error.as_ref(),
+            generation: None,
+        };
+        serde_json::to_string_pretty(&out).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
     pub(crate) fn json(&self, explain: bool, generation: Option<u64>, pretty: bool) -> String {
         let out = RouteOutput {
             providers: &self.providers,
+            parameters: None,
             trace: explain.then_some(&self.trace),
             error: self.error.as_ref(),
             generation,

@@ -91,6 +91,8 @@ struct Report {
     /// The first call's routing, with `--explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<Trace>,
+    /// The call parameters of the request's method on the routed set's first provider.
+    parameters: Vec<super::route::Parameter>,
     #[serde(skip)]
     balancer: String,
 }
@@ -159,6 +161,19 @@ fn report(
                 .route_traced(request, &mut CallState::seeded(args.seed), &mut trace);
         trace
     });
+    let first = {
+        let mut call = CallState::seeded(args.seed);
+        service
+            .state()
+            .route(request, &mut call)
+            .ok()
+            .and_then(|()| call.candidates.first())
+    };
+    let parameters = super::route::parameters(chain, &snapshot, request, first);
+    let balancer = parameters
+        .iter()
+        .find(|p| p.key == "loadbalance")
+        .map_or_else(String::new, |p| p.value.clone());
     let t = tally(&service, request, args.calls, args.seed);
     let counts: Vec<Count> = t
         .counts
@@ -200,7 +215,8 @@ fn report(
         groups,
         error,
         trace,
-        balancer: chain.service_config.balance.default.kind.to_string(),
+        parameters,
+        balancer,
     })
 }
 
@@ -394,6 +410,11 @@ fn table(base: &Report, against: Option<&Report>, args: &SimulateArgs) -> String
         s.push('\n');
         s.push_str(&rows_table(param, &rows, other.as_ref(), base.calls, false));
     }
+    s.push_str("\ncall parameters:");
+    for p in &base.parameters {
+        s.push_str(&format!("  {} {} ({})", p.key, p.value, p.source));
+    }
+    s.push('\n');
     if let Some(trace) = &base.trace {
         s.push_str("\nfirst call:\n");
         for step in &trace.steps {

@@ -371,7 +371,7 @@ fn the_chain_files_service_settings_follow_its_edits_and_a_bad_one_is_refused_wh
         |r| matches!(r, Report::Applied { change, .. } if change.contains("service settings changed")),
     );
     let config = live.service().config();
-    assert_eq!((config.retries, config.skip_degraded), (0, true));
+    assert_eq!((config.retries, config.skip_degraded), (Some(0), true));
     let pinned = |user: &str| {
         Request::new()
             .with_method("pinned")

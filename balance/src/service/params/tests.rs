@@ -1,0 +1,273 @@
+use std::time::Duration;
+
+use routechain_core::Snapshot;
+
+use super::*;
+use crate::service::config::MethodCall;
+
+fn snapshot(lines: &[&str]) -> Snapshot {
+    Snapshot::parse_lines(1, &lines.join("\n")).unwrap()
+}
+
+/// The consumer: service timeout 700 ms only when `service`, `get`'s 300 ms only when
+/// `method`.
+fn consumer(service: bool, method: bool) -> ServiceConfig {
+    let mut c = ServiceConfig::default();
+    if service {
+        c.timeout = Some(Duration::from_millis(700));
+    }
+    if method {
+        c.methods.insert(
+            "get".into(),
+            MethodCall {
+                timeout: Some(Duration::from_millis(300)),
+                ..MethodCall::default()
+            },
+        );
+    }
+    c
+}
+
+/// Every layer of Dubbo's order, removed one at a time from the top: each row's winner is
+/// the highest layer present.
+#[test]
+fn timeout_follows_dubbos_precedence_layer_by_layer() {
+    let ov = format!("{OVERRIDDEN_KEY}=get.timeout,timeout");
+    let rows: [(&str, bool, bool, u64, Source); 8] = [
+        // provider URL, consumer service, consumer method, want, source
+        (
+            "get.timeout=100&timeout=500&methods=get,put",
+            true,
+            true,
+            100,
+            Source::OverrideMethod,
+        ),
+        (
+            "get.timeout=150&timeout=500&methods=get,put",
+            true,
+            true,
+            300,
+            Source::ConsumerMethod,
+        ),
+        (
+            "get.timeout=150&timeout=500&methods=get,put",
+            true,
+            false,
+            150,
+            Source::ProviderMethod,
+        ),
+        (
+            "get.timeout=150&timeout=500&methods=put",
+            true,
+            false,
+            700,
+            Source::ConsumerService,
+        ),
+        (
+            "timeout=500&methods=get",
+            true,
+            false,
+            500,
+            Source::OverrideService,
+        ),
+        (
+            "timeout=500&methods=get",
+            true,
+            false,
+            700,
+            Source::ConsumerService,
+        ),
+        (
+            "timeout=500&methods=get",
+            false,
+            false,
+            500,
+            Source::ProviderService,
+        ),
+        ("methods=get", false, false, 1000, Source::Default),
+    ];
+    for (k, (params, svc, method, want, source)) in rows.into_iter().enumerate() {
+        // Rows 0 and 4 carry the override marker (the rule set those keys).
+        let url = if k == 0 || k == 4 {
+            format!("dubbo://10.0.0.1:1/s?{params}&{ov}")
+        } else {
+            format!("dubbo://10.0.0.1:1/s?{params}")
+        };
+        let p = CallParams::new(&snapshot(&[&url]), &consumer(svc, method));
+        let m = p.method(Some("get"));
+        assert_eq!(
+            p.timeout(m, Some(0)),
+            (Some(Duration::from_millis(want)), source),
+            "row {k}: {url}"
+        );
+    }
+}
+
+#[test]
+fn retries_and_forks_never_come_from_the_provider() {
+    let s = snapshot(&[
+        "dubbo://10.0.0.1:1/s?retries=7&forks=5",
+        &format!("dubbo://10.0.0.2:1/s?retries=4&{OVERRIDDEN_KEY}=retries"),
+    ]);
+    let p = CallParams::new(&s, &ServiceConfig::default());
+    let m = p.method(None);
+    assert_eq!(p.retries(m, Some(0)), (2, Source::Default));
+    assert_eq!(p.forks(m, Some(0)), (2, Source::Default));
+    assert_eq!(p.retries(m, Some(1)), (4, Source::OverrideService));
+    let consumer = ServiceConfig {
+        retries: Some(0),
+        ..ServiceConfig::default()
+    };
+    let p = p.configured(&consumer);
+    assert_eq!(p.retries(m, Some(0)), (0, Source::ConsumerService));
+    assert_eq!(p.retries(m, Some(1)), (4, Source::OverrideService));
+}
+
+#[test]
+fn loadbalance_is_the_first_providers_unless_the_consumer_names_one() {
+    let s = snapshot(&[
+        "dubbo://10.0.0.1:1/s?loadbalance=roundrobin&methods=get&get.loadbalance=leastactive",
+        "dubbo://10.0.0.2:1/s",
+    ]);
+    let p = CallParams::new(&s, &ServiceConfig::default());
+    let kind = |p: &CallParams, m: Option<&str>, first| {
+        let (slot, source) = p.slot(p.method(m), || first);
+        (p.balance().spec(slot).kind, source)
+    };
+    assert_eq!(
+        kind(&p, None, Some(0)),
+        (LoadBalanceKind::RoundRobin, Source::ProviderService)
+    );
+    assert_eq!(
+        kind(&p, Some("get"), Some(0)),
+        (LoadBalanceKind::LeastActive, Source::ProviderMethod)
+    );
+    assert_eq!(
+        kind(&p, None, Some(1)),
+        (LoadBalanceKind::Random, Source::Default)
+    );
+    let named = ServiceConfig {
+        balance: BalanceConfig::new(crate::lb::BalancerSpec::new(LoadBalanceKind::P2c)),
+        ..ServiceConfig::default()
+    };
+    let p = p.configured(&named);
+    assert_eq!(
+        kind(&p, None, Some(0)),
+        (LoadBalanceKind::P2c, Source::ConsumerService)
+    );
+    // The provider's method level beats the consumer's service level.
+    assert_eq!(
+        kind(&p, Some("get"), Some(0)),
+        (LoadBalanceKind::LeastActive, Source::ProviderMethod)
+    );
+}
+
+#[test]
+fn a_non_positive_provider_timeout_is_dubbos_default_and_a_consumer_zero_is_none() {
+    let s = snapshot(&["dubbo://10.0.0.1:1/s?timeout=0"]);
+    let p = CallParams::new(&s, &ServiceConfig::default());
+    assert_eq!(
+        p.timeout(p.method(None), Some(0)),
+        (Some(DEFAULT_TIMEOUT), Source::Default)
+    );
+    let none = ServiceConfig {
+        timeout: Some(Duration::ZERO),
+        ..ServiceConfig::default()
+    };
+    let p = p.configured(&none);
+    assert_eq!(
+        p.timeout(p.method(None), Some(0)),
+        (None, Source::ConsumerService)
+    );
+}
+
+#[test]
+fn entries_are_carried_by_an_edit_and_method_ids_stay() {
+    let a = "dubbo://10.0.0.1:1/s?methods=get&get.timeout=100";
+    let b = "dubbo://10.0.0.2:1/s?methods=put&put.timeout=200";
+    let c = "dubbo://10.0.0.3:1/s?methods=del&del.timeout=300&timeout=50";
+    let old = snapshot(&[a, b]);
+    let config = ServiceConfig::default();
+    let p = CallParams::new(&old, &config);
+    let next: Vec<_> = vec![
+        old.providers()[1].clone(),
+        snapshot(&[c]).providers()[0].clone(),
+    ];
+    let (new, edit) = old.edit_to(2, &next);
+    let edited = p.edited(&edit, &new, &config);
+    let fresh = CallParams::new(&new, &config);
+    for m in ["get", "put", "del", "other"] {
+        for i in 0..2 {
+            assert_eq!(
+                edited.effective(Some(m), Some(i)),
+                fresh.effective(Some(m), Some(i)),
+                "{m} on {i}"
+            );
+        }
+    }
+    assert_eq!(
+        edited.timeout(edited.method(Some("put")), Some(0)).0,
+        Some(Duration::from_millis(200))
+    );
+}
+
+#[test]
+fn cluster_is_the_consumers_only() {
+    let s = snapshot(&["dubbo://10.0.0.1:1/s?cluster=failfast"]);
+    let mut config = ServiceConfig {
+        cluster: Some(ClusterMode::Forking),
+        ..ServiceConfig::default()
+    };
+    config.methods.insert(
+        "log".into(),
+        MethodCall {
+            cluster: Some(ClusterMode::Failsafe),
+            ..MethodCall::default()
+        },
+    );
+    let p = CallParams::new(&s, &config);
+    assert_eq!(
+        p.cluster(p.method(None)),
+        (ClusterMode::Forking, Source::ConsumerService)
+    );
+    assert_eq!(
+        p.cluster(p.method(Some("log"))),
+        (ClusterMode::Failsafe, Source::ConsumerMethod)
+    );
+    let p = p.configured(&ServiceConfig::default());
+    assert_eq!(
+        p.cluster(p.method(Some("log"))),
+        (ClusterMode::Failover, Source::Default)
+    );
+}
+
+#[test]
+fn a_provider_with_many_method_parameters_is_read_whole() {
+    let methods: Vec<String> = (0..12).map(|i| format!("m{i:02}")).collect();
+    let params: Vec<String> = methods
+        .iter()
+        .enumerate()
+        .flat_map(|(i, m)| {
+            [
+                format!("{m}.timeout={}", 100 + i),
+                format!("{m}.loadbalance=roundrobin"),
+            ]
+        })
+        .collect();
+    let url = format!(
+        "dubbo://10.0.0.1:1/s?methods={}&{}",
+        methods.join(","),
+        params.join("&")
+    );
+    let p = CallParams::new(&snapshot(&[&url]), &ServiceConfig::default());
+    for (i, m) in methods.iter().enumerate() {
+        assert_eq!(
+            p.timeout(p.method(Some(m)), Some(0)),
+            (
+                Some(Duration::from_millis(100 + i as u64)),
+                Source::ProviderMethod
+            ),
+            "{m}"
+        );
+    }
+}
