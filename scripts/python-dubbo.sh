@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates (idempotently) the virtual environment <repo>/target/python-dubbo holding the
 # official Python Dubbo implementation, pinned, for the tests that start real Python
-# providers (tests/python/dubbo_provider.py). Works from any directory. The venv's python
+# providers (tests/python/dubbo_provider.py), and the official Python Nacos SDK, pinned (its
+# Nacos 2 gRPC client, module `v2.nacos`), the independent writer of the Nacos tests
+# (tests/python/nacos_writer.py). Works from any directory. The venv's python
 # path is the last line of stdout (progress goes to stderr).
 #
 #   bash scripts/python-dubbo.sh                          # make sure the venv is there
@@ -19,6 +21,8 @@ set -euo pipefail
 
 PIN='apache-dubbo[zookeeper]==3.0.0b1'
 PIN_VERSION='3.0.0b1'
+NACOS_PIN='nacos-sdk-python==2.0.11'
+NACOS_PIN_VERSION='2.0.11'
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/target/python-dubbo"
@@ -35,11 +39,13 @@ die() {
 # extra requirement asked for is recorded in the stamp file as installed by an earlier run.
 venv_ready() {
   [ -x "$VPY" ] || return 1
-  "$VPY" - "$PIN_VERSION" >/dev/null 2>&1 <<'PYEOF' || return 1
+  "$VPY" - "$PIN_VERSION" "$NACOS_PIN_VERSION" >/dev/null 2>&1 <<'PYEOF' || return 1
 import sys
 from importlib.metadata import version
 assert version("apache-dubbo") == sys.argv[1], version("apache-dubbo")
+assert version("nacos-sdk-python") == sys.argv[2], version("nacos-sdk-python")
 import dubbo, kazoo, h2  # noqa: F401  (the package, its ZooKeeper extra, its HTTP/2 stack)
+from v2.nacos import NacosNamingService, NacosConfigService  # noqa: F401  (the gRPC client)
 PYEOF
   local req
   for req in $EXTRA; do
@@ -87,17 +93,18 @@ if ! { [ -x "$VPY" ] && "$VPY" -m pip --version >/dev/null 2>&1; }; then
   fi
 fi
 
-echo "python-dubbo.sh: installing $PIN${EXTRA:+ $EXTRA} into $VENV" >&2
+echo "python-dubbo.sh: installing $PIN $NACOS_PIN${EXTRA:+ $EXTRA} into $VENV" >&2
 # shellcheck disable=SC2086
-"$VPY" -m pip install --disable-pip-version-check -q "$PIN" $EXTRA >&2 \
-  || die "pip install $PIN${EXTRA:+ $EXTRA} failed (is PyPI reachable? see pip's output above)"
+"$VPY" -m pip install --disable-pip-version-check -q "$PIN" "$NACOS_PIN" $EXTRA >&2 \
+  || die "pip install $PIN $NACOS_PIN${EXTRA:+ $EXTRA} failed (is PyPI reachable? see pip's output above)"
 
 {
   echo "$PIN"
+  echo "$NACOS_PIN"
   for req in $EXTRA; do echo "$req"; done
   cat "$STAMP" 2>/dev/null || true
 } | sort -u >"$STAMP.tmp"
 mv "$STAMP.tmp" "$STAMP"
 
-venv_ready || die "the venv at $VENV was built but does not import dubbo/kazoo/h2 $PIN_VERSION"
+venv_ready || die "the venv at $VENV was built but does not import dubbo/kazoo/h2 $PIN_VERSION and v2.nacos $NACOS_PIN_VERSION"
 echo "$VPY"

@@ -13,8 +13,14 @@ bash .ci/zookeeper.sh
 # here with the script's message: those tests are never skipped.
 bash .ci/prometheus.sh
 
-# The official Python Dubbo implementation (apache-dubbo[zookeeper]==3.0.0b1) in a venv at
-# target/python-dubbo, for the test with real Python providers (tests/tests/live/python.rs).
+# rnacos (the Nacos-compatible server, `cargo install rnacos --locked`, reused when present)
+# for the Nacos tests (tests/tests/nacos*.rs, cli/tests/nacos.rs start their own server on
+# free loopback ports). A failure stops here with the script's message: never a skip.
+bash .ci/rnacos.sh
+
+# The official Python Dubbo implementation (apache-dubbo[zookeeper]==3.0.0b1) and the
+# Python Nacos SDK (nacos-sdk-python==2.0.11) in a venv at target/python-dubbo, for the tests
+# with real Python providers (tests/tests/live/python.rs) and the Nacos writer (nacos*.rs).
 # A failure stops here with the script's message: that test is never skipped.
 bash scripts/python-dubbo.sh >/dev/null
 

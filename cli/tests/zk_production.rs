@@ -158,13 +158,21 @@ fn a_bad_address_is_refused_at_once_with_the_password_masked_and_help_shows_none
                 bad,
             ],
         ] {
+            // A Nacos address is a registry `watch` follows (this build reads Nacos):
+            // only the ZooKeeper commands refuse it.
+            if bad.starts_with("nacos://") && args[0] == "watch" {
+                continue;
+            }
             let started = Instant::now();
             let out = routechain(&args);
             assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
             assert!(started.elapsed() < Duration::from_secs(5));
             let err = stderr(&out);
+            // A Nacos address is one (this build reads Nacos), but not ZooKeeper's.
             assert!(
-                err.contains("bad ZooKeeper address") || err.contains("bad registry address"),
+                err.contains("bad ZooKeeper address")
+                    || err.contains("bad registry address")
+                    || err.contains("is not a ZooKeeper registry: write its rules and providers with `routechain nacos"),
                 "{err}"
             );
             assert!(err.contains("admin:***"), "{err}");

@@ -56,14 +56,20 @@
 //! let _ = live.service().load().state().route(&Request::new(), &mut caller);
 //! ```
 
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+mod address;
 pub mod cache;
 mod chain;
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+mod connection;
 pub mod dubbo;
 #[cfg(feature = "file-watch")]
 mod file;
 mod keys;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "nacos")]
+mod nacos;
 mod observe;
 mod overrides;
 mod providers;
@@ -76,6 +82,8 @@ mod zk;
 
 pub use cache::CacheOptions;
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+pub use connection::RegistryConnection;
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
     parse_provider_node, providers_application, providers_path, rule_path,
@@ -83,6 +91,12 @@ pub use dubbo::{
 #[cfg(feature = "file-watch")]
 pub use file::{FileConfig, FileSource};
 pub use keys::PROVIDER_APP_TYPES;
+#[cfg(feature = "nacos")]
+pub use nacos::{
+    DEFAULT_GROUP, NACOS_PASSWORD_ENV, NACOS_PASSWORD_FILE_ENV, NacosAddress, NacosAdmin,
+    NacosConfig, NacosConnection, NacosError, NacosSource, RULE_GROUP, instance_url,
+    provider_instance, rule_data_id, service_name,
+};
 pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
 #[cfg(feature = "zookeeper")]

@@ -406,32 +406,52 @@ impl Collector for ChainCollector {
 }
 
 /// The registry connections' states as the gauge `routechain_registry_connected`
-/// (1 connected, 0 not), one series per registry labelled `registry="zookeeper"` and
-/// `address` (the address with its password masked). Register it next to a
+/// (1 connected, 0 not), one series per registry labelled `registry` (`zookeeper`,
+/// `nacos`) and `address` (the address with its password masked). Register it next to a
 /// [`ChainCollector`].
-#[cfg(feature = "zookeeper")]
-#[derive(Debug, Clone)]
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
+#[derive(Debug, Clone, Default)]
 pub struct RegistryCollector {
-    registries: Vec<(String, crate::ZkConnection)>,
+    registries: Vec<(&'static str, String, crate::RegistryConnection)>,
 }
 
-#[cfg(feature = "zookeeper")]
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
 impl RegistryCollector {
     /// The state of the ZooKeeper source connected to `address` through `connection`
     /// (the [`crate::ZkConfig::connection`] it runs with).
+    #[cfg(feature = "zookeeper")]
     pub fn zookeeper(address: &crate::ZkAddress, connection: crate::ZkConnection) -> Self {
-        RegistryCollector {
-            registries: vec![(address.to_string(), connection)],
-        }
+        RegistryCollector::default().and_zookeeper(address, connection)
     }
 
     /// Adds the state of another ZooKeeper source (several registries followed at once).
+    #[cfg(feature = "zookeeper")]
     pub fn and_zookeeper(
         mut self,
         address: &crate::ZkAddress,
         connection: crate::ZkConnection,
     ) -> Self {
-        self.registries.push((address.to_string(), connection));
+        self.registries
+            .push(("zookeeper", address.to_string(), connection));
+        self
+    }
+
+    /// The state of the Nacos source connected to `address` through `connection` (the
+    /// [`crate::NacosConfig::connection`] it runs with).
+    #[cfg(feature = "nacos")]
+    pub fn nacos(address: &crate::NacosAddress, connection: crate::NacosConnection) -> Self {
+        RegistryCollector::default().and_nacos(address, connection)
+    }
+
+    /// Adds the state of another Nacos source.
+    #[cfg(feature = "nacos")]
+    pub fn and_nacos(
+        mut self,
+        address: &crate::NacosAddress,
+        connection: crate::NacosConnection,
+    ) -> Self {
+        self.registries
+            .push(("nacos", address.to_string(), connection));
         self
     }
 
@@ -441,7 +461,7 @@ impl RegistryCollector {
     }
 }
 
-#[cfg(feature = "zookeeper")]
+#[cfg(any(feature = "zookeeper", feature = "nacos"))]
 impl Collector for RegistryCollector {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
         let mut e = encoder.encode_descriptor(
@@ -450,10 +470,10 @@ impl Collector for RegistryCollector {
             None,
             MetricType::Gauge,
         )?;
-        for (address, connection) in &self.registries {
+        for (kind, address, connection) in &self.registries {
             gauge(
                 &mut e,
-                &[("registry", "zookeeper"), ("address", address)],
+                &[("registry", kind), ("address", address)],
                 u64::from(connection.is_connected()),
             )?;
         }

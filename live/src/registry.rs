@@ -52,6 +52,10 @@ pub enum Following {
     /// A ZooKeeper registry's configuration (its connection state in
     /// [`ZkConfig::connection`]).
     ZooKeeper(ZkConfig),
+    /// A Nacos registry's configuration (its connection state in
+    /// [`crate::NacosConfig::connection`]).
+    #[cfg(feature = "nacos")]
+    Nacos(crate::NacosConfig),
 }
 
 /// The source of a chain following a [`RegistryAddress`]: for one registry, that
@@ -101,12 +105,16 @@ impl RegistrySource {
                 }
                 #[cfg(feature = "nacos")]
                 Registry::Nacos(_) => {
-                    return Err(RegistryAddressError::Invalid {
-                        address: entry.to_string(),
-                        reason: "this build follows Nacos with `routechain nacos` only, not in a \
-                                 registry address"
-                            .into(),
-                    });
+                    let mut config = crate::NacosConfig::for_chain(live, entry.text());
+                    if i != center {
+                        config.rule_keys.clear();
+                        config.provider_app_kinds.clear();
+                        config.each_app_kinds.clear();
+                    }
+                    if !entry.params.subscribe {
+                        config.service = None;
+                    }
+                    Following::Nacos(config)
                 }
             };
             members.push((entry.clone(), following));
@@ -138,6 +146,15 @@ impl RegistrySource {
                             && a.provider_app_kinds == b.provider_app_kinds
                             && a.each_app_kinds == b.each_app_kinds
                     }
+                    #[cfg(feature = "nacos")]
+                    (Following::Nacos(a), Following::Nacos(b)) => {
+                        a.watched() == b.watched()
+                            && a.service == b.service
+                            && a.provider_app_kinds == b.provider_app_kinds
+                            && a.each_app_kinds == b.each_app_kinds
+                    }
+                    #[cfg(feature = "nacos")]
+                    _ => false,
                 })
     }
 
@@ -151,6 +168,8 @@ impl RegistrySource {
 fn start_one(following: Following, tx: UpdateSender) -> Result<SourceHandle, SourceError> {
     match following {
         Following::ZooKeeper(config) => Box::new(ZkSource::new(config)).start(tx),
+        #[cfg(feature = "nacos")]
+        Following::Nacos(config) => Box::new(crate::NacosSource::new(config)).start(tx),
     }
 }
 
@@ -249,12 +268,18 @@ mod tests {
         source
             .following()
             .iter()
-            .map(|(_, Following::ZooKeeper(c))| {
-                (
+            .map(|(_, f)| match f {
+                Following::ZooKeeper(c) => (
                     c.rule_keys.len(),
                     c.provider_app_kinds.len(),
                     c.service.as_ref().map(|s| s.interface.clone()),
-                )
+                ),
+                #[cfg(feature = "nacos")]
+                Following::Nacos(c) => (
+                    c.rule_keys.len(),
+                    c.provider_app_kinds.len(),
+                    c.service.as_ref().map(|s| s.interface.clone()),
+                ),
             })
             .collect()
     }

@@ -41,6 +41,7 @@ use routechain::rules::load::LoadError;
 pub mod churn;
 pub mod edits;
 pub mod hostile;
+pub mod nacos;
 pub mod zookeeper;
 
 /// Polls `f` every 20 ms until it returns `Some`, or panics after `timeout` with `what`.

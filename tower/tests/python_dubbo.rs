@@ -128,7 +128,7 @@ async fn say_hello(
             .insert("dubbo-tag", t.parse().unwrap());
     }
     let path = http::uri::PathAndQuery::from_static("/org.example.Greeter/sayHello");
-    let codec = tonic::codec::ProstCodec::<String, String>::default();
+    let codec = tonic_prost::ProstCodec::<String, String>::default();
     let reply = grpc.unary(request, path, codec).await?;
     let attempts = reply.extensions().get::<RoutedTo>().unwrap().attempts;
     Ok((reply.into_inner(), attempts))

@@ -20,6 +20,7 @@ mod check;
 mod demo;
 mod golden;
 mod metrics_server;
+mod nacos;
 mod route;
 mod simulate;
 mod watch;
@@ -95,7 +96,7 @@ enum Command {
     /// Keep a chain live from files or ZooKeeper; print every applied or refused change
     /// (stderr) and, with --request, the routed result after each applied one (stdout).
     #[command(
-        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n  routechain watch --chain bar.chain.yaml --service com.foo.BarService \\\n    --registry 'zookeeper://zk-a:2181?backup=zk-a2:2181 | zookeeper://zk-b:2181'   # two registries, merged\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain watch --chain bar.chain.yaml \\\n    --registry 'zookeeper://admin@zk-a:2181?zone=hz' --service com.foo.BarService   # shown as admin:***@\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
+        after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n  routechain watch --chain bar.chain.yaml --service com.foo.BarService \\\n    --registry 'zookeeper://zk-a:2181?backup=zk-a2:2181 | zookeeper://zk-b:2181'   # two registries, merged\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain watch --chain bar.chain.yaml \\\n    --registry 'zookeeper://admin@zk-a:2181?zone=hz' --service com.foo.BarService   # shown as admin:***@\n  routechain watch --chain bar.chain.yaml --registry 'nacos://127.0.0.1:8848?namespace=dev' \\\n    --request request.json   # Nacos\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
     )]
     Watch(watch::WatchArgs),
     /// Read and write rules and providers in a registry (ZooKeeper, in Dubbo's layout);
@@ -106,6 +107,12 @@ enum Command {
         after_help = "Examples:\n  routechain registry put-rule --registry zookeeper://127.0.0.1:2181 --key com.foo.BarService:: --type condition rule.yaml\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain zk put-rule \\\n    --zookeeper 'zookeeper://admin@127.0.0.1:2181' --key com.foo.BarService:: --type condition rule.yaml\n  routechain registry register --registry 127.0.0.1:2181 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nCredentials are shown masked (`admin:***@`); `admin@host` reads the password from\nROUTECHAIN_ZK_PASSWORD or the file ROUTECHAIN_ZK_PASSWORD_FILE names, out of the shell history.\nExit: 0 done, 2 invalid input, 4 the registry unreachable or the operation failed."
     )]
     Zk(zk::ZkArgs),
+    /// Read and write rules and providers in Nacos, in Dubbo's layout (the `zk` commands
+    /// for Nacos).
+    #[command(
+        after_help = "Examples:\n  routechain nacos put-rule --registry nacos://127.0.0.1:8848 --key com.foo.BarService:: --type condition rule.yaml\n  routechain nacos register --registry nacos://127.0.0.1:8848 --service com.foo.BarService 'dubbo://10.0.0.1:20880/com.foo.BarService'\n\nExit: 0 done, 2 invalid input, 4 Nacos unreachable or the operation failed."
+    )]
+    Nacos(nacos::NacosArgs),
 }
 
 /// The shells `completions` writes scripts for.
@@ -149,7 +156,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         // The demo's report is the output; health events are in it.
         Command::Demo(_) => "error",
         // The mesh reader's warnings are problems of their own there (RC107, RC109).
-        Command::Check(_) | Command::Zk(_) => {
+        Command::Check(_) | Command::Zk(_) | Command::Nacos(_) => {
             "warn,routechain_live=error,routechain_routers::mesh=error"
         }
         _ => DEFAULT_LOG_FILTER,
@@ -179,6 +186,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Watch(args) => watch::run(&args),
         Command::Zk(args) => zk::run(&args),
+        Command::Nacos(args) => nacos::run(&args),
     }
 }
 

@@ -9,6 +9,7 @@ use routechain::core::{CallState, Request, Snapshot};
 use routechain::rules::ChainFile;
 
 use super::route::route_once;
+use routechain::live::NacosAddress;
 use routechain::live::registry::Following;
 use routechain::live::{
     CacheOptions, ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText,
@@ -285,8 +286,15 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         if following.as_ref().is_some_and(|f| f.follows_same(&now)) {
             continue;
         }
+        let kinds: std::collections::BTreeSet<&str> =
+            address.entries().iter().map(|e| e.kind()).collect();
+        let registry = match kinds.into_iter().collect::<Vec<_>>().as_slice() {
+            ["nacos"] => "Nacos",
+            ["zookeeper"] => "ZooKeeper",
+            _ => "the registries",
+        };
         errln!(
-            "routechain watch: the chain file changes what to follow in ZooKeeper; re-reading it"
+            "routechain watch: the chain file changes what to follow in {registry}; re-reading it"
         );
         drop(watching);
         let (source, now) = sources(args, &live, Some(address), &connections)?;
@@ -323,6 +331,7 @@ fn sources(
     for (following, connection) in registries.following_mut().zip(connections) {
         match following {
             Following::ZooKeeper(config) => config.connection = connection.clone(),
+            Following::Nacos(config) => config.connection = connection.clone(),
         }
     }
     let reference = live
@@ -343,36 +352,55 @@ fn sources(
         );
     }
     for (entry, following) in registries.following() {
-        let Following::ZooKeeper(config) = following;
+        let (watched, provider_app_kinds, each_app_kinds, what, node) = match following {
+            Following::ZooKeeper(config) => (
+                config.watched_paths(),
+                &config.provider_app_kinds,
+                &config.each_app_kinds,
+                format!(
+                    "ZooKeeper {}",
+                    entry
+                        .zookeeper()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                ),
+                "node",
+            ),
+            Following::Nacos(config) => (
+                config.watched(),
+                &config.provider_app_kinds,
+                &config.each_app_kinds,
+                NacosAddress::parse(entry.text())
+                    .map(|a| format!("Nacos {a}"))
+                    .unwrap_or_else(|_| entry.to_string()),
+                "config",
+            ),
+        };
         // One registry: the line `--zookeeper` has always printed.
         let lead = if several {
             errln!("  {entry}; watching:");
             "  "
         } else {
-            let zk = entry
-                .zookeeper()
-                .map(ToString::to_string)
-                .unwrap_or_default();
             errln!(
-                "routechain watch: following ZooKeeper {zk} for {} ({}); watching:",
+                "routechain watch: following {what} for {} ({}); watching:",
                 reference.interface,
                 reference.describe_filter()
             );
             ""
         };
-        for path in config.watched_paths() {
+        for path in watched {
             errln!("{lead}  {path}");
         }
-        if !config.provider_app_kinds.is_empty() {
+        if !provider_app_kinds.is_empty() {
             errln!(
-                "{lead}  and, once the providers' application is known, its {} node(s)",
-                config.provider_app_kinds.join(", ")
+                "{lead}  and, once the providers' application is known, its {} {node}(s)",
+                provider_app_kinds.join(", ")
             );
         }
-        if !config.each_app_kinds.is_empty() {
+        if !each_app_kinds.is_empty() {
             errln!(
-                "{lead}  and the {} node(s) of every provider application present, from its first provider to its last",
-                config.each_app_kinds.join(", ")
+                "{lead}  and the {} {node}(s) of every provider application present, from its first provider to its last",
+                each_app_kinds.join(", ")
             );
         }
     }
@@ -394,12 +422,13 @@ fn registry_collector(
         .filter(|(i, _)| address.followed(*i))
         .map(|(_, e)| e);
     for (entry, connection) in followed.zip(connections) {
-        let Some(zk) = entry.zookeeper() else {
-            continue;
-        };
-        collector = Some(match collector {
-            None => routechain::live::metrics::RegistryCollector::zookeeper(zk, connection.clone()),
-            Some(c) => c.and_zookeeper(zk, connection.clone()),
+        let c = collector.unwrap_or_default();
+        collector = Some(match entry.zookeeper() {
+            Some(zk) => c.and_zookeeper(zk, connection.clone()),
+            None => match NacosAddress::parse(entry.text()) {
+                Ok(nacos) => c.and_nacos(&nacos, connection.clone()),
+                Err(_) => c,
+            },
         });
     }
     collector

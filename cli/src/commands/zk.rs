@@ -9,7 +9,7 @@ use routechain::live::{
 };
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.
-async fn wait_for_stop() {
+pub(super) async fn wait_for_stop() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -167,21 +167,26 @@ fn key(node: &RuleNode) -> RuleKey {
 
 /// Validates a rule as `routechain check --type TYPE` does: problems on stderr; an error (or
 /// an unknown type) exits 2. Warns when a service key lacks Dubbo's colons.
-fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<(), ExitCode> {
+pub(super) fn validate_rule(
+    key: &str,
+    router_type: &str,
+    file: &std::path::Path,
+    text: &str,
+) -> Result<(), ExitCode> {
     let origin = routechain::rules::input::origin_of(file);
     let registry = routechain::registry();
-    let report = super::check::check_rule(&origin, text, Some(&node.router_type), None, &registry);
+    let report = super::check::check_rule(&origin, text, Some(router_type), None, &registry);
     for p in &report.problems {
         errln!("{}", p.render());
     }
-    if node.key.contains('.') && !node.key.contains(':') {
-        let watched = RuleKey::new(format!("{}::", node.key), node.router_type.clone());
+    if key.contains('.') && !key.contains(':') {
+        let watched = RuleKey::new(format!("{}::", key), router_type);
         errln!(
             "routechain zk: warning: the key {:?} has no `:`; consumers of the service {} watch \
              the service key `interface:version:group`, here {} (an application rule's key is \
              the application name)",
-            node.key,
-            node.key,
+            key,
+            key,
             rule_path(&watched)
         );
     }
@@ -197,7 +202,7 @@ fn validate_rule(node: &RuleNode, file: &std::path::Path, text: &str) -> Result<
 }
 
 /// Refuses a `--type` that names no rule node kind (exit 2), with the known ones.
-fn known_type(ty: &str) -> Result<(), ExitCode> {
+pub(super) fn known_type(ty: &str) -> Result<(), ExitCode> {
     let registry = routechain::registry();
     let known = super::check::rule_types(&registry);
     if known.contains(&ty) {
@@ -214,7 +219,7 @@ fn known_type(ty: &str) -> Result<(), ExitCode> {
 }
 
 /// A unified diff from the node's current text (none: the node does not exist) to `new`.
-fn diff(node: &str, current: Option<&str>, new: &str) -> String {
+pub(super) fn diff(node: &str, current: Option<&str>, new: &str) -> String {
     let old = current.unwrap_or("");
     if current == Some(new) {
         return format!("{node}: unchanged\n");
@@ -231,7 +236,7 @@ fn diff(node: &str, current: Option<&str>, new: &str) -> String {
 }
 
 /// Refuses a provider URL that does not parse (exit 2), before anything is written.
-fn check_urls(urls: &[String]) -> Result<(), ExitCode> {
+pub(super) fn check_urls(urls: &[String]) -> Result<(), ExitCode> {
     for url in urls {
         if let Err(e) = routechain::core::Url::parse_provider(url) {
             errln!(
@@ -292,7 +297,10 @@ fn zk_address(text: &str, rules: bool) -> Result<ZkAddress, String> {
         ));
     };
     entry.zookeeper().cloned().ok_or_else(|| {
-        format!("{entry} is not a ZooKeeper registry: its rules and providers are written by its own commands")
+        format!(
+            "{entry} is not a ZooKeeper registry: write its rules and providers with `routechain {} ...`",
+            entry.kind()
+        )
     })
 }
 
@@ -331,7 +339,7 @@ async fn zk(command: &ZkCommand) -> ExitCode {
     };
     // Validate a rule before connecting: an invalid one is never written.
     if let (ZkCommand::PutRule { node, file, .. }, Some(text)) = (command, &text)
-        && let Err(code) = validate_rule(node, file, text)
+        && let Err(code) = validate_rule(&node.key, &node.router_type, file, text)
     {
         return code;
     }

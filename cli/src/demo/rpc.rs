@@ -77,7 +77,7 @@ pub struct UserIndexClient<T> {
 
 impl<T> UserIndexClient<T>
 where
-    T: tonic::client::GrpcService<tonic::body::BoxBody>,
+    T: tonic::client::GrpcService<tonic::body::Body>,
     T::Error: Into<StdError>,
     T::ResponseBody: Body<Data = Bytes> + Send + 'static,
     <T::ResponseBody as Body>::Error: Into<StdError> + Send,
@@ -105,7 +105,7 @@ where
             "reindex" => "/org.example.UserIndexService/reindex",
             other => return Err(tonic::Status::unimplemented(other.to_string())),
         };
-        let codec = tonic::codec::ProstCodec::default();
+        let codec = tonic_prost::ProstCodec::default();
         let path = http::uri::PathAndQuery::from_static(path);
         self.inner.unary(request, path, codec).await
     }
@@ -152,7 +152,7 @@ where
     B: Body + Send + 'static,
     B::Error: Into<StdError> + Send + 'static,
 {
-    type Response = http::Response<tonic::body::BoxBody>;
+    type Response = http::Response<tonic::body::Body>;
     type Error = std::convert::Infallible;
     type Future = BoxFuture<Self::Response, Self::Error>;
 
@@ -170,7 +170,7 @@ where
         Box::pin(async move {
             Ok(match method {
                 Some(method) => {
-                    let mut grpc = tonic::server::Grpc::new(tonic::codec::ProstCodec::default());
+                    let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
                     grpc.unary(Answer { identity, method }, req).await
                 }
                 None => tonic::Status::unimplemented("no such method").into_http(),

@@ -348,6 +348,11 @@ fn parse_entry(entry: &str) -> Result<RegistryEntry, RegistryAddressError> {
 
 #[cfg(feature = "nacos")]
 fn nacos(entry: &str) -> Result<Registry, RegistryAddressError> {
+    // Refused now, as a ZooKeeper entry is, when it cannot be used.
+    crate::NacosAddress::parse(entry).map_err(|e| match e {
+        crate::NacosError::Address { reason, .. } => invalid(entry, reason),
+        other => invalid(entry, other.to_string()),
+    })?;
     Ok(Registry::Nacos(entry.to_string()))
 }
 

@@ -78,93 +78,14 @@ fn invalid(text: &str, reason: impl Into<String>) -> ZkError {
     }
 }
 
-/// `text` with any password replaced by `***`: the user-info's password and a `password=`
-/// parameter's value. For messages about an address that may not parse.
+/// `text` with any password replaced by `***` (see [`crate::address::mask`]).
 pub(crate) fn mask(text: &str) -> String {
-    let (head, query) = match text.split_once('?') {
-        Some((h, q)) => (h, Some(q)),
-        None => (text, None),
-    };
-    let scheme_end = head.find("://").map_or(0, |i| i + 3);
-    let authority_end = head[scheme_end..]
-        .find('/')
-        .map_or(head.len(), |i| scheme_end + i);
-    let mut out = String::with_capacity(text.len());
-    match head[scheme_end..authority_end].rfind('@') {
-        Some(at) => {
-            let userinfo = &head[scheme_end..scheme_end + at];
-            out.push_str(&head[..scheme_end]);
-            match userinfo.split_once(':') {
-                Some((user, _)) => {
-                    out.push_str(user);
-                    out.push_str(":***");
-                }
-                None => out.push_str(userinfo),
-            }
-            out.push_str(&head[scheme_end + at..]);
-        }
-        None => out.push_str(head),
-    }
-    if let Some(query) = query {
-        out.push('?');
-        let parts: Vec<String> = query
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k == "password" => format!("{k}=***"),
-                _ => p.to_string(),
-            })
-            .collect();
-        out.push_str(&parts.join("&"));
-    }
-    out
+    crate::address::mask(text)
 }
 
-fn decode(text: &str, part: &str) -> Result<String, ZkError> {
-    percent_encoding::percent_decode_str(part)
-        .decode_utf8()
-        .map(|s| s.into_owned())
-        .map_err(|_| invalid(text, "the user or password is not valid UTF-8 once decoded"))
-}
-
-/// Checks one `host[:port]` (or `[v6]:port`) and writes it with its port.
+/// Checks one `host[:port]`, 2181 when it has no port.
 fn host_port(text: &str, hp: &str) -> Result<String, ZkError> {
-    let hp = hp.trim();
-    if hp.is_empty() {
-        return Err(invalid(
-            text,
-            "a server is empty (two commas, or nothing after `@`)",
-        ));
-    }
-    let (host, port) = if let Some(rest) = hp.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| invalid(text, format!("`{hp}`: `[` without `]`")))?;
-        (format!("[{host}]"), after.strip_prefix(':'))
-    } else {
-        match hp.split_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (hp.to_string(), None),
-        }
-    };
-    if host.is_empty() || host == "[]" {
-        return Err(invalid(text, format!("`{hp}` has no host")));
-    }
-    if host.contains(['@', '/', ' ', '?', '#']) {
-        return Err(invalid(text, format!("`{host}` is not a host name")));
-    }
-    let port = match port {
-        None => 2181,
-        Some(p) => match p.parse::<u16>() {
-            Ok(p) if p > 0 => p,
-            _ => {
-                return Err(invalid(
-                    text,
-                    format!("`{hp}`: the port must be a number from 1 to 65535"),
-                ));
-            }
-        },
-    };
-    Ok(format!("{host}:{port}"))
+    crate::address::host_port(hp, 2181).map_err(|reason| invalid(text, reason))
 }
 
 impl ZkAddress {
@@ -214,8 +135,12 @@ impl ZkAddress {
                         hosts.push(host_port(text, hp)?);
                     }
                 }
-                "username" => username = Some(decode(text, v)?),
-                "password" => password = Some(decode(text, v)?),
+                "username" => {
+                    username = Some(crate::address::decode(v).map_err(|r| invalid(text, r))?)
+                }
+                "password" => {
+                    password = Some(crate::address::decode(v).map_err(|r| invalid(text, r))?)
+                }
                 "session" => match v.parse::<u64>() {
                     Ok(ms) if ms > 0 => session = Some(Duration::from_millis(ms)),
                     _ => {
@@ -230,33 +155,13 @@ impl ZkAddress {
             }
         }
         if let Some(info) = userinfo {
-            match info.split_once(':') {
-                Some((u, p)) => {
-                    username = Some(decode(text, u)?);
-                    password = Some(decode(text, p)?);
-                }
-                None => username = Some(decode(text, info)?),
-            }
+            let (u, p) = crate::address::userinfo(info).map_err(|r| invalid(text, r))?;
+            username = Some(u);
+            password = p.or(password);
         }
-        let credentials = match (username, password) {
-            (None, None) => None,
-            (None, Some(_)) => return Err(invalid(text, "a password without a user name")),
-            (Some(u), _) if u.is_empty() => return Err(invalid(text, "the user name is empty")),
-            (Some(u), Some(p)) => Some((u, p)),
-            (Some(u), None) => {
-                let p = password_from_env().map_err(|reason| invalid(text, reason))?;
-                let p = p.ok_or_else(|| {
-                    invalid(
-                        text,
-                        format!(
-                            "the user {u} has no password: write `{u}:PASSWORD@`, or set \
-                             {PASSWORD_ENV} or {PASSWORD_FILE_ENV}"
-                        ),
-                    )
-                })?;
-                Some((u, p))
-            }
-        };
+        let credentials =
+            crate::address::credentials(username, password, PASSWORD_ENV, PASSWORD_FILE_ENV)
+                .map_err(|reason| invalid(text, reason))?;
         let chroot = match path {
             "" | "/" => String::new(),
             p if scheme.is_some() && p.trim_start_matches('/') == REGISTRY_SERVICE => String::new(),
@@ -360,20 +265,6 @@ impl ZkAddress {
 /// server (`cargo test -p routechain-tests --test zk_failover -- --nocapture` prints it).
 fn ping_window(session_timeout: Duration) -> Duration {
     Duration::from_millis(1600).min(session_timeout * 2 / 5)
-}
-
-/// The password from [`PASSWORD_ENV`], else the first line of the file named by
-/// [`PASSWORD_FILE_ENV`]; `Ok(None)` when neither is set.
-fn password_from_env() -> Result<Option<String>, String> {
-    if let Ok(p) = std::env::var(PASSWORD_ENV) {
-        return Ok(Some(p));
-    }
-    let Ok(file) = std::env::var(PASSWORD_FILE_ENV) else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("{PASSWORD_FILE_ENV}={file}: cannot read the password file: {e}"))?;
-    Ok(Some(text.lines().next().unwrap_or("").to_string()))
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! the old one expired; and [`ZkConnection`], the connection's state for metrics.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -17,19 +16,7 @@ use crate::dubbo::rule_path;
 
 /// Whether the source has a session with the registry now: shared by the source and
 /// whoever shows it (`watch --metrics` exports it as `routechain_registry_connected`).
-#[derive(Debug, Clone, Default)]
-pub struct ZkConnection(Arc<AtomicBool>);
-
-impl ZkConnection {
-    /// True while connected (a session, and a server answering).
-    pub fn is_connected(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    fn set(&self, connected: bool) {
-        self.0.store(connected, Ordering::Relaxed);
-    }
-}
+pub type ZkConnection = crate::connection::RegistryConnection;
 
 pub(super) async fn run(
     config: ZkConfig,

@@ -5,6 +5,7 @@ use routechain_testkit as support;
 
 mod file;
 mod mesh;
+mod nacos;
 mod python;
 mod registries;
 mod several_registries;

@@ -1,0 +1,385 @@
+//! A real Nacos server for tests: `rnacos` (the Nacos-compatible server from crates.io,
+//! `bash .ci/rnacos.sh` installs it into `~/.cargo/bin`), started on free loopback ports
+//! (HTTP `P`, gRPC `P + 1000` where Nacos clients look for it, console elsewhere) with a
+//! throwaway data directory, killed on drop, restartable on the same ports and data; and
+//! [`NacosWriter`], the official Python Nacos SDK (`tests/python/nacos_writer.py`) writing
+//! instances and configs as an independent client.
+//!
+//! rnacos 0.8 panics on about one start in eight on a fresh data directory, after which
+//! naming answers but config writes are lost: the server counts as ready only once a config
+//! write reads back, and is started afresh otherwise. It also serves no disabled instance
+//! and takes no `healthy=false` from a gRPC registration (the server owns an ephemeral
+//! instance's health): those filters are unit-tested (`live/src/nacos/tests.rs`). A missing
+//! rnacos is a test failure with the install command, never a skip.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running (or stopped) rnacos server owned by one test.
+pub struct Nacos {
+    dir: PathBuf,
+    port: u16,
+    console: u16,
+    child: Option<Child>,
+    binary: PathBuf,
+}
+
+fn free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// A free port `p` whose `p + 1000` (the gRPC port clients derive) is free too.
+fn free_pair() -> u16 {
+    for _ in 0..200 {
+        let p = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("bind a free loopback port");
+        if p < 60000 && free(p + 1000) {
+            return p;
+        }
+    }
+    panic!("no free loopback port P with P + 1000 free");
+}
+
+/// The rnacos binary: `$RNACOS`, else `~/.cargo/bin/rnacos`, else `rnacos` on `PATH`.
+pub fn rnacos_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("RNACOS") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var("HOME").unwrap_or_default();
+    let cargo = Path::new(&home).join(".cargo/bin/rnacos");
+    if cargo.exists() {
+        return cargo;
+    }
+    if let Ok(out) = Command::new("sh")
+        .args(["-c", "command -v rnacos"])
+        .output()
+        && out.status.success()
+    {
+        return PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    }
+    panic!(
+        "rnacos is not installed (neither $RNACOS, ~/.cargo/bin/rnacos nor rnacos on PATH): run \
+         `bash .ci/rnacos.sh` (cargo install rnacos --locked)"
+    );
+}
+
+impl Nacos {
+    /// Starts a server on a fresh data directory and waits until a config write reads back
+    /// (a server that cannot is started afresh).
+    pub fn start(name: &str) -> Self {
+        let binary = rnacos_binary();
+        let port = free_pair();
+        let dir = std::env::temp_dir().join(format!(
+            "routechain-nacos-{name}-{}-{port}",
+            std::process::id()
+        ));
+        let console = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("bind a free loopback port");
+        let mut nacos = Nacos {
+            dir,
+            port,
+            console,
+            child: None,
+            binary,
+        };
+        for attempt in 1..=8 {
+            let _ = std::fs::remove_dir_all(&nacos.dir);
+            std::fs::create_dir_all(nacos.dir.join("data")).expect("create the data directory");
+            nacos.spawn();
+            if nacos.wait_ready(Duration::from_secs(30)) {
+                return nacos;
+            }
+            eprintln!("rnacos (attempt {attempt}) lost a config write or exited; starting afresh");
+            nacos.stop();
+        }
+        panic!("rnacos did not start in 8 attempts:\n{}", nacos.log());
+    }
+
+    fn spawn(&mut self) {
+        assert!(self.child.is_none(), "rnacos is already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("server.log"))
+            .expect("open the server log");
+        let child = Command::new(&self.binary)
+            .current_dir(&self.dir)
+            .env("RNACOS_HTTP_PORT", self.port.to_string())
+            .env("RNACOS_GRPC_PORT", (self.port + 1000).to_string())
+            .env("RNACOS_HTTP_CONSOLE_PORT", self.console.to_string())
+            .env("RNACOS_DATA_DIR", self.dir.join("data"))
+            .env("RNACOS_ENV_FILE", self.dir.join("none.env"))
+            .env("RNACOS_ENABLE_METRICS", "false")
+            // An instance's metadata is what it registered last (rnacos otherwise keeps the
+            // first metadata of an address across registrations, as no Nacos server does).
+            .env(
+                "RNACOS_NAMING_INSTANCE_METADATA_PERSISTENCE_ENABLE",
+                "false",
+            )
+            .env("RNACOS_HTTP_WORKERS", "2")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", self.binary.display()));
+        self.child = Some(child);
+    }
+
+    /// True once a config written over the HTTP API reads back within `limit`.
+    fn wait_ready(&mut self, limit: Duration) -> bool {
+        let start = Instant::now();
+        let nonce = format!("{}-{:?}", std::process::id(), Instant::now());
+        while start.elapsed() < limit {
+            if !self.is_running() {
+                return false;
+            }
+            let body = format!("dataId=routechain-ready&group=probe&content={nonce}");
+            if http(self.port, "POST", "/nacos/v1/cs/configs", &body).is_some() {
+                // A write that does not read back at once will not: the server lost it.
+                std::thread::sleep(Duration::from_millis(200));
+                return http(
+                    self.port,
+                    "GET",
+                    "/nacos/v1/cs/configs?dataId=routechain-ready&group=probe",
+                    "",
+                )
+                .is_some_and(|b| b.trim() == nonce);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `nacos://127.0.0.1:<port>` plus `query` (`namespace=dev&...`) when not empty.
+    pub fn url(&self, query: &str) -> String {
+        if query.is_empty() {
+            format!("nacos://{}", self.address())
+        } else {
+            format!("nacos://{}?{query}", self.address())
+        }
+    }
+
+    /// True while the process runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// Kills the server (data kept) and waits until its ports refuse connections.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            || TcpStream::connect(("127.0.0.1", self.port + 1000)).is_ok()
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "rnacos still answers after kill"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops and starts the server on the same ports with the same data, and waits until a
+    /// config write reads back.
+    pub fn restart(&mut self) {
+        self.stop();
+        for _ in 0..4 {
+            self.spawn();
+            if self.wait_ready(Duration::from_secs(30)) {
+                return;
+            }
+            self.stop();
+        }
+        panic!("rnacos did not come back after a restart:\n{}", self.log());
+    }
+}
+
+impl Drop for Nacos {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One HTTP/1.1 request to the server's API; the body of a 200 answer.
+fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, rest) = answer.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        // One or more chunks: `<hex>\r\n<data>\r\n`, ending with `0`.
+        let mut out = String::new();
+        let mut rest = rest;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).ok()?;
+            if n == 0 {
+                break;
+            }
+            out.push_str(after.get(..n)?);
+            rest = after.get(n + 2..)?;
+        }
+        return Some(out);
+    }
+    Some(rest.to_string())
+}
+
+/// The official Python Nacos SDK as an independent writer (a process running
+/// `tests/python/nacos_writer.py` in the venv `scripts/python-dubbo.sh` makes): its
+/// instances live while it runs.
+pub struct NacosWriter {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// The repository's root.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv's python, made (or found) by `scripts/python-dubbo.sh`; its failure fails the
+/// test.
+pub fn venv_python() -> PathBuf {
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/python-dubbo.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run scripts/python-dubbo.sh");
+    assert!(
+        out.status.success(),
+        "scripts/python-dubbo.sh failed ({}): the Python venv with nacos-sdk-python is needed",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("the venv's python path")
+            .trim(),
+    )
+}
+
+impl NacosWriter {
+    /// Connects a writer to `server` (`host:port`) in `namespace` (`""`: public).
+    pub fn start(server: &str, namespace: &str) -> Self {
+        let mut child = Command::new(venv_python())
+            .arg(repo().join("tests/python/nacos_writer.py"))
+            .args([server, namespace])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the Python Nacos writer");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut writer = NacosWriter {
+            child,
+            stdin,
+            stdout,
+        };
+        let ready = writer.read();
+        assert!(
+            ready.contains("\"ready\""),
+            "the writer did not start: {ready}"
+        );
+        writer
+    }
+
+    fn read(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read the writer");
+        assert!(!line.is_empty(), "the Python Nacos writer exited");
+        line
+    }
+
+    /// Sends one command (a JSON object, see the script) and returns its answer; an answer
+    /// without `"ok": true` fails the test.
+    pub fn send(&mut self, command: serde_json::Value) -> serde_json::Value {
+        writeln!(self.stdin, "{command}").expect("write to the writer");
+        self.stdin.flush().expect("flush");
+        let line = self.read();
+        let answer: serde_json::Value = serde_json::from_str(&line).expect("a JSON answer");
+        assert_eq!(answer["ok"], true, "{command} -> {answer}");
+        answer
+    }
+
+    /// Registers `url` as Dubbo's NacosRegistry does, in Nacos group `group`.
+    pub fn register(&mut self, group: &str, url: &str) {
+        self.send(serde_json::json!({"op": "register_url", "group": group, "url": url}));
+    }
+
+    /// Registers `url` with Nacos instance fields of its own.
+    pub fn register_with(&mut self, group: &str, url: &str, weight: f64, healthy: bool) {
+        self.send(
+            serde_json::json!({"op": "register_url", "group": group, "url": url,
+            "weight": weight, "healthy": healthy}),
+        );
+    }
+
+    /// Removes the instance of `url`.
+    pub fn deregister(&mut self, group: &str, url: &str) {
+        self.send(serde_json::json!({"op": "deregister_url", "group": group, "url": url}));
+    }
+
+    /// Registers many URLs (one registration each, many at a time).
+    pub fn batch(&mut self, group: &str, urls: &[String]) {
+        self.send(serde_json::json!({"op": "batch_urls", "group": group, "urls": urls}));
+    }
+
+    /// Publishes a config of group `dubbo`.
+    pub fn publish(&mut self, data_id: &str, content: &str) {
+        self.send(serde_json::json!({"op": "publish", "data_id": data_id, "content": content}));
+    }
+
+    /// Removes a config of group `dubbo`.
+    pub fn remove(&mut self, data_id: &str) {
+        self.send(serde_json::json!({"op": "remove", "data_id": data_id}));
+    }
+}
+
+impl Drop for NacosWriter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
