@@ -630,9 +630,15 @@ impl Cluster {
         // The wall clock only while some provider is warming up or a balancer reads
         // response times.
         let warm = published.balance.shared().warm();
+        let timed = published.balance.timed();
         let now = if warm.active() {
-            warm.now(self.clock.epoch_millis())
-        } else if published.balance.timed() {
+            let epoch = self.clock.epoch_millis();
+            match warm.now(epoch) {
+                // The last warm-up just ended: the static weights, the time still read.
+                0 if timed => epoch,
+                n => n,
+            }
+        } else if timed {
             self.clock.epoch_millis()
         } else {
             0
