@@ -184,7 +184,7 @@ impl Endpoint {
         sender
             .as_deref()
             .filter(|s| !s.is_closed())
-            .map(SendRequest::clone)
+            .cloned()
     }
 
     /// A sender on the open connection, connecting first when there is none. Calls that
