@@ -181,10 +181,7 @@ impl Endpoint {
             self.used.store(true, Ordering::Relaxed);
         }
         let sender = self.sender.load();
-        sender
-            .as_deref()
-            .filter(|s| !s.is_closed())
-            .cloned()
+        sender.as_deref().filter(|s| !s.is_closed()).cloned()
     }
 
     /// A sender on the open connection, connecting first when there is none. Calls that
