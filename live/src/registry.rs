@@ -90,32 +90,30 @@ impl RegistrySource {
             if !address.followed(i) {
                 continue;
             }
+            // Rules are followed in the config center alone; providers where subscribed.
+            macro_rules! follow {
+                ($config:expr, $kind:path) => {{
+                    let mut config = $config;
+                    if i != center {
+                        config.rule_keys.clear();
+                        config.provider_app_kinds.clear();
+                        config.each_app_kinds.clear();
+                    }
+                    if !entry.params.subscribe {
+                        config.service = None;
+                    }
+                    $kind(config)
+                }};
+            }
             let following = match &entry.registry {
                 Registry::ZooKeeper(_) => {
-                    let mut config = ZkConfig::for_chain(live, entry.text());
-                    if i != center {
-                        config.rule_keys.clear();
-                        config.provider_app_kinds.clear();
-                        config.each_app_kinds.clear();
-                    }
-                    if !entry.params.subscribe {
-                        config.service = None;
-                    }
-                    Following::ZooKeeper(config)
+                    follow!(ZkConfig::for_chain(live, entry.text()), Following::ZooKeeper)
                 }
                 #[cfg(feature = "nacos")]
-                Registry::Nacos(_) => {
-                    let mut config = crate::NacosConfig::for_chain(live, entry.text());
-                    if i != center {
-                        config.rule_keys.clear();
-                        config.provider_app_kinds.clear();
-                        config.each_app_kinds.clear();
-                    }
-                    if !entry.params.subscribe {
-                        config.service = None;
-                    }
-                    Following::Nacos(config)
-                }
+                Registry::Nacos(_) => follow!(
+                    crate::NacosConfig::for_chain(live, entry.text()),
+                    Following::Nacos
+                ),
             };
             members.push((entry.clone(), following));
         }
