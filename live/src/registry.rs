@@ -58,6 +58,55 @@ pub enum Following {
     Nacos(crate::NacosConfig),
 }
 
+impl Following {
+    /// What is followed from the start: ZooKeeper's node paths
+    /// ([`ZkConfig::watched_paths`]), Nacos's configs and service
+    /// ([`crate::NacosConfig::watched`]).
+    pub fn watched(&self) -> Vec<String> {
+        match self {
+            Following::ZooKeeper(c) => c.watched_paths(),
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => c.watched(),
+        }
+    }
+
+    /// The kinds of rule read under the providers' application once it is known.
+    pub fn provider_app_kinds(&self) -> &[String] {
+        match self {
+            Following::ZooKeeper(c) => &c.provider_app_kinds,
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => &c.provider_app_kinds,
+        }
+    }
+
+    /// The kinds of rule read under every provider application present.
+    pub fn each_app_kinds(&self) -> &[String] {
+        match self {
+            Following::ZooKeeper(c) => &c.each_app_kinds,
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => &c.each_app_kinds,
+        }
+    }
+
+    /// The reference whose providers are followed (none: rules alone).
+    pub fn service(&self) -> Option<&crate::ServiceKey> {
+        match self {
+            Following::ZooKeeper(c) => c.service.as_ref(),
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => c.service.as_ref(),
+        }
+    }
+
+    /// Shares `connection` with the source: it shows whether this registry is connected.
+    pub fn set_connection(&mut self, connection: crate::RegistryConnection) {
+        match self {
+            Following::ZooKeeper(c) => c.connection = connection,
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => c.connection = connection,
+        }
+    }
+}
+
 /// The source of a chain following a [`RegistryAddress`]: for one registry, that
 /// registry's source as it is; for several, each registry's source with the providers
 /// combined (merged, or Dubbo's zone-aware choice: [`choose`]) and the rules followed in
@@ -107,7 +156,10 @@ impl RegistrySource {
             }
             let following = match &entry.registry {
                 Registry::ZooKeeper(_) => {
-                    follow!(ZkConfig::for_chain(live, entry.text()), Following::ZooKeeper)
+                    follow!(
+                        ZkConfig::for_chain(live, entry.text()),
+                        Following::ZooKeeper
+                    )
                 }
                 #[cfg(feature = "nacos")]
                 Registry::Nacos(_) => follow!(
@@ -137,22 +189,12 @@ impl RegistrySource {
                 .members
                 .iter()
                 .zip(&other.members)
-                .all(|((_, a), (_, b))| match (a, b) {
-                    (Following::ZooKeeper(a), Following::ZooKeeper(b)) => {
-                        a.watched_paths() == b.watched_paths()
-                            && a.service == b.service
-                            && a.provider_app_kinds == b.provider_app_kinds
-                            && a.each_app_kinds == b.each_app_kinds
-                    }
-                    #[cfg(feature = "nacos")]
-                    (Following::Nacos(a), Following::Nacos(b)) => {
-                        a.watched() == b.watched()
-                            && a.service == b.service
-                            && a.provider_app_kinds == b.provider_app_kinds
-                            && a.each_app_kinds == b.each_app_kinds
-                    }
-                    #[cfg(feature = "nacos")]
-                    _ => false,
+                .all(|((_, a), (_, b))| {
+                    std::mem::discriminant(a) == std::mem::discriminant(b)
+                        && a.watched() == b.watched()
+                        && a.service() == b.service()
+                        && a.provider_app_kinds() == b.provider_app_kinds()
+                        && a.each_app_kinds() == b.each_app_kinds()
                 })
     }
 
@@ -238,7 +280,7 @@ fn short_name(entry: &RegistryEntry) -> String {
     match &entry.registry {
         Registry::ZooKeeper(a) => format!("zookeeper://{a}"),
         #[cfg(feature = "nacos")]
-        Registry::Nacos(t) => mask(t.split('?').next().unwrap_or(t)),
+        Registry::Nacos(_) => mask(entry.text().split('?').next().unwrap_or(entry.text())),
     }
 }
 
@@ -266,18 +308,14 @@ mod tests {
         source
             .following()
             .iter()
-            .map(|(_, f)| match f {
-                Following::ZooKeeper(c) => (
-                    c.rule_keys.len(),
-                    c.provider_app_kinds.len(),
-                    c.service.as_ref().map(|s| s.interface.clone()),
-                ),
-                #[cfg(feature = "nacos")]
-                Following::Nacos(c) => (
-                    c.rule_keys.len(),
-                    c.provider_app_kinds.len(),
-                    c.service.as_ref().map(|s| s.interface.clone()),
-                ),
+            .map(|(_, f)| {
+                let rule_keys = match f {
+                    Following::ZooKeeper(c) => c.rule_keys.len(),
+                    #[cfg(feature = "nacos")]
+                    Following::Nacos(c) => c.rule_keys.len(),
+                };
+                let service = f.service().map(|s| s.interface.clone());
+                (rule_keys, f.provider_app_kinds().len(), service)
             })
             .collect()
     }
