@@ -16,7 +16,7 @@
 //! // Two registries: their providers merged, the rules read from the first.
 //! let address = RegistryAddress::parse("zookeeper://zk-a:2181 | zookeeper://zk-b:2181").unwrap();
 //! let options = RegistryOptions { protect_empty: true, zone: None };
-//! let source = RegistrySource::for_chain(&address, &live, options).unwrap();
+//! let source = RegistrySource::for_chain(&address, &live, options);
 //! let _watching = live.watch(Box::new(source), |report| eprintln!("{report}")).unwrap();
 //! ```
 
@@ -132,7 +132,7 @@ impl RegistrySource {
         address: &RegistryAddress,
         live: &LiveChain,
         options: RegistryOptions,
-    ) -> Result<Self, RegistryAddressError> {
+    ) -> Self {
         let center = address.config_center();
         let mut members = Vec::with_capacity(address.entries().len());
         for (i, entry) in address.entries().iter().enumerate() {
@@ -169,11 +169,11 @@ impl RegistrySource {
             };
             members.push((entry.clone(), following));
         }
-        Ok(RegistrySource {
+        RegistrySource {
             members,
             zone_aware: address.zone_aware(),
             options,
-        })
+        }
     }
 
     /// Each registry and what it follows (the rules in the config center only).
@@ -345,16 +345,15 @@ mod tests {
         ];
         for (text, want) in table {
             let address = RegistryAddress::parse(text).unwrap();
-            let source =
-                RegistrySource::for_chain(&address, &live, RegistryOptions::default()).unwrap();
+            let source = RegistrySource::for_chain(&address, &live, RegistryOptions::default());
             assert_eq!(rule_keys(&source), want, "{text}");
             assert!(source.follows_same(&source.clone()));
         }
         let one = RegistryAddress::parse("a:1").unwrap();
         let two = RegistryAddress::parse("a:1|b:2").unwrap();
         let options = RegistryOptions::default;
-        let one = RegistrySource::for_chain(&one, &live, options()).unwrap();
-        let two = RegistrySource::for_chain(&two, &live, options()).unwrap();
+        let one = RegistrySource::for_chain(&one, &live, options());
+        let two = RegistrySource::for_chain(&two, &live, options());
         assert!(!one.follows_same(&two));
         assert_eq!(one.name(), "zookeeper");
         assert_eq!(two.name(), "registries");

@@ -281,8 +281,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             continue;
         };
         // The reference (`service`, `group`, `version`) filters the providers read.
-        let now = RegistrySource::for_chain(address, &live, RegistryOptions::default())
-            .map_err(|e| invalid(e.to_string()))?;
+        let now = RegistrySource::for_chain(address, &live, RegistryOptions::default());
         if following.as_ref().is_some_and(|f| f.follows_same(&now)) {
             continue;
         }
@@ -326,8 +325,7 @@ fn sources(
         protect_empty: !args.allow_empty,
         zone: args.registry_zone.clone(),
     };
-    let mut registries =
-        RegistrySource::for_chain(address, live, options).map_err(|e| invalid(e.to_string()))?;
+    let mut registries = RegistrySource::for_chain(address, live, options);
     for (following, connection) in registries.following_mut().zip(connections) {
         following.set_connection(connection.clone());
     }
