@@ -287,21 +287,9 @@ fn short_name(entry: &RegistryEntry) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::LiveOptions;
 
     fn live() -> LiveChain {
-        let file = routechain_rules::ChainFile::parse(
-            "t.yaml",
-            "service: com.foo.Bar\nrouters:\n  - type: condition\n  - type: tag\n",
-            None,
-        )
-        .unwrap();
-        LiveChain::new(
-            file,
-            routechain_routers::builtin_registry(),
-            LiveOptions::default(),
-        )
-        .unwrap()
+        crate::test_chain("service: com.foo.Bar\nrouters:\n  - type: condition\n  - type: tag\n")
     }
 
     fn rule_keys(source: &RegistrySource) -> Vec<(usize, usize, Option<String>)> {
