@@ -223,7 +223,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .flat_map(|a| (0..a.entries().len()).filter(|&i| a.followed(i)))
         .map(|_| RegistryConnection::default())
         .collect();
-    let (source, mut following) = sources(args, &live, address.as_ref(), &connections)?;
+    let (source, mut following) = sources(args, &live, address.as_ref(), &connections);
     if address.is_some() && !args.no_cache {
         match (&live.options().cache, live.reference()) {
             (Some(cache), Some(reference)) => errln!(
@@ -296,7 +296,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             "routechain watch: the chain file changes what to follow in {registry}; re-reading it"
         );
         drop(watching);
-        let (source, now) = sources(args, &live, Some(address), &connections)?;
+        let (source, now) = sources(args, &live, Some(address), &connections);
         following = now;
         watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
@@ -313,13 +313,13 @@ fn sources(
     live: &LiveChain,
     address: Option<&RegistryAddress>,
     connections: &[RegistryConnection],
-) -> Result<(Box<dyn Source>, Option<RegistrySource>), LoadError> {
+) -> (Box<dyn Source>, Option<RegistrySource>) {
     let chain_source = Box::new(FileSource::new(FileConfig::new(
         args.chain.clone(),
         args.providers.clone(),
     )));
     let Some(address) = address else {
-        return Ok((chain_source, None));
+        return (chain_source, None);
     };
     let options = RegistryOptions {
         protect_empty: !args.allow_empty,
@@ -383,10 +383,10 @@ fn sources(
     }
     errln!("  and the chain file {}", args.chain.display());
     let source: Box<dyn Source> = Box::new(registries.clone());
-    Ok((
+    (
         Box::new(Sources(vec![source, chain_source])),
         Some(registries),
-    ))
+    )
 }
 
 /// The connection-state gauges of the registries followed.
