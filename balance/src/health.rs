@@ -1,10 +1,14 @@
-//! Provider health tracking: failure counting, cool-downs and probation.
+//! Provider health tracking: outlier ejection by consecutive failures, by error rate and
+//! by slow-call rate, cool-downs that grow with each ejection, probation, and a cap on the
+//! share of the providers ejected at once (Envoy's outlier detection).
 //!
 //! The tracker marks and clears bits of the chain's [`DegradedSet`] (in `routechain-core`,
-//! because routers read it per call) as calls fail and recover.
+//! because routers read it per call) as calls fail and recover: an ejected provider is a
+//! degraded one, the one mechanism routers and the breaker read.
 //!
-//! [`HealthTable`] is the tracker's per-snapshot state (consecutive failures, cool-down
-//! ends, probation), driven by an injectable [`Clock`]; [`crate::service::Cluster`] owns it.
+//! [`HealthTable`] is the tracker's per-snapshot state (consecutive failures, the current
+//! window's counts, cool-down ends, probation, times ejected), driven by an injectable
+//! [`Clock`]; [`crate::service::Cluster`] owns it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -94,14 +98,33 @@ impl Clock for ManualClock {
     }
 }
 
-/// When a provider is degraded and for how long.
+/// When a provider is ejected (degraded) and for how long (the chain file's `health`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthConfig {
-    /// Consecutive failures that degrade a provider (default 5).
+    /// Consecutive failures that eject a provider (default 5).
     pub failure_threshold: u32,
-    /// How long a degraded provider stays out (default 30 s); then it is on probation:
-    /// one success clears it, one failure degrades it again.
+    /// How long a provider ejected for the first time stays out (default 30 s; Envoy's
+    /// `base_ejection_time`); the n-th ejection lasts n × `cooldown`, at most
+    /// `max_cooldown`. Then it is on probation: one success clears it, one failure ejects
+    /// it again.
     pub cooldown: Duration,
+    /// The longest ejection (default 300 s, Envoy's `max_ejection_time`).
+    pub max_cooldown: Duration,
+    /// Never more than this percentage of the service's providers ejected at once, at
+    /// least one (default 100; Envoy's `max_ejection_percent`, whose default is 10).
+    pub max_ejection_percent: u32,
+    /// The window the rates are counted over (default 10 s, Envoy's `interval`).
+    pub window: Duration,
+    /// Calls a provider must have had in the window before a rate ejects it (default 20).
+    pub min_requests: u32,
+    /// Eject a provider whose failed calls reach this percentage of its calls in the
+    /// window (default none; Envoy's `failure_percentage_threshold`).
+    pub failure_percentage: Option<u32>,
+    /// A call at least this long is slow (default none: slow calls are not counted).
+    pub slow_call: Option<Duration>,
+    /// With `slow_call`: eject a provider whose slow calls reach this percentage of its
+    /// calls in the window (default 50).
+    pub slow_call_percentage: u32,
 }
 
 impl Default for HealthConfig {
@@ -109,18 +132,52 @@ impl Default for HealthConfig {
         HealthConfig {
             failure_threshold: 5,
             cooldown: Duration::from_secs(30),
+            max_cooldown: Duration::from_secs(300),
+            max_ejection_percent: 100,
+            window: Duration::from_secs(10),
+            min_requests: 20,
+            failure_percentage: None,
+            slow_call: None,
+            slow_call_percentage: 50,
         }
     }
 }
 
-/// The clock time (in nanoseconds) a cool-down started at `now` ends: at least 1 (0 means
-/// "not degraded") and below `u64::MAX` (no pending expiry), saturating for a cool-down too
-/// long to count in nanoseconds.
-fn cooldown_end(now: Duration, config: &HealthConfig) -> u64 {
-    let end = now.saturating_add(config.cooldown).as_nanos();
+impl HealthConfig {
+    /// True when calls are counted per window (a rate can eject).
+    #[inline]
+    pub fn counts_rates(&self) -> bool {
+        self.failure_percentage.is_some() || self.slow_call.is_some()
+    }
+
+    /// How long the `times`-th ejection lasts: `cooldown × times`, at most `max_cooldown`
+    /// (never below `cooldown`).
+    pub fn ejection_time(&self, times: u32) -> Duration {
+        self.cooldown
+            .saturating_mul(times.max(1))
+            .min(self.max_cooldown.max(self.cooldown))
+    }
+
+    /// The most providers of `len` ejected at once: `max_ejection_percent` of them, at
+    /// least one.
+    pub fn max_ejected(&self, len: usize) -> usize {
+        (len * self.max_ejection_percent.min(100) as usize / 100).max(1)
+    }
+}
+
+/// The clock time (in nanoseconds) a cool-down of `d` started at `now` ends: at least 1 (0
+/// means "not degraded") and below `u64::MAX` (no pending expiry), saturating for a
+/// cool-down too long to count in nanoseconds.
+fn cooldown_end(now: Duration, d: Duration) -> u64 {
+    let end = now.saturating_add(d).as_nanos();
     u64::try_from(end)
         .unwrap_or(u64::MAX)
         .clamp(1, u64::MAX - 1)
+}
+
+/// The clock time in nanoseconds.
+fn nanos(now: Duration) -> u64 {
+    u64::try_from(now.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// What one report did to a provider.
@@ -143,6 +200,9 @@ pub struct ProviderHealth {
     pub degraded_until: u64,
     /// Let back in after a cool-down, not yet proven healthy.
     pub probation: bool,
+    /// Times ejected (the next ejection lasts one cool-down more); one less for each
+    /// window the provider ends healthy.
+    pub ejections: u32,
 }
 
 /// Per-snapshot health counters: consecutive failures, cool-downs and probation, marking
@@ -164,6 +224,8 @@ pub struct HealthTable {
     /// The earliest cool-down end (nanoseconds), `u64::MAX` when none.
     next_expiry: AtomicU64,
     sweeping: AtomicBool,
+    /// Providers degraded now (for the ejection cap).
+    ejected: AtomicU32,
 }
 
 /// A [`HealthTable`]'s counters, per provider.
@@ -172,6 +234,19 @@ struct Cells {
     failures: Box<[AtomicU32]>,
     until: Box<[AtomicU64]>,
     probation: Box<[AtomicBool]>,
+    ejections: Box<[AtomicU32]>,
+    /// The current window: calls, failed calls, slow calls, and when it ends (ns; 0: none
+    /// started).
+    window: Box<[Window]>,
+}
+
+/// One provider's counts in the current window.
+#[derive(Debug, Default)]
+struct Window {
+    calls: AtomicU32,
+    failed: AtomicU32,
+    slow: AtomicU32,
+    end: AtomicU64,
 }
 
 impl Cells {
@@ -181,6 +256,8 @@ impl Cells {
             failures: (0..n).map(|_| AtomicU32::new(0)).collect(),
             until: (0..n).map(|_| AtomicU64::new(0)).collect(),
             probation: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            ejections: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            window: (0..n).map(|_| Window::default()).collect(),
         }
     }
 
@@ -189,6 +266,53 @@ impl Cells {
         self.failures.iter().all(|a| a.load(Ordering::Relaxed) == 0)
             && self.until.iter().all(|a| a.load(Ordering::Relaxed) == 0)
             && self.probation.iter().all(|a| !a.load(Ordering::Relaxed))
+            && self
+                .ejections
+                .iter()
+                .all(|a| a.load(Ordering::Relaxed) == 0)
+    }
+
+    /// Provider `i`'s window at `now` (ns), a new one started when the last has ended:
+    /// a window the provider ends healthy takes one off its ejection count.
+    #[inline]
+    fn window(&self, i: usize, now: u64, config: &HealthConfig) -> &Window {
+        let w = &self.window[i];
+        let end = w.end.load(Ordering::Relaxed);
+        if now >= end {
+            let next = now.saturating_add(nanos(config.window).max(1));
+            if w.end
+                .compare_exchange(end, next, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                w.calls.store(0, Ordering::Relaxed);
+                w.failed.store(0, Ordering::Relaxed);
+                w.slow.store(0, Ordering::Relaxed);
+                if end != 0 && self.until[i].load(Ordering::Relaxed) == 0 {
+                    let _ =
+                        self.ejections[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |e| {
+                            e.checked_sub(1)
+                        });
+                }
+            }
+        }
+        w
+    }
+}
+
+impl Window {
+    /// True when a rate of `config` is reached (with at least `min_requests` calls).
+    fn tripped(&self, config: &HealthConfig) -> bool {
+        let calls = u64::from(self.calls.load(Ordering::Relaxed));
+        if calls < u64::from(config.min_requests.max(1)) {
+            return false;
+        }
+        let reached = |n: &AtomicU32, pct: u32| {
+            u64::from(n.load(Ordering::Relaxed)) * 100 >= u64::from(pct) * calls
+        };
+        config
+            .failure_percentage
+            .is_some_and(|p| reached(&self.failed, p))
+            || (config.slow_call.is_some() && reached(&self.slow, config.slow_call_percentage))
     }
 }
 
@@ -200,6 +324,7 @@ impl HealthTable {
             cells: OnceBox::new(),
             next_expiry: AtomicU64::new(u64::MAX),
             sweeping: AtomicBool::new(false),
+            ejected: AtomicU32::new(0),
             degraded,
         }
     }
@@ -247,6 +372,11 @@ impl HealthTable {
             &loaded(&old.probation, n, false, |a| a.load(Ordering::Relaxed)),
             |_| false,
         );
+        let ejections = edit.table(
+            &loaded(&old.ejections, n, 0, |a| a.load(Ordering::Relaxed)),
+            |_| 0,
+        );
+        let ejected = until.iter().filter(|&&u| u != 0).count() as u32;
         let next_expiry = until
             .iter()
             .copied()
@@ -258,12 +388,15 @@ impl HealthTable {
             cells: OnceBox::new(),
             next_expiry: AtomicU64::new(next_expiry),
             sweeping: AtomicBool::new(false),
+            ejected: AtomicU32::new(ejected),
             degraded,
         };
         let cells = Cells {
+            window: failures.iter().map(|_| Window::default()).collect(),
             failures: failures.into_iter().map(AtomicU32::new).collect(),
             until: until.into_iter().map(AtomicU64::new).collect(),
             probation: probation.into_iter().map(AtomicBool::new).collect(),
+            ejections: ejections.into_iter().map(AtomicU32::new).collect(),
         };
         // A fresh cell: set here, before anyone else sees the table.
         let _ = table.cells.set(Box::new(cells));
@@ -283,6 +416,7 @@ impl HealthTable {
                 failures: c.failures[i].load(Ordering::Relaxed),
                 degraded_until: c.until[i].load(Ordering::Relaxed),
                 probation: c.probation[i].load(Ordering::Relaxed),
+                ejections: c.ejections[i].load(Ordering::Relaxed),
             },
         }
     }
@@ -303,7 +437,17 @@ impl HealthTable {
         };
         c.failures[i].store(h.failures, Ordering::Relaxed);
         c.probation[i].store(h.probation, Ordering::Relaxed);
-        c.until[i].store(h.degraded_until, Ordering::Relaxed);
+        c.ejections[i].store(h.ejections, Ordering::Relaxed);
+        let was = c.until[i].swap(h.degraded_until, Ordering::Relaxed);
+        match (was != 0, h.degraded_until != 0) {
+            (false, true) => {
+                self.ejected.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                self.ejected.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
         if h.degraded_until != 0 {
             self.degraded.mark(i);
             self.next_expiry
@@ -313,8 +457,18 @@ impl HealthTable {
         }
     }
 
-    /// Records a successful call on provider `i`: failures reset, probation ends.
-    pub fn success(&self, i: usize) -> HealthChange {
+    /// Records a successful call on provider `i` at `now`: failures reset, probation ends;
+    /// with rates counted ([`HealthConfig::counts_rates`]) the call counts in the window,
+    /// and a slow-call rate reached ejects the provider.
+    pub fn success(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
+        if config.counts_rates() && i < self.len {
+            let c = self.cells_or_new();
+            let w = c.window(i, nanos(now), config);
+            w.calls.fetch_add(1, Ordering::Relaxed);
+            if c.until[i].load(Ordering::Relaxed) == 0 && w.tripped(config) {
+                return self.eject(c, i, now, config);
+            }
+        }
         // No counters: no failure counted, no probation (the common case: one load).
         let Some(c) = self.cells().filter(|_| i < self.len) else {
             return HealthChange::None;
@@ -331,47 +485,94 @@ impl HealthTable {
         }
     }
 
+    /// Counts a slow call on provider `i` at `now` (one at least `slow_call` long; the
+    /// call itself is counted by [`HealthTable::success`] or [`HealthTable::failure`]).
+    pub fn slow(&self, i: usize, now: Duration, config: &HealthConfig) {
+        if i < self.len {
+            let c = self.cells_or_new();
+            c.window(i, nanos(now), config)
+                .slow
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Records a failed call on provider `i` at clock time `now`: the threshold-th
-    /// consecutive failure, or any failure on probation, degrades it until `now + cooldown`.
+    /// consecutive failure, any failure on probation, or a rate of the window reached
+    /// ejects it (within the cap) for its ejection time.
     pub fn failure(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
         if i >= self.len {
             return HealthChange::None;
         }
         let c = self.cells_or_new();
+        let tripped = config.counts_rates() && {
+            let w = c.window(i, nanos(now), config);
+            w.calls.fetch_add(1, Ordering::Relaxed);
+            w.failed.fetch_add(1, Ordering::Relaxed);
+            w.tripped(config)
+        };
         if c.until[i].load(Ordering::Relaxed) != 0 {
             // Already degraded (a call that was in flight when it was degraded).
             return HealthChange::None;
         }
         let failures = c.failures[i].fetch_add(1, Ordering::Relaxed) + 1;
         let on_probation = c.probation[i].load(Ordering::Relaxed);
-        if on_probation || failures >= config.failure_threshold.max(1) {
-            let until = cooldown_end(now, config);
-            if c.until[i]
-                .compare_exchange(0, until, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-            {
-                c.probation[i].store(false, Ordering::Relaxed);
-                self.degraded.mark(i);
-                self.next_expiry.fetch_min(until, Ordering::Relaxed);
-                return HealthChange::Degraded;
-            }
+        if tripped || on_probation || failures >= config.failure_threshold.max(1) {
+            return self.eject(c, i, now, config);
         }
         HealthChange::None
     }
 
-    /// Marks provider `i` degraded until `now + cooldown` whatever its count (an operator's
-    /// or a health check's decision); [`HealthChange::None`] past the end.
+    /// Ejects provider `i` at `now` unless the cap is reached: its ejection count grows by
+    /// one and it stays out for [`HealthConfig::ejection_time`] of it; its window starts
+    /// afresh when it is back.
+    fn eject(&self, c: &Cells, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
+        let cap = config.max_ejected(self.len) as u32;
+        if self
+            .ejected
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |e| {
+                (e < cap).then_some(e + 1)
+            })
+            .is_err()
+        {
+            return HealthChange::None;
+        }
+        let times = c.ejections[i].load(Ordering::Relaxed).saturating_add(1);
+        let until = cooldown_end(now, config.ejection_time(times));
+        if c.until[i]
+            .compare_exchange(0, until, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            self.ejected.fetch_sub(1, Ordering::Relaxed);
+            return HealthChange::None;
+        }
+        c.ejections[i].store(times, Ordering::Relaxed);
+        c.probation[i].store(false, Ordering::Relaxed);
+        c.window[i].end.store(0, Ordering::Relaxed);
+        self.degraded.mark(i);
+        self.next_expiry.fetch_min(until, Ordering::Relaxed);
+        HealthChange::Degraded
+    }
+
+    /// Marks provider `i` degraded until `now + cooldown` whatever its count and the cap
+    /// (an operator's or a health check's decision); [`HealthChange::None`] past the end.
     pub fn degrade(&self, i: usize, now: Duration, config: &HealthConfig) -> HealthChange {
         if i >= self.len {
             return HealthChange::None;
         }
         let c = self.cells_or_new();
-        let until = cooldown_end(now, config);
-        c.until[i].store(until, Ordering::Relaxed);
+        let until = cooldown_end(now, config.cooldown);
+        if c.until[i].swap(until, Ordering::Relaxed) == 0 {
+            self.ejected.fetch_add(1, Ordering::Relaxed);
+        }
         c.probation[i].store(false, Ordering::Relaxed);
         self.degraded.mark(i);
         self.next_expiry.fetch_min(until, Ordering::Relaxed);
         HealthChange::Degraded
+    }
+
+    /// Providers degraded now.
+    pub fn ejected(&self) -> usize {
+        self.ejected.load(Ordering::Relaxed) as usize
     }
 
     /// The earliest cool-down end, if any provider is degraded by the tracker.
@@ -417,6 +618,7 @@ impl HealthTable {
                         c.failures[i].store(0, Ordering::Relaxed);
                         c.probation[i].store(true, Ordering::Relaxed);
                         self.degraded.clear(i);
+                        self.ejected.fetch_sub(1, Ordering::Relaxed);
                         released += 1;
                     }
                 } else {
@@ -437,114 +639,4 @@ impl HealthTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn any_follows_marks_and_clears_including_repeats() {
-        let set = DegradedSet::new(130);
-        assert!(!set.any());
-        set.mark(200); // out of range: ignored
-        assert!(!set.any());
-        set.mark(3);
-        set.mark(3);
-        set.mark(129);
-        assert!(set.any());
-        set.clear(3);
-        assert!(set.any(), "129 is still degraded");
-        set.clear(3);
-        set.clear(7); // never marked
-        assert!(set.any());
-        set.clear(129);
-        assert!(!set.any());
-        assert!(!set.contains(3) && !set.contains(129));
-        set.mark(64);
-        assert!(set.any() && set.contains(64));
-    }
-
-    #[test]
-    fn threshold_cooldown_probation() {
-        let config = HealthConfig {
-            failure_threshold: 3,
-            cooldown: Duration::from_secs(10),
-        };
-        let t = HealthTable::new(Arc::new(DegradedSet::new(2)));
-        let now = Duration::from_secs(1);
-        assert_eq!(t.failure(0, now, &config), HealthChange::None);
-        assert_eq!(t.failure(0, now, &config), HealthChange::None);
-        t.success(0); // resets the count
-        assert_eq!(t.failure(0, now, &config), HealthChange::None);
-        assert_eq!(t.failure(0, now, &config), HealthChange::None);
-        assert!(!t.degraded().contains(0));
-        assert_eq!(t.failure(0, now, &config), HealthChange::Degraded);
-        assert!(t.degraded().contains(0));
-        assert_eq!(t.next_expiry(), Some(Duration::from_secs(11)));
-        assert_eq!(t.expire(Duration::from_secs(10)), 0);
-        assert!(t.degraded().contains(0));
-        assert_eq!(t.expire(Duration::from_secs(11)), 1);
-        assert!(!t.degraded().contains(0));
-        assert!(t.get(0).probation);
-        assert_eq!(t.next_expiry(), None);
-        // On probation one failure degrades again.
-        assert_eq!(
-            t.failure(0, Duration::from_secs(12), &config),
-            HealthChange::Degraded
-        );
-        t.expire(Duration::from_secs(22));
-        assert_eq!(t.success(0), HealthChange::Recovered);
-        assert_eq!(t.get(0), ProviderHealth::default());
-        assert!(!t.degraded().contains(1));
-    }
-
-    #[test]
-    fn counters_are_allocated_by_the_first_report_that_records_something() {
-        let config = HealthConfig {
-            failure_threshold: 2,
-            cooldown: Duration::from_secs(10),
-        };
-        let now = Duration::from_secs(1);
-        let t = HealthTable::new(Arc::new(DegradedSet::new(3)));
-        // Reads, successes, sweeps and default carry-overs record nothing.
-        assert_eq!(t.success(1), HealthChange::None);
-        assert_eq!(t.get(1), ProviderHealth::default());
-        assert_eq!(t.expire(Duration::from_secs(100)), 0);
-        t.set(2, ProviderHealth::default());
-        assert_eq!(t.failure(7, now, &config), HealthChange::None); // past the end
-        assert!(!t.has_cells());
-        // A quiet table carries over as a fresh one.
-        let edit = routechain_core::SnapshotEdit::new(3, vec![0], 1);
-        let e = t.edited(&edit, Arc::new(DegradedSet::new(3)));
-        assert!(!e.has_cells());
-        // The first failure allocates them.
-        assert_eq!(t.failure(1, now, &config), HealthChange::None);
-        assert!(t.has_cells());
-        assert_eq!(t.get(1).failures, 1);
-        assert_eq!(t.failure(1, now, &config), HealthChange::Degraded);
-        assert!(t.degraded().contains(1));
-        // A carried-over health that is not the default allocates them too.
-        let u = HealthTable::new(Arc::new(DegradedSet::new(3)));
-        u.set(0, t.get(1));
-        assert!(u.has_cells() && u.degraded().contains(0));
-        assert_eq!(u.next_expiry(), Some(Duration::from_secs(11)));
-        // The edit carries the counters: provider 1 is at 0 once provider 0 is removed.
-        let e = t.edited(&edit, Arc::new(DegradedSet::new(3)));
-        assert!(e.has_cells());
-        assert_eq!(e.get(0).degraded_until, t.get(1).degraded_until);
-        assert_eq!(e.get(2), ProviderHealth::default());
-    }
-
-    #[test]
-    fn a_cooldown_too_long_for_nanoseconds_degrades_until_the_clock_ends() {
-        let config = HealthConfig {
-            failure_threshold: 1,
-            cooldown: Duration::MAX,
-        };
-        let t = HealthTable::new(Arc::new(DegradedSet::new(2)));
-        let now = Duration::from_secs(1);
-        assert_eq!(t.failure(0, now, &config), HealthChange::Degraded);
-        assert_eq!(t.degrade(1, now, &config), HealthChange::Degraded);
-        assert_eq!(t.next_expiry(), Some(Duration::from_nanos(u64::MAX - 1)));
-        assert_eq!(t.expire(Duration::from_secs(1 << 40)), 0);
-        assert!(t.degraded().contains(0) && t.degraded().contains(1));
-    }
-}
+mod tests;

@@ -2,7 +2,8 @@
 //!
 //! From a routed set to one provider, and what calls teach about providers:
 //!
-//! - [`lb`]: load balancers (`random`, `roundrobin`, `leastactive`, `consistenthash`, `p2c`)
+//! - [`lb`]: load balancers (`random`, `roundrobin`, `leastactive`, `consistenthash`, `p2c`,
+//!   `shortestresponse`, `adaptive`)
 //!   picking one provider from the candidate bitset, prepared per snapshot.
 //! - [`health`]: failure counting, cool-downs and probation, marking the chain's
 //!   [`routechain_core::DegradedSet`].
@@ -25,7 +26,7 @@ pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
 pub use service::params::{CallParams, Source as ParamSource};
 pub use service::{
     CallError, Caller, Cluster, ClusterChange, ClusterMode, ClusterStats, InFlight, InvokeError,
-    Invoked, MethodCall, Published, SelectError, Selected, ServiceConfig, Target,
+    Invoked, MethodCall, Published, RetryBudget, SelectError, Selected, ServiceConfig, Target,
 };
 #[doc(hidden)]
 pub use service::{PerThread, Pooled};

@@ -26,6 +26,7 @@ fn health(threshold: u32) -> HealthConfig {
     HealthConfig {
         failure_threshold: threshold,
         cooldown: Duration::from_secs(30),
+        ..HealthConfig::default()
     }
 }
 

@@ -30,6 +30,7 @@ fn health(threshold: u32, secs: u64) -> HealthConfig {
     HealthConfig {
         failure_threshold: threshold,
         cooldown: Duration::from_secs(secs),
+        ..HealthConfig::default()
     }
 }
 
@@ -154,13 +155,23 @@ fn consecutive_failures_degrade_then_cooldown_then_probation() {
     svc.select(&Request::new(), &[], &mut call).unwrap();
     assert!(!svc.is_degraded(0), "cool-down over");
     assert!(svc.health(0).probation);
-    // Half-open: one failure degrades again at once.
+    // Half-open: one failure degrades again at once, for two cool-downs (the second
+    // ejection).
     svc.report_failure(0);
     assert!(svc.is_degraded(0));
     clock.advance(Duration::from_secs(30));
     svc.select(&Request::new(), &[], &mut call).unwrap();
+    assert!(svc.is_degraded(0));
+    clock.advance(Duration::from_secs(30));
+    svc.select(&Request::new(), &[], &mut call).unwrap();
     svc.report_success(0);
-    assert_eq!(svc.health(0), ProviderHealth::default());
+    assert_eq!(
+        svc.health(0),
+        ProviderHealth {
+            ejections: 2,
+            ..ProviderHealth::default()
+        }
+    );
     assert_eq!(svc.stats().recoveries, 1);
     // Healthy again: it takes the full threshold to degrade it.
     svc.report_failure(0);

@@ -87,18 +87,39 @@ fn selecting_allocates_nothing_for_any_balancer() {
 
 #[test]
 fn calling_allocates_nothing_once_warm() {
-    use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
-
     let text: String = (0..300)
         .map(|i| format!("dubbo://10.0.{}.{}:20880/svc\n", i / 250, i % 250))
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    let state = ChainState::new(None, snapshot, Url::empty(), vec![]).unwrap();
-    let config = ServiceConfig {
+    let plain = ServiceConfig {
         balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::LeastActive)),
         ..ServiceConfig::default()
     };
+    // A latency-aware balancer, ejection by rates and a retry budget: each attempt is
+    // timed and counted, still without allocating.
+    let counted = ServiceConfig {
+        balance: BalanceConfig::new(BalancerSpec::new(LoadBalanceKind::Adaptive)),
+        health: HealthConfig {
+            failure_percentage: Some(90),
+            slow_call: Some(std::time::Duration::from_secs(5)),
+            ..HealthConfig::default()
+        },
+        retry_budget: Some(RetryBudget {
+            percent: 100,
+            ..RetryBudget::default()
+        }),
+        ..ServiceConfig::default()
+    };
+    for config in [plain, counted] {
+        calls_allocate_nothing(&snapshot, config);
+    }
+}
+
+fn calls_allocate_nothing(snapshot: &Arc<Snapshot>, config: ServiceConfig) {
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let state = ChainState::new(None, snapshot.clone(), Url::empty(), vec![]).unwrap();
     let service = Cluster::new(state, config);
     let request = Request::new().with_method("get");
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -85,6 +85,7 @@ struct Read {
     calls: u64,
     failovers: u64,
     breaker_trips: u64,
+    retries_refused: u64,
     empty_list: u64,
     routers: Vec<routechain_core::RouterStats>,
     /// Picks per provider address, when counted.
@@ -173,6 +174,7 @@ fn read_service(chain: String, service: &Cluster) -> Read {
         failovers: metrics.map_or(0, |m| m.failovers()),
         empty_list: metrics.map_or(0, |m| m.empty_list()),
         breaker_trips: service.stats().breaker_trips,
+        retries_refused: service.stats().retries_refused,
         routers: metrics.map(|m| m.routers()).unwrap_or_default(),
         picks: metrics
             .filter(|m| m.counts_provider_picks())
@@ -348,6 +350,17 @@ impl Collector for ChainCollector {
             )?;
             for c in &chains {
                 counter(&mut e, &[("chain", &c.chain)], c.breaker_trips)?;
+            }
+        }
+        {
+            let mut e = encoder.encode_descriptor(
+                "routechain_retries_refused",
+                "Failover retries the service's retry budget refused: the call failed with its last attempt's error.",
+                None,
+                MetricType::Counter,
+            )?;
+            for c in &chains {
+                counter(&mut e, &[("chain", &c.chain)], c.retries_refused)?;
             }
         }
         {
@@ -610,6 +623,10 @@ routers:
         assert_eq!(
             get(&format!("routechain_breaker_trips_total{{{key}}}")),
             1.0
+        );
+        assert_eq!(
+            get(&format!("routechain_retries_refused_total{{{key}}}")),
+            0.0
         );
         assert_eq!(
             get(&format!(

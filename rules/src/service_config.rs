@@ -2,6 +2,7 @@
 //!
 //! ```yaml
 //! load_balance: random          # random (default) | roundrobin | leastactive | consistenthash | p2c
+//!                               #   | shortestresponse | adaptive
 //! hash_key: arguments[0]        # consistenthash: arguments[N] | attachments[K] | attributes[K], or a list
 //! hash_nodes: 160               # consistenthash: virtual nodes per provider
 //! methods:                      # per-method overrides
@@ -15,7 +16,18 @@
 //! forks: 2                      # forking: parallel calls (default 2; 0: every routed provider)
 //! health:
 //!   failure_threshold: 5        # consecutive failures that degrade a provider (default 5)
-//!   cooldown: 30s               # how long it stays degraded (default 30s)
+//!   cooldown: 30s               # how long it stays degraded the first time (default 30s)
+//!   max_cooldown: 300s          # the n-th ejection lasts n × cooldown, at most this
+//!   max_ejection_percent: 100   # never more of the providers ejected at once (≥ 1 may go)
+//!   window: 10s                 # the rates below are counted over this window
+//!   min_requests: 20            # calls in the window before a rate ejects
+//!   failure_percentage: 50      # eject at this error rate (default: off)
+//!   slow_call: 500ms            # a call at least this long is slow (default: off)
+//!   slow_call_percentage: 50    # eject at this slow-call rate (with slow_call)
+//! retry_budget:                 # failover retries limited (default: by `retries` only)
+//!   percent: 20                 # retries per 100 calls over the window (default 20)
+//!   min_per_second: 10          # plus this many per second (default 10)
+//!   ttl: 10s                    # the window (default 10s)
 //! ```
 //!
 //! Durations are humantime strings (`500ms`, `30s`, `2m`, `1h 30m`) or a number of seconds.
@@ -26,12 +38,12 @@
 use std::time::Duration;
 
 use routechain_balance::lb::{BalanceConfig, BalancerSpec, LoadBalanceKind};
-use routechain_balance::{ClusterMode, HealthConfig, MethodCall, ServiceConfig};
+use routechain_balance::{ClusterMode, HealthConfig, MethodCall, RetryBudget, ServiceConfig};
 use routechain_core::{FieldPath, KeyPart, RuleError};
 use serde_json::{Map, Value};
 
 /// The top-level chain-file fields read here.
-pub const SERVICE_FIELDS: [&str; 10] = [
+pub const SERVICE_FIELDS: [&str; 11] = [
     "load_balance",
     "hash_key",
     "hash_nodes",
@@ -42,7 +54,9 @@ pub const SERVICE_FIELDS: [&str; 10] = [
     "cluster",
     "forks",
     "health",
+    "retry_budget",
 ];
+const BUDGET_FIELDS: [&str; 3] = ["percent", "min_per_second", "ttl"];
 
 const BALANCER_FIELDS: [&str; 3] = ["load_balance", "hash_key", "hash_nodes"];
 const METHOD_FIELDS: [&str; 7] = [
@@ -54,7 +68,17 @@ const METHOD_FIELDS: [&str; 7] = [
     "cluster",
     "forks",
 ];
-const HEALTH_FIELDS: [&str; 2] = ["failure_threshold", "cooldown"];
+const HEALTH_FIELDS: [&str; 9] = [
+    "failure_threshold",
+    "cooldown",
+    "max_cooldown",
+    "max_ejection_percent",
+    "window",
+    "min_requests",
+    "failure_percentage",
+    "slow_call",
+    "slow_call_percentage",
+];
 
 /// Reads the service settings from the chain file's top-level mapping.
 pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceConfig {
@@ -148,14 +172,113 @@ pub fn parse(top: &Map<String, Value>, errors: &mut Vec<RuleError>) -> ServiceCo
             if let Some(d) = duration_field(h.get("cooldown"), &path.key("cooldown"), errors) {
                 health.cooldown = d;
             }
+            let mpath = path.key("max_cooldown");
+            match duration_field(h.get("max_cooldown"), &mpath, errors) {
+                Some(d) if d < health.cooldown => errors.push(RuleError::new(
+                    mpath,
+                    "`max_cooldown` must be at least `cooldown`",
+                )),
+                Some(d) => health.max_cooldown = d,
+                None => health.max_cooldown = health.max_cooldown.max(health.cooldown),
+            }
+            let percent = |key: &str, min: u32, errors: &mut Vec<RuleError>| {
+                let p = path.key(key);
+                match uint(h.get(key), &p, errors) {
+                    Some(n) if n < min || n > 100 => {
+                        errors.push(RuleError::new(
+                            p,
+                            format!("`{key}` must be a percentage from {min} to 100, got {n}"),
+                        ));
+                        None
+                    }
+                    n => n,
+                }
+            };
+            if let Some(n) = percent("max_ejection_percent", 0, errors) {
+                health.max_ejection_percent = n;
+            }
+            health.failure_percentage = percent("failure_percentage", 1, errors);
+            if let Some(n) = percent("slow_call_percentage", 1, errors) {
+                health.slow_call_percentage = n;
+            }
+            let wpath = path.key("window");
+            match duration_field(h.get("window"), &wpath, errors) {
+                Some(d) if d.is_zero() => {
+                    errors.push(RuleError::new(wpath, "`window` must be longer than 0"))
+                }
+                Some(d) => health.window = d,
+                None => {}
+            }
+            let rpath = path.key("min_requests");
+            match uint(h.get("min_requests"), &rpath, errors) {
+                Some(0) => errors.push(RuleError::new(rpath, "`min_requests` must be at least 1")),
+                Some(n) => health.min_requests = n,
+                None => {}
+            }
+            let spath = path.key("slow_call");
+            match duration_field(h.get("slow_call"), &spath, errors) {
+                Some(d) if d.is_zero() => {
+                    errors.push(RuleError::new(spath, "`slow_call` must be longer than 0"))
+                }
+                d => health.slow_call = d,
+            }
+            if health.slow_call.is_none() && h.get("slow_call_percentage").is_some() {
+                errors.push(RuleError::new(
+                    path.key("slow_call_percentage"),
+                    "`slow_call_percentage` needs `slow_call`, the duration from which a call is slow",
+                ));
+            }
             config.health = health;
         }
         Some(_) => errors.push(RuleError::new(
             root.key("health"),
-            "`health` must be a mapping with `failure_threshold` and `cooldown`",
+            "`health` must be a mapping (`failure_threshold`, `cooldown`, `failure_percentage`, …)",
         )),
     }
+    config.retry_budget = retry_budget(top.get("retry_budget"), &root.key("retry_budget"), errors);
     config
+}
+
+/// `retry_budget`: a mapping of `percent`, `min_per_second`, `ttl` (each optional).
+fn retry_budget(
+    value: Option<&Value>,
+    path: &FieldPath,
+    errors: &mut Vec<RuleError>,
+) -> Option<RetryBudget> {
+    let b = match value {
+        None | Some(Value::Null) => return None,
+        Some(Value::Object(b)) => b,
+        Some(_) => {
+            errors.push(RuleError::new(
+                path.clone(),
+                "`retry_budget` must be a mapping with `percent`, `min_per_second` and `ttl`",
+            ));
+            return None;
+        }
+    };
+    unknown_fields(b, path, &BUDGET_FIELDS, errors);
+    let mut budget = RetryBudget::default();
+    let ppath = path.key("percent");
+    match uint(b.get("percent"), &ppath, errors) {
+        Some(n) if n > 1000 => errors.push(RuleError::new(
+            ppath,
+            format!("`percent` must be from 0 to 1000 (retries per 100 calls), got {n}"),
+        )),
+        Some(n) => budget.percent = n,
+        None => {}
+    }
+    if let Some(n) = uint(b.get("min_per_second"), &path.key("min_per_second"), errors) {
+        budget.min_per_second = n;
+    }
+    let tpath = path.key("ttl");
+    match duration_field(b.get("ttl"), &tpath, errors) {
+        Some(d) if d < Duration::from_secs(1) || d > Duration::from_secs(3600) => {
+            errors.push(RuleError::new(tpath, "`ttl` must be from 1s to 1h"))
+        }
+        Some(d) => budget.ttl = d,
+        None => {}
+    }
+    Some(budget)
 }
 
 fn unknown_fields(
@@ -360,12 +483,108 @@ mod tests {
     }
 
     #[test]
+    fn retry_budget_parses_with_defaults_and_is_checked() {
+        let (c, e) = parse_value(json!({"retry_budget": {"percent": 10, "ttl": "30s"}}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(
+            c.retry_budget,
+            Some(RetryBudget {
+                percent: 10,
+                min_per_second: 10,
+                ttl: Duration::from_secs(30)
+            })
+        );
+        let (c, e) = parse_value(json!({"retry_budget": {}}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(c.retry_budget, Some(RetryBudget::default()));
+        assert_eq!(parse_value(json!({})).0.retry_budget, None);
+        let (_, e) = parse_value(json!({
+            "retry_budget": {"percent": 5000, "min_per_second": -1, "ttl": "10ms", "ratio": 1}
+        }));
+        let e: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        for x in [
+            "retry_budget: unknown field `ratio`",
+            "retry_budget.percent: `percent` must be from 0 to 1000",
+            "retry_budget.min_per_second: `retry_budget.min_per_second` -1 is out of range",
+            "retry_budget.ttl: `ttl` must be from 1s to 1h",
+        ] {
+            assert!(e.iter().any(|m| m.starts_with(x)), "{x} not in {e:#?}");
+        }
+        let (_, e) = parse_value(json!({"retry_budget": 0.2}));
+        assert!(
+            e[0].to_string()
+                .starts_with("retry_budget: `retry_budget` must be a mapping")
+        );
+    }
+
+    #[test]
+    fn outlier_ejection_settings_parse_and_are_checked() {
+        let (c, e) = parse_value(json!({
+            "health": {
+                "failure_threshold": 7,
+                "cooldown": "10s",
+                "max_cooldown": "2m",
+                "max_ejection_percent": 30,
+                "window": "5s",
+                "min_requests": 50,
+                "failure_percentage": 40,
+                "slow_call": "250ms",
+                "slow_call_percentage": 90
+            }
+        }));
+        assert!(e.is_empty(), "{e:?}");
+        let h = c.health;
+        assert_eq!(
+            (h.failure_threshold, h.cooldown, h.max_cooldown),
+            (7, Duration::from_secs(10), Duration::from_secs(120))
+        );
+        assert_eq!(
+            (h.max_ejection_percent, h.window, h.min_requests),
+            (30, Duration::from_secs(5), 50)
+        );
+        assert_eq!(h.failure_percentage, Some(40));
+        assert_eq!(h.slow_call, Some(Duration::from_millis(250)));
+        assert_eq!(h.slow_call_percentage, 90);
+        // A cool-down past the default maximum raises the maximum with it.
+        let (c, e) = parse_value(json!({"health": {"cooldown": "10m"}}));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(c.health.max_cooldown, Duration::from_secs(600));
+
+        let (_, e) = parse_value(json!({
+            "health": {
+                "cooldown": "1m",
+                "max_cooldown": "30s",
+                "max_ejection_percent": 101,
+                "window": "0s",
+                "min_requests": 0,
+                "failure_percentage": 0,
+                "slow_call_percentage": 50,
+                "slow_calls": "1s"
+            }
+        }));
+        let e: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        for x in [
+            "health: unknown field `slow_calls`",
+            "health.max_cooldown: `max_cooldown` must be at least `cooldown`",
+            "health.max_ejection_percent: `max_ejection_percent` must be a percentage from 0 to 100, got 101",
+            "health.failure_percentage: `failure_percentage` must be a percentage from 1 to 100, got 0",
+            "health.window: `window` must be longer than 0",
+            "health.min_requests: `min_requests` must be at least 1",
+            "health.slow_call_percentage: `slow_call_percentage` needs `slow_call`",
+        ] {
+            assert!(e.iter().any(|m| m.starts_with(x)), "{x} not in {e:#?}");
+        }
+    }
+
+    #[test]
     fn full_settings_parse() {
         let (c, e) = parse_value(json!({
             "load_balance": "roundrobin",
             "methods": {
                 "getUser": {"load_balance": "consistenthash", "hash_key": ["arguments[1]", "attributes[u]"], "hash_nodes": 80, "timeout": "2s"},
                 "list": "p2c",
+                "fast": "shortestresponse",
+                "load": {"load_balance": "adaptive"},
                 "stream": {"retries": 0, "timeout": 0}
             },
             "skip_degraded": true,
@@ -385,6 +604,14 @@ mod tests {
         assert_eq!(
             c.balance.spec(c.balance.slot(Some("list"))).kind,
             LoadBalanceKind::P2c
+        );
+        assert_eq!(
+            c.balance.spec(c.balance.slot(Some("fast"))).kind,
+            LoadBalanceKind::ShortestResponse
+        );
+        assert_eq!(
+            c.balance.spec(c.balance.slot(Some("load"))).kind,
+            LoadBalanceKind::Adaptive
         );
         assert!(c.skip_degraded);
         assert_eq!(c.retries, Some(4));

@@ -326,7 +326,7 @@ routers:
             "c.yaml:1:1: servic: unknown field `servic`, expected one of `service`, `group`, \
              `version`, `consumer`, `routers`, `overrides`, `apply_provider_overrides`, \
              `load_balance`, `hash_key`, `hash_nodes`, `methods`, `skip_degraded`, `retries`, \
-             `timeout`, `cluster`, `forks`, `health`; did you mean `service`?",
+             `timeout`, `cluster`, `forks`, `health`, `retry_budget`; did you mean `service`?",
             "c.yaml:3:11: routers[0].type: unknown router type `kep`, expected one of `keep`; \
              did you mean `keep`?",
             "c.yaml:5:18: routers[1].rule.keep: 99 is not allowed",

@@ -25,6 +25,16 @@ pub enum RouteError {
         /// breaker opened, or every provider of the routed set was tried).
         stopped: Option<SelectError>,
     },
+    /// An attempt failed and a retry was due, but the service's retry budget is spent
+    /// (`retry_budget` in the chain file).
+    #[error("the retry budget is spent: no retry after {attempts} attempt(s); the last: {last}")]
+    RetryBudget {
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's error.
+        #[source]
+        last: BoxError,
+    },
     /// The request body could not be read.
     #[error("cannot read the request body: {0}")]
     Body(#[source] BoxError),
@@ -38,6 +48,7 @@ impl RouteError {
             RouteError::Select(SelectError::ServiceUnavailable { .. }) => "breaker",
             RouteError::Select(SelectError::Exhausted { .. }) => "exhausted",
             RouteError::Failed { .. } => "failed",
+            RouteError::RetryBudget { .. } => "retry-budget",
             RouteError::Body(_) => "body",
         }
     }

@@ -47,7 +47,7 @@ pub mod service;
 
 pub use body::{RequestBody, ResponseBody};
 pub use config::{Idempotent, RouteAttributes, RouteConfig};
-pub use connect::{HttpChannel, HttpConnector, MakeChannel};
+pub use connect::{HttpChannel, HttpConnector, HttpError, HttpFuture, MakeChannel};
 pub use error::{BoxError, RouteError};
 pub use service::{RouteLayer, RouteService, RoutedTo};
 

@@ -152,6 +152,24 @@ enum Failure<B> {
     NotResent,
 }
 
+impl<B> Failure<B> {
+    /// The failure in words (the retry budget's error carries it).
+    fn describe(&self) -> String {
+        match self {
+            Failure::Transport { address, error } => format!("{address}: {error}"),
+            Failure::Status(response) => format!(
+                "grpc-status {}",
+                response
+                    .headers()
+                    .get("grpc-status")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("?")
+            ),
+            Failure::NotResent => "the request was not sent again".to_string(),
+        }
+    }
+}
+
 /// What a retry sends again of the request head: method, URI, version and headers. The
 /// first attempt sends the caller's head itself (moved, not copied), extensions included;
 /// a retry sends this copy, without the caller's extensions (they are local values, such
@@ -302,6 +320,13 @@ fn finish<B>(
             Ok(response)
         }
         Err(InvokeError::Select(e)) => Err(RouteError::Select(e)),
+        Err(InvokeError::RetryBudgetExhausted { last, attempts }) => Err(RouteError::RetryBudget {
+            attempts,
+            last: match last {
+                CallError::Retryable(f) | CallError::Final(f) => f.describe().into(),
+                CallError::Timeout(d) => format!("the attempt timed out after {d:?}").into(),
+            },
+        }),
         Err(InvokeError::Failed {
             last,
             attempts,

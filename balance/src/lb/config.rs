@@ -52,6 +52,9 @@ pub struct BalanceConfig {
     /// Balancers of the algorithms the providers' URLs or the override rules name, with
     /// the default's options: slots after the methods' (see [`BalanceConfig::kind_slot`]).
     kinds: Vec<BalancerSpec>,
+    /// `adaptive`: the timeout its load reads (ms; the consumer's service-level `timeout`,
+    /// `None`: Dubbo's default, 1000).
+    pub timeout_ms: Option<i64>,
 }
 
 impl BalanceConfig {
@@ -62,6 +65,7 @@ impl BalanceConfig {
             default_named: true,
             methods: Vec::new(),
             kinds: Vec::new(),
+            timeout_ms: None,
         }
     }
 
@@ -114,6 +118,13 @@ impl BalanceConfig {
             .iter()
             .position(|s| s.kind == kind)
             .map(|k| 1 + self.methods.len() + k)
+    }
+
+    /// The timeout `adaptive` reads (ms, at least 1).
+    pub fn timeout_ms(&self) -> i64 {
+        self.timeout_ms
+            .filter(|&t| t > 0)
+            .unwrap_or(super::response::DEFAULT_TIMEOUT_MS)
     }
 
     /// The method overrides, sorted by method name.

@@ -7,13 +7,17 @@
 //! | `leastactive` | `LeastActiveLoadBalance` | fewest in-flight calls; ties weighted random | [`leastactive`] |
 //! | `consistenthash` | `ConsistentHashLoadBalance` | ketama ring (MD5, 160 virtual nodes), key from the request | [`consistenthash`] |
 //! | `p2c` | `P2CLoadBalance` | two distinct random candidates, the one with fewer in-flight calls | [`p2c`] |
+//! | `shortestresponse` | `ShortestResponseLoadBalance` | shortest average succeeded response × (in-flight + 1) over a 30 s window; ties weighted random | [`shortestresponse`] |
+//! | `adaptive` | `AdaptiveLoadBalance` | two distinct random candidates, the one with the lower load (latency EWMA, in-flight, success ratio, weight) | [`adaptive`] |
 //!
 //! Each algorithm is a type implementing [`Balancer`], in its own file. Everything a
 //! balancer needs that depends only on the providers is prepared once per snapshot in a
 //! [`SnapshotBalance`]: what all balancers share ([`Shared`]: the weights, grouped into a
 //! few *weight classes*, each a bitset, and the in-flight counters, atomics) and one
 //! prepared balancer per configured slot ([`SlotBalancer`]: round-robin current weights,
-//! consistent-hash rings over **all** providers). A pick reads the candidate bitset
+//! consistent-hash rings over **all** providers). The latency-aware balancers read the
+//! response statistics [`Shared`] keeps when a slot uses one of them
+//! ([`response::Responses`], fed by [`Shared::record`]). A pick reads the candidate bitset
 //! directly; it never builds a list and never allocates. The slot's balancer is reached by
 //! a `match` over [`SlotBalancer`]: static dispatch, no virtual call per pick.
 //!
@@ -26,12 +30,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use routechain_core::{Candidates, RandomSource, Request, Snapshot, SnapshotEdit};
 
+pub mod adaptive;
 mod config;
 pub mod consistenthash;
 pub mod leastactive;
 pub mod p2c;
 pub mod random;
+pub mod response;
 pub mod roundrobin;
+pub mod shortestresponse;
 pub mod warmup;
 mod weights;
 
@@ -40,12 +47,15 @@ mod sampling_tests;
 #[cfg(test)]
 mod tests;
 
+pub use adaptive::Adaptive;
 pub use config::{BalanceConfig, BalancerSpec};
 pub use consistenthash::{ConsistentHash, Ring};
 pub use leastactive::LeastActive;
 pub use p2c::P2c;
 pub use random::Random;
+pub use response::Responses;
 pub use roundrobin::RoundRobin;
+pub use shortestresponse::ShortestResponse;
 pub use warmup::WarmTable;
 pub use weights::{WeightParam, Weights, parse_weight, provider_weight};
 
@@ -70,16 +80,22 @@ pub enum LoadBalanceKind {
     ConsistentHash,
     /// Power of two choices over in-flight calls.
     P2c,
+    /// Shortest estimated response (succeeded average × in-flight), ties weighted random.
+    ShortestResponse,
+    /// Power of two choices over Dubbo's adaptive load.
+    Adaptive,
 }
 
 impl LoadBalanceKind {
     /// Every kind, in documentation order.
-    pub const ALL: [LoadBalanceKind; 5] = [
+    pub const ALL: [LoadBalanceKind; 7] = [
         LoadBalanceKind::Random,
         LoadBalanceKind::RoundRobin,
         LoadBalanceKind::LeastActive,
         LoadBalanceKind::ConsistentHash,
         LoadBalanceKind::P2c,
+        LoadBalanceKind::ShortestResponse,
+        LoadBalanceKind::Adaptive,
     ];
 
     /// The name used in chain files (Dubbo's `loadbalance` value).
@@ -90,7 +106,17 @@ impl LoadBalanceKind {
             LoadBalanceKind::LeastActive => "leastactive",
             LoadBalanceKind::ConsistentHash => "consistenthash",
             LoadBalanceKind::P2c => "p2c",
+            LoadBalanceKind::ShortestResponse => "shortestresponse",
+            LoadBalanceKind::Adaptive => "adaptive",
         }
+    }
+
+    /// True for the algorithms that read the service's response times.
+    pub fn reads_responses(self) -> bool {
+        matches!(
+            self,
+            LoadBalanceKind::ShortestResponse | LoadBalanceKind::Adaptive
+        )
     }
 
     /// The kind named `name` (exact, lower case, as Dubbo's extension names).
@@ -114,12 +140,14 @@ pub fn epoch_millis() -> i64 {
 }
 
 /// What every balancer of one snapshot shares: the providers' weights, the ones still
-/// warming up, and their in-flight call counters.
+/// warming up, their in-flight call counters and, when a balancer reads them, their
+/// response statistics.
 #[derive(Debug)]
 pub struct Shared {
     weights: Weights,
     warm: WarmTable,
     active: Box<[AtomicU32]>,
+    responses: Responses,
 }
 
 impl Shared {
@@ -131,6 +159,7 @@ impl Shared {
             warm: WarmTable::new(snapshot, weights.table(), now),
             weights,
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
+            responses: Responses::none(),
         }
     }
 
@@ -144,6 +173,42 @@ impl Shared {
             warm: self.warm.edited(edit, snapshot, weights.table(), now),
             weights,
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
+            responses: Responses::none(),
+        }
+    }
+
+    /// This state keeping response statistics for its providers from `now` (ms since the
+    /// epoch) when `config` has a balancer that reads them, `adaptive` reading the
+    /// config's timeout.
+    pub fn with_responses(mut self, config: &BalanceConfig, now: i64) -> Self {
+        if (0..config.slots()).any(|s| config.spec(s).kind.reads_responses()) {
+            self.responses = Responses::new(self.active.len(), now, config.timeout_ms());
+        }
+        self
+    }
+
+    /// The response statistics (empty unless a balancer reads them).
+    #[inline]
+    pub fn responses(&self) -> &Responses {
+        &self.responses
+    }
+
+    /// `shortestresponse`'s estimate for provider `i` (0 without statistics).
+    #[inline]
+    pub fn estimate(&self, i: usize) -> u64 {
+        self.responses
+            .get(i)
+            .map_or(0, |r| r.estimate(self.active(i)))
+    }
+
+    /// Records a call on provider `i` that ended after `elapsed` at `now` (ms since the
+    /// epoch); `answered`: the provider answered (an application error included). Nothing
+    /// when no balancer reads response times.
+    #[inline]
+    pub fn record(&self, i: usize, elapsed: std::time::Duration, answered: bool, now: i64) {
+        if let Some(r) = self.responses.get(i) {
+            let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            r.record(us, answered, now);
         }
     }
 
@@ -233,6 +298,10 @@ pub enum SlotBalancer {
     ConsistentHash(ConsistentHash),
     /// `p2c`.
     P2c(P2c),
+    /// `shortestresponse`.
+    ShortestResponse(ShortestResponse),
+    /// `adaptive`.
+    Adaptive(Adaptive),
 }
 
 impl SlotBalancer {
@@ -257,6 +326,8 @@ impl SlotBalancer {
                 SlotBalancer::ConsistentHash(ConsistentHash::new(ring, &spec.hash_key))
             }
             LoadBalanceKind::P2c => SlotBalancer::P2c(P2c),
+            LoadBalanceKind::ShortestResponse => SlotBalancer::ShortestResponse(ShortestResponse),
+            LoadBalanceKind::Adaptive => SlotBalancer::Adaptive(Adaptive),
         }
     }
 
@@ -318,6 +389,8 @@ impl Balancer for SlotBalancer {
             SlotBalancer::LeastActive(b) => b.kind(),
             SlotBalancer::ConsistentHash(b) => b.kind(),
             SlotBalancer::P2c(b) => b.kind(),
+            SlotBalancer::ShortestResponse(b) => b.kind(),
+            SlotBalancer::Adaptive(b) => b.kind(),
         }
     }
 
@@ -336,6 +409,8 @@ impl Balancer for SlotBalancer {
             SlotBalancer::LeastActive(b) => b.pick_at(shared, request, candidates, rng, now),
             SlotBalancer::ConsistentHash(b) => b.pick_at(shared, request, candidates, rng, now),
             SlotBalancer::P2c(b) => b.pick_at(shared, request, candidates, rng, now),
+            SlotBalancer::ShortestResponse(b) => b.pick_at(shared, request, candidates, rng, now),
+            SlotBalancer::Adaptive(b) => b.pick_at(shared, request, candidates, rng, now),
         }
     }
 }
@@ -362,7 +437,7 @@ impl SnapshotBalance {
             .map(|slot| SlotBalancer::new(config.spec(slot), snapshot, &mut rings))
             .collect();
         SnapshotBalance {
-            shared: Shared::new(snapshot, now),
+            shared: Shared::new(snapshot, now).with_responses(config, now),
             slots,
         }
     }
@@ -398,7 +473,10 @@ impl SnapshotBalance {
             })
             .collect();
         SnapshotBalance {
-            shared: self.shared.edited(edit, snapshot, now),
+            shared: self
+                .shared
+                .edited(edit, snapshot, now)
+                .with_responses(config, now),
             slots,
         }
     }
@@ -431,6 +509,13 @@ impl SnapshotBalance {
     /// Counts a call on provider `i` ended.
     pub fn end(&self, i: usize) {
         self.shared.end(i)
+    }
+
+    /// True when a balancer reads response times (a call then measures its attempts and
+    /// reads the clock for its picks).
+    #[inline]
+    pub fn timed(&self) -> bool {
+        self.shared.responses.kept()
     }
 
     /// Picks one candidate with the balancer of `slot` (`spec` is `config.spec(slot)`, the
@@ -469,6 +554,12 @@ impl SnapshotBalance {
                     LeastActive.pick_at(shared, request, candidates, rng, now)
                 }
                 LoadBalanceKind::P2c => P2c.pick_at(shared, request, candidates, rng, now),
+                LoadBalanceKind::ShortestResponse => {
+                    ShortestResponse.pick_at(shared, request, candidates, rng, now)
+                }
+                LoadBalanceKind::Adaptive => {
+                    Adaptive.pick_at(shared, request, candidates, rng, now)
+                }
                 _ => Random.pick_at(shared, request, candidates, rng, now),
             },
         }

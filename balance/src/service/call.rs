@@ -9,6 +9,7 @@
 //! every routed provider.
 
 use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use routechain_core::Request;
@@ -92,6 +93,15 @@ pub enum InvokeError<E> {
         /// error.
         stopped: Option<SelectError>,
     },
+    /// A retry was due but the service's retry budget is spent: the call ends with the
+    /// last attempt's error (counted in [`ClusterStats::retries_refused`](super::ClusterStats)).
+    #[error("the retry budget is spent: no retry after {attempts} attempt(s); the last: {last}")]
+    RetryBudgetExhausted {
+        /// The last attempt's error.
+        last: CallError<E>,
+        /// Attempts made.
+        attempts: u32,
+    },
     /// The `failsafe` cluster swallowed the attempt's error: the caller answers with its
     /// default value ([`Cluster::call`] does, with `T::default()`; only
     /// `Cluster::call_limited`, for transports, returns this).
@@ -109,7 +119,9 @@ impl<E> InvokeError<E> {
     pub fn last(&self) -> Option<&CallError<E>> {
         match self {
             InvokeError::Select(_) => None,
-            InvokeError::Failed { last, .. } | InvokeError::Swallowed { last, .. } => Some(last),
+            InvokeError::Failed { last, .. }
+            | InvokeError::RetryBudgetExhausted { last, .. }
+            | InvokeError::Swallowed { last, .. } => Some(last),
         }
     }
 }
@@ -268,6 +280,9 @@ impl Cluster {
             let first = self
                 .select(request, tried, call)
                 .map_err(InvokeError::Select)?;
+            if let Some(budget) = &first.published().config.retry_budget {
+                self.budget.call(self.clock.now(), budget);
+            }
             let plan = {
                 let params = &first.published().params;
                 let method = params.method(request.method.as_deref());
@@ -313,6 +328,28 @@ impl Cluster {
         result
     }
 
+    /// When an attempt on `selected` starts, read only when a balancer of its state reads
+    /// response times or health counts slow calls.
+    fn started(&self, selected: &Selected) -> Option<Duration> {
+        let published = selected.published();
+        (published.balance.timed() || published.config.health.slow_call.is_some())
+            .then(|| self.clock.now())
+    }
+
+    /// Feeds an attempt's time and outcome to the balancers that read them.
+    fn record<T, E>(
+        &self,
+        selected: &Selected,
+        started: Option<Duration>,
+        result: &Result<T, CallError<E>>,
+    ) {
+        if let Some(started) = started {
+            let elapsed = self.clock.now().saturating_sub(started);
+            let answered = matches!(result, Ok(_) | Err(CallError::Final(_)));
+            self.report_response(selected, elapsed, answered);
+        }
+    }
+
     /// Failover (and failfast, failsafe: one attempt): attempt, and on a retryable
     /// failure select another provider, up to `plan.attempts` in all.
     async fn failover<T, E, F, Fut>(
@@ -333,7 +370,11 @@ impl Cluster {
         loop {
             let result = {
                 let _in_flight = selected.begin();
-                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
+                let started = self.started(&selected);
+                let result =
+                    timed(plan.timeout(request, &selected), attempt(selected.clone())).await;
+                self.record(&selected, started, &result);
+                result
             };
             let last = match result {
                 Ok(value) => {
@@ -381,6 +422,15 @@ impl Cluster {
                     stopped: None,
                 });
             }
+            if let Some(budget) = &self.load().config.retry_budget
+                && !self.budget.retry(self.clock.now(), budget)
+            {
+                self.counters
+                    .retries_refused
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(attempts = n, "retry refused: the retry budget is spent");
+                return Err(InvokeError::RetryBudgetExhausted { last, attempts: n });
+            }
             selected = match self.select(request, tried, call) {
                 Ok(s) => s,
                 Err(e) => {
@@ -416,7 +466,11 @@ impl Cluster {
         loop {
             let result = {
                 let _in_flight = selected.begin();
-                timed(plan.timeout(request, &selected), attempt(selected.clone())).await
+                let started = self.started(&selected);
+                let result =
+                    timed(plan.timeout(request, &selected), attempt(selected.clone())).await;
+                self.record(&selected, started, &result);
+                result
             };
             let mut answer = None;
             match result {
@@ -497,11 +551,12 @@ impl Cluster {
             .map(|selected| {
                 let timeout = plan.timeout(request, &selected);
                 let in_flight = selected.begin();
+                let started = self.started(&selected);
                 let fut = attempt(selected.clone());
                 Some(Box::pin(async move {
                     let result = timed(timeout, fut).await;
                     drop(in_flight);
-                    (selected, result)
+                    (selected, started, result)
                 }))
             })
             .collect();
@@ -510,9 +565,11 @@ impl Cluster {
         std::future::poll_fn(|cx| {
             for slot in running.iter_mut() {
                 let Some(fut) = slot else { continue };
-                let std::task::Poll::Ready((selected, result)) = fut.as_mut().poll(cx) else {
+                let std::task::Poll::Ready((selected, started, result)) = fut.as_mut().poll(cx)
+                else {
                     continue;
                 };
+                self.record(&selected, started, &result);
                 *slot = None;
                 left -= 1;
                 match result {

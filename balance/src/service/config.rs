@@ -90,6 +90,8 @@ pub struct ServiceConfig {
     pub methods: BTreeMap<String, MethodCall>,
     /// Failure threshold and cool-down.
     pub health: HealthConfig,
+    /// The retry budget (`None`: retries limited by `retries` only).
+    pub retry_budget: Option<super::RetryBudget>,
 }
 
 /// The call settings of one method: each one set overrides the service's.

@@ -51,6 +51,7 @@ use crate::lb::SnapshotBalance;
 use routechain_core::{ChainState, Change, NoProvider, PrepareError};
 use routechain_core::{Provider, RandomSource, Request, SnapshotEdit};
 
+mod budget;
 mod by_address;
 mod call;
 mod caller;
@@ -62,6 +63,7 @@ mod tests;
 #[doc(hidden)]
 pub use pool::{PerThread, Pooled};
 
+pub use budget::RetryBudget;
 pub use call::{CallError, InvokeError, Invoked};
 pub use caller::Caller;
 use caller::Handle;
@@ -398,6 +400,8 @@ pub struct ClusterStats {
     pub degradations: u64,
     /// Providers on probation that succeeded.
     pub recoveries: u64,
+    /// Retries the retry budget refused ([`InvokeError::RetryBudgetExhausted`]).
+    pub retries_refused: u64,
 }
 
 #[derive(Debug, Default)]
@@ -406,6 +410,7 @@ struct Counters {
     rejected: AtomicU64,
     degradations: AtomicU64,
     recoveries: AtomicU64,
+    retries_refused: AtomicU64,
 }
 
 /// The client side of one service over its providers, Dubbo's *cluster* (the component that
@@ -426,6 +431,8 @@ pub struct Cluster {
     /// The health epoch of the last breaker trip (`u64::MAX`: none yet).
     tripped_epoch: AtomicU64,
     counters: Counters,
+    /// The retry budget's counts (read when the configuration has a budget).
+    budget: budget::BudgetCounts,
 }
 
 impl Cluster {
@@ -444,6 +451,7 @@ impl Cluster {
             health_epoch: AtomicU64::new(0),
             tripped_epoch: AtomicU64::new(u64::MAX),
             counters: Counters::default(),
+            budget: budget::BudgetCounts::default(),
         }
     }
 
@@ -507,6 +515,7 @@ impl Cluster {
             rejected: c.rejected.load(Ordering::Relaxed),
             degradations: c.degradations.load(Ordering::Relaxed),
             recoveries: c.recoveries.load(Ordering::Relaxed),
+            retries_refused: c.retries_refused.load(Ordering::Relaxed),
         }
     }
 
@@ -618,10 +627,19 @@ impl Cluster {
         let routed = &caller.routed;
         let (slot, _) = params.slot(params.method(request.method.as_deref()), || routed.first());
         let balance = params.balance();
-        // The wall clock only while some provider is warming up.
+        // The wall clock only while some provider is warming up or a balancer reads
+        // response times.
         let warm = published.balance.shared().warm();
+        let timed = published.balance.timed();
         let now = if warm.active() {
-            warm.now(self.clock.epoch_millis())
+            let epoch = self.clock.epoch_millis();
+            match warm.now(epoch) {
+                // The last warm-up just ended: the static weights, the time still read.
+                0 if timed => epoch,
+                n => n,
+            }
+        } else if timed {
+            self.clock.epoch_millis()
         } else {
             0
         };
@@ -660,13 +678,63 @@ impl Cluster {
     }
 
     /// Records a successful call: the provider's failure count resets; on probation it is
-    /// healthy again.
+    /// healthy again; with rates counted (`health.failure_percentage`, `health.slow_call`)
+    /// it counts in the provider's window, where a slow-call rate reached ejects it.
     pub fn report_success<'a>(&self, target: impl Into<Target<'a>>) {
         let published = self.published.load();
+        let config = &published.config.health;
+        let now = if config.counts_rates() {
+            self.clock.now()
+        } else {
+            Duration::ZERO
+        };
         self.with_target(&published, target.into(), |i| {
-            if published.health.success(i) == HealthChange::Recovered {
-                self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(provider = published.address(i), "provider recovered");
+            match published.health.success(i, now, config) {
+                HealthChange::Recovered => {
+                    self.counters.recoveries.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(provider = published.address(i), "provider recovered");
+                }
+                HealthChange::Degraded => {
+                    self.health_epoch.fetch_add(1, Ordering::Relaxed);
+                    self.counters.degradations.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        provider = published.address(i),
+                        "provider ejected: slow calls"
+                    );
+                }
+                HealthChange::None => {}
+            }
+        });
+    }
+
+    /// Records how long an attempt on `target` took and whether the provider answered (an
+    /// application error included) or failed, for the balancers that read response times
+    /// (`shortestresponse`, `adaptive`) and for the slow-call rate (`health.slow_call`);
+    /// [`Cluster::call`] reports every attempt, before its success or failure. Health
+    /// learns the outcome from [`Cluster::report_success`] / [`Cluster::report_failure`].
+    pub fn report_response<'a>(
+        &self,
+        target: impl Into<Target<'a>>,
+        elapsed: Duration,
+        answered: bool,
+    ) {
+        let published = self.published.load();
+        let slow = published
+            .config
+            .health
+            .slow_call
+            .is_some_and(|s| elapsed >= s);
+        if !published.balance.timed() && !slow {
+            return;
+        }
+        let (epoch, now) = (self.clock.epoch_millis(), self.clock.now());
+        self.with_target(&published, target.into(), |i| {
+            published
+                .balance
+                .shared()
+                .record(i, elapsed, answered, epoch);
+            if slow {
+                published.health.slow(i, now, &published.config.health);
             }
         });
     }

@@ -337,7 +337,8 @@ impl CallParams {
             .map(|e| LoadBalanceKind::ALL[e.value as usize])
             .collect();
         let any_loadbalance = !kinds.is_empty();
-        let balance = config.balance.clone().with_kinds(kinds);
+        let mut balance = config.balance.clone().with_kinds(kinds);
+        balance.timeout_ms = config.timeout.map(ms);
         let service = Consumer {
             timeout: config.timeout.map(|t| (ms(t), Source::ConsumerService)),
             retries: config

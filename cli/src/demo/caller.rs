@@ -18,7 +18,8 @@ use routechain::balance::Cluster;
 use routechain::core::Provider;
 use routechain_tower::grpc::ERROR_HEADER;
 use routechain_tower::{
-    BoxError, HttpChannel, HttpConnector, MakeChannel, RequestBody, RouteService, RoutedTo,
+    BoxError, HttpChannel, HttpConnector, HttpError, MakeChannel, RequestBody, RouteService,
+    RoutedTo,
 };
 
 use super::Options;
@@ -74,20 +75,12 @@ pub struct CountingChannel {
 }
 
 /// The future of a counted attempt.
-pub type CountingFuture = Pin<
-    Box<
-        dyn Future<
-                Output = Result<
-                    http::Response<hyper::body::Incoming>,
-                    hyper_util::client::legacy::Error,
-                >,
-            > + Send,
-    >,
->;
+pub type CountingFuture =
+    Pin<Box<dyn Future<Output = Result<http::Response<hyper::body::Incoming>, HttpError>> + Send>>;
 
 impl tower_service::Service<http::Request<RequestBody>> for CountingChannel {
     type Response = http::Response<hyper::body::Incoming>;
-    type Error = hyper_util::client::legacy::Error;
+    type Error = HttpError;
     type Future = CountingFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -111,7 +104,7 @@ impl tower_service::Service<http::Request<RequestBody>> for CountingChannel {
 impl MakeChannel for Counting {
     type Channel = CountingChannel;
     type Body = hyper::body::Incoming;
-    type Error = hyper_util::client::legacy::Error;
+    type Error = HttpError;
     type Future = CountingFuture;
 
     fn make_channel(&self, provider: &Provider) -> Result<CountingChannel, BoxError> {
