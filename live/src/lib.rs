@@ -382,3 +382,15 @@ impl Drop for SourceHandle {
         }
     }
 }
+
+/// A live chain of the chain file `yaml`, with the built-in routers and default options.
+#[cfg(test)]
+pub(crate) fn test_chain(yaml: &str) -> LiveChain {
+    let file = routechain_rules::ChainFile::parse("t.yaml", yaml, None).unwrap();
+    LiveChain::new(
+        file,
+        routechain_routers::builtin_registry(),
+        LiveOptions::default(),
+    )
+    .unwrap()
+}

@@ -266,18 +266,7 @@ mod tests {
     use routechain_rules::ChainFile;
 
     fn live() -> LiveChain {
-        let file = ChainFile::parse(
-            "t.yaml",
-            "service: com.foo.BarService\nrouters:\n  - type: condition\n",
-            None,
-        )
-        .unwrap();
-        LiveChain::new(
-            file,
-            routechain_routers::builtin_registry(),
-            LiveOptions::default(),
-        )
-        .unwrap()
+        crate::test_chain("service: com.foo.BarService\nrouters:\n  - type: condition\n")
     }
 
     fn providers(origin: &str, lines: &str) -> Update {

@@ -16,7 +16,7 @@
 //! // Two registries: their providers merged, the rules read from the first.
 //! let address = RegistryAddress::parse("zookeeper://zk-a:2181 | zookeeper://zk-b:2181").unwrap();
 //! let options = RegistryOptions { protect_empty: true, zone: None };
-//! let source = RegistrySource::for_chain(&address, &live, options).unwrap();
+//! let source = RegistrySource::for_chain(&address, &live, options);
 //! let _watching = live.watch(Box::new(source), |report| eprintln!("{report}")).unwrap();
 //! ```
 
@@ -58,6 +58,55 @@ pub enum Following {
     Nacos(crate::NacosConfig),
 }
 
+impl Following {
+    /// What is followed from the start: ZooKeeper's node paths
+    /// ([`ZkConfig::watched_paths`]), Nacos's configs and service
+    /// ([`crate::NacosConfig::watched`]).
+    pub fn watched(&self) -> Vec<String> {
+        match self {
+            Following::ZooKeeper(c) => c.watched_paths(),
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => c.watched(),
+        }
+    }
+
+    /// The kinds of rule read under the providers' application once it is known.
+    pub fn provider_app_kinds(&self) -> &[String] {
+        match self {
+            Following::ZooKeeper(c) => &c.provider_app_kinds,
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => &c.provider_app_kinds,
+        }
+    }
+
+    /// The kinds of rule read under every provider application present.
+    pub fn each_app_kinds(&self) -> &[String] {
+        match self {
+            Following::ZooKeeper(c) => &c.each_app_kinds,
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => &c.each_app_kinds,
+        }
+    }
+
+    /// The reference whose providers are followed (none: rules alone).
+    pub fn service(&self) -> Option<&crate::ServiceKey> {
+        match self {
+            Following::ZooKeeper(c) => c.service.as_ref(),
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => c.service.as_ref(),
+        }
+    }
+
+    /// Shares `connection` with the source: it shows whether this registry is connected.
+    pub fn set_connection(&mut self, connection: crate::RegistryConnection) {
+        match self {
+            Following::ZooKeeper(c) => c.connection = connection,
+            #[cfg(feature = "nacos")]
+            Following::Nacos(c) => c.connection = connection,
+        }
+    }
+}
+
 /// The source of a chain following a [`RegistryAddress`]: for one registry, that
 /// registry's source as it is; for several, each registry's source with the providers
 /// combined (merged, or Dubbo's zone-aware choice: [`choose`]) and the rules followed in
@@ -83,47 +132,48 @@ impl RegistrySource {
         address: &RegistryAddress,
         live: &LiveChain,
         options: RegistryOptions,
-    ) -> Result<Self, RegistryAddressError> {
+    ) -> Self {
         let center = address.config_center();
         let mut members = Vec::with_capacity(address.entries().len());
         for (i, entry) in address.entries().iter().enumerate() {
             if !address.followed(i) {
                 continue;
             }
+            // Rules are followed in the config center alone; providers where subscribed.
+            macro_rules! follow {
+                ($config:expr, $kind:path) => {{
+                    let mut config = $config;
+                    if i != center {
+                        config.rule_keys.clear();
+                        config.provider_app_kinds.clear();
+                        config.each_app_kinds.clear();
+                    }
+                    if !entry.params.subscribe {
+                        config.service = None;
+                    }
+                    $kind(config)
+                }};
+            }
             let following = match &entry.registry {
                 Registry::ZooKeeper(_) => {
-                    let mut config = ZkConfig::for_chain(live, entry.text());
-                    if i != center {
-                        config.rule_keys.clear();
-                        config.provider_app_kinds.clear();
-                        config.each_app_kinds.clear();
-                    }
-                    if !entry.params.subscribe {
-                        config.service = None;
-                    }
-                    Following::ZooKeeper(config)
+                    follow!(
+                        ZkConfig::for_chain(live, entry.text()),
+                        Following::ZooKeeper
+                    )
                 }
                 #[cfg(feature = "nacos")]
-                Registry::Nacos(_) => {
-                    let mut config = crate::NacosConfig::for_chain(live, entry.text());
-                    if i != center {
-                        config.rule_keys.clear();
-                        config.provider_app_kinds.clear();
-                        config.each_app_kinds.clear();
-                    }
-                    if !entry.params.subscribe {
-                        config.service = None;
-                    }
-                    Following::Nacos(config)
-                }
+                Registry::Nacos(_) => follow!(
+                    crate::NacosConfig::for_chain(live, entry.text()),
+                    Following::Nacos
+                ),
             };
             members.push((entry.clone(), following));
         }
-        Ok(RegistrySource {
+        RegistrySource {
             members,
             zone_aware: address.zone_aware(),
             options,
-        })
+        }
     }
 
     /// Each registry and what it follows (the rules in the config center only).
@@ -139,22 +189,12 @@ impl RegistrySource {
                 .members
                 .iter()
                 .zip(&other.members)
-                .all(|((_, a), (_, b))| match (a, b) {
-                    (Following::ZooKeeper(a), Following::ZooKeeper(b)) => {
-                        a.watched_paths() == b.watched_paths()
-                            && a.service == b.service
-                            && a.provider_app_kinds == b.provider_app_kinds
-                            && a.each_app_kinds == b.each_app_kinds
-                    }
-                    #[cfg(feature = "nacos")]
-                    (Following::Nacos(a), Following::Nacos(b)) => {
-                        a.watched() == b.watched()
-                            && a.service == b.service
-                            && a.provider_app_kinds == b.provider_app_kinds
-                            && a.each_app_kinds == b.each_app_kinds
-                    }
-                    #[cfg(feature = "nacos")]
-                    _ => false,
+                .all(|((_, a), (_, b))| {
+                    std::mem::discriminant(a) == std::mem::discriminant(b)
+                        && a.watched() == b.watched()
+                        && a.service() == b.service()
+                        && a.provider_app_kinds() == b.provider_app_kinds()
+                        && a.each_app_kinds() == b.each_app_kinds()
                 })
     }
 
@@ -240,46 +280,30 @@ fn short_name(entry: &RegistryEntry) -> String {
     match &entry.registry {
         Registry::ZooKeeper(a) => format!("zookeeper://{a}"),
         #[cfg(feature = "nacos")]
-        Registry::Nacos(t) => mask(t.split('?').next().unwrap_or(t)),
+        Registry::Nacos(_) => mask(entry.text().split('?').next().unwrap_or(entry.text())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::LiveOptions;
 
     fn live() -> LiveChain {
-        let file = routechain_rules::ChainFile::parse(
-            "t.yaml",
-            "service: com.foo.Bar\nrouters:\n  - type: condition\n  - type: tag\n",
-            None,
-        )
-        .unwrap();
-        LiveChain::new(
-            file,
-            routechain_routers::builtin_registry(),
-            LiveOptions::default(),
-        )
-        .unwrap()
+        crate::test_chain("service: com.foo.Bar\nrouters:\n  - type: condition\n  - type: tag\n")
     }
 
     fn rule_keys(source: &RegistrySource) -> Vec<(usize, usize, Option<String>)> {
         source
             .following()
             .iter()
-            .map(|(_, f)| match f {
-                Following::ZooKeeper(c) => (
-                    c.rule_keys.len(),
-                    c.provider_app_kinds.len(),
-                    c.service.as_ref().map(|s| s.interface.clone()),
-                ),
-                #[cfg(feature = "nacos")]
-                Following::Nacos(c) => (
-                    c.rule_keys.len(),
-                    c.provider_app_kinds.len(),
-                    c.service.as_ref().map(|s| s.interface.clone()),
-                ),
+            .map(|(_, f)| {
+                let rule_keys = match f {
+                    Following::ZooKeeper(c) => c.rule_keys.len(),
+                    #[cfg(feature = "nacos")]
+                    Following::Nacos(c) => c.rule_keys.len(),
+                };
+                let service = f.service().map(|s| s.interface.clone());
+                (rule_keys, f.provider_app_kinds().len(), service)
             })
             .collect()
     }
@@ -309,16 +333,15 @@ mod tests {
         ];
         for (text, want) in table {
             let address = RegistryAddress::parse(text).unwrap();
-            let source =
-                RegistrySource::for_chain(&address, &live, RegistryOptions::default()).unwrap();
+            let source = RegistrySource::for_chain(&address, &live, RegistryOptions::default());
             assert_eq!(rule_keys(&source), want, "{text}");
             assert!(source.follows_same(&source.clone()));
         }
         let one = RegistryAddress::parse("a:1").unwrap();
         let two = RegistryAddress::parse("a:1|b:2").unwrap();
         let options = RegistryOptions::default;
-        let one = RegistrySource::for_chain(&one, &live, options()).unwrap();
-        let two = RegistrySource::for_chain(&two, &live, options()).unwrap();
+        let one = RegistrySource::for_chain(&one, &live, options());
+        let two = RegistrySource::for_chain(&two, &live, options());
         assert!(!one.follows_same(&two));
         assert_eq!(one.name(), "zookeeper");
         assert_eq!(two.name(), "registries");

@@ -3,13 +3,13 @@
 //! Exit codes, for every command: 0 success; 2 invalid input (message on stderr with
 //! file:line:column; `check` prints its problems on stdout); 3 no provider left (`route`,
 //! `explain`, `simulate` when every call found none); 4 the registry unreachable or an
-//! operation on it failed (`registry`/`zk`, `check --registry`); 1 a check of `demo` failed, a golden test of `test`
-//! failed, or `check --deny-warnings` found warnings. A closed stdout (`… | head -1`) ends
-//! any command quietly with 0 ([`crate::out`]).
+//! operation on it failed (`registry`/`zk`, `nacos`, `check --registry`); 1 a check of
+//! `demo` failed, a golden test of `test` failed, or `check --deny-warnings` found warnings.
+//! A closed stdout (`… | head -1`) ends any command quietly with 0 ([`crate::out`]).
 //!
 //! Commands: `route`, `explain`, `check`, `test` (golden tests), `simulate` (route + balance
-//! N calls and count), `demo` (real calls over TCP through the demo chain), `watch`, `zk`,
-//! `completions`.
+//! N calls and count), `demo` (real calls over TCP through the demo chain), `watch`,
+//! `registry` (alias `zk`), `nacos`, `completions`.
 
 use std::process::ExitCode;
 
@@ -93,8 +93,9 @@ enum Command {
         after_help = "Example:\n  cargo run --release -- demo\n  routechain demo --quick          # 2000 calls, no progress bar (CI)\n\nExit: 0 every check passed, 1 a check failed, 2 the demo could not start."
     )]
     Demo(demo::DemoArgs),
-    /// Keep a chain live from files or ZooKeeper; print every applied or refused change
-    /// (stderr) and, with --request, the routed result after each applied one (stdout).
+    /// Keep a chain live from files or registries (ZooKeeper, Nacos; one or several); print
+    /// every applied or refused change (stderr) and, with --request, the routed result
+    /// after each applied one (stdout).
     #[command(
         after_help = "Examples:\n  routechain watch --chain bar.chain.yaml --providers providers.txt --request request.json\n  routechain watch --chain bar.chain.yaml --zookeeper 127.0.0.1:2181 \\\n    --service com.foo.BarService --request request.json\n  routechain watch --chain bar.chain.yaml --providers providers.txt --metrics 127.0.0.1:9464\n  routechain watch --chain bar.chain.yaml --service com.foo.BarService \\\n    --registry 'zookeeper://zk-a:2181?backup=zk-a2:2181 | zookeeper://zk-b:2181'   # two registries, merged\n  ROUTECHAIN_ZK_PASSWORD_FILE=/etc/routechain/zk.pass routechain watch --chain bar.chain.yaml \\\n    --registry 'zookeeper://admin@zk-a:2181?zone=hz' --service com.foo.BarService   # shown as admin:***@\n  routechain watch --chain bar.chain.yaml --registry 'nacos://127.0.0.1:8848?namespace=dev' \\\n    --request request.json   # Nacos\n\nstdout: one line per applied change, the `route` JSON plus \"generation\":\n  {\"providers\":[{\"index\":0,\"address\":\"10.0.0.1:20880\"}],\"generation\":2}\nstderr: \"routechain watch: applied generation 2: ...\" / \"refused ...: reason\" / \"held back ...\".\nRuns until killed; exits 2 at once when the starting files are invalid."
     )]

@@ -1,4 +1,5 @@
-//! `routechain watch`: keep a chain live from files or ZooKeeper, print every change.
+//! `routechain watch`: keep a chain live from files or registries (ZooKeeper, Nacos; one
+//! or several), print every change.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,12 +10,11 @@ use routechain::core::{CallState, Request, Snapshot};
 use routechain::rules::ChainFile;
 
 use super::route::route_once;
-use routechain::live::NacosAddress;
-use routechain::live::registry::Following;
+use routechain::live::registry::Registry;
 use routechain::live::{
     CacheOptions, ChainTemplate, FileConfig, FileSource, LiveChain, LiveOptions, ProviderText,
-    RegistryAddress, RegistryOptions, RegistrySource, Report, ServiceKey, Source, Sources,
-    Watching, ZkConnection, parse_providers,
+    RegistryAddress, RegistryConnection, RegistryOptions, RegistrySource, Report, ServiceKey,
+    Source, Sources, Watching, parse_providers,
 };
 use routechain::rules::load::{self, LoadError};
 
@@ -208,7 +208,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             call: Mutex::new((call, None)),
         })
     });
-    // From files the state is loaded now; from ZooKeeper, once the source has delivered
+    // From files the state is loaded now; from registries, once the source has delivered
     // its first read (nothing is printed to stdout before that).
     let loaded = Arc::new(AtomicBool::new(address.is_none()));
     let (reload_tx, reload_rx) = std::sync::mpsc::channel::<()>();
@@ -218,12 +218,12 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
         .as_ref()
         .map(|r| r.call.lock().unwrap_or_else(|p| p.into_inner()));
     // One connection state per registry, kept over restarts of the sources.
-    let connections: Vec<ZkConnection> = address
+    let connections: Vec<RegistryConnection> = address
         .iter()
         .flat_map(|a| (0..a.entries().len()).filter(|&i| a.followed(i)))
-        .map(|_| ZkConnection::default())
+        .map(|_| RegistryConnection::default())
         .collect();
-    let (source, mut following) = sources(args, &live, address.as_ref(), &connections)?;
+    let (source, mut following) = sources(args, &live, address.as_ref(), &connections);
     if address.is_some() && !args.no_cache {
         match (&live.options().cache, live.reference()) {
             (Some(cache), Some(reference)) => errln!(
@@ -274,15 +274,14 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
     {
         r.print(&live, &mut call);
     }
-    // A reloaded chain file may change what to follow in ZooKeeper (the reference, the
-    // consumer's application, the entries' keys): then the sources start afresh.
+    // A reloaded chain file may change what to follow in the registries (the reference,
+    // the consumer's application, the entries' keys): then the sources start afresh.
     while reload_rx.recv().is_ok() {
         let Some(address) = &address else {
             continue;
         };
         // The reference (`service`, `group`, `version`) filters the providers read.
-        let now = RegistrySource::for_chain(address, &live, RegistryOptions::default())
-            .map_err(|e| invalid(e.to_string()))?;
+        let now = RegistrySource::for_chain(address, &live, RegistryOptions::default());
         if following.as_ref().is_some_and(|f| f.follows_same(&now)) {
             continue;
         }
@@ -297,7 +296,7 @@ fn watch(args: &WatchArgs) -> Result<ExitCode, LoadError> {
             "routechain watch: the chain file changes what to follow in {registry}; re-reading it"
         );
         drop(watching);
-        let (source, now) = sources(args, &live, Some(address), &connections)?;
+        let (source, now) = sources(args, &live, Some(address), &connections);
         following = now;
         watching = start(&live, source, &router, &loaded, &reload_tx)?;
     }
@@ -313,26 +312,22 @@ fn sources(
     args: &WatchArgs,
     live: &LiveChain,
     address: Option<&RegistryAddress>,
-    connections: &[ZkConnection],
-) -> Result<(Box<dyn Source>, Option<RegistrySource>), LoadError> {
+    connections: &[RegistryConnection],
+) -> (Box<dyn Source>, Option<RegistrySource>) {
     let chain_source = Box::new(FileSource::new(FileConfig::new(
         args.chain.clone(),
         args.providers.clone(),
     )));
     let Some(address) = address else {
-        return Ok((chain_source, None));
+        return (chain_source, None);
     };
     let options = RegistryOptions {
         protect_empty: !args.allow_empty,
         zone: args.registry_zone.clone(),
     };
-    let mut registries =
-        RegistrySource::for_chain(address, live, options).map_err(|e| invalid(e.to_string()))?;
+    let mut registries = RegistrySource::for_chain(address, live, options);
     for (following, connection) in registries.following_mut().zip(connections) {
-        match following {
-            Following::ZooKeeper(config) => config.connection = connection.clone(),
-            Following::Nacos(config) => config.connection = connection.clone(),
-        }
+        following.set_connection(connection.clone());
     }
     let reference = live
         .reference()
@@ -352,31 +347,13 @@ fn sources(
         );
     }
     for (entry, following) in registries.following() {
-        let (watched, provider_app_kinds, each_app_kinds, what, node) = match following {
-            Following::ZooKeeper(config) => (
-                config.watched_paths(),
-                &config.provider_app_kinds,
-                &config.each_app_kinds,
-                format!(
-                    "ZooKeeper {}",
-                    entry
-                        .zookeeper()
-                        .map(ToString::to_string)
-                        .unwrap_or_default()
-                ),
-                "node",
-            ),
-            Following::Nacos(config) => (
-                config.watched(),
-                &config.provider_app_kinds,
-                &config.each_app_kinds,
-                NacosAddress::parse(entry.text())
-                    .map(|a| format!("Nacos {a}"))
-                    .unwrap_or_else(|_| entry.to_string()),
-                "config",
-            ),
+        let (what, node) = match &entry.registry {
+            Registry::ZooKeeper(a) => (format!("ZooKeeper {a}"), "node"),
+            Registry::Nacos(a) => (format!("Nacos {a}"), "config"),
         };
-        // One registry: the line `--zookeeper` has always printed.
+        let provider_app_kinds = following.provider_app_kinds();
+        let each_app_kinds = following.each_app_kinds();
+        // One registry: one line names it and the reference; several: each registry's.
         let lead = if several {
             errln!("  {entry}; watching:");
             "  "
@@ -388,7 +365,7 @@ fn sources(
             );
             ""
         };
-        for path in watched {
+        for path in following.watched() {
             errln!("{lead}  {path}");
         }
         if !provider_app_kinds.is_empty() {
@@ -406,16 +383,16 @@ fn sources(
     }
     errln!("  and the chain file {}", args.chain.display());
     let source: Box<dyn Source> = Box::new(registries.clone());
-    Ok((
+    (
         Box::new(Sources(vec![source, chain_source])),
         Some(registries),
-    ))
+    )
 }
 
 /// The connection-state gauges of the registries followed.
 fn registry_collector(
     address: &RegistryAddress,
-    connections: &[ZkConnection],
+    connections: &[RegistryConnection],
 ) -> Option<routechain::live::metrics::RegistryCollector> {
     let mut collector: Option<routechain::live::metrics::RegistryCollector> = None;
     let followed = (address.entries().iter().enumerate())
@@ -423,12 +400,9 @@ fn registry_collector(
         .map(|(_, e)| e);
     for (entry, connection) in followed.zip(connections) {
         let c = collector.unwrap_or_default();
-        collector = Some(match entry.zookeeper() {
-            Some(zk) => c.and_zookeeper(zk, connection.clone()),
-            None => match NacosAddress::parse(entry.text()) {
-                Ok(nacos) => c.and_nacos(&nacos, connection.clone()),
-                Err(_) => c,
-            },
+        collector = Some(match &entry.registry {
+            Registry::ZooKeeper(zk) => c.and_zookeeper(zk, connection.clone()),
+            Registry::Nacos(nacos) => c.and_nacos(nacos, connection.clone()),
         });
     }
     collector

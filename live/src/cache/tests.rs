@@ -1,3 +1,7 @@
+//! The cache: the file written and read back (and refused when corrupt, foreign or of
+//! another version), and a live chain writing it as it applies, serving it at a start
+//! without the registry, and replacing it by the registry's first state.
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -262,6 +266,22 @@ fn live(dir: &Path) -> Arc<LiveChain> {
     Arc::new(LiveChain::new(file, routechain_routers::builtin_registry(), options).unwrap())
 }
 
+/// `chain` watching a [`Manual`] source, its reports collected in `reports`; the slot
+/// holds the sender once the source has started.
+fn watch_manual(
+    chain: &Arc<LiveChain>,
+    reports: &Arc<Mutex<Vec<String>>>,
+) -> (crate::Watching, Arc<Mutex<Option<UpdateSender>>>) {
+    let slot: Arc<Mutex<Option<UpdateSender>>> = Arc::default();
+    let log = reports.clone();
+    let watching = chain
+        .watch(Box::new(Manual(Arc::clone(&slot))), move |r| {
+            log.lock().unwrap().push(r.to_string())
+        })
+        .unwrap();
+    (watching, slot)
+}
+
 fn routed(live: &LiveChain) -> Vec<String> {
     let state = live.service().state();
     let mut call = routechain_core::CallState::seeded(1);
@@ -316,13 +336,7 @@ fn the_applied_state_is_written_then_served_at_a_start_without_the_registry_and_
 
     // 1. A chain with no registry and no cache: nothing to serve, said once.
     let chain = live(&dir);
-    let slot = Arc::default();
-    let log = reports.clone();
-    let watching = chain
-        .watch(Box::new(Manual(Arc::clone(&slot))), move |r| {
-            log.lock().unwrap().push(r.to_string())
-        })
-        .unwrap();
+    let (watching, slot) = watch_manual(&chain, &reports);
     eventually("nothing to serve", || said("cache: nothing to serve"));
     assert!(said(&format!("there is no cache at {}", path.display())));
     // The registry's state is applied and recorded; a refused rule is not recorded.
@@ -343,6 +357,17 @@ fn the_applied_state_is_written_then_served_at_a_start_without_the_registry_and_
             .is_some_and(|c| c.providers.len() == 2 && c.rules.len() == 1)
     });
     eventually("the bad rule refused", || said("refused rule"));
+    let nothing = |r: &String| r.contains("cache: nothing to serve");
+    assert_eq!(
+        reports
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| nothing(r))
+            .count(),
+        1,
+        "said once"
+    );
     drop(tx);
     drop(watching);
     let cached = read(&path, "g/com.foo.BarService:1.0.0").unwrap().unwrap();
@@ -354,13 +379,7 @@ fn the_applied_state_is_written_then_served_at_a_start_without_the_registry_and_
     // 2. A new chain whose registry delivers nothing: the cache serves, and says so.
     reports.lock().unwrap().clear();
     let chain = live(&dir);
-    let slot = Arc::default();
-    let log = reports.clone();
-    let watching = chain
-        .watch(Box::new(Manual(Arc::clone(&slot))), move |r| {
-            log.lock().unwrap().push(r.to_string())
-        })
-        .unwrap();
+    let (watching, slot) = watch_manual(&chain, &reports);
     eventually("served from the cache", || {
         routed(&chain) == ["10.0.0.2:20880"]
     });
@@ -393,12 +412,7 @@ fn the_applied_state_is_written_then_served_at_a_start_without_the_registry_and_
     std::fs::write(&path, bytes).unwrap();
     reports.lock().unwrap().clear();
     let chain = live(&dir);
-    let log = reports.clone();
-    let watching = chain
-        .watch(Box::new(Manual(Arc::default())), move |r| {
-            log.lock().unwrap().push(r.to_string())
-        })
-        .unwrap();
+    let (watching, _slot) = watch_manual(&chain, &reports);
     eventually("ignored", || said("the cache was ignored"));
     assert!(said("checksum mismatch"));
     assert!(chain.service().state().snapshot().is_empty());

@@ -34,13 +34,7 @@ routers:
 ";
 
 fn live() -> LiveChain {
-    let file = ChainFile::parse("t.yaml", CHAIN, None).unwrap();
-    LiveChain::new(
-        file,
-        routechain_routers::builtin_registry(),
-        LiveOptions::default(),
-    )
-    .unwrap()
+    crate::test_chain(CHAIN)
 }
 
 fn providers(list: &[(u8, &str)]) -> Update {

@@ -79,9 +79,9 @@ impl Default for RegistryParams {
 pub enum Registry {
     /// A ZooKeeper registry.
     ZooKeeper(ZkAddress),
-    /// A Nacos registry: the entry's text; a Nacos source reads it.
+    /// A Nacos registry.
     #[cfg(feature = "nacos")]
-    Nacos(String),
+    Nacos(crate::NacosAddress),
 }
 
 /// One registry of an address: where it is, and its parameters.
@@ -111,6 +111,15 @@ impl RegistryEntry {
         }
     }
 
+    /// The Nacos address, when this registry is one.
+    #[cfg(feature = "nacos")]
+    pub fn nacos(&self) -> Option<&crate::NacosAddress> {
+        match &self.registry {
+            Registry::Nacos(a) => Some(a),
+            Registry::ZooKeeper(_) => None,
+        }
+    }
+
     /// `zookeeper` or `nacos`.
     pub fn kind(&self) -> &'static str {
         match &self.registry {
@@ -127,7 +136,7 @@ impl fmt::Display for RegistryEntry {
         match &self.registry {
             Registry::ZooKeeper(a) => write!(f, "zookeeper://{a}")?,
             #[cfg(feature = "nacos")]
-            Registry::Nacos(text) => write!(f, "{}", mask(text))?,
+            Registry::Nacos(_) => write!(f, "{}", mask(&self.text))?,
         }
         let p = &self.params;
         let mut params = Vec::new();
@@ -348,12 +357,12 @@ fn parse_entry(entry: &str) -> Result<RegistryEntry, RegistryAddressError> {
 
 #[cfg(feature = "nacos")]
 fn nacos(entry: &str) -> Result<Registry, RegistryAddressError> {
-    // Refused now, as a ZooKeeper entry is, when it cannot be used.
-    crate::NacosAddress::parse(entry).map_err(|e| match e {
+    // Refused when parsed, as a ZooKeeper entry is, when it cannot be used.
+    let address = crate::NacosAddress::parse(entry).map_err(|e| match e {
         crate::NacosError::Address { reason, .. } => invalid(entry, reason),
         other => invalid(entry, other.to_string()),
     })?;
-    Ok(Registry::Nacos(entry.to_string()))
+    Ok(Registry::Nacos(address))
 }
 
 #[cfg(not(feature = "nacos"))]
@@ -396,7 +405,7 @@ mod tests {
                 .map(|e| match &e.registry {
                     Registry::ZooKeeper(z) => z.connect_string(),
                     #[cfg(feature = "nacos")]
-                    Registry::Nacos(t) => t.clone(),
+                    Registry::Nacos(_) => e.text().to_string(),
                 })
                 .collect();
             assert_eq!(got, *servers, "{text}");

@@ -288,6 +288,17 @@ mod tests {
         }
     }
 
+    /// Registries `a` and `b`, merged; `protect`: each one's empty list held back.
+    fn two(protect: bool) -> Merge {
+        let plain = || RegistryParams::default();
+        Merge::new(
+            vec![("a".into(), plain()), ("b".into(), plain())],
+            false,
+            None,
+            protect,
+        )
+    }
+
     fn push(m: &mut Merge, from: usize, addrs: &[&str]) -> Option<Update> {
         m.pass(
             from,
@@ -300,15 +311,7 @@ mod tests {
 
     #[test]
     fn lists_merge_once_per_address_and_an_empty_registry_is_held_alone() {
-        let mut m = Merge::new(
-            vec![
-                ("a".into(), RegistryParams::default()),
-                ("b".into(), RegistryParams::default()),
-            ],
-            false,
-            None,
-            true,
-        );
+        let mut m = two(true);
         assert_eq!(
             addresses(&push(&mut m, 0, &["h1:1", "h2:1"])),
             ["h1:1", "h2:1"]
@@ -329,15 +332,7 @@ mod tests {
             ["h1:1", "h2:1", "h3:1"]
         );
         // Without protection, its providers leave the merge.
-        let mut m = Merge::new(
-            vec![
-                ("a".into(), RegistryParams::default()),
-                ("b".into(), RegistryParams::default()),
-            ],
-            false,
-            None,
-            false,
-        );
+        let mut m = two(false);
         push(&mut m, 0, &["h1:1"]);
         push(&mut m, 1, &["h3:1"]);
         assert_eq!(addresses(&push(&mut m, 1, &[])), ["h1:1"]);
@@ -345,15 +340,7 @@ mod tests {
 
     #[test]
     fn the_first_list_is_pushed_even_when_empty() {
-        let mut m = Merge::new(
-            vec![
-                ("a".into(), RegistryParams::default()),
-                ("b".into(), RegistryParams::default()),
-            ],
-            false,
-            None,
-            true,
-        );
+        let mut m = two(true);
         assert!(matches!(
             push(&mut m, 1, &[]),
             Some(Update::Providers { .. })

@@ -468,7 +468,7 @@ fn a_zookeeper_and_a_nacos_registry_are_merged() {
         protect_empty: true,
         zone: None,
     };
-    let source = RegistrySource::for_chain(&address, &live, options).unwrap();
+    let source = RegistrySource::for_chain(&address, &live, options);
     let (_watching, _rx) = watch(&live, Box::new(source));
     wait_route(&live, &[&addr(1), &addr(2)]);
     w.register(GROUP, &provider(4, "region=hz"));

@@ -81,7 +81,7 @@ fn the_consumers_zone_picks_its_registry_and_each_change_is_one_swap() {
         protect_empty: false,
         zone: Some("sh".into()),
     };
-    let source = RegistrySource::for_chain(&address, &live, options).unwrap();
+    let source = RegistrySource::for_chain(&address, &live, options);
     let (_watching, rx) = watch(&live, Box::new(source));
     // The consumer's zone: the second registry alone, under the first one's rule.
     wait_route(&live, &["10.0.0.3:20880"]);
