@@ -346,3 +346,39 @@ fn check_registry_audits_a_nacos_namespace_at_each_data_id() {
     let err = stderr(&out);
     assert!(err.contains("ops:***@") && !err.contains("s3cret"), "{err}");
 }
+
+#[test]
+fn check_registry_logs_in_to_a_nacos_that_admits_only_its_users() {
+    let nacos = support::nacos::Nacos::start_with_auth("cli-check-auth", "ops", "s3cret");
+    let mut writer =
+        support::nacos::NacosWriter::start_with_auth(&nacos.address(), "", "ops", "s3cret");
+    writer.register(
+        "DEFAULT_GROUP",
+        &format!("dubbo://10.0.0.1:20880/{SERVICE}?side=provider&application=orders"),
+    );
+    writer.publish(
+        "orders.tag-router",
+        "configVersion: v3.0\nkey: orders\nenabled: true\nforce: false\ntags:\n  - name: gray\n    addresses: ['10.0.0.9:20880']\n",
+    );
+    let out = routechain(&[
+        "check",
+        "--registry",
+        &format!("nacos://ops:s3cret@{}", nacos.address()),
+    ]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("nacos:public/dubbo/orders.tag-router:7:17: warning[RC203]")
+            && text.ends_with("check: 1 file checked, 0 errors, 1 warning\n"),
+        "{text}"
+    );
+    // A wrong password: the registry cannot be read (4), the password never shown.
+    let out = routechain(&[
+        "check",
+        "--registry",
+        &format!("nacos://ops:wrong-one@{}", nacos.address()),
+    ]);
+    assert_exit(&out, 4);
+    let err = stderr(&out);
+    assert!(err.contains("ops") && !err.contains("wrong-one"), "{err}");
+}

@@ -25,6 +25,8 @@ pub struct Nacos {
     console: u16,
     child: Option<Child>,
     binary: PathBuf,
+    /// The admin user and password, when the server checks its API's callers.
+    auth: Option<(String, String)>,
 }
 
 fn free(port: u16) -> bool {
@@ -72,6 +74,16 @@ impl Nacos {
     /// Starts a server on a fresh data directory and waits until a config write reads back
     /// (a server that cannot is started afresh).
     pub fn start(name: &str) -> Self {
+        Self::start_as(name, None)
+    }
+
+    /// Starts a server that admits only callers logged in (Nacos's `accessToken`), its
+    /// admin user `user` with `password`.
+    pub fn start_with_auth(name: &str, user: &str, password: &str) -> Self {
+        Self::start_as(name, Some((user.to_string(), password.to_string())))
+    }
+
+    fn start_as(name: &str, auth: Option<(String, String)>) -> Self {
         let binary = rnacos_binary();
         let port = free_pair();
         let dir = std::env::temp_dir().join(format!(
@@ -88,6 +100,7 @@ impl Nacos {
             console,
             child: None,
             binary,
+            auth,
         };
         for attempt in 1..=8 {
             let _ = std::fs::remove_dir_all(&nacos.dir);
@@ -109,7 +122,14 @@ impl Nacos {
             .append(true)
             .open(self.dir.join("server.log"))
             .expect("open the server log");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some((user, password)) = &self.auth {
+            command
+                .env("RNACOS_ENABLE_OPEN_API_AUTH", "true")
+                .env("RNACOS_INIT_ADMIN_USERNAME", user)
+                .env("RNACOS_INIT_ADMIN_PASSWORD", password);
+        }
+        let child = command
             .current_dir(&self.dir)
             .env("RNACOS_HTTP_PORT", self.port.to_string())
             .env("RNACOS_GRPC_PORT", (self.port + 1000).to_string())
@@ -141,14 +161,29 @@ impl Nacos {
             if !self.is_running() {
                 return false;
             }
-            let body = format!("dataId=routechain-ready&group=probe&content={nonce}");
+            let token = match &self.auth {
+                None => String::new(),
+                Some((user, password)) => {
+                    let body = format!("username={user}&password={password}");
+                    let answer = http(self.port, "POST", "/nacos/v1/auth/login", &body)
+                        .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok());
+                    match answer.as_ref().and_then(|v| v["accessToken"].as_str()) {
+                        Some(t) => format!("&accessToken={t}"),
+                        None => {
+                            std::thread::sleep(Duration::from_millis(100));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let body = format!("dataId=routechain-ready&group=probe&content={nonce}{token}");
             if http(self.port, "POST", "/nacos/v1/cs/configs", &body).is_some() {
                 // A write that does not read back at once will not: the server lost it.
                 std::thread::sleep(Duration::from_millis(200));
                 return http(
                     self.port,
                     "GET",
-                    "/nacos/v1/cs/configs?dataId=routechain-ready&group=probe",
+                    &format!("/nacos/v1/cs/configs?dataId=routechain-ready&group=probe{token}"),
                     "",
                 )
                 .is_some_and(|b| b.trim() == nonce);
@@ -302,9 +337,19 @@ pub fn venv_python() -> PathBuf {
 impl NacosWriter {
     /// Connects a writer to `server` (`host:port`) in `namespace` (`""`: public).
     pub fn start(server: &str, namespace: &str) -> Self {
+        Self::start_as(server, namespace, &[])
+    }
+
+    /// Connects a writer logged in as `user` with `password`.
+    pub fn start_with_auth(server: &str, namespace: &str, user: &str, password: &str) -> Self {
+        Self::start_as(server, namespace, &[user, password])
+    }
+
+    fn start_as(server: &str, namespace: &str, credentials: &[&str]) -> Self {
         let mut child = Command::new(venv_python())
             .arg(repo().join("tests/python/nacos_writer.py"))
             .args([server, namespace])
+            .args(credentials)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
