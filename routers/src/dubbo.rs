@@ -1,5 +1,6 @@
-//! What Dubbo's own rule documents (condition, tag, affinity) share: the boolean as Dubbo
-//! reads one and the `enabled`/`valid` pair.
+//! What Dubbo's own rule documents (condition, tag, affinity, mesh) share: the boolean as
+//! Dubbo reads one, the `enabled`/`valid` pair, and Dubbo's `StringMatch` (a tag rule's
+//! `match` value and the mesh rule's string matches).
 //!
 //! Every Dubbo rule carries the same header (`configVersion`, `scope`, `key`, `enabled`,
 //! `force`, `runtime`, `valid`, `dynamic`, `priority`, from Dubbo's `AbstractRouterRule`).
@@ -63,6 +64,74 @@ impl<'de> Deserialize<'de> for DubboBool {
 /// ignores a rule with either set to false).
 pub fn is_enabled(enabled: Option<DubboBool>, valid: Option<DubboBool>) -> bool {
     DubboBool::or(enabled, true) && DubboBool::or(valid, true)
+}
+
+/// Dubbo's `StringMatch`: the first kind that applies decides (see [`StringMatch::is_match`]).
+#[derive(Debug, Clone, Default)]
+pub struct StringMatch {
+    /// `exact`.
+    pub exact: Option<String>,
+    /// `prefix`.
+    pub prefix: Option<String>,
+    /// `regex`, compiled as `^(?:regex)$` (a whole-string match, as Java's `String.matches`).
+    pub regex: Option<regex::Regex>,
+    /// `wildcard`: only `*` alone is special (any present value); anything else is literal.
+    pub wildcard: Option<String>,
+    /// `empty` is set (its value is never read).
+    pub empty: bool,
+    /// `noempty` is set (its value is never read).
+    pub noempty: bool,
+}
+
+impl StringMatch {
+    /// The kinds a match may hold, as written.
+    pub const KINDS: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
+
+    /// Dubbo's order: `exact`, `prefix`, `regex`, `wildcard` (each only on a present input),
+    /// then `empty` (absent or `""`), then `noempty` (present and not `""`); nothing set → false.
+    pub fn is_match(&self, input: Option<&str>) -> bool {
+        if let Some(input) = input {
+            if let Some(exact) = &self.exact {
+                return input == exact;
+            }
+            if let Some(prefix) = &self.prefix {
+                return input.starts_with(prefix.as_str());
+            }
+            if let Some(regex) = &self.regex {
+                return regex.is_match(input);
+            }
+            if let Some(wildcard) = &self.wildcard {
+                return wildcard == "*" || input == wildcard;
+            }
+        }
+        if self.empty {
+            return input.is_none_or(str::is_empty);
+        }
+        if self.noempty {
+            return input.is_some_and(|s| !s.is_empty());
+        }
+        false
+    }
+
+    /// True when no kind is set (the match never holds).
+    pub fn is_unset(&self) -> bool {
+        self.exact.is_none()
+            && self.prefix.is_none()
+            && self.regex.is_none()
+            && self.wildcard.is_none()
+            && !self.empty
+            && !self.noempty
+    }
+}
+
+/// The one-line reason of a regex error (its display spans several lines).
+pub(crate) fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().trim_start_matches("error: ").to_string())
+        .unwrap_or(text)
 }
 
 #[cfg(test)]

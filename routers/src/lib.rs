@@ -57,6 +57,16 @@ pub mod mesh;
 pub mod mock;
 pub mod tag;
 
+/// `v.trim()`, without scanning when both ends are visible ASCII (the usual parameter or
+/// group value).
+#[inline]
+pub(crate) fn trim(v: &str) -> &str {
+    match (v.as_bytes().first(), v.as_bytes().last()) {
+        (Some(f), Some(l)) if f.is_ascii_graphic() && l.is_ascii_graphic() => v,
+        _ => v.trim(),
+    }
+}
+
 /// Registers every built-in router type into `registry`.
 pub fn register_builtins(registry: &mut Registry) {
     registry.register_typed("mock", mock::MockRouter);

@@ -27,34 +27,24 @@ pub const DEFAULT_RATIO: f64 = 0.0;
 #[serde(rename_all = "camelCase")]
 pub struct RawAffinityRule {
     /// `configVersion`: must start with `v3.1`.
-    #[serde(default)]
     pub config_version: Option<String>,
     /// `scope`: `service` or `application` (decides the default priority).
-    #[serde(default)]
     pub scope: Option<String>,
     /// `key`: the service or application the rule is for (informational).
-    #[serde(default)]
     pub key: Option<String>,
     /// `enabled` (default true): when false the input passes unchanged.
-    #[serde(default)]
     pub enabled: Option<DubboBool>,
     /// `force` (parsed; the affinity router has no force).
-    #[serde(default)]
     pub force: Option<DubboBool>,
     /// `runtime` (parsed; answers are precomputed per snapshot either way).
-    #[serde(default)]
     pub runtime: Option<DubboBool>,
     /// `valid` (default true): `false` disables the rule, as in Dubbo.
-    #[serde(default)]
     pub valid: Option<DubboBool>,
     /// `dynamic` (parsed, ignored as in Dubbo).
-    #[serde(default)]
     pub dynamic: Option<DubboBool>,
     /// `priority` (parsed, ignored: the chain file orders routers).
-    #[serde(default)]
     pub priority: Option<i64>,
     /// `affinityAware`: required.
-    #[serde(default)]
     pub affinity_aware: Option<RawAffinityAware>,
 }
 
@@ -62,10 +52,8 @@ pub struct RawAffinityRule {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawAffinityAware {
     /// The parameter to compare.
-    #[serde(default)]
     pub key: Option<String>,
     /// The ratio in percent: a number or a numeric string.
-    #[serde(default)]
     pub ratio: Option<Value>,
 }
 

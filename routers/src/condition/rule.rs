@@ -40,33 +40,24 @@ pub struct RawConditionRule {
     #[serde(rename = "configVersion", default)]
     pub config_version: Option<Value>,
     /// `scope`: `service` or `application`.
-    #[serde(default)]
     pub scope: Option<Value>,
     /// `key`: the service key or application name the rule belongs to.
-    #[serde(default)]
     pub key: Option<Value>,
     /// `enabled` (default true).
-    #[serde(default)]
     pub enabled: Option<Value>,
     /// `valid` (default true): Dubbo's rule-level switch; `false` disables the rule like
     /// `enabled: false`.
-    #[serde(default)]
     pub valid: Option<Value>,
     /// `force` (default false).
-    #[serde(default)]
     pub force: Option<Value>,
     /// `runtime` (default false).
-    #[serde(default)]
     pub runtime: Option<Value>,
     /// `priority` (an integer; accepted, the chain entry decides order).
-    #[serde(default)]
     pub priority: Option<Value>,
     /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
-    #[serde(default)]
     pub conditions: Option<Value>,
     /// `hash_key` (routechain's, v3.1 only): weighted destinations are drawn by a stable
     /// hash of these request values instead of a random number, so a user keeps its side.
-    #[serde(default)]
     pub hash_key: Option<Value>,
 }
 
@@ -242,18 +233,9 @@ impl ConditionRule {
     pub fn compile(raw: RawConditionRule, root: &FieldPath) -> Result<Self, Vec<RuleError>> {
         // The texts are moved out of the raw rule (not copied), and each is dropped once
         // parsed.
-        let v = raw.validate(root)?;
-        Ok(ConditionRule {
-            conditions: parse_conditions(v.conditions, &root.key("conditions"))?,
-            version: v.version,
-            scope: v.scope,
-            key: v.key,
-            enabled: v.enabled,
-            force: v.force,
-            runtime: v.runtime,
-            priority: v.priority,
-            hash_key: v.hash_key,
-        })
+        let (mut rule, texts) = raw.validate(root)?;
+        rule.conditions = parse_conditions(texts, &root.key("conditions"))?;
+        Ok(rule)
     }
 
     /// True when every when-part is decided without the request and `runtime` is off: the
@@ -337,25 +319,11 @@ fn parse_conditions(
     }
 }
 
-/// A rule whose fields are sound, its condition texts not yet parsed (private: only
-/// [`ConditionRule::compile`] sees it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Validated {
-    version: ConfigVersion,
-    scope: Scope,
-    key: Option<String>,
-    enabled: bool,
-    force: bool,
-    runtime: bool,
-    priority: Option<i64>,
-    conditions: ConditionTexts,
-    hash_key: Option<StickyKey>,
-}
-
 impl RawConditionRule {
     /// Checks every field, reporting every problem; `root` is the document's path. The
-    /// condition texts are moved out of the rule.
-    fn validate(self, root: &FieldPath) -> Result<Validated, Vec<RuleError>> {
+    /// condition texts are moved out of the rule, not yet parsed: the rule returned has no
+    /// conditions.
+    fn validate(self, root: &FieldPath) -> Result<(ConditionRule, ConditionTexts), Vec<RuleError>> {
         let mut errors = Vec::new();
         let version = match &self.config_version {
             None | Some(Value::Null) => ConfigVersion::V30,
@@ -479,17 +447,20 @@ impl RawConditionRule {
             }
         };
         match conditions {
-            Some(conditions) if errors.is_empty() => Ok(Validated {
-                version,
-                scope,
-                key,
-                enabled,
-                force,
-                runtime,
-                priority,
-                conditions,
-                hash_key,
-            }),
+            Some(texts) if errors.is_empty() => Ok((
+                ConditionRule {
+                    version,
+                    scope,
+                    key,
+                    enabled,
+                    force,
+                    runtime,
+                    priority,
+                    conditions: Vec::new(),
+                    hash_key,
+                },
+                texts,
+            )),
             _ => Err(errors),
         }
     }
@@ -683,7 +654,7 @@ mod tests {
     use routechain_core::RuleDoc;
     use serde_json::json;
 
-    fn validate(v: Value) -> Result<Validated, Vec<RuleError>> {
+    fn validate(v: Value) -> Result<(ConditionRule, ConditionTexts), Vec<RuleError>> {
         let root = FieldPath::root();
         let raw: RawConditionRule = RuleDoc::new(&v, &root).parse().map_err(|e| vec![e])?;
         raw.validate(&root)
@@ -691,10 +662,11 @@ mod tests {
 
     #[test]
     fn valid_false_disables_the_rule_like_enabled_false() {
-        let d = validate(json!({"valid": false, "conditions": ["a=b => c=d"]})).unwrap();
+        let (d, _) = validate(json!({"valid": false, "conditions": ["a=b => c=d"]})).unwrap();
         assert!(!d.enabled);
-        let d = validate(json!({"valid": "true", "enabled": true, "conditions": ["a=b => c=d"]}))
-            .unwrap();
+        let (d, _) =
+            validate(json!({"valid": "true", "enabled": true, "conditions": ["a=b => c=d"]}))
+                .unwrap();
         assert!(d.enabled);
         let errors =
             validate(json!({"enabled": false, "valid": 3, "conditions": ["a=b"]})).unwrap_err();
@@ -703,11 +675,11 @@ mod tests {
 
     #[test]
     fn defaults_and_v30_text() {
-        let d = validate(json!({"conditions": ["a=b => c=d", true]})).unwrap();
+        let (d, texts) = validate(json!({"conditions": ["a=b => c=d", true]})).unwrap();
         assert_eq!(d.version, ConfigVersion::V30);
         assert_eq!(d.scope, Scope::Service);
         assert!(d.enabled && !d.force && !d.runtime);
-        let ConditionTexts::Text(t) = d.conditions else {
+        let ConditionTexts::Text(t) = texts else {
             panic!("v3.0 expected")
         };
         assert_eq!(t[1], "true");
@@ -806,7 +778,7 @@ mod tests {
 
     #[test]
     fn v31_structure() {
-        let d = validate(json!({
+        let (_, texts) = validate(json!({
             "configVersion": "v3.1",
             "conditions": [
                 {"from": {"match": "env=gray"}, "to": [{"match": "env!=gray"}, {"match": "env=gray", "weight": "900"}]},
@@ -815,7 +787,7 @@ mod tests {
             ]
         }))
         .unwrap();
-        let ConditionTexts::MultiDest(c) = d.conditions else {
+        let ConditionTexts::MultiDest(c) = texts else {
             panic!("v3.1 expected")
         };
         let to = c[0].to.as_ref().unwrap();

@@ -29,6 +29,7 @@ use routechain_core::{
 };
 
 pub use self::rule::{GroupRule, RawGroupRule, group_names};
+use crate::trim;
 
 /// The default priority of the group router: after Dubbo's tag (100) and condition
 /// (service 140, application 150) routers, before the IDC-weight router (170).
@@ -129,15 +130,6 @@ impl Source {
 
 fn non_blank(v: &str) -> Option<&str> {
     (!trim(v).is_empty()).then_some(v)
-}
-
-/// `v.trim()`, without scanning when both ends are visible ASCII (the usual group name).
-#[inline]
-fn trim(v: &str) -> &str {
-    match (v.as_bytes().first(), v.as_bytes().last()) {
-        (Some(f), Some(l)) if f.is_ascii_graphic() && l.is_ascii_graphic() => v,
-        _ => v.trim(),
-    }
 }
 
 impl PreparedGroup {

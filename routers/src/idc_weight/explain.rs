@@ -9,21 +9,11 @@ use routechain_core::{Candidates, RouteContext};
 use super::health::effective_weight;
 use super::prepared::{PreparedIdcWeight, Strategy};
 use super::route::{Decision, Outcome, Panic};
-use super::rule::{Idc, IdcWeightRule, ROUTE_TABLE_TOTAL};
+use super::rule::{IdcWeightRule, ROUTE_TABLE_TOTAL};
 
-/// IDC names, comma-separated, for explain traces.
-struct Names<'a>(&'a [Idc]);
-
-impl fmt::Display for Names<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            f.write_str(&d.name)?;
-        }
-        Ok(())
-    }
+/// Names, comma-separated, for explain traces.
+fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
 }
 
 impl PreparedIdcWeight {
@@ -70,7 +60,7 @@ impl PreparedIdcWeight {
             None => cx.explain(format_args!(
                 "no region has a non-degraded candidate (local region {}, cross regions [{}])",
                 local_region.unwrap_or("unknown"),
-                CrossNames(rule)
+                names(rule.cross_region.iter().map(|&r| &*rule.regions[r].name))
             )),
             Some((r, true)) => cx.explain(format_args!("region {} (local)", self.regions.name(r))),
             Some((r, false)) if decision.spill.is_some() => cx.explain(format_args!(
@@ -123,7 +113,7 @@ impl PreparedIdcWeight {
                 cx.explain(format_args!(
                     "caller idc unknown: hash of consumer host {:?} over [{}] → idc {}",
                     consumer.host(),
-                    Names(known),
+                    names(known.iter().map(|d| &*d.name)),
                     self.idc_name(k)
                 ))
             }
@@ -221,12 +211,10 @@ impl PreparedIdcWeight {
     ) {
         let live = cx.degraded();
         let consumer = cx.consumer();
-        let local_call;
-        let local = if cx.consumer_is_prepared() {
-            &self.local
+        let local = &if cx.consumer_is_prepared() {
+            self.local
         } else {
-            local_call = self.resolve(rule, consumer);
-            &local_call
+            self.resolve(rule, consumer)
         };
         let levels = 1 + rule.cross_region.len();
         let scratch = cx.scratch();
@@ -305,20 +293,5 @@ impl PreparedIdcWeight {
         }
         text.pop();
         cx.explain(format_args!("{text}"));
-    }
-}
-
-/// The cross regions' names, for explain traces.
-struct CrossNames<'a>(&'a IdcWeightRule);
-
-impl fmt::Display for CrossNames<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, &r) in self.0.cross_region.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            f.write_str(&self.0.regions[r].name)?;
-        }
-        Ok(())
     }
 }

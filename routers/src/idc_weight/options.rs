@@ -30,7 +30,6 @@ pub const MAX_OVERPROVISIONING: f64 = 100.0;
 pub struct RawSpillover {
     /// The overprovisioning factor (default 1.4): an IDC keeps its whole weight while its
     /// healthy share is at least `1 / overprovisioning`.
-    #[serde(default)]
     pub overprovisioning: Option<Value>,
 }
 

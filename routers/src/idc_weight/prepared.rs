@@ -12,6 +12,7 @@ use routechain_core::{
 use super::health::Health;
 use super::route::HealthySets;
 use super::rule::IdcWeightRule;
+use crate::trim;
 
 /// A URL's value for `key`, trimmed; `None` when absent or blank.
 fn param<'u>(url: &'u Url, key: &str) -> Option<&'u str> {
@@ -39,18 +40,6 @@ impl Keys {
 /// A provider's value for `key`, trimmed; `None` when absent or blank (as [`param`]).
 fn provider_param<'u>(url: &'u Url, key: &UrlKey) -> Option<&'u str> {
     url.get_key(key).map(trim).filter(|v| !v.is_empty())
-}
-
-/// `str::trim`, skipped when the value neither starts nor ends with a space (one that could
-/// start a whitespace character: ASCII whitespace or a non-ASCII byte).
-fn trim(v: &str) -> &str {
-    let spaced = |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii_whitespace() || !b.is_ascii());
-    let bytes = v.as_bytes();
-    if spaced(bytes.first()) || spaced(bytes.last()) {
-        v.trim()
-    } else {
-        v
-    }
 }
 
 /// The caller's side of the decision: its region and what its IDC implies.

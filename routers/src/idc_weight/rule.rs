@@ -48,18 +48,14 @@ pub struct RawIdcWeightRule {
     #[serde(default = "default_idc_param")]
     pub idc_param: String,
     /// The caller's own region and IDC; each missing part comes from the consumer URL.
-    #[serde(default)]
     pub local: Option<RawLocal>,
     /// Required: region → its known IDCs, in order (the order the hash fallback uses).
     pub idcs: BTreeMap<String, Vec<String>>,
     /// Region → IDC → integer weight; the weights of a region sum to exactly 100.
-    #[serde(default)]
     pub route_tables: Option<BTreeMap<String, BTreeMap<String, Value>>>,
     /// Local IDC → the IDC of the same region it reads from instead.
-    #[serde(default)]
     pub selected: Option<BTreeMap<String, String>>,
     /// Regions tried, in order, when the local region has no candidate.
-    #[serde(default)]
     pub cross_region: Option<Vec<String>>,
     /// Providers whose param is `true` are dropped first. Default `degraded`.
     #[serde(default = "default_degraded_param")]
@@ -70,16 +66,12 @@ pub struct RawIdcWeightRule {
     pub force: bool,
     /// Health-aware spillover (`{overprovisioning: 1.4}`); absent: an IDC keeps its whole
     /// weight however many of its providers are degraded.
-    #[serde(default)]
     pub spillover: Option<RawSpillover>,
     /// Percent of healthy providers below which a set ignores health (absent or 0: never).
-    #[serde(default)]
     pub panic_threshold: Option<Value>,
     /// Sticky draws on request values (`attributes[user]`, ..., or a list).
-    #[serde(default)]
     pub hash_key: Option<Value>,
     /// IDC → subnets, for providers and consumers without the IDC param.
-    #[serde(default)]
     pub idc_cidrs: Option<BTreeMap<String, Vec<String>>>,
 }
 
@@ -88,10 +80,8 @@ pub struct RawIdcWeightRule {
 #[serde(deny_unknown_fields)]
 pub struct RawLocal {
     /// The caller's region.
-    #[serde(default)]
     pub region: Option<String>,
     /// The caller's IDC.
-    #[serde(default)]
     pub idc: Option<String>,
 }
 
@@ -248,23 +238,16 @@ impl IdcWeightRule {
     /// Compiles a rule as written; `base` is the rule document's path. Reports every
     /// problem at once, each at its field path.
     pub fn compile(raw: RawIdcWeightRule, base: &FieldPath) -> Result<Self, Vec<RuleError>> {
-        raw.validate(base)
-    }
-}
-
-impl RawIdcWeightRule {
-    /// Validates the rule; `base` is the document's path. Reports every problem at once.
-    fn validate(&self, base: &FieldPath) -> Result<IdcWeightRule, Vec<RuleError>> {
         let mut errors = Vec::new();
         let mut err = |path: FieldPath, message: String| errors.push(RuleError::new(path, message));
-        self.check_params(base, &mut err);
-        let mut known = self.known(base, &mut err);
-        let (local_region, local_idc) = self.check_local(base, &known, &mut err);
-        let tables = self.check_route_tables(base, &known, &mut err);
-        let selected = self.check_selected(base, &known, &mut err);
-        let cross_region = self.check_cross_region(base, &known, &mut err);
+        raw.check_params(base, &mut err);
+        let mut known = raw.known(base, &mut err);
+        let (local_region, local_idc) = raw.check_local(base, &known, &mut err);
+        let tables = raw.check_route_tables(base, &known, &mut err);
+        let selected = raw.check_selected(base, &known, &mut err);
+        let cross_region = raw.check_cross_region(base, &known, &mut err);
         let all_idcs = routechain_core::one_of(known.idcs.iter().map(|d| &*d.name));
-        let options = HealthOptions::check(self, base, |n| known.idc_of(n), &all_idcs, &mut errors);
+        let options = HealthOptions::check(&raw, base, |n| known.idc_of(n), &all_idcs, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -272,20 +255,22 @@ impl RawIdcWeightRule {
             known.regions[r].route_table = Some(t);
         }
         Ok(IdcWeightRule {
-            region_param: self.region_param.trim().into(),
-            idc_param: self.idc_param.trim().into(),
-            degraded_param: self.degraded_param.trim().into(),
+            region_param: raw.region_param.trim().into(),
+            idc_param: raw.idc_param.trim().into(),
+            degraded_param: raw.degraded_param.trim().into(),
             local_region: local_region.map(|r| known.regions[r].name.clone()),
             local_idc: local_idc.map(|d| known.idcs[d].name.clone()),
             regions: known.regions,
             idcs: known.idcs,
             selected,
             cross_region,
-            force: self.force,
+            force: raw.force,
             options,
         })
     }
+}
 
+impl RawIdcWeightRule {
     fn check_params(&self, base: &FieldPath, err: &mut impl FnMut(FieldPath, String)) {
         for (field, value) in [
             ("region_param", &self.region_param),

@@ -5,64 +5,10 @@
 //! Everything is compiled when the rule is read (regexes anchored and compiled once); matching
 //! one call compares strings and numbers without allocating.
 
-use regex::Regex;
 use routechain_core::{Attributes, Url};
 use serde_json::Value;
 
-/// Dubbo's `StringMatch`: the first kind that applies decides (see [`StringMatch::is_match`]).
-#[derive(Debug, Clone, Default)]
-pub struct StringMatch {
-    /// `exact`.
-    pub exact: Option<String>,
-    /// `prefix`.
-    pub prefix: Option<String>,
-    /// `regex`, compiled as `^(?:regex)$` (a whole-string match, as Java's `String.matches`).
-    pub regex: Option<Regex>,
-    /// `wildcard`: only `*` alone is special (any present value); anything else is literal.
-    pub wildcard: Option<String>,
-    /// `empty` is set (its value is never read).
-    pub empty: bool,
-    /// `noempty` is set (its value is never read).
-    pub noempty: bool,
-}
-
-impl StringMatch {
-    /// Dubbo's order: `exact`, `prefix`, `regex`, `wildcard` (each only on a present input),
-    /// then `empty` (absent or `""`), then `noempty` (present and not `""`); nothing set → false.
-    pub fn is_match(&self, input: Option<&str>) -> bool {
-        if let Some(input) = input {
-            if let Some(exact) = &self.exact {
-                return input == exact;
-            }
-            if let Some(prefix) = &self.prefix {
-                return input.starts_with(prefix.as_str());
-            }
-            if let Some(regex) = &self.regex {
-                return regex.is_match(input);
-            }
-            if let Some(wildcard) = &self.wildcard {
-                return wildcard == "*" || input == wildcard;
-            }
-        }
-        if self.empty {
-            return input.is_none_or(str::is_empty);
-        }
-        if self.noempty {
-            return input.is_some_and(|s| !s.is_empty());
-        }
-        false
-    }
-
-    /// True when no kind is set (the match never holds).
-    pub fn is_unset(&self) -> bool {
-        self.exact.is_none()
-            && self.prefix.is_none()
-            && self.regex.is_none()
-            && self.wildcard.is_none()
-            && !self.empty
-            && !self.noempty
-    }
-}
+pub use crate::dubbo::StringMatch;
 
 /// Dubbo's `DoubleRangeMatch`: `start <= x < end`, either bound optional.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

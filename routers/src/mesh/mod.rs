@@ -323,18 +323,10 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
                 match &map[APPLICATIONS_KEY] {
                     Value::Object(apps) => {
                         for (app, value) in apps {
-                            match read_app(
-                                value,
-                                &ap.key(app.clone()),
-                                &options,
-                                &mut warnings,
-                                clearable,
-                                &fetch,
-                            ) {
-                                Ok(Some(r)) => {
-                                    per_app.insert(app.clone(), r);
-                                }
-                                Ok(None) => {}
+                            let path = ap.key(app.clone());
+                            match read_app(value, &path, &options, &mut warnings, clearable, &fetch)
+                            {
+                                Ok(r) => per_app.extend(r.map(|r| (app.clone(), r))),
                                 Err(mut es) => errors.append(&mut es),
                             }
                         }

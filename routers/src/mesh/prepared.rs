@@ -346,28 +346,32 @@ fn explain_app(
     };
     let vs = &app.rule.virtual_services[v];
     let route: &DubboRoute = &vs.routes[r];
-    let route_name = Named(route.name.as_deref(), "dubbo", r);
+    // A rule element's name, or `list[i]` when it has none.
+    let name = |name: Option<&str>, list: &str, i: usize| {
+        name.map_or_else(|| format!("{list}[{i}]"), |n| format!("{n:?}"))
+    };
+    let mut head = format!(
+        "app {}: VirtualService {:?} {}",
+        app.name,
+        vs.name,
+        name(route.name.as_deref(), "dubbo", r)
+    );
     let Some(di) = d.detail else {
-        cx.explain(format_args!(
-            "app {}: VirtualService {:?} {route_name}: no detail matched",
-            app.name, vs.name
-        ));
+        cx.explain(format_args!("{head}: no detail matched"));
         return;
     };
     let detail: &RouteDetail = &route.details[di];
-    let detail_name = Named(detail.name.as_deref(), "routedetail", di);
+    head += &format!(
+        " detail {}",
+        name(detail.name.as_deref(), "routedetail", di)
+    );
     let Some(dest) = detail.route.as_ref() else {
-        cx.explain(format_args!(
-            "app {}: VirtualService {:?} {route_name} detail {detail_name}: no route, nothing selected",
-            app.name, vs.name
-        ));
+        cx.explain(format_args!("{head}: no route, nothing selected"));
         return;
     };
     let Some(drawn) = d.drawn else {
-        cx.explain(format_args!(
-            "app {}: VirtualService {:?} {route_name} detail {detail_name}: every destination has weight 0, nothing selected",
-            app.name, vs.name
-        ));
+        let message = "every destination has weight 0, nothing selected";
+        cx.explain(format_args!("{head}: {message}"));
         return;
     };
     let drawn_subset = dest.list[drawn].chain[0].display();
@@ -392,27 +396,12 @@ fn explain_app(
             };
             let count = app.subsets[id].count();
             cx.explain(format_args!(
-                "app {}: VirtualService {:?} {route_name} detail {detail_name}: {draw}{how}: subset {subset:?} ({count} provider{})",
-                app.name,
-                vs.name,
+                "{head}: {draw}{how}: subset {subset:?} ({count} provider{})",
                 if count == 1 { "" } else { "s" }
             ));
         }
         _ => cx.explain(format_args!(
-            "app {}: VirtualService {:?} {route_name} detail {detail_name}: {draw}: no destination or fallback has a candidate",
-            app.name, vs.name
+            "{head}: {draw}: no destination or fallback has a candidate"
         )),
-    }
-}
-
-/// A rule element's name, or `list[i]` when it has none.
-struct Named<'a>(Option<&'a str>, &'static str, usize);
-
-impl std::fmt::Display for Named<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(n) => write!(f, "{n:?}"),
-            None => write!(f, "{}[{}]", self.1, self.2),
-        }
     }
 }

@@ -28,6 +28,17 @@ pub struct Reader {
     pub tracing_prefix: Option<String>,
 }
 
+/// A mapping as a Dubbo POJO reads it: a key whose value is null is absent.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'v>(pub &'v Map<String, Value>);
+
+impl<'v> Fields<'v> {
+    /// The value of `key`, `None` when absent or null.
+    pub fn get(self, key: &str) -> Option<&'v Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+}
+
 /// Hints for keys Dubbo users commonly misspell.
 fn hint(key: &str) -> Option<&'static str> {
     Some(match key {
@@ -78,7 +89,7 @@ impl Reader {
         path: &FieldPath,
         what: &str,
         known: &[&str],
-    ) -> Option<&'v Map<String, Value>> {
+    ) -> Option<Fields<'v>> {
         let Value::Object(map) = value else {
             self.error(
                 path,
@@ -87,7 +98,18 @@ impl Reader {
             return None;
         };
         self.unknown_keys(map, path, what, known);
-        Some(map)
+        Some(Fields(map))
+    }
+
+    /// Field `key` of `map` read by `read` at its path (`None` when absent or null).
+    pub fn field<T>(
+        &mut self,
+        map: Fields<'_>,
+        path: &FieldPath,
+        key: &str,
+        read: impl FnOnce(&mut Self, &Value, &FieldPath) -> Option<T>,
+    ) -> Option<T> {
+        read(self, map.get(key)?, &path.key(key))
     }
 
     /// Warns on every key of `map` not in `known`.
@@ -269,26 +291,27 @@ impl Reader {
         value: &Value,
         path: &FieldPath,
     ) -> Option<Vec<StringMatch>> {
+        self.each(value, path, Self::string_match)
+    }
+
+    /// A list ([`Reader::list`]) whose elements `read` reads, in order; an element `read`
+    /// refuses is left out, so every problem is reported.
+    pub fn each<T>(
+        &mut self,
+        value: &Value,
+        path: &FieldPath,
+        mut read: impl FnMut(&mut Self, &Value, &FieldPath) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let items = self.list(value, path)?;
-        Some(
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| self.string_match(v, &path.index(i)))
-                .collect(),
-        )
+        let read = |(i, v)| read(self, v, &path.index(i));
+        Some(items.iter().enumerate().filter_map(read).collect())
     }
 
     /// A `StringMatch`.
     pub fn string_match(&mut self, value: &Value, path: &FieldPath) -> Option<StringMatch> {
-        const KNOWN: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
-        let map = self.object(value, path, "a string match", &KNOWN)?;
+        let map = self.object(value, path, "a string match", &StringMatch::KINDS)?;
         let mut m = StringMatch::default();
-        let field = |r: &mut Self, key: &str| {
-            map.get(key)
-                .filter(|v| !v.is_null())
-                .and_then(|v| r.string(v, &path.key(key)))
-        };
+        let field = |r: &mut Self, key: &str| r.field(map, path, key, Self::string);
         m.exact = field(self, "exact");
         m.prefix = field(self, "prefix");
         m.wildcard = field(self, "wildcard");
@@ -297,7 +320,7 @@ impl Reader {
         if let Some(text) = field(self, "regex") {
             m.regex = self.regex(&text, &path.key("regex"));
         }
-        if m.is_unset() && !map.contains_key("regex") {
+        if m.is_unset() && !map.0.contains_key("regex") {
             self.warn(
                 path,
                 "a string match without exact, prefix, regex, wildcard, empty or noempty never holds",
@@ -311,13 +334,7 @@ impl Reader {
         match Regex::new(&format!("^(?:{text})$")) {
             Ok(r) => Some(r),
             Err(e) => {
-                let reason = e.to_string();
-                let reason = reason
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(|l| l.trim().trim_start_matches("error: ").to_string())
-                    .unwrap_or(reason);
+                let reason = crate::dubbo::regex_reason(&e);
                 self.error(path, format!("invalid regex {text:?}: {reason}"));
                 None
             }
@@ -327,24 +344,18 @@ impl Reader {
     /// A `DoubleMatch`.
     pub fn double_match(&mut self, value: &Value, path: &FieldPath) -> Option<DoubleMatch> {
         let map = self.object(value, path, "a number match", &["exact", "mod", "range"])?;
-        let mut m = DoubleMatch::default();
-        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-        if let Some(v) = get("exact") {
-            m.exact = self.double(v, &path.key("exact"));
-        }
-        if let Some(v) = get("mod") {
-            m.modulo = self.double(v, &path.key("mod"));
-        }
-        if let Some(v) = get("range") {
+        let mut m = DoubleMatch {
+            exact: self.field(map, path, "exact", Self::double),
+            modulo: self.field(map, path, "mod", Self::double),
+            range: None,
+        };
+        if let Some(v) = map.get("range") {
             let rp = path.key("range");
             if let Some(r) = self.object(v, &rp, "a range", &["start", "end"]) {
-                let mut range = DoubleRange::default();
-                if let Some(s) = r.get("start").filter(|v| !v.is_null()) {
-                    range.start = self.double(s, &rp.key("start"));
-                }
-                if let Some(e) = r.get("end").filter(|v| !v.is_null()) {
-                    range.end = self.double(e, &rp.key("end"));
-                }
+                let range = DoubleRange {
+                    start: self.field(r, &rp, "start", Self::double),
+                    end: self.field(r, &rp, "end", Self::double),
+                };
                 if range.start.is_none() && range.end.is_none() {
                     self.warn(&rp, "a range without start or end never holds");
                 }
@@ -367,7 +378,7 @@ impl Reader {
     /// A `BoolMatch`.
     pub fn bool_match(&mut self, value: &Value, path: &FieldPath) -> Option<BoolMatch> {
         let map = self.object(value, path, "a boolean match", &["exact"])?;
-        let exact = match map.get("exact").filter(|v| !v.is_null()) {
+        let exact = match map.get("exact") {
             Some(v) => self.boolean(v, &path.key("exact")),
             None => {
                 self.warn(path, "a boolean match without `exact` never holds");
@@ -386,30 +397,21 @@ impl Reader {
         element: impl Fn(&mut Self, &Value, &FieldPath) -> Option<T>,
     ) -> Option<Vec<T>> {
         let map = self.object(value, path, what, &["oneof"])?;
-        let Some(list) = map.get("oneof").filter(|v| !v.is_null()) else {
+        let Some(list) = map.get("oneof") else {
             self.error(
                 path,
                 format!("{what} needs `oneof: [...]` (Dubbo fails every call that reaches it)"),
             );
             return None;
         };
-        let op = path.key("oneof");
-        let items = self.list(list, &op)?;
-        Some(
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| element(self, v, &op.index(i)))
-                .collect(),
-        )
+        self.each(list, &path.key("oneof"), element)
     }
 
     /// A `DubboMethodArg`.
     pub fn method_arg(&mut self, value: &Value, path: &FieldPath) -> Option<MethodArg> {
         const KNOWN: [&str; 5] = ["index", "type", "str_value", "num_value", "bool_value"];
         let map = self.object(value, path, "an argument match", &KNOWN)?;
-        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-        let index = match get("index") {
+        let index = match map.get("index") {
             Some(v) => match self.int(v, &path.key("index")) {
                 Some(i) if i >= 0 => i as usize,
                 Some(i) => {
@@ -423,13 +425,13 @@ impl Reader {
             },
             None => 0,
         };
-        if let Some(t) = get("type") {
+        if let Some(t) = map.get("type") {
             self.string(t, &path.key("type"));
             self.warn(&path.key("type"), "`type` is not evaluated (as in Dubbo)");
         }
         let present: Vec<&str> = ["str_value", "num_value", "bool_value"]
             .into_iter()
-            .filter(|k| get(k).is_some())
+            .filter(|k| map.get(k).is_some())
             .collect();
         if present.len() > 1 {
             self.warn(
@@ -443,19 +445,19 @@ impl Reader {
         }
         let value = match present.first().copied() {
             Some("str_value") => ArgValue::Str(self.oneof(
-                get("str_value")?,
+                map.get("str_value")?,
                 &path.key("str_value"),
                 "`str_value`",
                 |r, v, p| r.string_match(v, p),
             )?),
             Some("num_value") => ArgValue::Num(self.oneof(
-                get("num_value")?,
+                map.get("num_value")?,
                 &path.key("num_value"),
                 "`num_value`",
                 |r, v, p| r.double_match(v, p),
             )?),
             Some(_) => {
-                ArgValue::Bool(self.bool_match(get("bool_value")?, &path.key("bool_value"))?)
+                ArgValue::Bool(self.bool_match(map.get("bool_value")?, &path.key("bool_value"))?)
             }
             None => {
                 self.warn(
@@ -468,7 +470,7 @@ impl Reader {
         // Validate the ignored ones too: a broken rule is broken wherever it is.
         for k in present.iter().skip(1) {
             let p = path.key(*k);
-            if let Some(v) = get(k) {
+            if let Some(v) = map.get(k) {
                 let mut shadow = Reader::new(None);
                 match *k {
                     "num_value" => {
@@ -485,45 +487,31 @@ impl Reader {
     }
 
     /// `headers`, read (its problems reported) but not evaluated, as in Dubbo.
-    fn headers(&mut self, value: &Value, path: &FieldPath) {
+    fn headers(&mut self, value: &Value, path: &FieldPath) -> Option<()> {
         self.string_match_map(value, path);
         let message = "`headers` is not evaluated (as in Dubbo): it holds for every call";
         self.warn(path, message);
+        None
     }
 
     /// A `DubboMethodMatch`.
     pub fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
         const KNOWN: [&str; 5] = ["name_match", "argc", "argp", "args", "headers"];
         let map = self.object(value, path, "a method match", &KNOWN)?;
-        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-        let mut m = MethodMatch::default();
-        if let Some(v) = get("name_match") {
-            m.name_match = self.string_match(v, &path.key("name_match"));
-        }
-        if let Some(v) = get("argc") {
-            m.argc = self.int(v, &path.key("argc"));
-            if m.argc.is_some_and(|a| a < 0) {
-                self.warn(&path.key("argc"), "a negative `argc` never holds");
-            }
-        }
-        if let Some(v) = get("argp") {
-            m.argp = self
-                .string_match_list(v, &path.key("argp"))
-                .unwrap_or_default();
-        }
-        if let Some(v) = get("args") {
-            let ap = path.key("args");
-            if let Some(items) = self.list(v, &ap) {
-                m.args = items
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, a)| self.method_arg(a, &ap.index(i)))
-                    .collect();
-            }
-        }
-        if let Some(v) = get("headers") {
-            self.headers(v, &path.key("headers"));
-        }
+        let m = MethodMatch {
+            name_match: self.field(map, path, "name_match", Self::string_match),
+            argc: self.field(map, path, "argc", |r, v, p| {
+                let argc = r.int(v, p);
+                if argc.is_some_and(|a| a < 0) {
+                    r.warn(p, "a negative `argc` never holds");
+                }
+                argc
+            }),
+            argp: (self.field(map, path, "argp", Self::string_match_list)).unwrap_or_default(),
+            args: (self.field(map, path, "args", |r, v, p| r.each(v, p, Self::method_arg)))
+                .unwrap_or_default(),
+        };
+        self.field(map, path, "headers", Self::headers);
         Some(m)
     }
 
@@ -535,14 +523,12 @@ impl Reader {
             "an attachment match",
             &["dubboContext", "tracingContext"],
         )?;
-        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-        let mut m = AttachmentMatch::default();
-        if let Some(v) = get("dubboContext") {
-            m.dubbo_context = self
-                .string_match_map(v, &path.key("dubboContext"))
-                .unwrap_or_default();
-        }
-        if let Some(v) = get("tracingContext") {
+        let mut m = AttachmentMatch {
+            dubbo_context: (self.field(map, path, "dubboContext", Self::string_match_map))
+                .unwrap_or_default(),
+            tracing_context: Vec::new(),
+        };
+        if let Some(v) = map.get("tracingContext") {
             let tp = path.key("tracingContext");
             let entries = self.string_match_map(v, &tp).unwrap_or_default();
             if !entries.is_empty() && self.tracing_prefix.is_none() {
@@ -567,23 +553,13 @@ impl Reader {
     pub fn match_request(&mut self, value: &Value, path: &FieldPath) -> Option<MatchRequest> {
         const KNOWN: [&str; 5] = ["name", "method", "sourceLabels", "attachments", "headers"];
         let map = self.object(value, path, "a match", &KNOWN)?;
-        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-        let mut m = MatchRequest::default();
-        if let Some(v) = get("name") {
-            self.string(v, &path.key("name"));
-        }
-        if let Some(v) = get("method") {
-            m.method = self.method_match(v, &path.key("method"));
-        }
-        if let Some(v) = get("sourceLabels") {
-            m.source_labels = self.string_map(v, &path.key("sourceLabels"));
-        }
-        if let Some(v) = get("attachments") {
-            m.attachments = self.attachment_match(v, &path.key("attachments"));
-        }
-        if let Some(v) = get("headers") {
-            self.headers(v, &path.key("headers"));
-        }
+        self.field(map, path, "name", Self::string);
+        let m = MatchRequest {
+            method: self.field(map, path, "method", Self::method_match),
+            source_labels: self.field(map, path, "sourceLabels", Self::string_map),
+            attachments: self.field(map, path, "attachments", Self::attachment_match),
+        };
+        self.field(map, path, "headers", Self::headers);
         Some(m)
     }
 }

@@ -7,7 +7,7 @@ use routechain_core::{FieldPath, RuleError};
 use serde_json::Value;
 
 use super::matchers::{MatchRequest, StringMatch};
-use super::read::{Reader, kind_of};
+use super::read::{Fields, Reader, kind_of};
 
 /// A named subset of an application's providers: a provider is a member when every label of
 /// one of its label sets equals the provider's parameter (subsets of the same name in several
@@ -208,7 +208,7 @@ pub fn read_documents<'v>(
             );
             continue;
         }
-        standard.push((map, path, name));
+        standard.push((Fields(map), path, name));
     }
     if !r.errors.is_empty() {
         return Checked {
@@ -233,7 +233,7 @@ pub fn read_documents<'v>(
     }
 }
 
-type Doc<'v> = (&'v serde_json::Map<String, Value>, FieldPath, String);
+type Doc<'v> = (Fields<'v>, FieldPath, String);
 
 const DOCUMENT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
@@ -242,14 +242,14 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
     let mut subsets: Vec<Subset> = Vec::new();
     let mut vs_docs = Vec::new();
     for (map, path, name) in docs {
-        match map.get("kind") {
+        match map.0.get("kind") {
             Some(Value::String(k)) if k == "DestinationRule" => {
-                r.unknown_keys(map, path, "a document", &DOCUMENT_KEYS);
+                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
                 destination_rules.push(name.clone());
-                read_destination_rule(r, map, path, &mut subsets);
+                read_destination_rule(r, *map, path, &mut subsets);
             }
             Some(Value::String(k)) if k == "VirtualService" => {
-                r.unknown_keys(map, path, "a document", &DOCUMENT_KEYS);
+                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
                 vs_docs.push((map, path, name));
             }
             other => {
@@ -284,7 +284,7 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
     }
     let virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(map, path, name)| read_virtual_service(r, map, path, name, &subsets, fetch))
+        .filter_map(|(map, path, name)| read_virtual_service(r, *map, path, name, &subsets, fetch))
         .collect();
     Some(AppRule {
         destination_rules,
@@ -295,12 +295,12 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
 
 fn read_destination_rule(
     r: &mut Reader,
-    map: &serde_json::Map<String, Value>,
+    map: Fields<'_>,
     path: &FieldPath,
     subsets: &mut Vec<Subset>,
 ) {
     let sp = path.key("spec");
-    let Some(spec) = map.get("spec").filter(|v| !v.is_null()) else {
+    let Some(spec) = map.get("spec") else {
         r.error(
             path,
             "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)",
@@ -310,39 +310,27 @@ fn read_destination_rule(
     let Some(spec) = r.object(spec, &sp, "spec", &["host", "subsets", "trafficPolicy"]) else {
         return;
     };
-    if let Some(h) = spec.get("host").filter(|v| !v.is_null()) {
-        r.string(h, &sp.key("host"));
-    }
-    let Some(list) = spec.get("subsets").filter(|v| !v.is_null()) else {
+    r.field(spec, &sp, "host", Reader::string);
+    let Some(list) = spec.get("subsets") else {
         r.error(
             &sp,
             "a DestinationRule needs `subsets` (Dubbo fails while building subsets)",
         );
         return;
     };
-    let lp = sp.key("subsets");
-    let Some(items) = r.list(list, &lp) else {
-        return;
-    };
-    for (i, item) in items.iter().enumerate() {
-        let ip = lp.index(i);
-        let Some(s) = r.object(item, &ip, "a subset", &["name", "labels"]) else {
-            continue;
-        };
-        let name = match s.get("name").filter(|v| !v.is_null()) {
+    r.each(list, &sp.key("subsets"), |r, item, ip| {
+        let s = r.object(item, ip, "a subset", &["name", "labels"])?;
+        let name = match s.get("name") {
             Some(n) => r.string(n, &ip.key("name")),
             None => {
                 r.warn(
-                    &ip,
+                    ip,
                     "a subset without `name`: only a destination without `subset` reaches it",
                 );
                 None
             }
         };
-        let labels = match s.get("labels").filter(|v| !v.is_null()) {
-            Some(l) => r.string_map(l, &ip.key("labels")).unwrap_or_default(),
-            None => Vec::new(),
-        };
+        let labels = (r.field(s, ip, "labels", Reader::string_map)).unwrap_or_default();
         match subsets.iter_mut().find(|x| x.name == name) {
             Some(existing) => existing.label_sets.push(labels),
             None => subsets.push(Subset {
@@ -350,19 +338,20 @@ fn read_destination_rule(
                 label_sets: vec![labels],
             }),
         }
-    }
+        Some(())
+    });
 }
 
 fn read_virtual_service(
     r: &mut Reader,
-    map: &serde_json::Map<String, Value>,
+    map: Fields<'_>,
     path: &FieldPath,
     name: &str,
     subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
     let sp = path.key("spec");
-    let Some(spec) = map.get("spec").filter(|v| !v.is_null()) else {
+    let Some(spec) = map.get("spec") else {
         r.error(
             path,
             "a VirtualService needs `spec` (Dubbo fails every call that reaches it)",
@@ -370,42 +359,45 @@ fn read_virtual_service(
         return None;
     };
     let spec = r.object(spec, &sp, "spec", &["hosts", "dubbo"])?;
-    if let Some(h) = spec.get("hosts").filter(|v| !v.is_null()) {
-        let hp = sp.key("hosts");
-        if let Some(items) = r.list(h, &hp) {
-            for (i, item) in items.iter().enumerate() {
-                r.string(item, &hp.index(i));
-            }
-        }
-    }
-    let mut routes = Vec::new();
-    if let Some(d) = spec.get("dubbo").filter(|v| !v.is_null()) {
-        let dp = sp.key("dubbo");
-        if let Some(items) = r.list(d, &dp) {
-            let mut catch_all: Option<usize> = None;
-            for (i, item) in items.iter().enumerate() {
-                let ip = dp.index(i);
-                if let Some(at) = catch_all {
-                    r.warn(
-                        &ip,
-                        format!(
-                            "unreachable: dubbo[{at}] has no `services` and takes every service first"
-                        ),
-                    );
-                }
-                if let Some(route) = read_route(r, item, &ip, subsets, fetch) {
-                    if route.services.is_empty() && catch_all.is_none() {
-                        catch_all = Some(i);
-                    }
-                    routes.push(route);
-                }
-            }
-        }
-    }
+    r.field(spec, &sp, "hosts", |r, v, p| r.each(v, p, Reader::string));
+    let routes = read_in_order(
+        r,
+        (spec, &sp, "dubbo"),
+        "has no `services` and takes every service first",
+        |route: &DubboRoute| route.services.is_empty(),
+        |r, item, ip| read_route(r, item, ip, subsets, fetch),
+    );
     Some(VirtualService {
         name: name.to_string(),
         routes,
     })
+}
+
+/// The elements of list `key` of `map` (at `path`) read by `read`, in order, with a
+/// warning on each one after the first that `takes_all` holds for: `reason` says why that
+/// one takes everything first.
+fn read_in_order<T>(
+    r: &mut Reader,
+    (map, path, key): (Fields<'_>, &FieldPath, &str),
+    reason: &str,
+    takes_all: impl Fn(&T) -> bool,
+    mut read: impl FnMut(&mut Reader, &Value, &FieldPath) -> Option<T>,
+) -> Vec<T> {
+    let (mut first, mut i): (Option<usize>, usize) = (None, 0);
+    let items = r.field(map, path, key, |r, list, lp| {
+        r.each(list, lp, |r, item, ip| {
+            if let Some(at) = first {
+                r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
+            }
+            let element = read(r, item, ip);
+            if first.is_none() && element.as_ref().is_some_and(&takes_all) {
+                first = Some(i);
+            }
+            i += 1;
+            element
+        })
+    });
+    items.unwrap_or_default()
 }
 
 fn read_route(
@@ -421,10 +413,9 @@ fn read_route(
         "a dubbo route",
         &["name", "services", "routedetail"],
     )?;
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-    let name = get("name").and_then(|v| r.string(v, &path.key("name")));
+    let name = r.field(map, path, "name", Reader::string);
     let mut services = Vec::new();
-    if let Some(v) = get("services") {
+    if let Some(v) = map.get("services") {
         let sp = path.key("services");
         services = r.string_match_list(v, &sp).unwrap_or_default();
         for (i, m) in services.iter().enumerate() {
@@ -439,32 +430,19 @@ fn read_route(
             }
         }
     }
-    let mut details = Vec::new();
-    if let Some(v) = get("routedetail") {
-        let dp = path.key("routedetail");
-        if let Some(items) = r.list(v, &dp) {
-            let mut catch_all: Option<usize> = None;
-            for (i, item) in items.iter().enumerate() {
-                let ip = dp.index(i);
-                if let Some(at) = catch_all {
-                    r.warn(
-                        &ip,
-                        format!("unreachable: routedetail[{at}] has no `match` and takes every call first"),
-                    );
-                }
-                let built = matches!(item, Value::Object(_) | Value::Array(_))
-                    .then(|| fetch(&ip))
-                    .flatten();
-                let item = built.as_ref().unwrap_or(item);
-                if let Some(d) = read_detail(r, item, &ip, subsets) {
-                    if d.matches.is_empty() && catch_all.is_none() {
-                        catch_all = Some(i);
-                    }
-                    details.push(d);
-                }
-            }
-        }
-    }
+    let details = read_in_order(
+        r,
+        (map, path, "routedetail"),
+        "has no `match` and takes every call first",
+        |detail: &RouteDetail| detail.matches.is_empty(),
+        |r, item, ip| {
+            // A detail that is a placeholder is built now (see `read_documents`).
+            let built = matches!(item, Value::Object(_) | Value::Array(_))
+                .then(|| fetch(ip))
+                .flatten();
+            read_detail(r, built.as_ref().unwrap_or(item), ip, subsets)
+        },
+    );
     Some(DubboRoute {
         name,
         services,
@@ -479,20 +457,12 @@ fn read_detail(
     subsets: &[Subset],
 ) -> Option<RouteDetail> {
     let map = r.object(value, path, "a route detail", &["name", "match", "route"])?;
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-    let name = get("name").and_then(|v| r.string(v, &path.key("name")));
-    let mut matches = Vec::new();
-    if let Some(v) = get("match") {
-        let mp = path.key("match");
-        if let Some(items) = r.list(v, &mp) {
-            matches = items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| r.match_request(m, &mp.index(i)))
-                .collect();
-        }
-    }
-    let route = match get("route") {
+    let name = r.field(map, path, "name", Reader::string);
+    let matches = (r.field(map, path, "match", |r, v, p| {
+        r.each(v, p, Reader::match_request)
+    }))
+    .unwrap_or_default();
+    let route = match map.get("route") {
         None => {
             r.warn(
                 path,
@@ -544,7 +514,7 @@ fn read_route_destination(
         "a route destination",
         &["weight", "destination"],
     )?;
-    let weight = match map.get("weight").filter(|v| !v.is_null()) {
+    let weight = match map.get("weight") {
         None => 1,
         Some(v) => {
             let w = r.int(v, &path.key("weight"))?;
@@ -559,7 +529,7 @@ fn read_route_destination(
             }
         }
     };
-    let Some(d) = map.get("destination").filter(|v| !v.is_null()) else {
+    let Some(d) = map.get("destination") else {
         r.error(
             path,
             "a route entry needs a `destination` (Dubbo fails every call that draws it)",
@@ -585,14 +555,9 @@ fn read_destination(
         "a destination",
         &["host", "subset", "port", "fallback"],
     )?;
-    let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-    if let Some(h) = get("host") {
-        r.string(h, &path.key("host"));
-    }
-    if let Some(p) = get("port") {
-        r.int(p, &path.key("port"));
-    }
-    let name = match get("subset") {
+    r.field(map, path, "host", Reader::string);
+    r.field(map, path, "port", Reader::int);
+    let name = match map.get("subset") {
         Some(s) => r.string(s, &path.key("subset")),
         None => {
             r.warn(
@@ -614,7 +579,7 @@ fn read_destination(
         );
     }
     chain.push(SubsetRef { name, id });
-    let Some(fb) = get("fallback") else {
+    let Some(fb) = map.get("fallback") else {
         return Some(());
     };
     let fp = path.key("fallback");
@@ -622,14 +587,13 @@ fn read_destination(
         r.error(&fp, format!("must be a mapping, not {}", kind_of(fb)));
         return None;
     };
-    if let Some(next) = fmap.get("destination").filter(|v| !v.is_null()) {
+    let fmap = Fields(fmap);
+    if let Some(next) = fmap.get("destination") {
         // Dubbo's own, nested form: {destination: {...}, weight}.
         r.object(fb, &fp, "a fallback", &["destination", "weight"]);
-        if let Some(w) = fmap.get("weight").filter(|v| !v.is_null()) {
-            r.int(w, &fp.key("weight"));
-        }
+        r.field(fmap, &fp, "weight", Reader::int);
         read_destination(r, next, &fp.key("destination"), subsets, chain)
-    } else if fmap.get("subset").is_some_and(|v| !v.is_null()) {
+    } else if fmap.get("subset").is_some() {
         // The flat form {host, subset}: Dubbo reads no fallback here; routechain honours it.
         r.warn(
             &fp,

@@ -185,3 +185,43 @@ fn route_details_built_one_at_a_time_read_as_the_whole_value() {
     );
     both(&one);
 }
+
+/// A route without `services` takes every service, and a detail without `match` every
+/// call: each later one is unreachable and warned about at its own path, naming the first.
+#[test]
+fn entries_after_a_catch_all_are_warned_unreachable() {
+    let yaml = "kind: DestinationRule\nmetadata: { name: app1 }\nspec:\n  subsets: [{ name: a, labels: { ver: a } }]\n\
+                ---\nkind: VirtualService\nmetadata: { name: app1 }\nspec:\n  dubbo:\n    \
+                - services: [{ exact: s }]\n      routedetail:\n        \
+                - match: [{ method: { name_match: { exact: m } } }]\n          route: [{ destination: { subset: a } }]\n        \
+                - route: [{ destination: { subset: a } }]\n        \
+                - route: [{ destination: { subset: a } }]\n        \
+                - route: [{ destination: { subset: a } }]\n    \
+                - routedetail: [{ route: [{ destination: { subset: a } }] }]\n    \
+                - routedetail: [{ route: [{ destination: { subset: a } }] }]\n";
+    let doc = YamlDoc::parse_stream("r", yaml).unwrap();
+    let checked = read_text(&doc, None);
+    assert!(checked.result.is_ok(), "{:?}", checked.result);
+    let unreachable: Vec<(String, String)> = checked
+        .warnings
+        .iter()
+        .filter(|w| w.message.starts_with("unreachable"))
+        .map(|w| (w.path.to_string(), w.message.clone()))
+        .collect();
+    let detail = "unreachable: routedetail[1] has no `match` and takes every call first";
+    let route = "unreachable: dubbo[1] has no `services` and takes every service first";
+    assert_eq!(
+        unreachable,
+        [
+            (
+                "[1].spec.dubbo[0].routedetail[2]".to_string(),
+                detail.to_string()
+            ),
+            (
+                "[1].spec.dubbo[0].routedetail[3]".to_string(),
+                detail.to_string()
+            ),
+            ("[1].spec.dubbo[2]".to_string(), route.to_string()),
+        ]
+    );
+}

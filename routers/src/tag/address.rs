@@ -4,6 +4,8 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
+use ipnet::IpNet;
+
 /// One segment of an IP pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Segment {
@@ -34,12 +36,7 @@ pub enum AddressPattern {
     /// `0.0.0.0:port`: every provider on that port.
     AnyHostPort(u16),
     /// `ip/prefix` (IPv4 or IPv6); the port is not checked.
-    Cidr {
-        /// The network address.
-        network: IpAddr,
-        /// The prefix length.
-        prefix: u8,
-    },
+    Cidr(IpNet),
     /// An IPv4 pattern: four segments (`*`, `a-b`, a number), optional `:port`.
     V4 {
         /// The segments.
@@ -114,17 +111,15 @@ impl AddressPattern {
                 )
             })?;
             let max = if network.is_ipv4() { 32 } else { 128 };
-            let prefix = bits
-                .parse::<u8>()
-                .ok()
-                .filter(|b| *b <= max)
+            let net = (bits.parse::<u8>().ok())
+                .and_then(|b| IpNet::new(network, b).ok())
                 .ok_or_else(|| {
                     (
                         lead + slash + 1,
                         format!("invalid CIDR {pattern:?}: prefix length must be 0 to {max}"),
                     )
                 })?;
-            return Ok(AddressPattern::Cidr { network, prefix });
+            return Ok(AddressPattern::Cidr(net));
         }
         // Split off a port: `[v6]:port`, `[v6]`, `host:port` (one colon); several colons
         // without brackets are an IPv6 address without port.
@@ -188,15 +183,7 @@ impl AddressPattern {
         match self {
             AddressPattern::Any => true,
             AddressPattern::AnyHostPort(p) => *p == at.port,
-            AddressPattern::Cidr { network, prefix } => match (network, at.ip) {
-                (IpAddr::V4(n), Some(IpAddr::V4(h))) => {
-                    prefix_eq(&n.octets(), &h.octets(), *prefix)
-                }
-                (IpAddr::V6(n), Some(IpAddr::V6(h))) => {
-                    prefix_eq(&n.octets(), &h.octets(), *prefix)
-                }
-                _ => false,
-            },
+            AddressPattern::Cidr(net) => at.ip.is_some_and(|ip| net.contains(&ip)),
             AddressPattern::V4 { segments, port } => match at.ip {
                 Some(IpAddr::V4(h)) => {
                     port_ok(port)
@@ -218,19 +205,6 @@ impl AddressPattern {
             }
         }
     }
-}
-
-fn prefix_eq(a: &[u8], b: &[u8], prefix: u8) -> bool {
-    let full = usize::from(prefix / 8);
-    let rem = prefix % 8;
-    if a[..full] != b[..full] {
-        return false;
-    }
-    if rem == 0 {
-        return true;
-    }
-    let mask = 0xffu8 << (8 - rem);
-    a[full] & mask == b[full] & mask
 }
 
 fn parse_port(text: &str) -> Result<u16, String> {

@@ -290,10 +290,7 @@ fn select_level<'t, 's>(
     tag: &'t str,
     forced: bool,
 ) -> Option<(&'t str, &'s ProviderSet)> {
-    if forced {
-        return by_tag.get(tag).map(|set| (tag, set));
-    }
-    by_tag.deepest(tag)
+    (by_tag.deepest(tag)).filter(|(level, _)| !forced || level.len() == tag.len())
 }
 
 /// Dynamic tags by level: a trie over the `|`-separated segments of the tag names, so the
@@ -362,23 +359,6 @@ impl TagLevels {
             };
         }
         self.nodes[node].set = Some(set);
-    }
-
-    /// The node of exactly `tag`.
-    fn node(&self, tag: &str) -> Option<&LevelNode> {
-        let mut node = 0;
-        for segment in tag.split(TAG_SEPARATOR) {
-            if segment.len() > self.max_segment {
-                return None;
-            }
-            node = self.nodes[node].child(segment)?;
-        }
-        Some(&self.nodes[node])
-    }
-
-    /// The providers of exactly `tag`.
-    fn get(&self, tag: &str) -> Option<&ProviderSet> {
-        self.node(tag)?.set.as_ref()
     }
 
     /// The longest of `tag` and its `|`-prefixes that is a tag, with its providers.
@@ -598,17 +578,16 @@ impl PreparedTag {
                         cx.explain(format_args!(
                             "tag {shown:?}: dynamic addresses of tag {shown_level:?}"
                         ));
-                    } else if d.force {
+                    } else if d.force || forced {
                         candidates.clear();
                         cx.note_fallback();
+                        let why = if d.force {
+                            "rule force=true"
+                        } else {
+                            "dubbo.force.tag=true"
+                        };
                         cx.explain(format_args!(
-                            "tag {shown:?}: forced: empty (rule force=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
-                        ));
-                    } else if forced {
-                        candidates.clear();
-                        cx.note_fallback();
-                        cx.explain(format_args!(
-                            "tag {shown:?}: forced: empty (dubbo.force.tag=true and the dynamic addresses of tag {shown_level:?} match no candidate)"
+                            "tag {shown:?}: forced: empty ({why} and the dynamic addresses of tag {shown_level:?} match no candidate)"
                         ));
                     } else {
                         input.keep(&d.failover, candidates);
@@ -642,13 +621,12 @@ impl PreparedTag {
             }
             _ => {
                 input.keep(fallback, candidates);
+                cx.note_fallback();
                 if self.dynamic.is_some() {
-                    cx.note_fallback();
                     cx.explain(format_args!(
                         "tag {shown:?}: no candidate has the tag; FAILOVER to untagged (in no dynamic tag, no static tag)"
                     ));
                 } else {
-                    cx.note_fallback();
                     cx.explain(format_args!(
                         "tag {shown:?}: no candidate has the static tag; FAILOVER to untagged (no static tag)"
                     ));

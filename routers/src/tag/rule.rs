@@ -28,7 +28,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::dubbo::DubboBool;
-use crate::dubbo::is_enabled;
+pub use crate::dubbo::StringMatch;
+use crate::dubbo::{is_enabled, regex_reason};
 
 use super::address::AddressPattern;
 
@@ -38,34 +39,24 @@ use super::address::AddressPattern;
 #[serde(rename_all = "camelCase")]
 pub struct RawTagRule {
     /// `configVersion`: `v3.0` enables `match`; older versions only know `addresses`.
-    #[serde(default)]
     pub config_version: Option<String>,
     /// `scope` (informational for tag rules).
-    #[serde(default)]
     pub scope: Option<String>,
     /// `key`: the provider application the rule is for (informational).
-    #[serde(default)]
     pub key: Option<String>,
     /// `enabled` (default true): a disabled rule leaves static-tag routing.
-    #[serde(default)]
     pub enabled: Option<DubboBool>,
     /// `force` (default false): a dynamic tag whose addresses match nothing returns empty.
-    #[serde(default)]
     pub force: Option<DubboBool>,
     /// `runtime` (parsed; the tag router always routes per request).
-    #[serde(default)]
     pub runtime: Option<DubboBool>,
     /// `valid` (default true): `false` disables the rule, as in Dubbo.
-    #[serde(default)]
     pub valid: Option<DubboBool>,
     /// `dynamic` (parsed, ignored as in Dubbo).
-    #[serde(default)]
     pub dynamic: Option<DubboBool>,
     /// `priority` (parsed, ignored: the chain file orders routers).
-    #[serde(default)]
     pub priority: Option<i64>,
     /// `tags`: required and non-empty.
-    #[serde(default)]
     pub tags: Option<Vec<RawTag>>,
 }
 
@@ -73,10 +64,8 @@ pub struct RawTagRule {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawTag {
     /// `name`: the tag requests carry in `dubbo.tag`; `|` separates levels.
-    #[serde(default)]
     pub name: Option<String>,
     /// `addresses`: address patterns.
-    #[serde(default)]
     pub addresses: Option<Vec<String>>,
     /// `match`: parameter conditions, used when `addresses` is empty (v3.0 rules).
     #[serde(default, rename = "match")]
@@ -88,11 +77,9 @@ pub struct RawTag {
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawParamMatch {
     /// The provider URL parameter.
-    #[serde(default)]
     pub key: Option<String>,
     /// The string match, kind → text (validated by hand so that every unknown kind is
     /// reported).
-    #[serde(default)]
     pub value: Option<BTreeMap<String, Value>>,
 }
 
@@ -150,47 +137,6 @@ impl ParamMatch {
     }
 }
 
-/// Dubbo's `StringMatch`: the first kind that is set and applicable decides.
-#[derive(Debug, Clone, Default)]
-pub struct StringMatch {
-    /// `exact`: equal.
-    pub exact: Option<String>,
-    /// `prefix`: starts with.
-    pub prefix: Option<String>,
-    /// `regex`: the whole value matches (anchored at both ends, as Java's `String.matches`).
-    pub regex: Option<regex::Regex>,
-    /// `wildcard`: `*` matches any present value, anything else must be equal (Dubbo
-    /// supports only `*`).
-    pub wildcard: Option<String>,
-    /// `empty`: absent or empty.
-    pub empty: bool,
-    /// `noempty`: present and non-empty.
-    pub noempty: bool,
-}
-
-impl StringMatch {
-    /// Dubbo's decision: exact, prefix, regex and wildcard apply only to a present value; a
-    /// kind that does not apply passes to the next; `empty`, then `noempty`; else false.
-    pub fn is_match(&self, input: Option<&str>) -> bool {
-        match input {
-            Some(v) if self.exact.is_some() => self.exact.as_deref() == Some(v),
-            Some(v) if self.prefix.is_some() => {
-                self.prefix.as_deref().is_some_and(|p| v.starts_with(p))
-            }
-            Some(v) if self.regex.is_some() => self.regex.as_ref().is_some_and(|r| r.is_match(v)),
-            Some(v) if self.wildcard.is_some() => {
-                self.wildcard.as_deref().is_some_and(|w| w == "*" || w == v)
-            }
-            _ if self.empty => input.is_none_or(str::is_empty),
-            _ if self.noempty => input.is_some_and(|v| !v.is_empty()),
-            _ => false,
-        }
-    }
-}
-
-/// The match kinds a `value` may hold.
-pub const MATCH_KINDS: [&str; 6] = ["exact", "prefix", "regex", "wildcard", "empty", "noempty"];
-
 impl TagRule {
     /// The rule of an entry without one: static tags only (no dynamic rule).
     pub fn static_only() -> Self {
@@ -212,18 +158,12 @@ impl TagRule {
         let raw_tags = match raw.tags {
             Some(t) if !t.is_empty() => t,
             Some(_) => {
-                errors.push(RuleError::new(
-                    tags_path,
-                    "`tags` is empty: a tag rule needs at least one tag",
-                ));
-                return Err(errors);
+                let message = "`tags` is empty: a tag rule needs at least one tag";
+                return Err(vec![RuleError::new(tags_path, message)]);
             }
             None => {
-                errors.push(RuleError::new(
-                    root.clone(),
-                    "missing field `tags`: a tag rule needs at least one tag",
-                ));
-                return Err(errors);
+                let message = "missing field `tags`: a tag rule needs at least one tag";
+                return Err(vec![RuleError::new(root.clone(), message)]);
             }
         };
         let mut tags = Vec::with_capacity(raw_tags.len());
@@ -303,10 +243,10 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
         let mut sm = StringMatch::default();
         for (kind, v) in kinds {
             let kpath = vpath.key(kind.as_str());
-            if !MATCH_KINDS.contains(&kind.as_str()) {
+            if !StringMatch::KINDS.contains(&kind.as_str()) {
                 errors.push(RuleError::new(
                     vpath.clone(),
-                    routechain_core::unknown_name("field", &kind, MATCH_KINDS),
+                    routechain_core::unknown_name("field", &kind, StringMatch::KINDS),
                 ));
                 continue;
             }
@@ -341,16 +281,6 @@ fn compile_match(path: &FieldPath, m: RawParamMatch, errors: &mut Vec<RuleError>
         sm
     });
     ParamMatch { key, value }
-}
-
-/// The one-line reason of a regex error (its display spans several lines).
-fn regex_reason(e: &regex::Error) -> String {
-    let text = e.to_string();
-    text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| l.trim().trim_start_matches("error: ").to_string())
-        .unwrap_or(text)
 }
 
 #[cfg(test)]

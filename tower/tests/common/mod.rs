@@ -7,6 +7,7 @@
 #[allow(dead_code, clippy::result_large_err)]
 pub mod greeter;
 pub mod instant;
+pub mod versus;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
