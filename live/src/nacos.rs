@@ -44,6 +44,7 @@ use crate::{
 
 mod address;
 mod admin;
+mod configs;
 mod instance;
 mod session;
 #[cfg(test)]
@@ -352,11 +353,7 @@ impl Ctx<'_> {
     }
 
     fn origin(&self, what: &str) -> String {
-        let ns = match self.address.namespace() {
-            "" => "public",
-            ns => ns,
-        };
-        format!("nacos:{ns}/{what}")
+        self.address.location(what)
     }
 
     /// Every rule key followed now.

@@ -1,11 +1,12 @@
-//! Provider churn against a real ZooKeeper: `providers` registered in Dubbo's
-//! layout, then `changes` registrations and removals paced over a period while routing
-//! threads route through the live chain fed by the ZooKeeper source.
+//! Provider churn against a real registry, ZooKeeper or Nacos ([`ChurnTarget`]):
+//! `providers` registered in Dubbo's layout, then `changes` registrations and removals
+//! paced over a period while routing threads route through the live chain fed by the
+//! registry's source.
 //!
 //! Shared by the churn test (`tests/tests/zk_churn.rs`), which asserts that every applied
 //! state is one the registry went through and that the last one is the final registry, and
-//! the `zk_churn` example (`benches/examples/zk_churn.rs`), which prints the timings (they
-//! are measured here but never asserted).
+//! the examples `zk_churn` and `registry_churn` (`benches/examples/`), which print the
+//! timings (they are measured here but never asserted).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -13,10 +14,143 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use routechain::core::{CallState, ChainState, Request};
-use routechain::live::{LiveChain, LiveOptions, Report, ZkAdmin, ZkConfig, ZkSource};
+use routechain::live::{LiveChain, LiveOptions, Report, Source, ZkAdmin, ZkConfig, ZkSource};
+#[cfg(feature = "nacos")]
+use routechain::live::{NacosConfig, NacosSource};
 use routechain::rules::ChainFile;
 
+#[cfg(feature = "nacos")]
+use crate::nacos::NacosWriter;
 use crate::{SERVICE, provider_lines};
+
+/// A registry the churn writes to, and the source a live chain follows it with. Every
+/// write returns once the registry has acknowledged it.
+pub trait ChurnTarget {
+    /// Registers the providers present before the churn.
+    fn register_initial(&mut self, urls: &[String]);
+    /// Registers one provider.
+    fn register(&mut self, url: &str);
+    /// Removes one provider registered before.
+    fn unregister(&mut self, url: &str);
+    /// The source of `live`, following this registry.
+    fn source(&self, live: &LiveChain) -> Box<dyn Source>;
+}
+
+/// A ZooKeeper registry, written with routechain's admin (persistent provider nodes).
+pub struct ZkTarget {
+    servers: String,
+    rt: tokio::runtime::Runtime,
+    admin: ZkAdmin,
+}
+
+impl ZkTarget {
+    /// Connects to the ZooKeeper at `servers`.
+    pub fn connect(servers: &str) -> Self {
+        let rt = runtime();
+        let admin = rt
+            .block_on(ZkAdmin::connect(servers))
+            .unwrap_or_else(|e| panic!("connect to ZooKeeper: {e}"));
+        ZkTarget {
+            servers: servers.to_string(),
+            rt,
+            admin,
+        }
+    }
+}
+
+impl Drop for ZkTarget {
+    fn drop(&mut self) {
+        self.rt.block_on(self.admin.clone().close());
+    }
+}
+
+impl ChurnTarget for ZkTarget {
+    fn register_initial(&mut self, urls: &[String]) {
+        // 256 requests in flight.
+        self.rt.block_on(async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for u in urls {
+                while tasks.len() >= 256 {
+                    if let Some(r) = tasks.join_next().await {
+                        r.unwrap_or_else(|e| panic!("register task: {e}"));
+                    }
+                }
+                let (admin, u) = (self.admin.clone(), u.clone());
+                tasks.spawn(async move {
+                    admin
+                        .register_persistent(SERVICE, &u)
+                        .await
+                        .unwrap_or_else(|e| panic!("register {u}: {e}"))
+                });
+            }
+            while let Some(r) = tasks.join_next().await {
+                r.unwrap_or_else(|e| panic!("register task: {e}"));
+            }
+        });
+    }
+
+    fn register(&mut self, url: &str) {
+        self.rt
+            .block_on(self.admin.register_persistent(SERVICE, url))
+            .unwrap_or_else(|e| panic!("register {url}: {e}"));
+    }
+
+    fn unregister(&mut self, url: &str) {
+        let removed = self
+            .rt
+            .block_on(self.admin.unregister(SERVICE, url))
+            .unwrap_or_else(|e| panic!("unregister {url}: {e}"));
+        assert!(removed, "{url} was registered");
+    }
+
+    fn source(&self, live: &LiveChain) -> Box<dyn Source> {
+        Box::new(ZkSource::new(ZkConfig::for_chain(
+            live,
+            self.servers.clone(),
+        )))
+    }
+}
+
+#[cfg(feature = "nacos")]
+/// A Nacos registry (its public namespace, `DEFAULT_GROUP`), written by the official
+/// Python SDK ([`NacosWriter`]) as Dubbo's Nacos registry registers instances.
+pub struct NacosTarget {
+    server: String,
+    writer: NacosWriter,
+}
+
+#[cfg(feature = "nacos")]
+impl NacosTarget {
+    /// Connects a writer to the Nacos at `server` (`host:port`).
+    pub fn connect(server: &str) -> Self {
+        NacosTarget {
+            server: server.to_string(),
+            writer: NacosWriter::start(server, ""),
+        }
+    }
+}
+
+#[cfg(feature = "nacos")]
+impl ChurnTarget for NacosTarget {
+    fn register_initial(&mut self, urls: &[String]) {
+        self.writer.batch("DEFAULT_GROUP", urls);
+    }
+
+    fn register(&mut self, url: &str) {
+        self.writer.register("DEFAULT_GROUP", url);
+    }
+
+    fn unregister(&mut self, url: &str) {
+        self.writer.deregister("DEFAULT_GROUP", url);
+    }
+
+    fn source(&self, live: &LiveChain) -> Box<dyn Source> {
+        Box::new(NacosSource::new(NacosConfig::for_chain(
+            live,
+            format!("nacos://{}", self.server),
+        )))
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -61,6 +195,12 @@ pub struct Applied {
     /// `Some(k)` when the state's providers are exactly the registry after the first `k`
     /// changes; `None` when they are no state the registry went through.
     pub prefix: Option<usize>,
+    /// For each service (the providers' version and group, in [`Outcome::services`]'s
+    /// order), `k` when its providers are exactly those after the first `k` changes of that
+    /// service; `None` when some service's are not. A registry that pushes each service on
+    /// its own (Nacos) gives states whose services are each a state the registry went
+    /// through, but not always the same moment for all of them.
+    pub service_prefixes: Option<Vec<usize>>,
     /// Its provider count.
     pub providers: usize,
     /// When it was applied (reported).
@@ -76,7 +216,10 @@ pub struct Outcome {
     pub applied: Vec<Applied>,
     /// Reports other than applied states and status (refusals, skipped entries...).
     pub other_reports: Vec<String>,
-    /// When the last change was acknowledged by ZooKeeper.
+    /// The services of the plan (`version:group`), as [`Applied::service_prefixes`] orders
+    /// them.
+    pub services: Vec<String>,
+    /// When the last change was acknowledged by the registry.
     pub last_change: Option<Instant>,
     /// Call latencies (nanoseconds) before the churn and during it.
     pub idle_ns: Vec<u64>,
@@ -162,6 +305,41 @@ impl Plan {
 
     /// The `k` such that `state` holds exactly the registry after the first `k` changes.
     fn prefix(&self, state: &ChainState) -> Option<usize> {
+        let applied = self.applied(state)?;
+        let k = applied.iter().take_while(|a| **a).count();
+        applied[k..].iter().all(|a| !a).then_some(k)
+    }
+
+    /// The services of the plan's URLs (`version:group`), sorted.
+    fn services(&self) -> Vec<String> {
+        let mut s: Vec<String> = self.urls.iter().map(|u| service_of(u)).collect();
+        s.sort();
+        s.dedup();
+        s
+    }
+
+    /// For each of [`Plan::services`], the `k` such that `state` holds exactly that
+    /// service's providers after its first `k` changes.
+    fn service_prefixes(&self, state: &ChainState) -> Option<Vec<usize>> {
+        let applied = self.applied(state)?;
+        let services = self.services();
+        let mut per: Vec<Vec<bool>> = vec![Vec::new(); services.len()];
+        for (j, a) in applied.iter().enumerate() {
+            let service = service_of(self.change(j).0);
+            let i = services.binary_search(&service).ok()?;
+            per[i].push(*a);
+        }
+        per.iter()
+            .map(|applied| {
+                let k = applied.iter().take_while(|a| **a).count();
+                applied[k..].iter().all(|a| !a).then_some(k)
+            })
+            .collect()
+    }
+
+    /// Which changes `state` holds; `None` when it holds a provider twice, one no change
+    /// or initial registration made, or misses an initial provider no change removes.
+    fn applied(&self, state: &ChainState) -> Option<Vec<bool>> {
         let mut applied = vec![false; self.changes];
         let mut seen = std::collections::HashSet::new();
         let mut untouched = 0;
@@ -185,9 +363,20 @@ impl Plan {
         if untouched != self.initial - self.changes / 2 {
             return None;
         }
-        let k = applied.iter().take_while(|a| **a).count();
-        applied[k..].iter().all(|a| !a).then_some(k)
+        Some(applied)
     }
+}
+
+/// A provider URL's service within the interface: `<version>:<group>`.
+fn service_of(url: &str) -> String {
+    let param = |name: &str| {
+        url.split_once('?')
+            .map_or("", |(_, q)| q)
+            .split('&')
+            .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+            .unwrap_or("")
+    };
+    format!("{}:{}", param("version"), param("group"))
 }
 
 /// An applied state as the report callback saw it, and when.
@@ -203,35 +392,19 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// Runs the churn against the ZooKeeper at `servers` (an empty one).
 pub fn run(servers: &str, churn: &Churn) -> Outcome {
-    let plan = Arc::new(Plan::new(churn.providers, churn.changes, 7));
-    let rt = runtime();
-    let admin = rt
-        .block_on(ZkAdmin::connect(servers))
-        .unwrap_or_else(|e| panic!("connect to ZooKeeper: {e}"));
-    let mut outcome = Outcome::default();
+    run_on(&mut ZkTarget::connect(servers), churn)
+}
 
-    // Register the initial providers, 256 requests in flight.
+/// Runs the churn against `target` (an empty registry).
+pub fn run_on(target: &mut dyn ChurnTarget, churn: &Churn) -> Outcome {
+    let plan = Arc::new(Plan::new(churn.providers, churn.changes, 7));
+    let mut outcome = Outcome {
+        services: plan.services(),
+        ..Outcome::default()
+    };
+
     let started = Instant::now();
-    rt.block_on(async {
-        let mut tasks = tokio::task::JoinSet::new();
-        for u in &plan.urls[..churn.providers] {
-            while tasks.len() >= 256 {
-                if let Some(r) = tasks.join_next().await {
-                    r.unwrap_or_else(|e| panic!("register task: {e}"));
-                }
-            }
-            let (admin, u) = (admin.clone(), u.clone());
-            tasks.spawn(async move {
-                admin
-                    .register_persistent(SERVICE, &u)
-                    .await
-                    .unwrap_or_else(|e| panic!("register {u}: {e}"))
-            });
-        }
-        while let Some(r) = tasks.join_next().await {
-            r.unwrap_or_else(|e| panic!("register task: {e}"));
-        }
-    });
+    target.register_initial(&plan.urls[..churn.providers]);
     outcome.register_time = started.elapsed();
 
     // The live chain, fed by the ZooKeeper source; every applied state is kept to check.
@@ -251,29 +424,26 @@ pub fn run(servers: &str, churn: &Churn) -> Outcome {
             others.clone(),
             statuses.clone(),
         );
-        live.watch(
-            Box::new(ZkSource::new(ZkConfig::for_chain(&live, servers))),
-            move |report| match report {
-                Report::Applied { .. } => {
-                    let at = Instant::now();
-                    let state = live2.service().state();
-                    if let Ok(mut s) = states.lock() {
-                        s.push((state, at));
-                    }
+        live.watch(target.source(&live), move |report| match report {
+            Report::Applied { .. } => {
+                let at = Instant::now();
+                let state = live2.service().state();
+                if let Ok(mut s) = states.lock() {
+                    s.push((state, at));
                 }
-                Report::Status { message, .. } => {
-                    if let Ok(mut o) = statuses.lock() {
-                        o.push(message.clone());
-                    }
+            }
+            Report::Status { message, .. } => {
+                if let Ok(mut o) = statuses.lock() {
+                    o.push(message.clone());
                 }
-                other => {
-                    if let Ok(mut o) = others.lock() {
-                        o.push(other.to_string());
-                    }
+            }
+            other => {
+                if let Ok(mut o) = others.lock() {
+                    o.push(other.to_string());
                 }
-            },
-        )
-        .unwrap_or_else(|e| panic!("the ZooKeeper source starts: {e}"))
+            }
+        })
+        .unwrap_or_else(|e| panic!("the source starts: {e}"))
     };
     let wait_until = |what: &str, ok: &dyn Fn(&[Seen]) -> bool| {
         let deadline = Instant::now() + Duration::from_secs(300);
@@ -336,25 +506,14 @@ pub fn run(servers: &str, churn: &Churn) -> Outcome {
 
     // The churn: change j at start + j * over / changes, each awaited.
     let start = Instant::now();
-    rt.block_on(async {
-        for j in 0..churn.changes {
-            let due = start + churn.over.mul_f64(j as f64 / churn.changes.max(1) as f64);
-            tokio::time::sleep_until(due.into()).await;
-            let (u, add) = plan.change(j);
-            if add {
-                admin
-                    .register_persistent(SERVICE, u)
-                    .await
-                    .unwrap_or_else(|e| panic!("register {u}: {e}"));
-            } else {
-                let removed = admin
-                    .unregister(SERVICE, u)
-                    .await
-                    .unwrap_or_else(|e| panic!("unregister {u}: {e}"));
-                assert!(removed, "{u} was registered");
-            }
+    for j in 0..churn.changes {
+        let due = start + churn.over.mul_f64(j as f64 / churn.changes.max(1) as f64);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        match plan.change(j) {
+            (u, true) => target.register(u),
+            (u, false) => target.unregister(u),
         }
-    });
+    }
     outcome.last_change = Some(Instant::now());
     let final_len = churn.providers + churn.changes.div_ceil(2) - churn.changes / 2;
     let plan2 = plan.clone();
@@ -384,11 +543,11 @@ pub fn run(servers: &str, churn: &Churn) -> Outcome {
         .map(|(st, at)| Applied {
             generation: st.generation(),
             prefix: plan.prefix(st),
+            service_prefixes: plan.service_prefixes(st),
             providers: st.snapshot().len(),
             at: *at,
         })
         .collect();
     outcome.other_reports = std::mem::take(&mut *others.lock().unwrap_or_else(|p| p.into_inner()));
-    rt.block_on(admin.close());
     outcome
 }

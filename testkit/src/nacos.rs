@@ -1,8 +1,9 @@
 //! A real Nacos server for tests: `rnacos` (the Nacos-compatible server from crates.io,
 //! `bash .ci/rnacos.sh` installs it into `~/.cargo/bin`), started on free loopback ports
 //! (HTTP `P`, gRPC `P + 1000` where Nacos clients look for it, console elsewhere) with a
-//! throwaway data directory, killed on drop, restartable on the same ports and data; and
-//! [`NacosWriter`], the official Python Nacos SDK (`tests/python/nacos_writer.py`) writing
+//! throwaway data directory, killed on drop, restartable on the same ports and data, and
+//! freezable (SIGSTOP); [`NacosCluster`], several such servers forming one raft cluster;
+//! and [`NacosWriter`], the official Python Nacos SDK (`tests/python/nacos_writer.py`) writing
 //! instances and configs as an independent client.
 //!
 //! rnacos 0.8 panics on about one start in eight on a fresh data directory, after which
@@ -25,6 +26,11 @@ pub struct Nacos {
     console: u16,
     child: Option<Child>,
     binary: PathBuf,
+    /// The admin user and password, when the server checks its API's callers.
+    auth: Option<(String, String)>,
+    /// In a cluster: this node's raft id and the gRPC address of the node it joins
+    /// (empty for the first, which starts the cluster).
+    raft: Option<(u16, String)>,
 }
 
 fn free(port: u16) -> bool {
@@ -72,6 +78,16 @@ impl Nacos {
     /// Starts a server on a fresh data directory and waits until a config write reads back
     /// (a server that cannot is started afresh).
     pub fn start(name: &str) -> Self {
+        Self::start_as(name, None, None)
+    }
+
+    /// Starts a server that admits only callers logged in (Nacos's `accessToken`), its
+    /// admin user `user` with `password`.
+    pub fn start_with_auth(name: &str, user: &str, password: &str) -> Self {
+        Self::start_as(name, Some((user.to_string(), password.to_string())), None)
+    }
+
+    fn start_as(name: &str, auth: Option<(String, String)>, raft: Option<(u16, String)>) -> Self {
         let binary = rnacos_binary();
         let port = free_pair();
         let dir = std::env::temp_dir().join(format!(
@@ -88,6 +104,8 @@ impl Nacos {
             console,
             child: None,
             binary,
+            auth,
+            raft,
         };
         for attempt in 1..=8 {
             let _ = std::fs::remove_dir_all(&nacos.dir);
@@ -109,7 +127,24 @@ impl Nacos {
             .append(true)
             .open(self.dir.join("server.log"))
             .expect("open the server log");
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some((id, join)) = &self.raft {
+            command
+                .env("RNACOS_RAFT_NODE_ID", id.to_string())
+                .env(
+                    "RNACOS_RAFT_NODE_ADDR",
+                    format!("127.0.0.1:{}", self.port + 1000),
+                )
+                .env("RNACOS_RAFT_AUTO_INIT", join.is_empty().to_string())
+                .env("RNACOS_RAFT_JOIN_ADDR", join);
+        }
+        if let Some((user, password)) = &self.auth {
+            command
+                .env("RNACOS_ENABLE_OPEN_API_AUTH", "true")
+                .env("RNACOS_INIT_ADMIN_USERNAME", user)
+                .env("RNACOS_INIT_ADMIN_PASSWORD", password);
+        }
+        let child = command
             .current_dir(&self.dir)
             .env("RNACOS_HTTP_PORT", self.port.to_string())
             .env("RNACOS_GRPC_PORT", (self.port + 1000).to_string())
@@ -141,17 +176,39 @@ impl Nacos {
             if !self.is_running() {
                 return false;
             }
-            let body = format!("dataId=routechain-ready&group=probe&content={nonce}");
-            if http(self.port, "POST", "/nacos/v1/cs/configs", &body).is_some() {
-                // A write that does not read back at once will not: the server lost it.
-                std::thread::sleep(Duration::from_millis(200));
-                return http(
-                    self.port,
-                    "GET",
-                    "/nacos/v1/cs/configs?dataId=routechain-ready&group=probe",
-                    "",
-                )
-                .is_some_and(|b| b.trim() == nonce);
+            let token = match &self.auth {
+                None => String::new(),
+                Some((user, password)) => {
+                    let body = format!("username={user}&password={password}");
+                    let answer = http(self.port, "POST", "/nacos/v1/auth/login", &body)
+                        .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok());
+                    match answer.as_ref().and_then(|v| v["accessToken"].as_str()) {
+                        Some(t) => format!("&accessToken={t}"),
+                        None => {
+                            std::thread::sleep(Duration::from_millis(100));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let body = format!("dataId=routechain-ready&group=probe&content={nonce}{token}");
+            if http(self.port, "POST", "/nacos/v1/cs/configs", &body).as_deref() == Some("true") {
+                // A write that does not read back within 2 s (a cluster replicates it) will
+                // not: the server lost it.
+                let written = Instant::now();
+                while written.elapsed() < Duration::from_secs(2) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    let read = http(
+                        self.port,
+                        "GET",
+                        &format!("/nacos/v1/cs/configs?dataId=routechain-ready&group=probe{token}"),
+                        "",
+                    );
+                    if read.is_some_and(|b| b.trim() == nonce) {
+                        return true;
+                    }
+                }
+                return false;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -200,10 +257,28 @@ impl Nacos {
         }
     }
 
-    /// Stops and starts the server on the same ports with the same data, and waits until a
-    /// config write reads back.
-    pub fn restart(&mut self) {
-        self.stop();
+    /// Freezes the server (SIGSTOP): its ports stay open and answer nothing.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resumes a frozen server (SIGCONT).
+    pub fn thaw(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("rnacos runs").id().to_string();
+        let status = Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    /// Starts a stopped server again on its ports and data, and waits until a config write
+    /// reads back.
+    pub fn resume(&mut self) {
         for _ in 0..4 {
             self.spawn();
             if self.wait_ready(Duration::from_secs(30)) {
@@ -211,7 +286,14 @@ impl Nacos {
             }
             self.stop();
         }
-        panic!("rnacos did not come back after a restart:\n{}", self.log());
+        panic!("rnacos did not come back:\n{}", self.log());
+    }
+
+    /// Stops and starts the server on the same ports with the same data, and waits until a
+    /// config write reads back.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.resume();
     }
 }
 
@@ -222,6 +304,57 @@ impl Drop for Nacos {
             let _ = child.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A cluster of rnacos servers on loopback ports (raft: the first node starts it, the
+/// others join it), each [`Nacos`] with its own data.
+pub struct NacosCluster {
+    /// The nodes, in raft id order (id 1 first).
+    pub nodes: Vec<Nacos>,
+}
+
+impl NacosCluster {
+    /// Starts `n` nodes, each ready once a config written through it reads back on it.
+    pub fn start(name: &str, n: u16) -> Self {
+        let first = Nacos::start_as(&format!("{name}-1"), None, Some((1, String::new())));
+        let join = format!("127.0.0.1:{}", first.port + 1000);
+        let mut nodes = vec![first];
+        for id in 2..=n {
+            nodes.push(Nacos::start_as(
+                &format!("{name}-{id}"),
+                None,
+                Some((id, join.clone())),
+            ));
+        }
+        NacosCluster { nodes }
+    }
+
+    /// Stops every node, then starts them all again on their ports and data, and waits
+    /// until each takes a config write (once a quorum is back).
+    pub fn restart_all(&mut self) {
+        for node in &mut self.nodes {
+            node.stop();
+        }
+        for node in &mut self.nodes {
+            node.spawn();
+        }
+        for node in &mut self.nodes {
+            assert!(
+                node.wait_ready(Duration::from_secs(60)),
+                "rnacos did not come back:\n{}",
+                node.log()
+            );
+        }
+    }
+
+    /// The HTTP addresses of `nodes` (indexes), comma-separated, as a client takes them.
+    pub fn address_of(&self, nodes: &[usize]) -> String {
+        nodes
+            .iter()
+            .map(|&i| self.nodes[i].address())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
@@ -302,9 +435,19 @@ pub fn venv_python() -> PathBuf {
 impl NacosWriter {
     /// Connects a writer to `server` (`host:port`) in `namespace` (`""`: public).
     pub fn start(server: &str, namespace: &str) -> Self {
+        Self::start_as(server, namespace, &[])
+    }
+
+    /// Connects a writer logged in as `user` with `password`.
+    pub fn start_with_auth(server: &str, namespace: &str, user: &str, password: &str) -> Self {
+        Self::start_as(server, namespace, &[user, password])
+    }
+
+    fn start_as(server: &str, namespace: &str, credentials: &[&str]) -> Self {
         let mut child = Command::new(venv_python())
             .arg(repo().join("tests/python/nacos_writer.py"))
             .args([server, namespace])
+            .args(credentials)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -335,12 +478,25 @@ impl NacosWriter {
     /// Sends one command (a JSON object, see the script) and returns its answer; an answer
     /// without `"ok": true` fails the test.
     pub fn send(&mut self, command: serde_json::Value) -> serde_json::Value {
+        self.try_send(&command)
+            .unwrap_or_else(|answer| panic!("{command} -> {answer}"))
+    }
+
+    /// Sends one command; its answer, `Err` when it is not `"ok": true` (a server failing
+    /// over refuses writes for a while).
+    pub fn try_send(
+        &mut self,
+        command: &serde_json::Value,
+    ) -> Result<serde_json::Value, serde_json::Value> {
         writeln!(self.stdin, "{command}").expect("write to the writer");
         self.stdin.flush().expect("flush");
         let line = self.read();
         let answer: serde_json::Value = serde_json::from_str(&line).expect("a JSON answer");
-        assert_eq!(answer["ok"], true, "{command} -> {answer}");
-        answer
+        if answer["ok"] == true {
+            Ok(answer)
+        } else {
+            Err(answer)
+        }
     }
 
     /// Registers `url` as Dubbo's NacosRegistry does, in Nacos group `group`.

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::process::ExitCode;
 
 use routechain::core::{Snapshot, Url};
-use routechain::live::registry::{RuleStore, StoredRule};
-use routechain::live::{ProviderText, RegistryAddress, ServiceKey, ZkAdmin, parse_providers};
+use routechain::live::registry::{RegistryStore, RuleStore, StoredRule};
+use routechain::live::{ProviderText, RegistryAddress, ServiceKey, parse_providers};
 
 use super::check::{FileReport, Format, check_rule, count, exit, json, plural, text};
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
@@ -57,11 +57,7 @@ pub fn run(audit: &Audit<'_>) -> ExitCode {
     runtime.block_on(async {
         let mut stores = Vec::new();
         for entry in address.entries() {
-            let Some(zk) = entry.zookeeper() else {
-                errln!("routechain check: {entry}: this build audits ZooKeeper registries only");
-                return ExitCode::from(EXIT_INVALID);
-            };
-            match ZkAdmin::connect_to(zk).await {
+            match RegistryStore::connect(entry).await {
                 Ok(admin) => stores.push(admin),
                 Err(e) => {
                     errln!("routechain check: {e}");

@@ -41,8 +41,8 @@ pub struct CheckArgs {
     #[arg(required_unless_present = "registry", value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Audit a live registry instead of files: every rule its config center holds, checked
-    /// against the providers it holds now, located at its node (docs/check.md, "Auditing a
-    /// registry"). Any address `watch --registry` takes.
+    /// against the providers it holds now, located at its node or dataId (docs/check.md,
+    /// "Auditing a registry"). Any address `watch --registry` takes.
     #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["files", "providers", "rule_type"])]
     registry: Option<String>,
     /// With --registry: only the rules of this reference (`interface`,

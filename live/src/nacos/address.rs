@@ -204,6 +204,28 @@ impl NacosAddress {
     pub(crate) fn has_credentials(&self) -> bool {
         self.credentials.is_some()
     }
+
+    /// Where `what` (`dubbo/<dataId>`, a service's instance) is, as problems and updates
+    /// name it: `nacos:<namespace>/<what>`, the public namespace named `public`.
+    pub fn location(&self, what: &str) -> String {
+        let ns = match self.namespace.as_str() {
+            "" => "public",
+            ns => ns,
+        };
+        format!("nacos:{ns}/{what}")
+    }
+
+    /// The servers, `host:port` each: the HTTP port (the client's gRPC port is 1000 above).
+    pub(crate) fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The user and password, if the address has credentials.
+    pub(crate) fn credentials(&self) -> Option<(&str, &str)> {
+        self.credentials
+            .as_ref()
+            .map(|(u, p)| (u.as_str(), p.as_str()))
+    }
 }
 
 #[cfg(test)]

@@ -106,6 +106,44 @@ impl NacosAdmin {
             .map_err(op("remove config", &data_id))
     }
 
+    /// The dataIds of every config of group `dubbo` in the address's namespace (rules and
+    /// any other config), sorted: read with Nacos's HTTP config API, as the client has no
+    /// list call.
+    pub async fn rule_data_ids(&self) -> Result<Vec<String>, NacosError> {
+        super::configs::data_ids(&self.address, RULE_GROUP).await
+    }
+
+    /// The interfaces with a provider service (`providers:<interface>:…`) in the address's
+    /// group, sorted.
+    pub async fn services(&self) -> Result<Vec<String>, NacosError> {
+        let group = Some(self.address.group().to_string());
+        let mut interfaces = Vec::new();
+        let mut page = 1;
+        loop {
+            let (list, total) = self
+                .naming
+                .get_service_list(page, 500, group.clone())
+                .await
+                .map_err(op("list services of group", self.address.group()))?;
+            let n = list.len();
+            interfaces.extend(list.iter().filter_map(|name| {
+                let mut parts = name.split(':');
+                (parts.next() == Some("providers"))
+                    .then(|| parts.next())
+                    .flatten()
+                    .filter(|i| !i.is_empty())
+                    .map(|i| i.replace("___", "$"))
+            }));
+            if n == 0 || i64::from(page) * 500 >= i64::from(total) {
+                break;
+            }
+            page += 1;
+        }
+        interfaces.sort();
+        interfaces.dedup();
+        Ok(interfaces)
+    }
+
     /// The service name Dubbo registers `url` under for `interface`:
     /// `providers:<interface>:<version>:<group>` from the URL's `version` and `group`.
     pub fn service_of(interface: &str, url: &Url) -> String {

@@ -1,10 +1,14 @@
 //! [`RuleStore`]: what an audit of a live registry reads (`routechain check --registry`):
 //! the rules it holds, each one's text and location, and a service's providers. ZooKeeper
-//! implements it with [`crate::ZkAdmin`]; another registry implements the same four reads.
+//! implements it with [`crate::ZkAdmin`], Nacos with `NacosAdmin` (its config group
+//! `dubbo` listed over Nacos's HTTP config API, the rules located at
+//! `nacos:<namespace>/dubbo/<dataId>` as its source reports them); [`RegistryStore`] is
+//! either, for an address naming several registries.
 
 use std::future::Future;
 
 use crate::dubbo::{DUBBO_ROOT, decode_component, rule_path};
+use crate::registry::{Registry, RegistryEntry};
 use crate::{RuleKey, ZkAdmin, ZkError};
 
 /// A rule a registry holds, read once.
@@ -120,6 +124,120 @@ impl RuleStore for ZkAdmin {
 
     async fn providers(&self, interface: &str) -> Result<Vec<String>, ZkError> {
         ZkAdmin::providers(self, interface).await
+    }
+}
+
+#[cfg(feature = "nacos")]
+impl RuleStore for crate::NacosAdmin {
+    type Error = crate::NacosError;
+
+    async fn rule_keys(&self) -> Result<Vec<RuleKey>, crate::NacosError> {
+        // A dataId writes `$` as `___` (`crate::rule_data_id`).
+        let mut keys: Vec<RuleKey> = self
+            .rule_data_ids()
+            .await?
+            .iter()
+            .filter_map(|id| rule_key_of(&id.replace("___", "$")))
+            .collect();
+        keys.sort();
+        Ok(keys)
+    }
+
+    async fn rule(&self, key: &RuleKey) -> Result<Option<String>, crate::NacosError> {
+        self.get_rule(key).await
+    }
+
+    fn location(&self, key: &RuleKey) -> String {
+        self.address().location(&format!(
+            "{}/{}",
+            crate::RULE_GROUP,
+            crate::rule_data_id(key)
+        ))
+    }
+
+    async fn services(&self) -> Result<Vec<String>, crate::NacosError> {
+        crate::NacosAdmin::services(self).await
+    }
+
+    async fn providers(&self, interface: &str) -> Result<Vec<String>, crate::NacosError> {
+        crate::NacosAdmin::providers(self, interface).await
+    }
+}
+
+/// Why a [`RegistryStore`] read failed: its registry's error.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A ZooKeeper read.
+    #[error(transparent)]
+    ZooKeeper(#[from] ZkError),
+    /// A Nacos read.
+    #[cfg(feature = "nacos")]
+    #[error(transparent)]
+    Nacos(#[from] crate::NacosError),
+}
+
+/// One registry of an address, connected for an audit: whichever kind it is.
+#[derive(Debug)]
+pub enum RegistryStore {
+    /// A ZooKeeper registry.
+    ZooKeeper(ZkAdmin),
+    /// A Nacos registry.
+    #[cfg(feature = "nacos")]
+    Nacos(crate::NacosAdmin),
+}
+
+impl RegistryStore {
+    /// Connects to the registry `entry` names.
+    pub async fn connect(entry: &RegistryEntry) -> Result<Self, StoreError> {
+        Ok(match &entry.registry {
+            Registry::ZooKeeper(zk) => Self::ZooKeeper(ZkAdmin::connect_to(zk).await?),
+            #[cfg(feature = "nacos")]
+            Registry::Nacos(text) => Self::Nacos(crate::NacosAdmin::connect(text).await?),
+        })
+    }
+}
+
+impl RuleStore for RegistryStore {
+    type Error = StoreError;
+
+    async fn rule_keys(&self) -> Result<Vec<RuleKey>, StoreError> {
+        Ok(match self {
+            Self::ZooKeeper(s) => s.rule_keys().await?,
+            #[cfg(feature = "nacos")]
+            Self::Nacos(s) => s.rule_keys().await?,
+        })
+    }
+
+    async fn rule(&self, key: &RuleKey) -> Result<Option<String>, StoreError> {
+        Ok(match self {
+            Self::ZooKeeper(s) => s.rule(key).await?,
+            #[cfg(feature = "nacos")]
+            Self::Nacos(s) => s.rule(key).await?,
+        })
+    }
+
+    fn location(&self, key: &RuleKey) -> String {
+        match self {
+            Self::ZooKeeper(s) => s.location(key),
+            #[cfg(feature = "nacos")]
+            Self::Nacos(s) => s.location(key),
+        }
+    }
+
+    async fn services(&self) -> Result<Vec<String>, StoreError> {
+        Ok(match self {
+            Self::ZooKeeper(s) => s.services().await?,
+            #[cfg(feature = "nacos")]
+            Self::Nacos(s) => s.services().await?,
+        })
+    }
+
+    async fn providers(&self, interface: &str) -> Result<Vec<String>, StoreError> {
+        Ok(match self {
+            Self::ZooKeeper(s) => RuleStore::providers(s, interface).await?,
+            #[cfg(feature = "nacos")]
+            Self::Nacos(s) => RuleStore::providers(s, interface).await?,
+        })
     }
 }
 
