@@ -192,7 +192,7 @@ impl RegistryStore {
         Ok(match &entry.registry {
             Registry::ZooKeeper(zk) => Self::ZooKeeper(ZkAdmin::connect_to(zk).await?),
             #[cfg(feature = "nacos")]
-            Registry::Nacos(text) => Self::Nacos(crate::NacosAdmin::connect(text).await?),
+            Registry::Nacos(nacos) => Self::Nacos(crate::NacosAdmin::connect_to(nacos).await?),
         })
     }
 }
