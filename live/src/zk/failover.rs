@@ -98,6 +98,8 @@ async fn open(
     session_timeout: Duration,
     session: Option<&SessionInfo>,
 ) -> Result<Pinned, ZkClientError> {
+    // The address's own `session=` is the one the connector uses: wait for that one.
+    let session_timeout = address.session_timeout().unwrap_or(session_timeout);
     let connector = address
         .connector(session_timeout, true)
         .with_detached()

@@ -96,7 +96,7 @@ pub(super) async fn run(
         // A server that had the session before may be behind the one it moved from: bring
         // this one up to date before reading.
         if resumed && let Err(e) = client.sync("/").await {
-            tracing::debug!("ZooKeeper sync after reconnecting failed: {e}");
+            tracing::warn!("ZooKeeper sync after reconnecting failed (reading anyway): {e}");
         }
         let end = session(client, &mut cx, &mut stop).await;
         config.connection.set(false);
