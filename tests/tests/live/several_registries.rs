@@ -87,6 +87,11 @@ fn the_consumers_zone_picks_its_registry_and_each_change_is_one_swap() {
     wait_route(&live, &["10.0.0.3:20880"]);
     b.register(4);
     wait_route(&live, &["10.0.0.3:20880", "10.0.0.4:20880"]);
+    // The config center's rule arrives on its own read: wait for it, so that the
+    // generation below is the settled one.
+    wait_report(&rx, "the config center's rule", |r| {
+        matches!(r, Report::Applied { .. }) && r.to_string().contains("condition-router added")
+    });
     // A change of the registry not serving is read (its status line) and not pushed.
     while rx.try_recv().is_ok() {}
     let generation = live.service().state().generation();
