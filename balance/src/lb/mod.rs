@@ -33,6 +33,7 @@ use routechain_core::{Candidates, RandomSource, Request, Snapshot, SnapshotEdit}
 pub mod adaptive;
 mod config;
 pub mod consistenthash;
+mod least;
 pub mod leastactive;
 pub mod p2c;
 pub mod random;

@@ -25,64 +25,9 @@ impl ShortestResponse {
         rng: &mut dyn RandomSource,
         now: i64,
     ) -> (Option<usize>, bool) {
-        let estimate = |i: usize| shared.estimate(i);
-        let mut seen = 0u32;
-        let mut shortest = u64::MAX;
-        let mut count = 0u64;
-        let mut total_weight = 0u64;
-        let mut first_weight = 0u64;
-        let mut same_weight = true;
-        let mut first = None;
-        for i in candidates {
-            seen += 1;
-            let e = estimate(i);
-            let w = u64::from(shared.weight(i, now));
-            if e < shortest {
-                shortest = e;
-                count = 1;
-                first = Some(i);
-                total_weight = w;
-                first_weight = w;
-                same_weight = true;
-            } else if e == shortest {
-                count += 1;
-                total_weight += w;
-                if w != first_weight {
-                    same_weight = false;
-                }
-            }
-        }
-        let Some(first) = first else {
-            return (None, false);
-        };
-        let many = seen > 1;
-        if count == 1 {
-            return (Some(first), many);
-        }
-        if !same_weight && total_weight > 0 {
-            let mut offset = rng.below(total_weight);
-            for i in candidates {
-                if estimate(i) == shortest {
-                    let w = u64::from(shared.weight(i, now));
-                    if offset < w {
-                        return (Some(i), many);
-                    }
-                    offset -= w;
-                }
-            }
-        } else {
-            let mut k = rng.below(count);
-            for i in candidates {
-                if estimate(i) == shortest {
-                    if k == 0 {
-                        return (Some(i), many);
-                    }
-                    k -= 1;
-                }
-            }
-        }
-        // Estimates moved between the passes: the first shortest candidate seen.
-        (Some(first), many)
+        let (picked, seen) =
+            super::least::least_by(shared, candidates, rng, now, |i| shared.estimate(i));
+        (picked, seen > 1)
     }
 }
 
