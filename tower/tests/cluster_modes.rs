@@ -8,10 +8,8 @@ use std::sync::Arc;
 use common::greeter::HelloRequest;
 use common::greeter::greeter_client::GreeterClient;
 use common::{Provider, who};
-use routechain::live::{LiveChain, LiveOptions};
-use routechain::rules::ChainFile;
-use routechain_tower::{HttpConnector, Idempotent, RouteLayer, RoutedTo};
-use tower_layer::Layer;
+use routechain::live::LiveChain;
+use routechain_tower::{HttpConnector, RoutedTo};
 
 /// A chain of `settings` (round robin, health that never degrades in these tests) over
 /// `providers`, and a Greeter client through the layer.
@@ -22,32 +20,17 @@ fn client(
     Arc<LiveChain>,
     GreeterClient<routechain_tower::RouteService<HttpConnector>>,
 ) {
-    let text = format!(
-        "service: helloworld.Greeter\nload_balance: roundrobin\ntimeout: 60s\n\
-         health: {{failure_threshold: 1000, cooldown: 60s}}\nrouters: []\n{settings}\n"
-    );
-    let file = ChainFile::parse("modes.chain.yaml", &text, None).expect("chain parses");
-    let urls = providers
-        .iter()
-        .map(|p| p.url.parse().expect("provider URL"))
-        .collect::<Vec<_>>();
-    let live = Arc::new(
-        LiveChain::with_providers(
-            file,
-            routechain::registry(),
-            LiveOptions::default(),
-            routechain::core::Snapshot::new(1, urls),
-        )
-        .expect("chain builds"),
-    );
-    let channel = RouteLayer::new(live.service().clone()).layer(HttpConnector::new());
-    (live, GreeterClient::new(channel))
+    common::layer_client(
+        &format!(
+            "service: helloworld.Greeter\nload_balance: roundrobin\ntimeout: 60s\n\
+             health: {{failure_threshold: 1000, cooldown: 60s}}\nrouters: []\n{settings}\n"
+        ),
+        providers,
+    )
 }
 
 fn hello() -> tonic::Request<HelloRequest> {
-    let mut r = tonic::Request::new(HelloRequest { name: "x".into() });
-    r.extensions_mut().insert(Idempotent);
-    r
+    common::idempotent_hello()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -152,3 +152,42 @@ pub fn who(reply: &tonic::Response<HelloReply>) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// A Greeter client through the routechain layer over a live chain of `chain_text` (a
+/// chain file) with `providers`, and the chain.
+pub fn layer_client(
+    chain_text: &str,
+    providers: &[&Provider],
+) -> (
+    Arc<routechain::live::LiveChain>,
+    greeter::greeter_client::GreeterClient<
+        routechain_tower::RouteService<routechain_tower::HttpConnector>,
+    >,
+) {
+    use tower_layer::Layer;
+    let file = routechain::rules::ChainFile::parse("test.chain.yaml", chain_text, None)
+        .expect("chain parses");
+    let urls = providers
+        .iter()
+        .map(|p| p.url.parse().expect("provider URL"))
+        .collect::<Vec<_>>();
+    let live = Arc::new(
+        routechain::live::LiveChain::with_providers(
+            file,
+            routechain::registry(),
+            routechain::live::LiveOptions::default(),
+            routechain::core::Snapshot::new(1, urls),
+        )
+        .expect("chain builds"),
+    );
+    let channel = routechain_tower::RouteLayer::new(live.service().clone())
+        .layer(routechain_tower::HttpConnector::new());
+    (live, greeter::greeter_client::GreeterClient::new(channel))
+}
+
+/// A request the layer may retry (marked [`routechain_tower::Idempotent`]).
+pub fn idempotent_hello() -> tonic::Request<HelloRequest> {
+    let mut r = tonic::Request::new(HelloRequest { name: "x".into() });
+    r.extensions_mut().insert(routechain_tower::Idempotent);
+    r
+}
