@@ -271,3 +271,70 @@ fn a_provider_with_many_method_parameters_is_read_whole() {
         );
     }
 }
+
+/// `getWeight`'s `getMethodParameter(method, "weight", 100)` layer by layer: an override
+/// rule's `get.weight`, the provider's own (for a method it lists), the service-level
+/// weight (the rule's or the provider's), the default; a value that is not an int leaves
+/// the next layer to decide, a negative one weighs 0.
+#[test]
+fn method_weight_follows_dubbos_precedence() {
+    // provider URL params, keys an override rule set, want for `get`
+    let rows: [(&str, &str, u32); 10] = [
+        ("get.weight=30&weight=200&methods=get", "get.weight", 30),
+        ("get.weight=30&weight=200&methods=put", "get.weight", 30),
+        ("get.weight=50&weight=200&methods=get", "", 50),
+        ("get.weight=50&weight=200&methods=put", "", 200),
+        ("get.weight=50&weight=300&methods=get", "weight", 50),
+        ("get.weight=50&weight=300&methods=put", "weight", 300),
+        ("get.weight=50&methods=put", "", 100),
+        ("get.weight=-5&weight=200&methods=get", "", 0),
+        ("get.weight=x&weight=200&methods=get", "", 200),
+        ("get.weight=2147483648&methods=get", "", 100),
+    ];
+    for (k, (params, overridden, want)) in rows.into_iter().enumerate() {
+        let url = if overridden.is_empty() {
+            format!("dubbo://10.0.0.1:1/s?{params}")
+        } else {
+            format!("dubbo://10.0.0.1:1/s?{params}&{OVERRIDDEN_KEY}={overridden}")
+        };
+        let s = snapshot(&[&url, "dubbo://10.0.0.2:1/s?weight=7"]);
+        let p = CallParams::new(&s, &ServiceConfig::default());
+        let service = crate::lb::Weights::new(&s);
+        let tables: Vec<Box<[u32]>> = p.method_weight_tables(service.table()).collect();
+        let get = p.weight_table(p.method(Some("get")));
+        let weight = |i: usize| match get {
+            Some(t) => tables[usize::from(t)][i],
+            None => service.get(i),
+        };
+        assert_eq!(weight(0), want, "row {k}: {url}");
+        assert_eq!(weight(1), 7, "row {k}: the other provider keeps its weight");
+        // Another method, and a call without one, weigh the service's weights.
+        for m in [Some("put"), None] {
+            assert_eq!(p.weight_table(p.method(m)), None, "row {k}: {m:?}");
+        }
+    }
+}
+
+/// A method with no `<method>.weight` anywhere has no table: its calls read the service's
+/// weights as before; one table per method that has its own.
+#[test]
+fn only_methods_with_their_own_weight_get_a_table() {
+    let s = snapshot(&[
+        "dubbo://10.0.0.1:1/s?methods=get,put&get.weight=10",
+        "dubbo://10.0.0.2:1/s?methods=get,put&put.weight=20&get.timeout=5",
+    ]);
+    let p = CallParams::new(&s, &ServiceConfig::default());
+    let service = crate::lb::Weights::new(&s);
+    let tables: Vec<Box<[u32]>> = p.method_weight_tables(service.table()).collect();
+    assert_eq!(tables.len(), 2);
+    let get = p.weight_table(p.method(Some("get"))).unwrap();
+    let put = p.weight_table(p.method(Some("put"))).unwrap();
+    assert_eq!(&*tables[usize::from(get)], &[10, 100]);
+    assert_eq!(&*tables[usize::from(put)], &[100, 20]);
+    assert_eq!(p.weight_table(p.method(Some("del"))), None);
+    let none = CallParams::new(
+        &snapshot(&["dubbo://10.0.0.1:1/s?methods=get&get.timeout=5&weight=3"]),
+        &ServiceConfig::default(),
+    );
+    assert_eq!(none.weight_table(none.method(Some("get"))), None);
+}
