@@ -68,7 +68,8 @@ pub use call::{CallError, InvokeError, Invoked};
 pub use caller::Caller;
 use caller::Handle;
 pub use config::{
-    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig,
+    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, OverrideKeys,
+    OverrideLayer, ServiceConfig,
 };
 use params::CallParams;
 
@@ -152,12 +153,16 @@ impl Published {
         if Arc::ptr_eq(snapshot, self.state.snapshot()) {
             // Same providers, same degraded set: the tables stay, the balancers are
             // prepared again only for new balancer settings.
+            let reread = !self.params.reads_overrides_of(&config);
             let params = if Arc::ptr_eq(&config, &self.config) {
                 self.params.clone()
+            } else if reread {
+                // Another override layer: the providers' keys rank anew.
+                Arc::new(CallParams::new(snapshot, &config))
             } else {
                 Arc::new(self.params.configured(&config))
             };
-            let balance = if params.balance() == self.params.balance() {
+            let balance = if params.balance() == self.params.balance() && !reread {
                 self.balance.clone()
             } else {
                 balance(

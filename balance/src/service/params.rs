@@ -19,9 +19,13 @@
 //! consumer's URL, never a provider's); `cluster` only the consumer (chosen when the
 //! reference is made); `<method>.weight` the providers and the rules (the service-level
 //! `weight` is the balancers' own table, [`crate::lb::Weights`]; a method with a weight of
-//! its own gets a table of its own, [`CallParams::method_weight_tables`]). Override rules reach a consumer merged into the provider URLs
-//! (`routechain-live`), which lists the keys they set in [`OVERRIDDEN_KEY`], so a merged
-//! value is known to be the rule's.
+//! its own gets a table of its own, [`CallParams::method_weight_tables`]).
+//!
+//! Override rules reach a consumer merged into the provider URLs (`routechain-live`); the
+//! keys they set from the consumer side are told apart by the service's override layer
+//! ([`ServiceConfig::overrides`], asked once per provider URL read), not by anything in the
+//! URL, so a merged value is known to be the rule's and routers see only what the registry
+//! and the rules give.
 //!
 //! Everything is resolved when providers or settings change: each provider's call
 //! parameters are parsed once (a few [`Entry`] values, carried over a provider edit like the
@@ -36,12 +40,10 @@ use std::time::Duration;
 
 use routechain_core::{Provider, Snapshot, SnapshotEdit};
 
-use super::config::{ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ServiceConfig};
+use super::config::{
+    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, OverrideLayer, ServiceConfig,
+};
 use crate::lb::{BalanceConfig, LoadBalanceKind, WeightParam};
-
-/// The parameter an override rule's merged provider URL lists the keys the rules set in
-/// (comma-separated), written by `routechain-live` when it applies override rules.
-pub const OVERRIDDEN_KEY: &str = "routechain.overridden";
 
 /// Where an effective call parameter came from, highest precedence first (Dubbo's order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -234,6 +236,8 @@ pub struct CallParams {
     /// The methods with a weight of their own (`<method>.weight` in some provider's
     /// entries), increasing: weight table `k` is method `weighed[k]`'s.
     weighed: Box<[u16]>,
+    /// The override layer the entries were read with.
+    overrides: OverrideLayer,
 }
 
 /// The distinct entry lists of a service's providers (see [`CallParams`]).
@@ -284,45 +288,48 @@ impl CallParams {
     pub fn new(snapshot: &Snapshot, config: &ServiceConfig) -> Self {
         let mut names = Names::default();
         let mut lists = Lists::new();
-        let mut buf = Vec::new();
+        let mut reader = Reader::new(&config.overrides);
         let providers = snapshot
             .providers()
             .iter()
-            .map(|p| {
-                entries(p, &mut names, &mut buf);
-                lists.intern(&buf)
-            })
+            .map(|p| lists.intern(reader.entries(p, &mut names)))
             .collect();
         Self::with(names, providers, Arc::new(lists), config)
     }
 
     /// The parameters of `snapshot`, derived from these (of the snapshot `edit` started
     /// from): the survivors' list indexes copied, only the added providers' URLs read.
+    /// Under another override layer every provider is read again ([`CallParams::new`]).
     pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, config: &ServiceConfig) -> Self {
+        if config.overrides != self.overrides {
+            return Self::new(snapshot, config);
+        }
         let mut names = self.names.clone();
         let list = snapshot.providers();
         let mut lists = None::<Lists>;
-        let mut buf = Vec::new();
+        let mut reader = Reader::new(&config.overrides);
         let providers = edit
             .table(&self.providers, |i| {
-                match list.get(i) {
-                    Some(p) => entries(p, &mut names, &mut buf),
-                    None => buf.clear(),
-                }
-                if buf.is_empty() {
+                let found = match list.get(i) {
+                    Some(p) => reader.entries(p, &mut names),
+                    None => &[],
+                };
+                if found.is_empty() {
                     return 0;
                 }
                 lists
                     .get_or_insert_with(|| (*self.lists).clone())
-                    .intern(&buf)
+                    .intern(found)
             })
             .into_boxed_slice();
         let lists = lists.map_or_else(|| self.lists.clone(), Arc::new);
         Self::with(names, providers, lists, config)
     }
 
-    /// The same providers' parameters under another `config`.
+    /// The same providers' parameters under another `config` with the same override layer
+    /// (under another one, read the providers again: [`CallParams::new`]).
     pub fn configured(&self, config: &ServiceConfig) -> Self {
+        debug_assert!(config.overrides == self.overrides);
         Self::with(
             self.names.clone(),
             self.providers.clone(),
@@ -424,7 +431,14 @@ impl CallParams {
             balance,
             any_loadbalance,
             weighed: weighed.into_boxed_slice(),
+            overrides: config.overrides.clone(),
         }
+    }
+
+    /// True when these were read with `config`'s override layer (else a new configuration
+    /// needs [`CallParams::new`]).
+    pub fn reads_overrides_of(&self, config: &ServiceConfig) -> bool {
+        self.overrides == config.overrides
     }
 
     /// The balancers: the consumer's, with a slot for each algorithm providers name.
@@ -653,36 +667,63 @@ fn call_key_of(k: &str) -> Option<(Option<&str>, CallKey)> {
     }
 }
 
-/// The call parameters of provider `p`'s URL (see the module documentation) into `out`
-/// (cleared first). Method names are given ids in `names`. One pass over the parameters:
-/// `methods` and the override marker are picked up on the way, the call keys kept aside
-/// (up to [`FOUND`]; a URL with more is read a second time) until both are known.
-fn entries(p: &Provider, names: &mut Names, out: &mut Vec<Entry>) {
-    out.clear();
-    let (mut overridden, mut methods) = ("", "");
-    let mut found: [(&str, &str); FOUND] = [("", ""); FOUND];
-    let mut n = 0;
-    for (k, v) in p.params() {
-        match k {
-            OVERRIDDEN_KEY => overridden = v,
-            "methods" => methods = v,
-            _ if call_key_of(k).is_some() => {
-                if let Some(slot) = found.get_mut(n) {
-                    *slot = (k, v);
-                }
-                n += 1;
-            }
-            _ => {}
+/// Reads providers' call parameters (see the module documentation) with the override
+/// layer's keys, reusing its buffers from one provider to the next.
+struct Reader<'a> {
+    overrides: Option<&'a dyn super::config::OverrideKeys>,
+    /// The keys the layer gives for the provider being read, comma-separated.
+    overridden: String,
+    out: Vec<Entry>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(overrides: &'a OverrideLayer) -> Self {
+        Reader {
+            overrides: overrides.get(),
+            overridden: String::new(),
+            out: Vec::new(),
         }
     }
-    if n > FOUND {
-        for (k, v) in p.params().filter(|(k, _)| call_key_of(k).is_some()) {
-            add(k, v, overridden, methods, names, out);
+
+    /// The call parameters of provider `p`'s URL. Method names are given ids in `names`.
+    /// One pass over the parameters: `methods` is picked up on the way, the call keys kept
+    /// aside (up to [`FOUND`]; a URL with more is read a second time) until it is known.
+    fn entries(&mut self, p: &Provider, names: &mut Names) -> &[Entry] {
+        self.out.clear();
+        self.overridden.clear();
+        if let Some(o) = self.overrides {
+            let overridden = &mut self.overridden;
+            o.keys(p, &mut |k| {
+                overridden.push_str(k);
+                overridden.push(',');
+            });
         }
-    } else {
-        for &(k, v) in &found[..n] {
-            add(k, v, overridden, methods, names, out);
+        let (overridden, out) = (self.overridden.as_str(), &mut self.out);
+        let mut methods = "";
+        let mut found: [(&str, &str); FOUND] = [("", ""); FOUND];
+        let mut n = 0;
+        for (k, v) in p.params() {
+            match k {
+                "methods" => methods = v,
+                _ if call_key_of(k).is_some() => {
+                    if let Some(slot) = found.get_mut(n) {
+                        *slot = (k, v);
+                    }
+                    n += 1;
+                }
+                _ => {}
+            }
         }
+        if n > FOUND {
+            for (k, v) in p.params().filter(|(k, _)| call_key_of(k).is_some()) {
+                add(k, v, overridden, methods, names, out);
+            }
+        } else {
+            for &(k, v) in &found[..n] {
+                add(k, v, overridden, methods, names, out);
+            }
+        }
+        &self.out
     }
 }
 
@@ -690,8 +731,8 @@ fn entries(p: &Provider, names: &mut Names, out: &mut Vec<Entry>) {
 /// level and for three methods).
 const FOUND: usize = 16;
 
-/// Adds the call parameter `k=v` of a provider URL with these `overridden` keys and
-/// `methods` to `out`, when Dubbo would read it.
+/// Adds the call parameter `k=v` of a provider URL with these `overridden` keys
+/// (comma-separated) and `methods` to `out`, when Dubbo would read it.
 fn add(k: &str, v: &str, overridden: &str, methods: &str, names: &mut Names, out: &mut Vec<Entry>) {
     let Some((method, key)) = call_key_of(k) else {
         return;
