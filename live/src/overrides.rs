@@ -131,9 +131,15 @@ pub(crate) fn apply_one(
 /// values), apart from the URL, so routers see only what the registry and the rules give.
 /// `None` when no entry sets a call parameter.
 pub(crate) fn layer(entries: &[&OverrideEntry], cx: &OverrideContext<'_>) -> Option<Layer> {
+    // A v2.7 entry applies from its `side` only (`OverrideEntry::configure`); a legacy one
+    // from both.
+    let consumer_side = |e: &OverrideEntry| {
+        e.url.param("configVersion").is_none_or(str::is_empty)
+            || e.url.param("side") == Some("consumer")
+    };
     let entries: Vec<OverrideEntry> = entries
         .iter()
-        .filter(|e| e.url.params().any(|(k, _)| is_call_key(k)))
+        .filter(|e| consumer_side(e) && e.url.params().any(|(k, _)| is_call_key(k)))
         .map(|e| (*e).clone())
         .collect();
     (!entries.is_empty()).then(|| Layer {
