@@ -16,9 +16,13 @@
 //! balanced channel. It also gives the CPU time the client threads (client, layer, tonic,
 //! hyper, their connection tasks) and the server threads spent per call, read from
 //! `/proc/self/task/*/schedstat` (Linux): on a shared machine the least disturbed figure.
+//! On a machine busy with other work, running it under a real-time policy (`chrt -f 10`, as
+//! root) gives its two runtime threads whole cores, as on an idle machine: the busy
+//! machine's other work otherwise batches the calls differently (more requests per write).
 //!
-//! For instruction counts, `--profile SIDE --calls N` makes N calls on one side after a
-//! warm-up of 2,000 (no timing). Instructions per call = (Ir(N) − Ir(0)) / N, per thread
+//! `--profile SIDE --calls N` makes N calls on one side after a warm-up of 2,000 (no
+//! timing), and prints what the client and server threads spent per call: CPU time (user
+//! and kernel), context switches and write system calls (`/proc/self/task/*`). Instructions per call = (Ir(N) − Ir(0)) / N, per thread
 //! with `--separate-threads=yes`: the files `-02` (the server runtime's thread) and `-03`
 //! (the client runtime's: the client, the layer or tonic's channel, hyper and its
 //! connection tasks); the client's is what the layer costs a caller:
