@@ -246,7 +246,7 @@ where
     let outcome = shared
         .service
         .call_limited(request, if streamed { 1 } else { u32::MAX }, |selected| {
-            let req = body.attempt().and_then(|b| {
+            let mut req = body.attempt().and_then(|b| {
                 let head = match first.take() {
                     Some(head) => head,
                     None => retry_head.as_ref()?.parts(),
@@ -259,7 +259,6 @@ where
             let channel = shared
                 .channels
                 .channel(selected.state().snapshot(), selected.index());
-            let mut req = req;
             async move {
                 let transport = |error: BoxError| {
                     tracing::debug!(provider = selected.address(), "attempt failed: {error}");
