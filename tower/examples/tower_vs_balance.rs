@@ -22,7 +22,9 @@
 //!
 //! `--profile SIDE --calls N` makes N calls on one side after a warm-up of 2,000 (no
 //! timing), and prints what the client and server threads spent per call: CPU time (user
-//! and kernel), context switches and write system calls (`/proc/self/task/*`). Instructions per call = (Ir(N) − Ir(0)) / N, per thread
+//! and kernel), context switches and write system calls (`/proc/self/task/*`);
+//! `examples/memcount.c` (its header has the commands) counts the bytes the threads copy per
+//! call, which instruction counts do not show. Instructions per call = (Ir(N) − Ir(0)) / N, per thread
 //! with `--separate-threads=yes`: the files `-02` (the server runtime's thread) and `-03`
 //! (the client runtime's: the client, the layer or tonic's channel, hyper and its
 //! connection tasks); the client's is what the layer costs a caller:
