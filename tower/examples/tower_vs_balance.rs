@@ -24,10 +24,11 @@
 //! timing), and prints what the client and server threads spent per call: CPU time (user
 //! and kernel), context switches and write system calls (`/proc/self/task/*`);
 //! `examples/memcount.c` (its header has the commands) counts the bytes the threads copy per
-//! call, which instruction counts do not show. Instructions per call = (Ir(N) − Ir(0)) / N, per thread
-//! with `--separate-threads=yes`: the files `-02` (the server runtime's thread) and `-03`
-//! (the client runtime's: the client, the layer or tonic's channel, hyper and its
-//! connection tasks); the client's is what the layer costs a caller:
+//! call, which instruction counts do not show. Instructions per call =
+//! (Ir(N) − Ir(0)) / N, per thread with `--separate-threads=yes`: the files `-02` (the
+//! server runtime's thread) and `-03` (the client runtime's: the client, the layer or
+//! tonic's channel, hyper and its connection tasks); the client's is what the layer costs
+//! a caller:
 //!
 //! ```text
 //! cargo build --release -p routechain-tower --example tower_vs_balance
