@@ -156,7 +156,6 @@ pub fn read_documents<'v>(
 ) -> Checked<TextOutcome> {
     let mut r = Reader::new(tracing_prefix.map(str::to_string));
     let mut standard = Vec::new();
-    let mut typed = 0usize;
     for (doc, path) in documents {
         let Value::Object(map) = doc else {
             r.warn(
@@ -198,7 +197,6 @@ pub fn read_documents<'v>(
                 continue;
             }
         };
-        typed += 1;
         if let Some((_, rule_type)) = name.split_once('.') {
             r.warn(
                 &mp.key("name"),
@@ -208,23 +206,15 @@ pub fn read_documents<'v>(
             );
             continue;
         }
-        standard.push((Fields(map), path, name));
+        standard.push((doc, path, name));
     }
-    if !r.errors.is_empty() {
-        return Checked {
-            result: Err(r.errors),
-            warnings: r.warnings,
-        };
-    }
-    if typed == 0 || standard.is_empty() {
-        return Checked {
-            result: Ok(TextOutcome::Clear),
-            warnings: r.warnings,
-        };
-    }
-    let rule = read_standard(&mut r, &standard, fetch);
-    let result = match rule {
-        Some(rule) if r.errors.is_empty() => Ok(TextOutcome::Apply(rule)),
+    let outcome = match standard.is_empty() {
+        _ if !r.errors.is_empty() => None,
+        true => Some(TextOutcome::Clear),
+        false => read_standard(&mut r, &standard, fetch).map(TextOutcome::Apply),
+    };
+    let result = match outcome {
+        Some(outcome) if r.errors.is_empty() => Ok(outcome),
         _ => Err(r.errors),
     };
     Checked {
@@ -233,24 +223,28 @@ pub fn read_documents<'v>(
     }
 }
 
-type Doc<'v> = (Fields<'v>, FieldPath, String);
-
 const DOCUMENT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
-fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<AppRule> {
+/// The standard documents (each with its path and name) into a rule: every
+/// `DestinationRule`'s subsets first, then the `VirtualService`s that name them.
+fn read_standard(
+    r: &mut Reader,
+    docs: &[(&Value, FieldPath, String)],
+    fetch: Fetch<'_>,
+) -> Option<AppRule> {
     let mut destination_rules = Vec::new();
     let mut subsets: Vec<Subset> = Vec::new();
     let mut vs_docs = Vec::new();
-    for (map, path, name) in docs {
-        match map.0.get("kind") {
-            Some(Value::String(k)) if k == "DestinationRule" => {
-                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
+    for (doc, path, name) in docs {
+        match doc.get("kind") {
+            Some(Value::String(k)) if k == "DestinationRule" || k == "VirtualService" => {
+                let fields = r.object(doc, path, "a document", &DOCUMENT_KEYS)?;
+                if k == "VirtualService" {
+                    vs_docs.push((fields, name));
+                    continue;
+                }
                 destination_rules.push(name.clone());
-                read_destination_rule(r, *map, path, &mut subsets);
-            }
-            Some(Value::String(k)) if k == "VirtualService" => {
-                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
-                vs_docs.push((map, path, name));
+                read_destination_rule(r, &fields, &mut subsets);
             }
             other => {
                 let what = match other {
@@ -273,9 +267,8 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
         } else {
             "VirtualService"
         };
-        let at = docs.first().map(|d| d.1.clone()).unwrap_or_default();
         r.error(
-            &at.parent(),
+            &docs[0].1.parent(),
             format!(
                 "a mesh rule needs at least one DestinationRule and one VirtualService; this one has no {missing} (Dubbo keeps the previous rule)"
             ),
@@ -284,7 +277,7 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
     }
     let virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(map, path, name)| read_virtual_service(r, *map, path, name, &subsets, fetch))
+        .filter_map(|(doc, name)| read_virtual_service(r, &doc, name, &subsets, fetch))
         .collect();
     Some(AppRule {
         destination_rules,
@@ -293,76 +286,72 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
     })
 }
 
-fn read_destination_rule(
-    r: &mut Reader,
-    map: Fields<'_>,
-    path: &FieldPath,
-    subsets: &mut Vec<Subset>,
-) {
-    let sp = path.key("spec");
-    let Some(spec) = map.get("spec") else {
+/// A `DestinationRule`'s subsets, merged by name into `subsets`.
+fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>, subsets: &mut Vec<Subset>) {
+    let Some(spec) = doc.get("spec") else {
         r.error(
-            path,
+            &doc.path,
             "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)",
         );
         return;
     };
-    let Some(spec) = r.object(spec, &sp, "spec", &["host", "subsets", "trafficPolicy"]) else {
+    let known = ["host", "subsets", "trafficPolicy"];
+    let Some(spec) = r.object(spec, &doc.at("spec"), "spec", &known) else {
         return;
     };
-    r.field(spec, &sp, "host", Reader::string);
+    r.get::<String>(&spec, "host");
     let Some(list) = spec.get("subsets") else {
         r.error(
-            &sp,
+            &spec.path,
             "a DestinationRule needs `subsets` (Dubbo fails while building subsets)",
         );
         return;
     };
-    r.each(list, &sp.key("subsets"), |r, item, ip| {
-        let s = r.object(item, ip, "a subset", &["name", "labels"])?;
-        let name = match s.get("name") {
-            Some(n) => r.string(n, &ip.key("name")),
-            None => {
-                r.warn(
-                    ip,
-                    "a subset without `name`: only a destination without `subset` reaches it",
-                );
-                None
-            }
-        };
-        let labels = (r.field(s, ip, "labels", Reader::string_map)).unwrap_or_default();
-        match subsets.iter_mut().find(|x| x.name == name) {
-            Some(existing) => existing.label_sets.push(labels),
-            None => subsets.push(Subset {
-                name,
-                label_sets: vec![labels],
-            }),
+    for subset in r
+        .each(list, &spec.at("subsets"), read_subset)
+        .unwrap_or_default()
+    {
+        match subsets.iter_mut().find(|x| x.name == subset.name) {
+            Some(existing) => existing.label_sets.extend(subset.label_sets),
+            None => subsets.push(subset),
         }
-        Some(())
-    });
+    }
+}
+
+/// One subset definition.
+fn read_subset(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Subset> {
+    let s = r.object(value, path, "a subset", &["name", "labels"])?;
+    if s.get("name").is_none() {
+        r.warn(
+            path,
+            "a subset without `name`: only a destination without `subset` reaches it",
+        );
+    }
+    Some(Subset {
+        name: r.get(&s, "name"),
+        label_sets: vec![r.get(&s, "labels").unwrap_or_default()],
+    })
 }
 
 fn read_virtual_service(
     r: &mut Reader,
-    map: Fields<'_>,
-    path: &FieldPath,
+    doc: &Fields<'_>,
     name: &str,
     subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
-    let sp = path.key("spec");
-    let Some(spec) = map.get("spec") else {
+    let Some(spec) = doc.get("spec") else {
         r.error(
-            path,
+            &doc.path,
             "a VirtualService needs `spec` (Dubbo fails every call that reaches it)",
         );
         return None;
     };
-    let spec = r.object(spec, &sp, "spec", &["hosts", "dubbo"])?;
-    r.field(spec, &sp, "hosts", |r, v, p| r.each(v, p, Reader::string));
+    let spec = r.object(spec, &doc.at("spec"), "spec", &["hosts", "dubbo"])?;
+    r.get::<Vec<String>>(&spec, "hosts");
     let routes = read_in_order(
         r,
-        (spec, &sp, "dubbo"),
+        (&spec, "dubbo"),
         "has no `services` and takes every service first",
         |route: &DubboRoute| route.services.is_empty(),
         |r, item, ip| read_route(r, item, ip, subsets, fetch),
@@ -373,29 +362,30 @@ fn read_virtual_service(
     })
 }
 
-/// The elements of list `key` of `map` (at `path`) read by `read`, in order, with a
-/// warning on each one after the first that `takes_all` holds for: `reason` says why that
-/// one takes everything first.
+/// The elements of list `key` of `fields` read by `read`, in order, with a warning on each
+/// one after the first that `takes_all` holds for: `reason` says why that one takes
+/// everything first.
 fn read_in_order<T>(
     r: &mut Reader,
-    (map, path, key): (Fields<'_>, &FieldPath, &str),
+    (fields, key): (&Fields<'_>, &str),
     reason: &str,
     takes_all: impl Fn(&T) -> bool,
     mut read: impl FnMut(&mut Reader, &Value, &FieldPath) -> Option<T>,
 ) -> Vec<T> {
     let (mut first, mut i): (Option<usize>, usize) = (None, 0);
-    let items = r.field(map, path, key, |r, list, lp| {
-        r.each(list, lp, |r, item, ip| {
-            if let Some(at) = first {
-                r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
-            }
-            let element = read(r, item, ip);
-            if first.is_none() && element.as_ref().is_some_and(&takes_all) {
-                first = Some(i);
-            }
-            i += 1;
-            element
-        })
+    let Some(list) = fields.get(key) else {
+        return Vec::new();
+    };
+    let items = r.each(list, &fields.at(key), |r, item, ip| {
+        if let Some(at) = first {
+            r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
+        }
+        let element = read(r, item, ip);
+        if first.is_none() && element.as_ref().is_some_and(&takes_all) {
+            first = Some(i);
+        }
+        i += 1;
+        element
     });
     items.unwrap_or_default()
 }
@@ -407,32 +397,21 @@ fn read_route(
     subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<DubboRoute> {
-    let map = r.object(
-        value,
-        path,
-        "a dubbo route",
-        &["name", "services", "routedetail"],
-    )?;
-    let name = r.field(map, path, "name", Reader::string);
-    let mut services = Vec::new();
-    if let Some(v) = map.get("services") {
-        let sp = path.key("services");
-        services = r.string_match_list(v, &sp).unwrap_or_default();
-        for (i, m) in services.iter().enumerate() {
-            if m.exact
-                .as_deref()
-                .is_some_and(|e| e.contains(':') || e.contains('/'))
-            {
-                r.warn(
-                    &sp.index(i).key("exact"),
-                    "services match the interface name only (no group or version): this exact value never matches",
-                );
-            }
+    let known = ["name", "services", "routedetail"];
+    let f = r.object(value, path, "a dubbo route", &known)?;
+    let name = r.get(&f, "name");
+    let services: Vec<StringMatch> = r.get(&f, "services").unwrap_or_default();
+    for (i, m) in services.iter().enumerate() {
+        if m.exact.as_deref().is_some_and(|e| e.contains([':', '/'])) {
+            r.warn(
+                &f.at("services").index(i).key("exact"),
+                "services match the interface name only (no group or version): this exact value never matches",
+            );
         }
     }
     let details = read_in_order(
         r,
-        (map, path, "routedetail"),
+        (&f, "routedetail"),
         "has no `match` and takes every call first",
         |detail: &RouteDetail| detail.matches.is_empty(),
         |r, item, ip| {
@@ -456,45 +435,37 @@ fn read_detail(
     path: &FieldPath,
     subsets: &[Subset],
 ) -> Option<RouteDetail> {
-    let map = r.object(value, path, "a route detail", &["name", "match", "route"])?;
-    let name = r.field(map, path, "name", Reader::string);
-    let matches = (r.field(map, path, "match", |r, v, p| {
-        r.each(v, p, Reader::match_request)
-    }))
-    .unwrap_or_default();
-    let route = match map.get("route") {
-        None => {
-            r.warn(
-                path,
-                "a detail without `route` selects nothing: a call it matches gets no subset",
-            );
-            None
-        }
-        Some(v) => {
-            let rp = path.key("route");
-            let items = r.list(v, &rp)?;
-            if items.is_empty() {
-                r.error(
-                    &rp,
-                    "`route` is empty (Dubbo fails every call that reaches it); remove the detail or give a destination",
-                );
-                return None;
-            }
-            let list: Vec<Destination> = items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| read_route_destination(r, d, &rp.index(i), subsets))
-                .collect();
-            let d = Destinations::new(list);
-            if d.eligible.is_empty() && !d.list.is_empty() {
-                r.warn(
-                    &rp,
-                    "every destination has weight 0: the detail selects nothing",
-                );
-            }
-            Some(d)
-        }
+    let f = r.object(value, path, "a route detail", &["name", "match", "route"])?;
+    let name = r.get(&f, "name");
+    let matches = r.get(&f, "match").unwrap_or_default();
+    let Some(v) = f.get("route") else {
+        r.warn(
+            path,
+            "a detail without `route` selects nothing: a call it matches gets no subset",
+        );
+        let route = None;
+        return Some(RouteDetail {
+            name,
+            matches,
+            route,
+        });
     };
+    let rp = f.at("route");
+    let list = r.each(v, &rp, |r, d, p| read_route_destination(r, d, p, subsets))?;
+    if v.as_array().is_some_and(Vec::is_empty) {
+        r.error(
+            &rp,
+            "`route` is empty (Dubbo fails every call that reaches it); remove the detail or give a destination",
+        );
+        return None;
+    }
+    if !list.is_empty() && list.iter().all(|d| d.weight == 0) {
+        r.warn(
+            &rp,
+            "every destination has weight 0: the detail selects nothing",
+        );
+    }
+    let route = Some(Destinations::new(list));
     Some(RouteDetail {
         name,
         matches,
@@ -508,28 +479,21 @@ fn read_route_destination(
     path: &FieldPath,
     subsets: &[Subset],
 ) -> Option<Destination> {
-    let map = r.object(
+    let f = r.object(
         value,
         path,
         "a route destination",
         &["weight", "destination"],
     )?;
-    let weight = match map.get("weight") {
+    let weight = match f.get("weight") {
+        Some(_) => r.get::<i64>(&f, "weight")?,
         None => 1,
-        Some(v) => {
-            let w = r.int(v, &path.key("weight"))?;
-            if w < 0 {
-                r.warn(
-                    &path.key("weight"),
-                    format!("weight {w} is negative: read as 1"),
-                );
-                1
-            } else {
-                w as u32
-            }
-        }
     };
-    let Some(d) = map.get("destination") else {
+    if weight < 0 {
+        let message = format!("weight {weight} is negative: read as 1");
+        r.warn(&f.at("weight"), message);
+    }
+    let Some(d) = f.get("destination") else {
         r.error(
             path,
             "a route entry needs a `destination` (Dubbo fails every call that draws it)",
@@ -537,7 +501,8 @@ fn read_route_destination(
         return None;
     };
     let mut chain = Vec::new();
-    read_destination(r, d, &path.key("destination"), subsets, &mut chain)?;
+    read_destination(r, d, &f.at("destination"), subsets, &mut chain)?;
+    let weight = u32::try_from(weight).unwrap_or(1);
     Some(Destination { weight, chain })
 }
 
@@ -549,28 +514,21 @@ fn read_destination(
     subsets: &[Subset],
     chain: &mut Vec<SubsetRef>,
 ) -> Option<()> {
-    let map = r.object(
-        value,
-        path,
-        "a destination",
-        &["host", "subset", "port", "fallback"],
-    )?;
-    r.field(map, path, "host", Reader::string);
-    r.field(map, path, "port", Reader::int);
-    let name = match map.get("subset") {
-        Some(s) => r.string(s, &path.key("subset")),
-        None => {
-            r.warn(
-                path,
-                "a destination without `subset` names the nameless subset",
-            );
-            None
-        }
-    };
+    let known = ["host", "subset", "port", "fallback"];
+    let f = r.object(value, path, "a destination", &known)?;
+    r.get::<String>(&f, "host");
+    r.get::<i64>(&f, "port");
+    if f.get("subset").is_none() {
+        r.warn(
+            path,
+            "a destination without `subset` names the nameless subset",
+        );
+    }
+    let name: Option<String> = r.get(&f, "subset");
     let id = subsets.iter().position(|s| s.name == name);
     if id.is_none() {
         r.warn(
-            &path.key("subset"),
+            &f.at("subset"),
             format!(
                 "no DestinationRule of the application defines subset {}: it never has a provider",
                 name.as_deref()
@@ -579,21 +537,22 @@ fn read_destination(
         );
     }
     chain.push(SubsetRef { name, id });
-    let Some(fb) = map.get("fallback") else {
+    let Some(fb) = f.get("fallback") else {
         return Some(());
     };
-    let fp = path.key("fallback");
-    let Value::Object(fmap) = fb else {
+    let fp = f.at("fallback");
+    let Value::Object(map) = fb else {
         r.error(&fp, format!("must be a mapping, not {}", kind_of(fb)));
         return None;
     };
-    let fmap = Fields(fmap);
-    if let Some(next) = fmap.get("destination") {
+    let present = |key| map.get(key).is_some_and(|v| !v.is_null());
+    if present("destination") {
         // Dubbo's own, nested form: {destination: {...}, weight}.
-        r.object(fb, &fp, "a fallback", &["destination", "weight"]);
-        r.field(fmap, &fp, "weight", Reader::int);
-        read_destination(r, next, &fp.key("destination"), subsets, chain)
-    } else if fmap.get("subset").is_some() {
+        let fallback = r.object(fb, &fp, "a fallback", &["destination", "weight"])?;
+        r.get::<i64>(&fallback, "weight");
+        let next = fallback.get("destination")?;
+        read_destination(r, next, &fallback.at("destination"), subsets, chain)
+    } else if present("subset") {
         // The flat form {host, subset}: Dubbo reads no fallback here; routechain honours it.
         r.warn(
             &fp,
