@@ -7,6 +7,8 @@ use routechain_core::{FieldPath, RuleError};
 use serde_json::Value;
 
 use super::matchers::{MatchRequest, StringMatch};
+use routechain_rules::YamlDoc;
+
 use super::read::{Fields, Reader, kind_of};
 
 /// A named subset of an application's providers: a provider is a member when every label of
@@ -145,16 +147,49 @@ pub struct Checked<T> {
 /// the value at an absolute field path, `None` when the value read is the part itself.
 pub type Fetch<'f> = &'f dyn Fn(&FieldPath) -> Option<Value>;
 
-/// Reads the documents of one node text (each with its path) into an application's rule.
-/// Their route details (`spec.dubbo[i].routedetail[j]`, when not scalars) may be
+/// Reads one rule value into an application's rule. Its documents: a list of documents, one
+/// document (a mapping), or the multi-document text itself (an error locates a YAML problem
+/// in it); the documents of a list are borrowed, not copied (a large rule's value is held
+/// once). Their route details (`spec.dubbo[i].routedetail[j]`, when not scalars) may be
 /// placeholders: `fetch` builds each when it is read, so a rule of 10,000 details never
 /// holds them all as values at once.
-pub fn read_documents<'v>(
-    documents: impl IntoIterator<Item = (&'v Value, FieldPath)>,
+pub fn read_documents(
+    value: &Value,
+    path: &FieldPath,
     tracing_prefix: Option<&str>,
     fetch: Fetch<'_>,
 ) -> Checked<TextOutcome> {
     let mut r = Reader::new(tracing_prefix.map(str::to_string));
+    let parsed: Option<Value>;
+    let documents: Vec<(&Value, FieldPath)> = match value {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d, path.index(i)))
+            .collect(),
+        Value::String(text) => match YamlDoc::parse_stream("rule text", text) {
+            Ok(doc) => {
+                parsed = doc.value_at(&FieldPath::root());
+                let items = parsed.as_ref().and_then(Value::as_array);
+                items
+                    .into_iter()
+                    .flatten()
+                    .map(|d| (d, path.clone()))
+                    .collect()
+            }
+            Err(e) => {
+                let (line, column) = (e.location.line, e.location.column);
+                let message = format!(
+                    "line {line}, column {column} of the rule text: {}",
+                    e.message
+                );
+                r.error(path, message);
+                Vec::new()
+            }
+        },
+        other => vec![(other, path.clone())],
+    };
     let mut standard = Vec::new();
     for (doc, path) in documents {
         let Value::Object(map) = doc else {
