@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use routechain_core::weighted::{self, Draw};
 use routechain_core::{
     Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, StickyKey, Url,
 };
@@ -41,7 +42,7 @@ pub struct PreparedMesh {
 }
 
 /// What one application's rule decided for a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AppDecision<'p> {
     /// The application.
     pub app: &'p str,
@@ -69,21 +70,30 @@ impl PreparedMesh {
                 members.entry(app).or_default().push(i as u32);
             }
         }
-        let mut apps = Vec::new();
-        for (app, indexes) in members {
-            let Some(app_rule) = rule_of(rule, app) else {
-                continue;
-            };
-            apps.push(PreparedApp::new(
-                app,
-                app_rule,
-                snapshot,
-                indexes,
-                chain_service.as_deref(),
-            ));
-        }
+        let apps = members.into_iter().filter_map(|(app, indexes)| {
+            let rule = rule_of(rule, app)?;
+            let subsets = rule
+                .subsets
+                .iter()
+                .map(|s| {
+                    let inside = indexes
+                        .iter()
+                        .copied()
+                        .filter(|&i| in_subset(s, &snapshot.providers()[i as usize]))
+                        .collect();
+                    ProviderSet::from_sorted(inside, snapshot.len())
+                })
+                .collect();
+            let chain_route = find_route(&rule, chain_service.as_deref());
+            Some(PreparedApp {
+                name: app.into(),
+                rule,
+                subsets,
+                chain_route,
+            })
+        });
         PreparedMesh {
-            apps: apps.into(),
+            apps: apps.collect(),
             chain_service,
             empty_fail: rule.options.empty_fail,
             hash_key: rule.options.hash_key.clone(),
@@ -150,11 +160,7 @@ impl PreparedMesh {
             let mut decision = AppDecision {
                 app: &app.name,
                 route,
-                detail: None,
-                drawn: None,
-                used: None,
-                subset: None,
-                sticky: false,
+                ..Default::default()
             };
             if let Some((v, r)) = route {
                 covered = true;
@@ -215,38 +221,6 @@ impl PreparedMesh {
     }
 }
 
-impl PreparedApp {
-    /// Application `app` with `rule` over its providers `indexes` (ascending) of `snapshot`.
-    fn new(
-        app: &str,
-        rule: Arc<AppRule>,
-        snapshot: &Snapshot,
-        indexes: Vec<u32>,
-        chain_service: Option<&str>,
-    ) -> Self {
-        let len = snapshot.len();
-        let subsets = rule
-            .subsets
-            .iter()
-            .map(|s| {
-                let inside = indexes
-                    .iter()
-                    .copied()
-                    .filter(|&i| in_subset(s, &snapshot.providers()[i as usize]))
-                    .collect();
-                ProviderSet::from_sorted(inside, len)
-            })
-            .collect();
-        let chain_route = find_route(&rule, chain_service);
-        PreparedApp {
-            name: app.into(),
-            rule,
-            subsets,
-            chain_route,
-        }
-    }
-}
-
 /// The application of `provider` when the entry governs it (its `app`, if set, alone).
 fn governed_app<'p>(rule: &MeshRule, provider: &'p Url) -> Option<&'p str> {
     application_of(provider).filter(|app| rule.options.app.as_deref().is_none_or(|a| a == *app))
@@ -287,9 +261,10 @@ fn find_route(rule: &AppRule, service: Option<&str>) -> Option<(usize, usize)> {
 
 /// Draws a destination and follows fallbacks and later destinations to the first subset
 /// with a candidate (spec §9.2, §10).
-/// With a `hash_key` value (`sticky`), the point is the hash scaled onto the total weight
-/// (`weighted::scale`): a user keeps its place along the weights, so raising a weight moves
-/// only the users at the margin.
+/// The draw is core's weighted pick (a destination of weight 0 is never drawn), with no draw
+/// at all for a single eligible destination. With a `hash_key` value (`sticky`), the point
+/// is the hash scaled onto the total weight (`weighted::scale`): a user keeps its place
+/// along the weights, so raising a weight moves only the users at the margin.
 fn pick(
     app: &PreparedApp,
     route: &Destinations,
@@ -298,27 +273,25 @@ fn pick(
     cx: &mut RouteContext<'_>,
     decision: &mut AppDecision<'_>,
 ) {
-    let n = route.eligible.len();
-    if n == 0 {
-        return;
-    }
-    let drawn = if n == 1 {
-        0
-    } else {
-        let total = route.total();
-        let r = match sticky {
-            Some(h) => {
-                decision.sticky = true;
-                routechain_core::weighted::scale(h, total)
-            }
-            None => cx.rng().below(total),
-        };
-        route.cumulative.partition_point(|&c| c <= r)
+    let list = &route.list;
+    let eligible = || (0..list.len()).filter(|&i| list[i].weight > 0);
+    let drawn = match eligible().count() {
+        0 => return,
+        1 => eligible().next(),
+        _ => {
+            decision.sticky = sticky.is_some();
+            let draw = sticky.map_or(Draw::Random, Draw::Sticky);
+            let weight = |i: usize| u64::from(list[i].weight);
+            weighted::pick(list.len(), weight, draw, cx.rng()).map(|p| p.index)
+        }
     };
-    decision.drawn = Some(route.eligible[drawn]);
-    for k in 0..n {
-        let d = route.eligible[(drawn + k) % n];
-        for (depth, s) in route.list[d].chain.iter().enumerate() {
+    let Some(drawn) = drawn else { return };
+    decision.drawn = Some(drawn);
+    for d in (drawn..list.len())
+        .chain(0..drawn)
+        .filter(|&d| list[d].weight > 0)
+    {
+        for (depth, s) in list[d].chain.iter().enumerate() {
             if let Some(id) = s.id
                 && app.subsets[id].intersects(candidates)
             {
@@ -374,8 +347,11 @@ fn explain_app(
         cx.explain(format_args!("{head}: {message}"));
         return;
     };
-    let drawn_subset = dest.list[drawn].chain[0].display();
-    let draw = if dest.eligible.len() == 1 {
+    let drawn_subset = dest.list[drawn].chain[0]
+        .name
+        .as_deref()
+        .unwrap_or("(nameless)");
+    let draw = if dest.list.iter().filter(|d| d.weight > 0).count() == 1 {
         format!("single destination {drawn_subset:?}")
     } else {
         format!(

@@ -32,13 +32,6 @@ pub struct SubsetRef {
     pub id: Option<usize>,
 }
 
-impl SubsetRef {
-    /// The name for explain texts.
-    pub fn display(&self) -> &str {
-        self.name.as_deref().unwrap_or("(nameless)")
-    }
-}
-
 /// One `route` entry: a weight and its destination's fallback chain, flattened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
@@ -48,38 +41,17 @@ pub struct Destination {
     pub chain: Vec<SubsetRef>,
 }
 
-/// A detail's weighted destinations, with the draw precomputed.
+/// A detail's weighted destinations.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destinations {
     /// Every destination, in rule order.
     pub list: Vec<Destination>,
-    /// Indexes of the destinations with a weight above 0, in order.
-    pub eligible: Vec<usize>,
-    /// Running sums of the eligible weights.
-    pub cumulative: Vec<u64>,
 }
 
 impl Destinations {
-    fn new(list: Vec<Destination>) -> Self {
-        let eligible: Vec<usize> = (0..list.len()).filter(|&i| list[i].weight > 0).collect();
-        let mut sum = 0u64;
-        let cumulative = eligible
-            .iter()
-            .map(|&i| {
-                sum += u64::from(list[i].weight);
-                sum
-            })
-            .collect();
-        Destinations {
-            list,
-            eligible,
-            cumulative,
-        }
-    }
-
-    /// The sum of the eligible weights.
+    /// The sum of the weights.
     pub fn total(&self) -> u64 {
-        self.cumulative.last().copied().unwrap_or(0)
+        self.list.iter().map(|d| u64::from(d.weight)).sum()
     }
 }
 
@@ -500,7 +472,7 @@ fn read_detail(
             "every destination has weight 0: the detail selects nothing",
         );
     }
-    let route = Some(Destinations::new(list));
+    let route = Some(Destinations { list });
     Some(RouteDetail {
         name,
         matches,
