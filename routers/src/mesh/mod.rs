@@ -137,13 +137,11 @@ pub(crate) fn read_options(
     errors: &mut Vec<RuleError>,
 ) -> MeshOptions {
     let mut o = MeshOptions::default();
-    let Some(map) = entry.as_object() else {
-        return o;
-    };
-    let string = |k: &str, errors: &mut Vec<RuleError>| match map.get(k) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
+    // A key whose value is null is absent; an entry that is no mapping has none.
+    let field = |k: &str| entry.get(k).filter(|v| !v.is_null());
+    let string = |k: &str, errors: &mut Vec<RuleError>| match field(k)? {
+        Value::String(s) => Some(s.clone()),
+        _ => {
             errors.push(RuleError::new(
                 path.key(k),
                 format!("`{k}` must be a string"),
@@ -156,12 +154,10 @@ pub(crate) fn read_options(
         errors.push(RuleError::new(path.key("app"), "`app` must not be empty"));
     }
     o.tracing_prefix = string("tracing_prefix", errors);
-    if let Some(v) = map.get("hash_key").filter(|v| !v.is_null()) {
-        match StickyKey::from_value(v, &path.key("hash_key")) {
-            Ok(k) => o.hash_key = Some(k),
-            Err(mut es) => errors.append(&mut es),
-        }
-    }
+    o.hash_key = field("hash_key").and_then(|v| {
+        let key = StickyKey::from_value(v, &path.key("hash_key"));
+        key.map_err(|es| errors.extend(es)).ok()
+    });
     match string("empty", errors).as_deref() {
         None | Some("protect") => {}
         Some("fail") => o.empty_fail = true,
@@ -170,7 +166,7 @@ pub(crate) fn read_options(
             format!("`empty` is `protect` or `fail`, not {other:?}"),
         )),
     }
-    if map.get("application").is_some_and(|v| !v.is_null()) {
+    if field("application").is_some() {
         errors.push(RuleError::new(
             path.key("application"),
             "a mesh entry names its provider application with `app` (each provider's own application by default)",

@@ -538,15 +538,12 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// A scalar as Java's `toString()` writes it: integers in decimal, floats as
+/// A number or boolean as Java's `toString()` writes it: integers in decimal, floats as
 /// `Double.toString`, booleans `true`/`false`.
 pub fn java_to_string(value: &Value) -> String {
-    match value {
-        Value::Number(n) if n.is_f64() => java_double_to_string(n.as_f64().unwrap_or(0.0)),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    match value.as_f64() {
+        Some(x) if value.is_f64() => java_double_to_string(x),
+        _ => value.to_string(),
     }
 }
 
@@ -561,8 +558,8 @@ pub fn java_double_to_string(x: f64) -> String {
     }
     let a = x.abs();
     if a == 0.0 || (1e-3..1e7).contains(&a) {
-        let s = format!("{x}");
-        return if s.contains('.') { s } else { format!("{s}.0") };
+        // Rust's debug form is plain here, with at least one decimal.
+        return format!("{x:?}");
     }
     let s = format!("{x:e}");
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));

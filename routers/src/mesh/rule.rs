@@ -295,15 +295,8 @@ fn read_standard(
 
 /// A `DestinationRule`'s subsets, merged by name into `subsets`.
 fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>, subsets: &mut Vec<Subset>) {
-    let Some(spec) = doc.get("spec") else {
-        r.error(
-            &doc.path,
-            "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)",
-        );
-        return;
-    };
-    let known = ["host", "subsets", "trafficPolicy"];
-    let Some(spec) = r.object(spec, &doc.at("spec"), "spec", &known) else {
+    let needs = "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)";
+    let Some(spec) = read_spec(r, doc, needs, &["host", "subsets", "trafficPolicy"]) else {
         return;
     };
     r.get::<String>(&spec, "host");
@@ -323,6 +316,20 @@ fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>, subsets: &mut Vec<Sub
             None => subsets.push(subset),
         }
     }
+}
+
+/// A document's `spec` (`known` its keys): an error saying what it `needs` when absent.
+fn read_spec<'v>(
+    r: &mut Reader,
+    doc: &Fields<'v>,
+    needs: &str,
+    known: &[&str],
+) -> Option<Fields<'v>> {
+    let Some(spec) = doc.get("spec") else {
+        r.error(&doc.path, needs);
+        return None;
+    };
+    r.object(spec, &doc.at("spec"), "spec", known)
 }
 
 /// One subset definition.
@@ -347,14 +354,8 @@ fn read_virtual_service(
     subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
-    let Some(spec) = doc.get("spec") else {
-        r.error(
-            &doc.path,
-            "a VirtualService needs `spec` (Dubbo fails every call that reaches it)",
-        );
-        return None;
-    };
-    let spec = r.object(spec, &doc.at("spec"), "spec", &["hosts", "dubbo"])?;
+    let needs = "a VirtualService needs `spec` (Dubbo fails every call that reaches it)";
+    let spec = read_spec(r, doc, needs, &["hosts", "dubbo"])?;
     r.get::<Vec<String>>(&spec, "hosts");
     let routes = read_in_order(
         r,
