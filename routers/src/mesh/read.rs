@@ -169,14 +169,11 @@ impl Reader {
             return None;
         };
         for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
-            let mut message = format!(
-                "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}",
+            let hint = hint(key).map_or(String::new(), |h| format!("; {h}"));
+            let message = format!(
+                "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}{hint}",
                 routechain_core::one_of(known.iter().copied())
             );
-            if let Some(h) = hint(key) {
-                message.push_str("; ");
-                message.push_str(h);
-            }
             self.warn(&path.key(key.clone()), message);
         }
         Some(Fields {
@@ -224,33 +221,20 @@ impl Reader {
 
     /// A Java `int` field: an integer within Java's `int` range.
     pub fn int(&mut self, value: &Value, path: &FieldPath) -> Option<i64> {
-        match value.as_i64() {
-            Some(i) if i32::try_from(i).is_ok() => Some(i),
-            Some(_) | None if routechain_core::is_integer(value) => {
+        let int = value.as_i64().filter(|&i| i32::try_from(i).is_ok());
+        if int.is_none() {
+            let message = if routechain_core::is_integer(value) {
                 let shown = value
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_string);
-                self.error(
-                    path,
-                    format!(
-                        "{shown} is out of range: a Java int is from {} to {} (Dubbo refuses it too)",
-                        i32::MIN,
-                        i32::MAX
-                    ),
-                );
-                None
-            }
-            _ => {
-                self.error(
-                    path,
-                    format!(
-                        "must be an integer, not {} (Dubbo refuses it too)",
-                        kind_of(value)
-                    ),
-                );
-                None
-            }
+                let (min, max) = (i32::MIN, i32::MAX);
+                format!("{shown} is out of range: a Java int is from {min} to {max}")
+            } else {
+                format!("must be an integer, not {}", kind_of(value))
+            };
+            self.error(path, format!("{message} (Dubbo refuses it too)"));
         }
+        int
     }
 
     /// A Java `Double` field: a float; an integer read as that number with a warning (Dubbo
@@ -277,16 +261,12 @@ impl Reader {
 
     /// A Java `Boolean` field.
     pub fn boolean(&mut self, value: &Value, path: &FieldPath) -> Option<bool> {
-        match value {
-            Value::Bool(b) => Some(*b),
-            _ => {
-                self.error(
-                    path,
-                    format!("must be true or false, not {}", kind_of(value)),
-                );
-                None
-            }
+        let b = value.as_bool();
+        if b.is_none() {
+            let message = format!("must be true or false, not {}", kind_of(value));
+            self.error(path, message);
         }
+        b
     }
 
     /// A `List<T>` whose elements `read` reads, in order: a null element refuses the list
@@ -404,16 +384,14 @@ impl Reader {
         const VALUES: [&str; 3] = ["str_value", "num_value", "bool_value"];
         let known = ["index", "type", VALUES[0], VALUES[1], VALUES[2]];
         let f = self.object(value, path, "an argument match", &known)?;
-        let index = match self.get::<i64>(&f, "index") {
-            Some(i) if i < 0 => {
-                self.error(
-                    &f.at("index"),
-                    format!("index {i} is negative (Dubbo fails every call that reaches it)"),
-                );
-                0
-            }
-            i => i.unwrap_or(0) as usize,
-        };
+        let index = self.get::<i64>(&f, "index").unwrap_or(0);
+        if index < 0 {
+            self.error(
+                &f.at("index"),
+                format!("index {index} is negative (Dubbo fails every call that reaches it)"),
+            );
+        }
+        let index = usize::try_from(index).unwrap_or(0);
         self.not_evaluated::<String>(&f, "type", "");
         let present: Vec<&str> = VALUES.into_iter().filter(|k| f.get(k).is_some()).collect();
         let Some(first) = present.first() else {
@@ -434,26 +412,22 @@ impl Reader {
         // Only the first is evaluated; the others are validated too (their errors count,
         // not their warnings): a broken rule is broken wherever it is.
         for key in &present {
-            let mut shadow = Reader::new(None);
-            let r = if value.is_none() {
-                &mut *self
-            } else {
-                &mut shadow
-            };
-            let (v, p) = (f.get(key)?, f.at(key));
+            let mut r = Reader::new(None);
+            let (v, p) = (&f.map[*key], f.at(key));
             let read = match *key {
-                "str_value" => {
-                    (r.oneof(v, &p, "`str_value`", Self::string_match)).map(ArgValue::Str)
-                }
-                "num_value" => {
-                    (r.oneof(v, &p, "`num_value`", Self::double_match)).map(ArgValue::Num)
-                }
+                "str_value" => r
+                    .oneof(v, &p, "`str_value`", Self::string_match)
+                    .map(ArgValue::Str),
+                "num_value" => r
+                    .oneof(v, &p, "`num_value`", Self::double_match)
+                    .map(ArgValue::Num),
                 _ => r.bool_match(v, &p).map(ArgValue::Bool),
             };
+            self.errors.append(&mut r.errors);
             if value.is_none() {
+                self.warnings.append(&mut r.warnings);
                 value = Some(read?);
             }
-            self.errors.append(&mut shadow.errors);
         }
         Some(MethodArg {
             index,

@@ -446,39 +446,47 @@ fn read_detail(
     let f = r.object(value, path, "a route detail", &["name", "match", "route"])?;
     let name = r.get(&f, "name");
     let matches = r.get(&f, "match").unwrap_or_default();
-    let Some(v) = f.get("route") else {
-        r.warn(
-            path,
-            "a detail without `route` selects nothing: a call it matches gets no subset",
-        );
-        let route = None;
-        return Some(RouteDetail {
-            name,
-            matches,
-            route,
-        });
+    let route = match f.get("route") {
+        None => {
+            r.warn(
+                path,
+                "a detail without `route` selects nothing: a call it matches gets no subset",
+            );
+            None
+        }
+        Some(v) => Some(read_destinations(r, v, &f.at("route"), subsets)?),
     };
-    let rp = f.at("route");
-    let list = r.each(v, &rp, |r, d, p| read_route_destination(r, d, p, subsets))?;
-    if v.as_array().is_some_and(Vec::is_empty) {
+    Some(RouteDetail {
+        name,
+        matches,
+        route,
+    })
+}
+
+/// A detail's `route`.
+fn read_destinations(
+    r: &mut Reader,
+    value: &Value,
+    path: &FieldPath,
+    subsets: &[Subset],
+) -> Option<Destinations> {
+    let list = r.each(value, path, |r, d, p| {
+        read_route_destination(r, d, p, subsets)
+    })?;
+    if value.as_array().is_some_and(Vec::is_empty) {
         r.error(
-            &rp,
+            path,
             "`route` is empty (Dubbo fails every call that reaches it); remove the detail or give a destination",
         );
         return None;
     }
     if !list.is_empty() && list.iter().all(|d| d.weight == 0) {
         r.warn(
-            &rp,
+            path,
             "every destination has weight 0: the detail selects nothing",
         );
     }
-    let route = Some(Destinations { list });
-    Some(RouteDetail {
-        name,
-        matches,
-        route,
-    })
+    Some(Destinations { list })
 }
 
 fn read_route_destination(
