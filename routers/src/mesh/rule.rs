@@ -87,7 +87,7 @@ pub struct VirtualService {
 }
 
 /// One application's rule: its standard documents compiled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AppRule {
     /// The `DestinationRule` names, in document order.
     pub destination_rules: Vec<String>,
@@ -162,59 +162,10 @@ pub fn read_documents(
         },
         other => vec![(other, path.clone())],
     };
-    let mut standard = Vec::new();
-    for (doc, path) in documents {
-        let Value::Object(map) = doc else {
-            r.warn(
-                &path,
-                format!(
-                    "a document that is {} is not a map: ignored (Dubbo: \"Rule format is unacceptable\")",
-                    kind_of(doc)
-                ),
-            );
-            continue;
-        };
-        let mp = path.key("metadata");
-        let name = match map.get("metadata") {
-            Some(Value::Object(meta)) if !meta.is_empty() => match meta.get("name") {
-                Some(Value::String(n)) => n.clone(),
-                None | Some(Value::Null) => {
-                    r.error(
-                        &mp,
-                        "metadata has no `name` (Dubbo refuses the whole text too)",
-                    );
-                    continue;
-                }
-                Some(other) => {
-                    r.error(
-                        &mp.key("name"),
-                        format!(
-                            "metadata.name must be a string, not {} (Dubbo refuses the whole text too)",
-                            kind_of(other)
-                        ),
-                    );
-                    continue;
-                }
-            },
-            _ => {
-                r.warn(
-                    &path,
-                    "a document without metadata.name is dropped (as Dubbo drops it)",
-                );
-                continue;
-            }
-        };
-        if let Some((_, rule_type)) = name.split_once('.') {
-            r.warn(
-                &mp.key("name"),
-                format!(
-                    "metadata.name {name:?} has a '.': the document belongs to routers of type {rule_type:?}, not to the standard mesh router: ignored"
-                ),
-            );
-            continue;
-        }
-        standard.push((doc, path, name));
-    }
+    let standard: Vec<_> = documents
+        .into_iter()
+        .filter_map(|(doc, path)| Some((doc, standard_name(&mut r, doc, &path)?, path)))
+        .collect();
     let outcome = match standard.is_empty() {
         _ if !r.errors.is_empty() => None,
         true => Some(TextOutcome::Clear),
@@ -230,19 +181,70 @@ pub fn read_documents(
     }
 }
 
+/// The name of a standard document (`metadata.name`, without a `.`); `None` for a document
+/// of another router or one Dubbo drops, with a warning, or one Dubbo refuses, with an error.
+fn standard_name(r: &mut Reader, doc: &Value, path: &FieldPath) -> Option<String> {
+    let meta = doc.get("metadata").and_then(Value::as_object);
+    let Some(meta) = meta.filter(|m| !m.is_empty()) else {
+        r.warn(
+            path,
+            match doc {
+                Value::Object(_) => {
+                    "a document without metadata.name is dropped (as Dubbo drops it)".to_string()
+                }
+                _ => format!(
+                    "a document that is {} is not a map: ignored (Dubbo: \"Rule format is unacceptable\")",
+                    kind_of(doc)
+                ),
+            },
+        );
+        return None;
+    };
+    let mp = path.key("metadata");
+    let name = match meta.get("name") {
+        Some(Value::String(n)) => n,
+        None | Some(Value::Null) => {
+            r.error(
+                &mp,
+                "metadata has no `name` (Dubbo refuses the whole text too)",
+            );
+            return None;
+        }
+        Some(other) => {
+            r.error(
+                &mp.key("name"),
+                format!(
+                    "metadata.name must be a string, not {} (Dubbo refuses the whole text too)",
+                    kind_of(other)
+                ),
+            );
+            return None;
+        }
+    };
+    if let Some((_, rule_type)) = name.split_once('.') {
+        r.warn(
+            &mp.key("name"),
+            format!(
+                "metadata.name {name:?} has a '.': the document belongs to routers of type {rule_type:?}, not to the standard mesh router: ignored"
+            ),
+        );
+        return None;
+    }
+    Some(name.clone())
+}
+
 const DOCUMENT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
 /// The standard documents (each with its path and name) into a rule: every
 /// `DestinationRule`'s subsets first, then the `VirtualService`s that name them.
 fn read_standard(
     r: &mut Reader,
-    docs: &[(&Value, FieldPath, String)],
+    docs: &[(&Value, String, FieldPath)],
     fetch: Fetch<'_>,
 ) -> Option<AppRule> {
-    let mut destination_rules = Vec::new();
-    let mut subsets: Vec<Subset> = Vec::new();
+    let mut rule = AppRule::default();
     let mut vs_docs = Vec::new();
-    for (doc, path, name) in docs {
+    for (doc, name, path) in docs {
         match doc.get("kind") {
             Some(Value::String(k)) if k == "DestinationRule" || k == "VirtualService" => {
                 let fields = r.object(doc, path, "a document", &DOCUMENT_KEYS)?;
@@ -250,8 +252,8 @@ fn read_standard(
                     vs_docs.push((fields, name));
                     continue;
                 }
-                destination_rules.push(name.clone());
-                read_destination_rule(r, &fields, &mut subsets);
+                rule.destination_rules.push(name.clone());
+                read_destination_rule(r, &fields, &mut rule.subsets);
             }
             other => {
                 let what = match other {
@@ -268,29 +270,25 @@ fn read_standard(
             }
         }
     }
-    if destination_rules.is_empty() || vs_docs.is_empty() {
-        let missing = if destination_rules.is_empty() {
+    if rule.destination_rules.is_empty() || vs_docs.is_empty() {
+        let missing = if rule.destination_rules.is_empty() {
             "DestinationRule"
         } else {
             "VirtualService"
         };
         r.error(
-            &docs[0].1.parent(),
+            &docs[0].2.parent(),
             format!(
                 "a mesh rule needs at least one DestinationRule and one VirtualService; this one has no {missing} (Dubbo keeps the previous rule)"
             ),
         );
         return None;
     }
-    let virtual_services = vs_docs
+    rule.virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(doc, name)| read_virtual_service(r, &doc, name, &subsets, fetch))
+        .filter_map(|(doc, name)| read_virtual_service(r, &doc, name, &rule.subsets, fetch))
         .collect();
-    Some(AppRule {
-        destination_rules,
-        virtual_services,
-        subsets,
-    })
+    Some(rule)
 }
 
 /// A `DestinationRule`'s subsets, merged by name into `subsets`.
