@@ -304,10 +304,14 @@ impl Reader {
             empty: self.get::<String>(&f, "empty").is_some(),
             noempty: self.get::<String>(&f, "noempty").is_some(),
             regex: self.get::<String>(&f, "regex").and_then(|text| {
-                let compiled = Regex::new(&format!("^(?:{text})$"));
-                let reason = |e| crate::dubbo::regex_reason(&e);
-                let message = |e| format!("invalid regex {text:?}: {}", reason(e));
-                (compiled.map_err(|e| self.error(&f.at("regex"), message(e)))).ok()
+                match Regex::new(&format!("^(?:{text})$")) {
+                    Ok(regex) => Some(regex),
+                    Err(e) => {
+                        let reason = crate::dubbo::regex_reason(&e);
+                        self.error(&f.at("regex"), format!("invalid regex {text:?}: {reason}"));
+                        None
+                    }
+                }
             }),
         };
         if m.is_unset() && !f.map.contains_key("regex") {
