@@ -247,24 +247,44 @@ impl CallView<'_> {
 }
 
 impl MethodMatch {
-    /// All present parts hold: name, argument count, parameter types (each by its full or
-    /// simple name), argument values. An `args` index past the arguments is no match (Dubbo
-    /// throws).
+    /// All present parts hold: name, argument count, parameter types, argument values. An
+    /// `args` index past the arguments is no match (Dubbo throws).
     pub fn is_match(&self, call: &CallView<'_>) -> bool {
-        let (arguments, types) = (call.arguments, call.parameter_types);
-        let type_matches = |(m, t): (&StringMatch, &String)| {
-            m.is_match(Some(t)) || with_simple_name(t, |s| m.is_match(Some(s)))
-        };
-        let arg_matches = |a: &MethodArg| arguments.get(a.index).is_some_and(|v| a.is_match(v));
-        self.name_match
-            .as_ref()
-            .is_none_or(|m| m.is_match(call.method_name()))
-            && self
-                .argc
-                .is_none_or(|argc| i64::try_from(arguments.len()) == Ok(argc))
-            && (self.argp.is_empty()
-                || types.len() == self.argp.len() && self.argp.iter().zip(types).all(type_matches))
-            && self.args.iter().all(arg_matches)
+        if let Some(m) = &self.name_match
+            && !m.is_match(call.method_name())
+        {
+            return false;
+        }
+        if let Some(argc) = self.argc
+            && i64::try_from(call.arguments.len()) != Ok(argc)
+        {
+            return false;
+        }
+        if !self.argp.is_empty() {
+            let types = call.parameter_types;
+            if types.len() != self.argp.len() {
+                return false;
+            }
+            let all =
+                self.argp.iter().zip(types).all(|(m, t)| {
+                    m.is_match(Some(t)) || with_simple_name(t, |s| m.is_match(Some(s)))
+                });
+            if !all {
+                return false;
+            }
+        }
+        if !self.args.is_empty() {
+            if call.arguments.is_empty() {
+                return false;
+            }
+            for arg in &self.args {
+                match call.arguments.get(arg.index) {
+                    Some(v) if arg.is_match(v) => {}
+                    _ => return false,
+                }
+            }
+        }
+        true
     }
 }
 
@@ -316,16 +336,24 @@ pub struct MatchRequest {
 impl MatchRequest {
     /// Every present part holds (`headers` and `name` are not evaluated, as in Dubbo).
     pub fn is_match(&self, call: &CallView<'_>) -> bool {
-        let label = |(k, v): &(String, String)| call.consumer.param(k) == Some(v.as_str());
-        self.method.as_ref().is_none_or(|m| m.is_match(call))
-            && self
-                .source_labels
-                .as_ref()
-                .is_none_or(|labels| labels.iter().all(label))
-            && self
-                .attachments
-                .as_ref()
-                .is_none_or(|a| a.is_match(call.attachments))
+        if let Some(m) = &self.method
+            && !m.is_match(call)
+        {
+            return false;
+        }
+        if let Some(labels) = &self.source_labels
+            && !labels
+                .iter()
+                .all(|(k, v)| call.consumer.param(k) == Some(v.as_str()))
+        {
+            return false;
+        }
+        if let Some(a) = &self.attachments
+            && !a.is_match(call.attachments)
+        {
+            return false;
+        }
+        true
     }
 }
 

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use routechain_core::weighted::{self, Draw};
 use routechain_core::{
     Candidates, Evaluation, ProviderSet, RouteContext, Snapshot, StickyKey, Url,
 };
@@ -261,10 +260,9 @@ fn find_route(rule: &AppRule, service: Option<&str>) -> Option<(usize, usize)> {
 
 /// Draws a destination and follows fallbacks and later destinations to the first subset
 /// with a candidate (spec §9.2, §10).
-/// The draw is core's weighted pick (a destination of weight 0 is never drawn), with no draw
-/// at all for a single eligible destination. With a `hash_key` value (`sticky`), the point
-/// is the hash scaled onto the total weight (`weighted::scale`): a user keeps its place
-/// along the weights, so raising a weight moves only the users at the margin.
+/// With a `hash_key` value (`sticky`), the point is the hash scaled onto the total weight
+/// (`weighted::scale`): a user keeps its place along the weights, so raising a weight moves
+/// only the users at the margin.
 fn pick(
     app: &PreparedApp,
     route: &Destinations,
@@ -273,25 +271,27 @@ fn pick(
     cx: &mut RouteContext<'_>,
     decision: &mut AppDecision<'_>,
 ) {
-    let list = &route.list;
-    let eligible = || (0..list.len()).filter(|&i| list[i].weight > 0);
-    let drawn = match eligible().count() {
-        0 => return,
-        1 => eligible().next(),
-        _ => {
-            decision.sticky = sticky.is_some();
-            let draw = sticky.map_or(Draw::Random, Draw::Sticky);
-            let weight = |i: usize| u64::from(list[i].weight);
-            weighted::pick(list.len(), weight, draw, cx.rng()).map(|p| p.index)
-        }
+    let n = route.eligible.len();
+    if n == 0 {
+        return;
+    }
+    let drawn = if n == 1 {
+        0
+    } else {
+        let total = route.total();
+        let r = match sticky {
+            Some(h) => {
+                decision.sticky = true;
+                routechain_core::weighted::scale(h, total)
+            }
+            None => cx.rng().below(total),
+        };
+        route.cumulative.partition_point(|&c| c <= r)
     };
-    let Some(drawn) = drawn else { return };
-    decision.drawn = Some(drawn);
-    for d in (drawn..list.len())
-        .chain(0..drawn)
-        .filter(|&d| list[d].weight > 0)
-    {
-        for (depth, s) in list[d].chain.iter().enumerate() {
+    decision.drawn = Some(route.eligible[drawn]);
+    for k in 0..n {
+        let d = route.eligible[(drawn + k) % n];
+        for (depth, s) in route.list[d].chain.iter().enumerate() {
             if let Some(id) = s.id
                 && app.subsets[id].intersects(candidates)
             {
@@ -351,7 +351,7 @@ fn explain_app(
         .name
         .as_deref()
         .unwrap_or("(nameless)");
-    let draw = if dest.list.iter().filter(|d| d.weight > 0).count() == 1 {
+    let draw = if dest.eligible.len() == 1 {
         format!("single destination {drawn_subset:?}")
     } else {
         format!(

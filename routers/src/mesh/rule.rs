@@ -41,17 +41,38 @@ pub struct Destination {
     pub chain: Vec<SubsetRef>,
 }
 
-/// A detail's weighted destinations.
+/// A detail's weighted destinations, with the draw precomputed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destinations {
     /// Every destination, in rule order.
     pub list: Vec<Destination>,
+    /// Indexes of the destinations with a weight above 0, in order.
+    pub eligible: Vec<usize>,
+    /// Running sums of the eligible weights.
+    pub cumulative: Vec<u64>,
 }
 
 impl Destinations {
-    /// The sum of the weights.
+    fn new(list: Vec<Destination>) -> Self {
+        let eligible: Vec<usize> = (0..list.len()).filter(|&i| list[i].weight > 0).collect();
+        let mut sum = 0u64;
+        let cumulative = eligible
+            .iter()
+            .map(|&i| {
+                sum += u64::from(list[i].weight);
+                sum
+            })
+            .collect();
+        Destinations {
+            list,
+            eligible,
+            cumulative,
+        }
+    }
+
+    /// The sum of the eligible weights.
     pub fn total(&self) -> u64 {
-        self.list.iter().map(|d| u64::from(d.weight)).sum()
+        self.cumulative.last().copied().unwrap_or(0)
     }
 }
 
@@ -484,7 +505,7 @@ fn read_destinations(
             "every destination has weight 0: the detail selects nothing",
         );
     }
-    Some(Destinations { list })
+    Some(Destinations::new(list))
 }
 
 fn read_route_destination(
