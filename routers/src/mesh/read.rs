@@ -17,6 +17,7 @@ use super::matchers::{
     ArgValue, AttachmentMatch, BoolMatch, DoubleMatch, DoubleRange, MatchRequest, MethodArg,
     MethodMatch, StringMatch, TracingEntry,
 };
+use super::rule::Subset;
 
 /// Errors and warnings of one read, by field path.
 #[derive(Debug, Default)]
@@ -27,6 +28,8 @@ pub struct Reader {
     pub warnings: Vec<RuleError>,
     /// The entry's `tracing_prefix`, which `tracingContext` keys are read under.
     pub tracing_prefix: Option<String>,
+    /// The subsets of the `DestinationRule`s read so far, which destinations name.
+    pub subsets: Vec<Subset>,
 }
 
 /// A mapping at its path, as a Dubbo POJO reads it: a key whose value is null is absent.

@@ -274,7 +274,7 @@ fn read_standard(
                     continue;
                 }
                 rule.destination_rules.push(name.clone());
-                read_destination_rule(r, &fields, &mut rule.subsets);
+                read_destination_rule(r, &fields);
             }
             other => {
                 let what = match other {
@@ -307,13 +307,14 @@ fn read_standard(
     }
     rule.virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(doc, name)| read_virtual_service(r, &doc, name, &rule.subsets, fetch))
+        .filter_map(|(doc, name)| read_virtual_service(r, &doc, name, fetch))
         .collect();
+    rule.subsets = std::mem::take(&mut r.subsets);
     Some(rule)
 }
 
-/// A `DestinationRule`'s subsets, merged by name into `subsets`.
-fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>, subsets: &mut Vec<Subset>) {
+/// A `DestinationRule`'s subsets, merged by name into the reader's.
+fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>) {
     let needs = "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)";
     let Some(spec) = read_spec(r, doc, needs, &["host", "subsets", "trafficPolicy"]) else {
         return;
@@ -330,9 +331,9 @@ fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>, subsets: &mut Vec<Sub
         .each(list, &spec.at("subsets"), read_subset)
         .unwrap_or_default()
     {
-        match subsets.iter_mut().find(|x| x.name == subset.name) {
+        match r.subsets.iter_mut().find(|x| x.name == subset.name) {
             Some(existing) => existing.label_sets.extend(subset.label_sets),
-            None => subsets.push(subset),
+            None => r.subsets.push(subset),
         }
     }
 }
@@ -370,7 +371,6 @@ fn read_virtual_service(
     r: &mut Reader,
     doc: &Fields<'_>,
     name: &str,
-    subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
     let needs = "a VirtualService needs `spec` (Dubbo fails every call that reaches it)";
@@ -381,7 +381,7 @@ fn read_virtual_service(
         (&spec, "dubbo"),
         "has no `services` and takes every service first",
         |route: &DubboRoute| route.services.is_empty(),
-        |r, item, ip| read_route(r, item, ip, subsets, fetch),
+        |r, item, ip| read_route(r, item, ip, fetch),
     );
     Some(VirtualService {
         name: name.to_string(),
@@ -421,7 +421,6 @@ fn read_route(
     r: &mut Reader,
     value: &Value,
     path: &FieldPath,
-    subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<DubboRoute> {
     let known = ["name", "services", "routedetail"];
@@ -446,7 +445,7 @@ fn read_route(
             let built = matches!(item, Value::Object(_) | Value::Array(_))
                 .then(|| fetch(ip))
                 .flatten();
-            read_detail(r, built.as_ref().unwrap_or(item), ip, subsets)
+            read_detail(r, built.as_ref().unwrap_or(item), ip)
         },
     );
     Some(DubboRoute {
@@ -456,12 +455,7 @@ fn read_route(
     })
 }
 
-fn read_detail(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-) -> Option<RouteDetail> {
+fn read_detail(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<RouteDetail> {
     let f = r.object(value, path, "a route detail", &["name", "match", "route"])?;
     let name = r.get(&f, "name");
     let matches = r.get(&f, "match").unwrap_or_default();
@@ -473,7 +467,7 @@ fn read_detail(
             );
             None
         }
-        Some(v) => Some(read_destinations(r, v, &f.at("route"), subsets)?),
+        Some(v) => Some(read_destinations(r, v, &f.at("route"))?),
     };
     Some(RouteDetail {
         name,
@@ -483,15 +477,8 @@ fn read_detail(
 }
 
 /// A detail's `route`.
-fn read_destinations(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-) -> Option<Destinations> {
-    let list = r.each(value, path, |r, d, p| {
-        read_route_destination(r, d, p, subsets)
-    })?;
+fn read_destinations(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Destinations> {
+    let list = r.each(value, path, read_route_destination)?;
     if value.as_array().is_some_and(Vec::is_empty) {
         r.error(
             path,
@@ -508,12 +495,7 @@ fn read_destinations(
     Some(Destinations::new(list))
 }
 
-fn read_route_destination(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-) -> Option<Destination> {
+fn read_route_destination(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Destination> {
     let f = r.object(
         value,
         path,
@@ -535,20 +517,13 @@ fn read_route_destination(
         );
         return None;
     };
-    let mut chain = Vec::new();
-    read_destination(r, d, &f.at("destination"), subsets, &mut chain)?;
+    let chain = read_destination(r, d, &f.at("destination"))?;
     let weight = u32::try_from(weight).unwrap_or(1);
     Some(Destination { weight, chain })
 }
 
-/// Reads a `DubboDestination` and its fallbacks into `chain`.
-fn read_destination(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-    chain: &mut Vec<SubsetRef>,
-) -> Option<()> {
+/// A `DubboDestination`'s subset, then each of its fallbacks', in order.
+fn read_destination(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Vec<SubsetRef>> {
     let known = ["host", "subset", "port", "fallback"];
     let f = r.object(value, path, "a destination", &known)?;
     r.get::<String>(&f, "host");
@@ -560,7 +535,7 @@ fn read_destination(
         );
     }
     let name: Option<String> = r.get(&f, "subset");
-    let id = subsets.iter().position(|s| s.name == name);
+    let id = r.subsets.iter().position(|s| s.name == name);
     if id.is_none() {
         r.warn(
             &f.at("subset"),
@@ -571,9 +546,9 @@ fn read_destination(
             ),
         );
     }
-    chain.push(SubsetRef { name, id });
+    let mut chain = vec![SubsetRef { name, id }];
     let Some(fb) = f.get("fallback") else {
-        return Some(());
+        return Some(chain);
     };
     let fp = f.at("fallback");
     let Value::Object(map) = fb else {
@@ -586,19 +561,19 @@ fn read_destination(
         let fallback = r.object(fb, &fp, "a fallback", &["destination", "weight"])?;
         r.get::<i64>(&fallback, "weight");
         let next = fallback.get("destination")?;
-        read_destination(r, next, &fallback.at("destination"), subsets, chain)
+        chain.extend(read_destination(r, next, &fallback.at("destination"))?);
     } else if present("subset") {
         // The flat form {host, subset}: Dubbo reads no fallback here; routechain honours it.
         r.warn(
             &fp,
             "flat fallback {host, subset}: routechain follows it, but Dubbo ignores it (write fallback: {destination: {subset: ...}} for both)",
         );
-        read_destination(r, fb, &fp, subsets, chain)
+        chain.extend(read_destination(r, fb, &fp)?);
     } else {
         r.warn(
             &fp,
             "a fallback without `destination` (or `subset`) is no fallback",
         );
-        Some(())
     }
+    Some(chain)
 }
