@@ -187,27 +187,16 @@ pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOut
 /// Why a rule written in a chain or rule file without a standard document is refused.
 const NO_STANDARD_DOCUMENT: &str = "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')";
 
-/// True when the rule came from a config center: the entry names no `rule` or `rule_file`
-/// of its own. Such a text may clear the rule (no standard document), as Dubbo's may.
-fn from_config_center(spec: &RouterSpec<'_>) -> bool {
-    spec.entry
-        .value()
-        .as_object()
-        .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
-}
-
 /// True for the path (from the rule) of a route detail of a standard document, in a rule
 /// that is one document or a list of documents: what the reader builds one at a time.
 fn is_route_detail(path: &FieldPath) -> bool {
     use routechain_core::PathSegment::{Index, Key};
-    let detail = |p: &[routechain_core::PathSegment]| {
-        matches!(p, [Key(s), Key(d), Index(_), Key(r), Index(_)]
-            if s == "spec" && d == "dubbo" && r == "routedetail")
+    let in_document = match &path.0[..] {
+        [Index(_), rest @ ..] => rest,
+        all => all,
     };
-    match &path.0[..] {
-        [Index(_), rest @ ..] => detail(rest),
-        all => detail(all),
-    }
+    matches!(in_document, [Key(s), Key(d), Index(_), Key(r), Index(_)]
+        if s == "spec" && d == "dubbo" && r == "routedetail")
 }
 
 /// Compiles a `mesh` entry: its options and rule, every error and warning located by field
@@ -228,9 +217,13 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
         let relative = at.0.strip_prefix(&doc.path.0[..])?;
         doc.tree_value_at(&FieldPath(relative.to_vec()))
     };
-    // A config-center node's text (the entry names no rule of its own) may clear its
-    // application's rule, as Dubbo's may; a rule of the entry's own may not.
-    let clearable = from_config_center(spec);
+    // A config-center node's text (the entry names no `rule` or `rule_file` of its own) may
+    // clear its application's rule, as Dubbo's may; a rule of the entry's own may not.
+    let clearable = spec
+        .entry
+        .value()
+        .as_object()
+        .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"));
     let mut read = |value: &Value, path: &FieldPath, errors: &mut Vec<RuleError>| {
         let prefix = options.tracing_prefix.as_deref();
         let checked = rule::read_documents(value, path, prefix, &fetch);

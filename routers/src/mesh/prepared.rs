@@ -65,7 +65,9 @@ impl PreparedMesh {
         let chain_service: Option<Box<str>> = service.map(|s| interface_of(s).into());
         let mut members: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         for (i, p) in snapshot.providers().iter().enumerate() {
-            if let Some(app) = governed_app(rule, p) {
+            // The entry governs each provider's application, or its `app` alone.
+            let governed = |app: &&str| rule.options.app.as_deref().is_none_or(|a| a == *app);
+            if let Some(app) = application_of(p).filter(governed) {
                 members.entry(app).or_default().push(i as u32);
             }
         }
@@ -218,11 +220,6 @@ impl PreparedMesh {
         }
         Evaluation::Runtime
     }
-}
-
-/// The application of `provider` when the entry governs it (its `app`, if set, alone).
-fn governed_app<'p>(rule: &MeshRule, provider: &'p Url) -> Option<&'p str> {
-    application_of(provider).filter(|app| rule.options.app.as_deref().is_none_or(|a| a == *app))
 }
 
 /// The rule of application `app`, if it has one.

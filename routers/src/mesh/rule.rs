@@ -55,12 +55,11 @@ pub struct Destinations {
 impl Destinations {
     fn new(list: Vec<Destination>) -> Self {
         let eligible: Vec<usize> = (0..list.len()).filter(|&i| list[i].weight > 0).collect();
-        let mut sum = 0u64;
         let cumulative = eligible
             .iter()
-            .map(|&i| {
-                sum += u64::from(list[i].weight);
-                sum
+            .scan(0u64, |sum, &i| {
+                *sum += u64::from(list[i].weight);
+                Some(*sum)
             })
             .collect();
         Destinations {
@@ -327,15 +326,7 @@ fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>) {
         );
         return;
     };
-    for subset in r
-        .each(list, &spec.at("subsets"), read_subset)
-        .unwrap_or_default()
-    {
-        match r.subsets.iter_mut().find(|x| x.name == subset.name) {
-            Some(existing) => existing.label_sets.extend(subset.label_sets),
-            None => r.subsets.push(subset),
-        }
-    }
+    r.each(list, &spec.at("subsets"), read_subset);
 }
 
 /// A document's `spec` (`known` its keys): an error saying what it `needs` when absent.
@@ -352,8 +343,8 @@ fn read_spec<'v>(
     r.object(spec, &doc.at("spec"), "spec", known)
 }
 
-/// One subset definition.
-fn read_subset(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Subset> {
+/// One subset definition, merged by name into the reader's subsets.
+fn read_subset(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<()> {
     let s = r.object(value, path, "a subset", &["name", "labels"])?;
     if s.get("name").is_none() {
         r.warn(
@@ -361,10 +352,16 @@ fn read_subset(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Subset
             "a subset without `name`: only a destination without `subset` reaches it",
         );
     }
-    Some(Subset {
-        name: r.get(&s, "name"),
-        label_sets: vec![r.get(&s, "labels").unwrap_or_default()],
-    })
+    let name = r.get(&s, "name");
+    let labels = r.get(&s, "labels").unwrap_or_default();
+    match r.subsets.iter_mut().find(|x| x.name == name) {
+        Some(existing) => existing.label_sets.push(labels),
+        None => r.subsets.push(Subset {
+            name,
+            label_sets: vec![labels],
+        }),
+    }
+    Some(())
 }
 
 fn read_virtual_service(
@@ -403,7 +400,7 @@ fn read_in_order<T>(
     let Some(list) = fields.get(key) else {
         return Vec::new();
     };
-    let items = r.each(list, &fields.at(key), |r, item, ip| {
+    r.each(list, &fields.at(key), |r, item, ip| {
         if let Some(at) = first {
             r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
         }
@@ -413,8 +410,8 @@ fn read_in_order<T>(
         }
         i += 1;
         element
-    });
-    items.unwrap_or_default()
+    })
+    .unwrap_or_default()
 }
 
 fn read_route(
