@@ -213,12 +213,6 @@ impl RouteTable {
 }
 
 impl IdcWeightRule {
-    /// The index of region `name` (case-insensitive).
-    pub fn region_index(&self, name: &str) -> Option<usize> {
-        self.regions
-            .iter()
-            .position(|r| r.name.eq_ignore_ascii_case(name))
-    }
     /// The index of IDC `name` (case-insensitive).
     pub fn idc_index(&self, name: &str) -> Option<usize> {
         self.idcs
