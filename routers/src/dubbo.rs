@@ -37,7 +37,7 @@ pub(crate) fn integer(v: &Value) -> Option<i64> {
 /// [`RawHeader::check`] reports every problem at once, each at its field.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RawHeader {
+pub(crate) struct RawHeader {
     /// `configVersion`: what each rule kind reads from it differs (see [`Header`]).
     pub config_version: Option<Value>,
     /// `scope`: `service` or `application`.
@@ -61,7 +61,7 @@ pub struct RawHeader {
 
 /// A checked rule header; an absent (or null) field is `None`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// `configVersion`.
     pub config_version: Option<String>,
     /// `scope`.
@@ -85,7 +85,7 @@ impl RawHeader {
     /// (`Boolean.parseBoolean`: a YAML boolean or `true` / `false` in any case; any other
     /// string is an error here, where Dubbo would read `false`), `priority` an integer (or
     /// its text).
-    pub fn check(&self, root: &FieldPath, errors: &mut Vec<RuleError>) -> Header {
+    pub(crate) fn check(&self, root: &FieldPath, errors: &mut Vec<RuleError>) -> Header {
         let mut error = |field: &str, message: String| {
             errors.push(RuleError::new(root.key(field), message));
         };

@@ -31,7 +31,7 @@ pub struct RawAffinityRule {
     /// `force` and `runtime` are read (the affinity router has no force, and its answers
     /// are precomputed per snapshot either way).
     #[serde(flatten)]
-    pub header: RawHeader,
+    pub(crate) header: RawHeader,
     /// `affinityAware`: required.
     pub affinity_aware: Option<RawAffinityAware>,
 }

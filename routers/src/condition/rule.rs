@@ -39,7 +39,7 @@ pub struct RawConditionRule {
     /// The header: `configVersion` absent or `v3.0` (text conditions), `v3.1` (from/to);
     /// `scope` `service` or `application`; `force` and `runtime` default false.
     #[serde(flatten)]
-    pub header: RawHeader,
+    pub(crate) header: RawHeader,
     /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
     pub conditions: Option<Value>,
     /// `hash_key` (routechain's, v3.1 only): weighted destinations are drawn by a stable

@@ -41,7 +41,7 @@ pub struct RawTagRule {
     /// dynamic tag whose addresses match nothing returns empty; `runtime` is read (the tag
     /// router always routes per request).
     #[serde(flatten)]
-    pub header: RawHeader,
+    pub(crate) header: RawHeader,
     /// `tags`: required and non-empty.
     pub tags: Option<Vec<RawTag>>,
 }
