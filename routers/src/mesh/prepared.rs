@@ -367,7 +367,7 @@ fn explain_app(
                 (false, 0) => format!("; no candidate, next destination #{used}"),
                 (false, k) => format!("; no candidate, next destination #{used} fallback {k}"),
             };
-            let count = app.subsets[id].count();
+            let count = app.subsets[id].as_set_ref().count();
             cx.explain(format_args!(
                 "{head}: {draw}{how}: subset {subset:?} ({count} provider{})",
                 if count == 1 { "" } else { "s" }

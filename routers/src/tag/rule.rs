@@ -76,10 +76,6 @@ pub struct TagRule {
     pub enabled: bool,
     /// The rule's `force`.
     pub force: bool,
-    /// `runtime` as written (default true).
-    pub runtime: bool,
-    /// `key`, if written.
-    pub key: Option<String>,
     /// `configVersion`, if written.
     pub config_version: Option<String>,
     /// The tags in document order.
@@ -129,8 +125,6 @@ impl TagRule {
         TagRule {
             enabled: false,
             force: false,
-            runtime: true,
-            key: None,
             config_version: None,
             tags: Vec::new(),
         }
@@ -199,8 +193,6 @@ impl TagRule {
         let rule = TagRule {
             enabled: header.enabled,
             force: header.force.unwrap_or(false),
-            runtime: header.runtime.unwrap_or(true),
-            key: header.key,
             config_version: header.config_version,
             tags,
         };
