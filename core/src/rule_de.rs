@@ -18,47 +18,6 @@ pub(crate) struct TreeDe<'a> {
     pub node: u32,
 }
 
-fn visit_seq<'de, V: Visitor<'de>>(
-    tree: &dyn DocTree,
-    items: &[u32],
-    visitor: V,
-) -> Result<V::Value, Error> {
-    let mut access = Items {
-        tree,
-        rest: items.iter(),
-    };
-    let seq = visitor.visit_seq(&mut access)?;
-    if access.rest.len() == 0 {
-        Ok(seq)
-    } else {
-        Err(de::Error::invalid_length(
-            items.len(),
-            &"fewer elements in array",
-        ))
-    }
-}
-
-fn visit_map<'de, V: Visitor<'de>>(
-    tree: &dyn DocTree,
-    entries: &[u32],
-    visitor: V,
-) -> Result<V::Value, Error> {
-    let mut access = Entries {
-        tree,
-        rest: entries.iter(),
-        value: None,
-    };
-    let map = visitor.visit_map(&mut access)?;
-    if access.rest.len() == 0 {
-        Ok(map)
-    } else {
-        Err(de::Error::invalid_length(
-            entries.len(),
-            &"fewer elements in map",
-        ))
-    }
-}
-
 // Every method but these reads the node as `deserialize_any` does. For serde's derived and
 // standard visitors that is `Value`'s answer, messages included: on a scalar, `Value`'s typed
 // methods make the visit its `deserialize_any` makes or fail with the visitor's own type
@@ -67,10 +26,42 @@ impl<'de> Deserializer<'de> for TreeDe<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.tree.doc_node(self.node) {
-            DocNode::Scalar(v) => v.deserialize_any(visitor),
-            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
-            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
+        let tree = self.tree;
+        // The value, with the items or entries the visitor left unread (an error, as in
+        // serde_json).
+        let (value, len, left, expected) = match tree.doc_node(self.node) {
+            DocNode::Scalar(v) => return v.deserialize_any(visitor),
+            DocNode::Seq(items) => {
+                let mut access = Items {
+                    tree,
+                    rest: items.iter(),
+                };
+                let value = visitor.visit_seq(&mut access)?;
+                (
+                    value,
+                    items.len(),
+                    access.rest.len(),
+                    "fewer elements in array",
+                )
+            }
+            DocNode::Map(entries) => {
+                let mut access = Entries {
+                    tree,
+                    rest: entries.iter(),
+                    value: None,
+                };
+                let value = visitor.visit_map(&mut access)?;
+                (
+                    value,
+                    entries.len(),
+                    access.rest.len(),
+                    "fewer elements in map",
+                )
+            }
+        };
+        match left {
+            0 => Ok(value),
+            _ => Err(de::Error::invalid_length(len, &expected)),
         }
     }
 

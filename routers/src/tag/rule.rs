@@ -82,16 +82,6 @@ pub struct TagRule {
     pub tags: Vec<TagSpec>,
 }
 
-impl TagRule {
-    /// True when `match` entries are honoured: Dubbo reads them only when `configVersion`
-    /// starts with `v3.0`.
-    pub fn uses_match(&self) -> bool {
-        self.config_version
-            .as_deref()
-            .is_some_and(|v| v.starts_with("v3.0"))
-    }
-}
-
 /// One compiled tag.
 #[derive(Debug, Clone)]
 pub struct TagSpec {
@@ -120,6 +110,14 @@ impl ParamMatch {
 }
 
 impl TagRule {
+    /// True when `match` entries are honoured: Dubbo reads them only when `configVersion`
+    /// starts with `v3.0`.
+    pub fn uses_match(&self) -> bool {
+        self.config_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("v3.0"))
+    }
+
     /// The rule of an entry without one: static tags only (no dynamic rule).
     pub fn static_only() -> Self {
         TagRule {
