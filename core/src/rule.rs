@@ -440,9 +440,4 @@ impl<'a> RuleDoc<'a> {
             RuleError::new(path, message)
         })
     }
-
-    /// An error at `relative` below this document.
-    pub fn error(&self, relative: &FieldPath, message: impl Into<String>) -> RuleError {
-        RuleError::new(self.path.join(relative), message)
-    }
 }
