@@ -102,7 +102,8 @@ impl PreparedMesh {
     }
 
     /// The applications with a rule and providers, in draw order.
-    pub fn applications(&self) -> impl Iterator<Item = &str> + '_ {
+    #[cfg(test)]
+    pub(crate) fn applications(&self) -> impl Iterator<Item = &str> + '_ {
         self.apps.iter().map(|a| &*a.name)
     }
 
