@@ -139,9 +139,11 @@ impl CallKey {
 }
 
 /// True for a key this module reads from provider URLs: `timeout`, `retries`,
-/// `loadbalance`, `forks`, `weight`, or one of them after `<method>.`.
+/// `loadbalance`, `forks`, `weight`, or one of them after `<method>.`; and `warmup`, which
+/// [`CallParams::effective`] shows with its source.
 pub fn is_call_key(key: &str) -> bool {
-    CallKey::parse(key).is_some()
+    key == "warmup"
+        || CallKey::parse(key).is_some()
         || key
             .rsplit_once('.')
             .is_some_and(|(m, k)| !m.is_empty() && CallKey::parse(k).is_some())
