@@ -348,6 +348,21 @@ impl NacosCluster {
         }
     }
 
+    /// The index of the raft leader, as the running nodes' raft metrics
+    /// (`GET /nacos/v1/raft/metrics`) name it; waits up to 30 s for one.
+    pub fn leader(&self) -> usize {
+        crate::wait_for(Duration::from_secs(30), "a raft leader", || {
+            self.nodes.iter().find_map(|n| {
+                let body = http(n.port, "GET", "/nacos/v1/raft/metrics", "")?;
+                let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+                let id = v["current_leader"].as_u64()?;
+                self.nodes
+                    .iter()
+                    .position(|m| m.raft.as_ref().is_some_and(|(i, _)| u64::from(*i) == id))
+            })
+        })
+    }
+
     /// The HTTP addresses of `nodes` (indexes), comma-separated, as a client takes them.
     pub fn address_of(&self, nodes: &[usize]) -> String {
         nodes
