@@ -13,10 +13,11 @@
 //! provider the source has not seen yet routes, as Dubbo's condition router does, to
 //! every provider.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use routechain::live::{LiveChain, LiveOptions, NacosConfig, NacosSource, Report};
+use routechain::live::{LiveChain, LiveOptions, NacosConfig, NacosSource, Report, Watching};
 use routechain::rules::ChainFile;
 use routechain_testkit::failover::{
     CHAIN, Router, has_provider, provider, route, rule, wait_applied,
@@ -62,34 +63,56 @@ fn change(writer: &mut NacosWriter, live: &LiveChain, k: u32) {
     );
 }
 
-/// Starts a live chain following `address`; the server the source connected to last and
-/// when, as its status lines say.
-fn follow(
-    address: String,
-) -> (
-    Arc<LiveChain>,
-    Arc<Mutex<Option<(Instant, String)>>>,
-    impl Drop,
-) {
+/// When something was last said (the time, and the server for a connection).
+type Said = Arc<Mutex<Option<(Instant, String)>>>;
+
+/// A live chain following an address, and what its source said.
+struct Following {
+    live: Arc<LiveChain>,
+    /// The server the source connected to last.
+    connected: Said,
+    /// The last time the source left a server (the outage it reported).
+    left: Said,
+    /// Whether the rule was ever applied.
+    ruled: Arc<AtomicBool>,
+    _watching: Watching,
+}
+
+/// Starts a live chain following `address`.
+fn follow(address: String) -> Following {
     let file = ChainFile::parse("failover.yaml", CHAIN, None).unwrap();
     let live =
         Arc::new(LiveChain::new(file, routechain::registry(), LiveOptions::default()).unwrap());
     let mut config = NacosConfig::for_chain(&live, address);
     config.following.retry_delay = Duration::from_millis(100);
-    let connected: Arc<Mutex<Option<(Instant, String)>>> = Arc::default();
-    let seen = connected.clone();
+    let (connected, left): (Said, Said) = Default::default();
+    let ruled = Arc::new(AtomicBool::new(false));
+    let (c, l, r) = (connected.clone(), left.clone(), ruled.clone());
     let watching = live
-        .watch(Box::new(NacosSource::new(config)), move |r| {
-            eprintln!("report: {r}");
-            if let Report::Status { message, .. } = &r
-                && let Some(rest) = message.strip_prefix("connected to ")
-            {
+        .watch(Box::new(NacosSource::new(config)), move |report| {
+            eprintln!("report: {report}");
+            let text = report.to_string();
+            if text.contains(&format!("rule {RULE} added")) {
+                r.store(true, Ordering::Relaxed);
+            }
+            let Report::Status { message, .. } = &report else {
+                return;
+            };
+            if let Some(rest) = message.strip_prefix("connected to ") {
                 let server = rest.split(' ').next().unwrap_or_default().to_string();
-                *seen.lock().unwrap() = Some((Instant::now(), server));
+                *c.lock().unwrap() = Some((Instant::now(), server));
+            } else if message.contains("the last good state keeps serving") {
+                *l.lock().unwrap() = Some((Instant::now(), String::new()));
             }
         })
         .unwrap();
-    (live, connected, watching)
+    Following {
+        live,
+        connected,
+        left,
+        ruled,
+        _watching: watching,
+    }
 }
 
 #[test]
@@ -97,11 +120,15 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
     let begun = Instant::now();
     let mut cluster = NacosCluster::start("failover", 3);
     let mut writer = NacosWriter::start(&cluster.address_of(&[2]), "");
-    let (live, connected, _watching) = follow(format!("nacos://{}", cluster.address_of(&[0, 1])));
-    change(&mut writer, &live, 1);
+    let f = follow(format!("nacos://{}", cluster.address_of(&[0, 1])));
+    let (live, connected) = (&f.live, &f.connected);
+    change(&mut writer, live, 1);
+    routechain_testkit::wait_for(Duration::from_secs(30), "the first rule", || {
+        f.ruled.load(Ordering::Relaxed).then_some(())
+    });
     // Every route, all along, is exactly one provider this test registered.
     let router = Router::start(live.clone());
-    wait_applied(&live, 1, Instant::now());
+    wait_applied(live, 1, Instant::now());
     let addresses: Vec<String> = cluster.nodes.iter().map(|n| n.address()).collect();
     let node_of = |server: &str| {
         (addresses.iter())
@@ -122,9 +149,9 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
         k += 1;
         let fault = Instant::now();
         cluster.nodes[node].stop();
-        change(&mut writer, &live, k);
+        change(&mut writer, live, k);
         let name = format!("{what} (node {}) killed", node + 1);
-        times.push((name, wait_applied(&live, k, fault)));
+        times.push((name, wait_applied(live, k, fault)));
         cluster.nodes[node].resume();
     }
     // 2. The node the source is connected to frozen (SIGSTOP), twice: the source leaves it
@@ -134,24 +161,27 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
         let node = node_of(&own());
         let leader = cluster.leader() == node;
         *connected.lock().unwrap() = None;
+        *f.left.lock().unwrap() = None;
         k += 1;
         let fault = Instant::now();
         cluster.nodes[node].freeze();
-        change(&mut writer, &live, k);
-        let applied = wait_applied(&live, k, fault);
+        change(&mut writer, live, k);
+        let applied = wait_applied(live, k, fault);
         let (at, to) = connected
             .lock()
             .unwrap()
             .clone()
             .expect("the source connected to another node");
+        let (left, _) = f.left.lock().unwrap().clone().expect("the source left");
         assert_ne!(node_of(&to), node, "reconnected to the frozen node");
-        assert!(at <= fault + applied);
+        assert!(left <= at && at <= fault + applied);
         let name = format!(
             "the source's node (node {}, {}) frozen",
             node + 1,
             if leader { "the leader" } else { "a follower" }
         );
         times.push((name, applied));
+        times.push(("  the source left it".into(), left - fault));
         times.push(("  the source connected to another".into(), at - fault));
         cluster.nodes[node].thaw();
     }
@@ -159,14 +189,14 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
     k += 1;
     let fault = Instant::now();
     cluster.restart_all();
-    change(&mut writer, &live, k);
-    times.push(("all nodes restarted".into(), wait_applied(&live, k, fault)));
+    change(&mut writer, live, k);
+    times.push(("all nodes restarted".into(), wait_applied(live, k, fault)));
     k += 1;
     let after = Instant::now();
-    change(&mut writer, &live, k);
+    change(&mut writer, live, k);
     times.push((
         "next change after the restart".into(),
-        wait_applied(&live, k, after),
+        wait_applied(live, k, after),
     ));
     router.finish(&times, begun);
     assert_eq!(live.stats().refused(), 0);
@@ -177,11 +207,11 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
         serde_json::json!({"op": "remove", "data_id": RULE}),
     );
     let start = Instant::now();
-    while route(&live).len() < 2 {
+    while route(live).len() < 2 {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "the deletion never applied: {:?}",
-            route(&live)
+            route(live)
         );
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -202,13 +232,17 @@ fn a_rule_missing_on_the_source_server_alone_keeps_serving_and_a_real_deletion_a
         w.register("DEFAULT_GROUP", &provider(2));
         w.publish(RULE, &rule(1));
     }
-    let (live, connected, _watching) = follow(format!(
+    let f = follow(format!(
         "nacos://{},{}",
         servers[0].address(),
         servers[1].address()
     ));
-    wait_applied(&live, 1, Instant::now());
-    let own = connected.lock().unwrap().clone().expect("connected").1;
+    let live = &f.live;
+    wait_applied(live, 1, Instant::now());
+    let own = routechain_testkit::wait_for(Duration::from_secs(10), "connected", || {
+        f.connected.lock().unwrap().clone()
+    })
+    .1;
     let (mine, other) = if own == servers[0].address() {
         (0, 1)
     } else {
@@ -218,16 +252,16 @@ fn a_rule_missing_on_the_source_server_alone_keeps_serving_and_a_real_deletion_a
     // Several polls (one a second) see the miss: the rule keeps serving.
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(4) {
-        assert_eq!(route(&live), ["10.0.0.1:20880"], "the rule was deleted");
+        assert_eq!(route(live), ["10.0.0.1:20880"], "the rule was deleted");
         std::thread::sleep(Duration::from_millis(5));
     }
     writers[other].remove(RULE);
     let start = Instant::now();
-    while route(&live) != ["10.0.0.1:20880", "10.0.0.2:20880"] {
+    while route(live) != ["10.0.0.1:20880", "10.0.0.2:20880"] {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "the deletion never applied: {:?}",
-            route(&live)
+            route(live)
         );
         std::thread::sleep(Duration::from_millis(5));
     }
