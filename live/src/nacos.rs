@@ -282,8 +282,9 @@ async fn connect(address: &NacosAddress, server: &str) -> Result<Clients, NacosE
         naming = naming.enable_auth_plugin_http();
         config = config.enable_auth_plugin_http();
     }
-    let naming = naming.build().await.map_err(failed)?;
-    let config = config.build().await.map_err(failed)?;
+    // Each build sets up its own connection: both at once.
+    let (naming, config) = tokio::join!(naming.build(), config.build());
+    let (naming, config) = (naming.map_err(failed)?, config.map_err(failed)?);
     Ok(Clients {
         naming,
         config,
