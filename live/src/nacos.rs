@@ -20,10 +20,11 @@
 //!
 //! Every change is pushed as the ZooKeeper source pushes it (the same [`Update`]s and
 //! status lines, so `watch` prints the same lines and counts the same metrics). The
-//! client reconnects, subscribes and listens again by itself; the source probes the server
-//! every second, says when it is unreachable ([`NacosConfig::connection`] goes false) and
-//! re-reads everything when it answers again. Meanwhile nothing is pushed: the last good
-//! state keeps serving.
+//! source's clients are on one server at a time (`session.rs`): a server that refuses or
+//! falls silent is left for the next, the source says so (the connection state in
+//! [`NacosConfig::following`] goes false), and everything is read again on the next one.
+//! Meanwhile nothing is pushed: the last good state keeps serving. A rule config one
+//! server says it has not while another holds it is no deletion (`Ctx::read_rule`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -148,7 +148,10 @@ async fn open(
         subscribed,
         ..
     } = &mut connection;
-    guarded(&*clients, resync(cx, &*clients, &*listener, subscribed)).await?;
+    let mut probe = tokio::time::interval(PROBE_EVERY);
+    probe.tick().await;
+    let read = resync(cx, &*clients, &*listener, subscribed);
+    guarded(&*clients, &mut probe, read).await?;
     Ok(connection)
 }
 
@@ -179,7 +182,7 @@ async fn follow(
                     follow_services(cx, &clients, &listener, &mut subscribed).await?;
                     cx.providers(&clients).await
                 };
-                match guarded(&clients, read).await {
+                match guarded(&clients, &mut probe, read).await {
                     Ok(updates) => {
                         cx.send(updates);
                         Ok(())
@@ -191,13 +194,13 @@ async fn follow(
                     }
                 }
             }
-            _ = rules.tick() => guarded(&clients, poll_rules(cx, &clients)).await,
+            _ = rules.tick() => guarded(&clients, &mut probe, poll_rules(cx, &clients)).await,
             Some(event) = events.recv() => {
                 let mut batch = vec![event];
                 while let Ok(e) = events.try_recv() {
                     batch.push(e);
                 }
-                guarded(&clients, apply(cx, &clients, batch)).await
+                guarded(&clients, &mut probe, apply(cx, &clients, batch)).await
             }
         };
         if let Err(e) = result {
@@ -206,15 +209,17 @@ async fn follow(
     }
 }
 
-/// Runs `op` while probing the server every [`PROBE_EVERY`]: a server that falls silent
+/// Runs `op` while probing the server at `probe`'s ticks (the same ones as between reads,
+/// so that a probe is never more than [`PROBE_EVERY`] away): a server that falls silent
 /// ends it with the probe's error (a read sent to a frozen server never returns).
 async fn guarded<T>(
     clients: &Clients,
+    probe: &mut tokio::time::Interval,
     op: impl Future<Output = Result<T, NacosError>>,
 ) -> Result<T, NacosError> {
     let watch = async {
         loop {
-            tokio::time::sleep(PROBE_EVERY).await;
+            probe.tick().await;
             if let Err(e) = probe_server(clients).await {
                 return e;
             }
