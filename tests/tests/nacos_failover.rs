@@ -194,6 +194,9 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
         times.push(("  the source left it".into(), left - fault));
         times.push(("  the source connected to another".into(), at - fault));
         cluster.nodes[node].thaw();
+        // The next round starts once the thawed node has caught up: a node behind the
+        // others serves older configs (rnacos serves a config read from its own state).
+        cluster.nodes[node].wait_serving();
     }
     // 3. Every node restarted. The Python client does not register its (ephemeral)
     // instances again: the test does, the provider the rule routes to first (an instance
