@@ -390,6 +390,23 @@ impl NacosCluster {
     }
 }
 
+/// The raft state of the node at `address` (`127.0.0.1:<port>`) as its metrics say it
+/// (`state`, `current_leader`, `last_log_index`, `last_applied`), or that it has none: what
+/// a test prints when the cluster stops taking writes.
+pub fn raft_state(address: &str) -> String {
+    let metrics = (address.rsplit_once(':'))
+        .and_then(|(_, p)| p.parse().ok())
+        .and_then(|port| http(port, "GET", "/nacos/v1/raft/metrics", ""))
+        .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok());
+    match metrics {
+        Some(v) => format!(
+            "{address}: {} leader={} log={} applied={}",
+            v["state"], v["current_leader"], v["last_log_index"], v["last_applied"]
+        ),
+        None => format!("{address}: no metrics"),
+    }
+}
+
 /// One HTTP/1.1 request to the server's API; the body of a 200 answer.
 fn http(port: u16, method: &str, path: &str, body: &str) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;

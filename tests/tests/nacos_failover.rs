@@ -22,31 +22,56 @@ use routechain::rules::ChainFile;
 use routechain_testkit::failover::{
     CHAIN, Router, has_provider, provider, route, rule, wait_applied,
 };
-use routechain_testkit::nacos::{Nacos, NacosCluster, NacosWriter};
+use routechain_testkit::nacos::{Nacos, NacosCluster, NacosWriter, raft_state};
 
 const RULE: &str = "com.foo.BarService::.condition-router";
 
-/// Sends `command`, retrying while the cluster fails over.
-fn retry(writer: &mut NacosWriter, command: serde_json::Value) {
-    let start = Instant::now();
-    loop {
-        match writer.try_send(&command) {
-            Ok(_) => return,
-            Err(answer) => {
-                assert!(
-                    start.elapsed() < Duration::from_secs(60),
-                    "{command}: {answer}"
-                );
-                std::thread::sleep(Duration::from_millis(100));
+/// The Python writer on one node, and the cluster's nodes (to show their raft state when
+/// writes keep failing).
+struct Writer {
+    python: NacosWriter,
+    /// Writers replaced, kept running: their instances live while they run.
+    replaced: Vec<NacosWriter>,
+    server: String,
+    nodes: Vec<String>,
+}
+
+impl Writer {
+    /// Sends `command`, retrying while the cluster fails over; after 15 s of failures the
+    /// nodes' raft states are printed and a new writer takes over (the old one keeps
+    /// running).
+    fn retry(&mut self, command: serde_json::Value) {
+        let start = Instant::now();
+        let mut fresh = false;
+        loop {
+            match self.python.try_send(&command) {
+                Ok(_) => return,
+                Err(answer) => {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(60),
+                        "{command}: {answer}"
+                    );
+                    if !fresh && start.elapsed() > Duration::from_secs(15) {
+                        let states: Vec<String> =
+                            self.nodes.iter().map(|n| raft_state(n)).collect();
+                        eprintln!("writes failing for 15 s ({answer}): {}", states.join("; "));
+                        let old = std::mem::replace(
+                            &mut self.python,
+                            NacosWriter::start(&self.server, ""),
+                        );
+                        self.replaced.push(old);
+                        fresh = true;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
             }
         }
     }
 }
 
 /// Registers provider `k` and waits until the chain has it.
-fn register(writer: &mut NacosWriter, live: &LiveChain, k: u32) {
-    retry(
-        writer,
+fn register(writer: &mut Writer, live: &LiveChain, k: u32) {
+    writer.retry(
         serde_json::json!({"op": "register_url", "group": "DEFAULT_GROUP", "url": provider(k)}),
     );
     let start = Instant::now();
@@ -60,12 +85,9 @@ fn register(writer: &mut NacosWriter, live: &LiveChain, k: u32) {
 }
 
 /// Registers provider `k`, waits until the chain has it, and routes every call to it.
-fn change(writer: &mut NacosWriter, live: &LiveChain, k: u32) {
+fn change(writer: &mut Writer, live: &LiveChain, k: u32) {
     register(writer, live, k);
-    retry(
-        writer,
-        serde_json::json!({"op": "publish", "data_id": RULE, "content": rule(k)}),
-    );
+    writer.retry(serde_json::json!({"op": "publish", "data_id": RULE, "content": rule(k)}));
 }
 
 /// When something was last said (the time, and the server for a connection).
@@ -124,7 +146,12 @@ fn follow(address: String) -> Following {
 fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_restart_of_rnacos() {
     let begun = Instant::now();
     let mut cluster = NacosCluster::start("failover", 3);
-    let mut writer = NacosWriter::start(&cluster.address_of(&[2]), "");
+    let mut writer = Writer {
+        python: NacosWriter::start(&cluster.address_of(&[2]), ""),
+        replaced: Vec::new(),
+        server: cluster.address_of(&[2]),
+        nodes: cluster.nodes.iter().map(|n| n.address()).collect(),
+    };
     let f = follow(format!("nacos://{}", cluster.address_of(&[0, 1])));
     let (live, connected) = (&f.live, &f.connected);
     change(&mut writer, live, 1);
@@ -206,8 +233,7 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
     cluster.restart_all();
     register(&mut writer, live, k);
     for old in 1..k {
-        retry(
-            &mut writer,
+        writer.retry(
             serde_json::json!({"op": "register_url", "group": "DEFAULT_GROUP", "url": provider(old)}),
         );
     }
@@ -225,10 +251,7 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
     assert_eq!(live.stats().refused(), 0);
 
     // 4. The rule deleted: the deletion applies (every provider routed).
-    retry(
-        &mut writer,
-        serde_json::json!({"op": "remove", "data_id": RULE}),
-    );
+    writer.retry(serde_json::json!({"op": "remove", "data_id": RULE}));
     let start = Instant::now();
     while route(live).len() < 2 {
         assert!(
