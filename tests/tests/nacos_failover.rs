@@ -11,7 +11,10 @@
 //! A change registers its provider, waits until the source has it, then writes the rule
 //! routing to it: Nacos pushes instances and serves configs apart, so a rule naming a
 //! provider the source has not seen yet routes, as Dubbo's condition router does, to
-//! every provider.
+//! every provider. rnacos 0.8.8's own failures are worked around and printed: a node that
+//! does not rejoin after the full restart is started again (testkit), a leader that stops
+//! applying its log while a node is down gets that node back, and a thawed node catches
+//! up before the next round (one behind serves older configs).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
