@@ -31,6 +31,11 @@ pub struct Nacos {
     /// In a cluster: this node's raft id and the gRPC address of the node it joins
     /// (empty for the first, which starts the cluster).
     raft: Option<(u16, String)>,
+    /// Whether the data directory is new: only then does a node start the cluster or ask
+    /// to join it. rnacos decides that by an empty raft log, which a node whose log was
+    /// compacted into a snapshot also has: restarted with `RNACOS_RAFT_AUTO_INIT=true` the
+    /// first node would start a cluster of its own, serving its old state.
+    fresh: bool,
 }
 
 fn free(port: u16) -> bool {
@@ -106,12 +111,14 @@ impl Nacos {
             binary,
             auth,
             raft,
+            fresh: true,
         };
         for attempt in 1..=8 {
             let _ = std::fs::remove_dir_all(&nacos.dir);
             std::fs::create_dir_all(nacos.dir.join("data")).expect("create the data directory");
             nacos.spawn();
             if nacos.wait_ready(Duration::from_secs(30)) {
+                nacos.fresh = false;
                 return nacos;
             }
             eprintln!("rnacos (attempt {attempt}) lost a config write or exited; starting afresh");
@@ -135,8 +142,11 @@ impl Nacos {
                     "RNACOS_RAFT_NODE_ADDR",
                     format!("127.0.0.1:{}", self.port + 1000),
                 )
-                .env("RNACOS_RAFT_AUTO_INIT", join.is_empty().to_string())
-                .env("RNACOS_RAFT_JOIN_ADDR", join);
+                .env(
+                    "RNACOS_RAFT_AUTO_INIT",
+                    (self.fresh && join.is_empty()).to_string(),
+                )
+                .env("RNACOS_RAFT_JOIN_ADDR", if self.fresh { join } else { "" });
         }
         if let Some((user, password)) = &self.auth {
             command
