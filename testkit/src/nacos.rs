@@ -373,6 +373,60 @@ impl NacosCluster {
                 attempts += 1;
             }
         }
+        self.wait_consistent();
+    }
+
+    /// Waits until a config written through one node reads back on every node within 5 s;
+    /// a node that does not (rnacos 0.8.8 sometimes brings a node back outside the
+    /// cluster, taking its own writes and serving its old state) is started again, up to
+    /// three times.
+    pub fn wait_consistent(&mut self) {
+        for round in 1..=4 {
+            let nonce = format!("{}-{:?}", std::process::id(), Instant::now());
+            let body = format!("dataId=routechain-consistent&group=probe&content={nonce}");
+            let written = Instant::now();
+            while !(self.nodes.iter()).any(|n| {
+                http(n.port, "POST", "/nacos/v1/cs/configs", &body).as_deref() == Some("true")
+            }) {
+                assert!(
+                    written.elapsed() < Duration::from_secs(60),
+                    "no node takes a write"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let mut behind: Vec<usize> = (0..self.nodes.len()).collect();
+            let since = Instant::now();
+            while !behind.is_empty() && since.elapsed() < Duration::from_secs(5) {
+                behind.retain(|&i| {
+                    let read = http(
+                        self.nodes[i].port,
+                        "GET",
+                        "/nacos/v1/cs/configs?dataId=routechain-consistent&group=probe",
+                        "",
+                    );
+                    read.is_none_or(|b| b.trim() != nonce)
+                });
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if behind.is_empty() {
+                return;
+            }
+            assert!(round < 4, "rnacos nodes {behind:?} never caught up");
+            for i in behind {
+                eprintln!(
+                    "rnacos node {} does not see the others' writes ({}); starting it again",
+                    i + 1,
+                    raft_state(&self.nodes[i].address())
+                );
+                self.nodes[i].stop();
+                self.nodes[i].spawn();
+                assert!(
+                    self.nodes[i].wait_ready(Duration::from_secs(30)),
+                    "rnacos did not come back:\n{}",
+                    self.nodes[i].log()
+                );
+            }
+        }
     }
 
     /// The index of the raft leader, as the running nodes' raft metrics
