@@ -289,16 +289,6 @@ impl Nacos {
         assert!(status.success(), "kill {signal} {pid}");
     }
 
-    /// Waits until a config write through this server reads back on it: a cluster node has
-    /// caught up with the log (after a freeze, say) once it does.
-    pub fn wait_serving(&mut self) {
-        assert!(
-            self.wait_ready(Duration::from_secs(60)),
-            "rnacos does not serve:\n{}",
-            self.log()
-        );
-    }
-
     /// Starts a stopped server again on its ports and data, and waits until a config write
     /// reads back.
     pub fn resume(&mut self) {

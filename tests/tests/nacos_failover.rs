@@ -13,8 +13,9 @@
 //! provider the source has not seen yet routes, as Dubbo's condition router does, to
 //! every provider. rnacos 0.8.8's own failures are worked around and printed: a node that
 //! does not rejoin after the full restart is started again (testkit), a leader that stops
-//! applying its log while a node is down gets that node back, and a thawed node catches
-//! up before the next round (one behind serves older configs).
+//! applying its log while a node is down gets that node back, and each round starts once
+//! every node sees the others' writes (a node behind serves older configs; one brought
+//! back outside the cluster is started again).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -203,6 +204,7 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
         if !started {
             cluster.nodes[node].resume();
         }
+        cluster.wait_consistent();
     }
     // 2. The node the source is connected to frozen (SIGSTOP), twice: the source leaves it
     // and connects to another; the change applies only then (the frozen node answers
@@ -236,7 +238,7 @@ fn a_live_chain_follows_every_change_through_node_loss_a_freeze_and_a_full_resta
         cluster.nodes[node].thaw();
         // The next round starts once the thawed node has caught up: a node behind the
         // others serves older configs (rnacos serves a config read from its own state).
-        cluster.nodes[node].wait_serving();
+        cluster.wait_consistent();
     }
     // 3. Every node restarted. The Python client does not register its (ephemeral)
     // instances again: the test does, the provider the rule routes to first (an instance
