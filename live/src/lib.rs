@@ -102,7 +102,7 @@ pub use providers::parse_providers;
 #[cfg(feature = "zookeeper")]
 pub use registry::{
     RegistryAddress, RegistryAddressError, RegistryConfig, RegistryOptions, RegistrySource,
-    RuleStore,
+    RuleStore, RuleWriter,
 };
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]

@@ -34,7 +34,7 @@ pub use address::{
     DEFAULT_WEIGHT, Registry, RegistryAddress, RegistryAddressError, RegistryEntry, RegistryParams,
     mask,
 };
-pub use audit::{RegistryStore, RuleStore, StoreError, StoredRule, rule_key_of};
+pub use audit::{RegistryStore, RuleStore, RuleWriter, StoreError, StoredRule, rule_key_of};
 pub use merge::choose;
 
 /// How a [`RegistrySource`] combines several registries.

@@ -224,14 +224,15 @@ impl PreparedIdcWeight {
                     let set = self.regions.set(r);
                     scratch.any_with(|w| set.word(w))
                 })
-                .map_or(0, |r| self.region_availability(opf, r, live).max(1))
+                .map_or(0, |r| {
+                    let c = self.region_counts(r, live);
+                    weighted::availability(opf, c.healthy.into(), c.total.into()).max(1)
+                })
         };
         let mut text = format!("spillover levels (overprovisioning {}):", Factor(opf));
         weighted::priority_loads(levels, available, |i, load| {
             if let Some(r) = Self::level_region(rule, local, i) {
-                let c = self
-                    .health
-                    .region(r, live, self.regions.set(r), &self.degraded);
+                let c = self.region_counts(r, live);
                 text.push_str(&format!(
                     " {} {} of {} healthy → {},",
                     self.regions.name(r),

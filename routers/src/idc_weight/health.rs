@@ -160,25 +160,6 @@ impl Health {
                 .filter(|a| std::ptr::eq(a.set.as_ptr(), live)),
         }
     }
-
-    /// IDC `k`'s counts for a call whose live set is `live`; `set` is the IDC's providers
-    /// (for the fallback scan) and `param` the param-degraded set.
-    #[inline]
-    pub fn idc(&self, k: usize, live: &DegradedSet, set: &ProviderSet, param: &BitSet) -> Counts {
-        self.view(live).idc(k, set, param)
-    }
-
-    /// Region `r`'s counts (see [`Health::idc`]).
-    #[inline]
-    pub fn region(
-        &self,
-        r: usize,
-        live: &DegradedSet,
-        set: &ProviderSet,
-        param: &BitSet,
-    ) -> Counts {
-        self.view(live).region(r, set, param)
-    }
 }
 
 /// [`Health`] for one call's live degraded set.
@@ -288,7 +269,7 @@ mod tests {
         h.attach(&attached, &param);
         for set in [&*attached, &other] {
             assert_eq!(
-                h.idc(0, set, &sets[0], &param),
+                h.view(set).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 98,
                     total: 100
@@ -301,14 +282,14 @@ mod tests {
             set.mark(120);
             set.mark(199); // no IDC
             assert_eq!(
-                h.idc(0, set, &sets[0], &param),
+                h.view(set).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 96,
                     total: 100
                 }
             );
             assert_eq!(
-                h.idc(1, set, &sets[1], &param),
+                h.view(set).idc(1, &sets[1], &param),
                 Counts {
                     healthy: 97,
                     total: 99
@@ -316,7 +297,7 @@ mod tests {
             );
             let all = ProviderSet::from_bitset(BitSet::full(200));
             assert_eq!(
-                h.region(0, set, &all, &param),
+                h.view(set).region(0, &all, &param),
                 Counts {
                     healthy: 193,
                     total: 200
@@ -324,7 +305,7 @@ mod tests {
             );
             set.clear(2);
             assert_eq!(
-                h.idc(0, set, &sets[0], &param),
+                h.view(set).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 97,
                     total: 100
@@ -332,7 +313,7 @@ mod tests {
             );
         }
         // Unknown groups count nothing.
-        assert_eq!(h.idc(7, &attached, &sets[0], &param).total, 0);
+        assert_eq!(h.view(&attached).idc(7, &sets[0], &param).total, 0);
     }
 
     #[test]

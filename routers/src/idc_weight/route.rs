@@ -158,10 +158,7 @@ impl PreparedIdcWeight {
         let threshold = options.panic_threshold;
         let mut region_mode = healthy;
         if threshold > 0 {
-            let c = region_counts.unwrap_or_else(|| {
-                self.health
-                    .region(region, live, self.regions.set(region), &self.degraded)
-            });
+            let c = region_counts.unwrap_or_else(|| self.region_counts(region, live));
             if weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
                 region_mode = Healthy::Input;
                 decision.panic = Some(Panic::Region(c));
@@ -174,8 +171,7 @@ impl PreparedIdcWeight {
             && decision.panic.is_none()
             && let Some(Some(k)) = strategy.target()
         {
-            let c = target_counts
-                .unwrap_or_else(|| self.health.idc(k, live, self.idcs.set(k), &self.degraded));
+            let c = target_counts.unwrap_or_else(|| self.idc_counts(k, live));
             // A target with no healthy provider is not in panic: no survivor would be
             // overloaded, and the region's healthy providers take its calls.
             if c.healthy > 0 && weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
@@ -220,21 +216,6 @@ impl PreparedIdcWeight {
             let r = rule.cross_region[i - 1];
             (Some(r) != local.region).then_some(r)
         }
-    }
-
-    /// A region's availability for the spillover levels: 0 without a healthy candidate,
-    /// else `min(1, overprovisioning × healthy / total)` over the snapshot (millionths).
-    #[inline]
-    pub(super) fn region_availability(
-        &self,
-        opf: u32,
-        r: usize,
-        live: &routechain_core::DegradedSet,
-    ) -> u64 {
-        let c = self
-            .health
-            .region(r, live, self.regions.set(r), &self.degraded);
-        weighted::availability(opf, c.healthy.into(), c.total.into())
     }
 
     /// Step 2 with `spillover`: the local region and the cross regions are priority levels
@@ -518,7 +499,15 @@ impl PreparedIdcWeight {
     /// IDC `k`'s counts for a call whose live degraded set is `live`.
     #[inline]
     pub(super) fn idc_counts(&self, k: usize, live: &routechain_core::DegradedSet) -> Counts {
-        self.health.idc(k, live, self.idcs.set(k), &self.degraded)
+        let view = self.health.view(live);
+        view.idc(k, self.idcs.set(k), &self.degraded)
+    }
+
+    /// Region `r`'s counts for a call whose live degraded set is `live`.
+    #[inline]
+    pub(super) fn region_counts(&self, r: usize, live: &routechain_core::DegradedSet) -> Counts {
+        let view = self.health.view(live);
+        view.region(r, self.regions.set(r), &self.degraded)
     }
 }
 
