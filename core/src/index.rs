@@ -79,12 +79,6 @@ impl ProviderSet {
         }
     }
 
-    /// The number of members.
-    #[inline]
-    pub fn count(&self) -> usize {
-        self.as_set_ref().count()
-    }
-
     /// True when `i` is a member.
     #[inline]
     pub fn contains(&self, i: usize) -> bool {
@@ -95,12 +89,6 @@ impl ProviderSet {
     #[inline]
     pub fn intersects(&self, candidates: &Candidates) -> bool {
         self.as_set_ref().intersects(candidates)
-    }
-
-    /// The number of members shared with `candidates`.
-    #[inline]
-    pub fn count_and(&self, candidates: &Candidates) -> usize {
-        self.as_set_ref().count_and(candidates)
     }
 
     /// `candidates &= self`, without allocating.
@@ -697,7 +685,7 @@ mod tests {
             let c = BitSet::from_indexes(500, cands.iter().copied());
             for s in [&sparse, &dense] {
                 prop_assert_eq!(s.intersects(&c), set.intersects(&c));
-                prop_assert_eq!(s.count_and(&c), set.count_and(&c));
+                prop_assert_eq!(s.as_set_ref().count_and(&c), set.count_and(&c));
                 let mut a = c.clone();
                 s.and_into(&mut a);
                 let mut b = c.clone();

@@ -267,15 +267,45 @@ fn out_of_range(message: &str) -> Option<String> {
 
 /// The `serde_json::Value` of node `node` of `tree`.
 pub fn tree_value(tree: &dyn DocTree, node: u32) -> serde_json::Value {
+    build_value(tree, node, &mut FieldPath::root(), &|_| false, &NULL)
+}
+
+/// The value of node `node` (at `path`, relative to the value built), each non-scalar value
+/// at a path `elide` accepts read as `placeholder` rather than built.
+fn build_value(
+    tree: &dyn DocTree,
+    node: u32,
+    path: &mut FieldPath,
+    elide: &dyn Fn(&FieldPath) -> bool,
+    placeholder: &serde_json::Value,
+) -> serde_json::Value {
     match tree.doc_node(node) {
         DocNode::Scalar(v) => v,
-        DocNode::Seq(items) => {
-            serde_json::Value::Array(items.iter().map(|&i| tree_value(tree, i)).collect())
-        }
+        _ if elide(path) => placeholder.clone(),
+        DocNode::Seq(items) => serde_json::Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    path.0.push(PathSegment::Index(i));
+                    let v = build_value(tree, n, path, elide, placeholder);
+                    path.0.pop();
+                    v
+                })
+                .collect(),
+        ),
         DocNode::Map(entries) => serde_json::Value::Object(
             entries
                 .iter()
-                .map(|&i| (tree.doc_key(i).to_string(), tree_value(tree, i)))
+                .map(|&n| {
+                    path.0.push(PathSegment::Key(tree.doc_key(n).to_string()));
+                    let v = build_value(tree, n, path, elide, placeholder);
+                    // The key pushed above, taken back for the entry (no second copy).
+                    match path.0.pop() {
+                        Some(PathSegment::Key(key)) => (key, v),
+                        _ => unreachable!("the path ends with the key pushed"),
+                    }
+                })
                 .collect(),
         ),
     }
@@ -338,46 +368,14 @@ impl<'a> RuleDoc<'a> {
         elide: &dyn Fn(&FieldPath) -> bool,
         placeholder: &serde_json::Value,
     ) -> std::borrow::Cow<'a, serde_json::Value> {
-        fn build(
-            tree: &dyn DocTree,
-            node: u32,
-            path: &mut FieldPath,
-            elide: &dyn Fn(&FieldPath) -> bool,
-            placeholder: &serde_json::Value,
-        ) -> serde_json::Value {
-            match tree.doc_node(node) {
-                DocNode::Scalar(v) => v,
-                _ if elide(path) => placeholder.clone(),
-                DocNode::Seq(items) => serde_json::Value::Array(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &n)| {
-                            path.0.push(PathSegment::Index(i));
-                            let v = build(tree, n, path, elide, placeholder);
-                            path.0.pop();
-                            v
-                        })
-                        .collect(),
-                ),
-                DocNode::Map(entries) => serde_json::Value::Object(
-                    entries
-                        .iter()
-                        .map(|&n| {
-                            let key = tree.doc_key(n).to_string();
-                            path.0.push(PathSegment::Key(key.clone()));
-                            let v = build(tree, n, path, elide, placeholder);
-                            path.0.pop();
-                            (key, v)
-                        })
-                        .collect(),
-                ),
-            }
-        }
         match self.repr {
-            DocRepr::Tree(t, Some(n)) => {
-                std::borrow::Cow::Owned(build(t, n, &mut FieldPath::root(), elide, placeholder))
-            }
+            DocRepr::Tree(t, Some(n)) => std::borrow::Cow::Owned(build_value(
+                t,
+                n,
+                &mut FieldPath::root(),
+                elide,
+                placeholder,
+            )),
             _ => self.value(),
         }
     }
@@ -439,10 +437,5 @@ impl<'a> RuleDoc<'a> {
             let message = out_of_range(&message).unwrap_or_else(|| with_did_you_mean(message));
             RuleError::new(path, message)
         })
-    }
-
-    /// An error at `relative` below this document.
-    pub fn error(&self, relative: &FieldPath, message: impl Into<String>) -> RuleError {
-        RuleError::new(self.path.join(relative), message)
     }
 }

@@ -18,114 +18,51 @@ pub(crate) struct TreeDe<'a> {
     pub node: u32,
 }
 
-impl<'a> TreeDe<'a> {
-    fn value(self) -> Value {
-        tree_value(self.tree, self.node)
-    }
-
-    fn unexpected_kind(kind: &DocNode<'_>) -> Unexpected<'static> {
-        match kind {
-            DocNode::Seq(_) => Unexpected::Seq,
-            _ => Unexpected::Map,
-        }
-    }
-}
-
-fn visit_seq<'de, V: Visitor<'de>>(
-    tree: &dyn DocTree,
-    items: &[u32],
-    visitor: V,
-) -> Result<V::Value, Error> {
-    let mut access = Items {
-        tree,
-        rest: items.iter(),
-    };
-    let seq = visitor.visit_seq(&mut access)?;
-    if access.rest.len() == 0 {
-        Ok(seq)
-    } else {
-        Err(de::Error::invalid_length(
-            items.len(),
-            &"fewer elements in array",
-        ))
-    }
-}
-
-fn visit_map<'de, V: Visitor<'de>>(
-    tree: &dyn DocTree,
-    entries: &[u32],
-    visitor: V,
-) -> Result<V::Value, Error> {
-    let mut access = Entries {
-        tree,
-        rest: entries.iter(),
-        value: None,
-    };
-    let map = visitor.visit_map(&mut access)?;
-    if access.rest.len() == 0 {
-        Ok(map)
-    } else {
-        Err(de::Error::invalid_length(
-            entries.len(),
-            &"fewer elements in map",
-        ))
-    }
-}
-
-/// A method a scalar hands to serde_json's `Value`, and a collection answers with a type
-/// error (as serde_json does for these methods on an array or object).
-macro_rules! scalar_only {
-    ($($method:ident),*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-            match self.tree.doc_node(self.node) {
-                DocNode::Scalar(v) => v.$method(visitor),
-                kind => Err(de::Error::invalid_type(Self::unexpected_kind(&kind), &visitor)),
-            }
-        }
-    )*};
-}
-
+// Every method but these reads the node as `deserialize_any` does. For serde's derived and
+// standard visitors that is `Value`'s answer, messages included: on a scalar, `Value`'s typed
+// methods make the visit its `deserialize_any` makes or fail with the visitor's own type
+// error, which is also what such a visitor answers a sequence or mapping it does not take.
 impl<'de> Deserializer<'de> for TreeDe<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.tree.doc_node(self.node) {
-            DocNode::Scalar(v) => v.deserialize_any(visitor),
-            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
-            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
+        let tree = self.tree;
+        // The value, with the items or entries the visitor left unread (an error, as in
+        // serde_json).
+        let (value, len, left, expected) = match tree.doc_node(self.node) {
+            DocNode::Scalar(v) => return v.deserialize_any(visitor),
+            DocNode::Seq(items) => {
+                let mut access = Items {
+                    tree,
+                    rest: items.iter(),
+                };
+                let value = visitor.visit_seq(&mut access)?;
+                (
+                    value,
+                    items.len(),
+                    access.rest.len(),
+                    "fewer elements in array",
+                )
+            }
+            DocNode::Map(entries) => {
+                let mut access = Entries {
+                    tree,
+                    rest: entries.iter(),
+                    value: None,
+                };
+                let value = visitor.visit_map(&mut access)?;
+                (
+                    value,
+                    entries.len(),
+                    access.rest.len(),
+                    "fewer elements in map",
+                )
+            }
+        };
+        match left {
+            0 => Ok(value),
+            _ => Err(de::Error::invalid_length(len, &expected)),
         }
-    }
-
-    scalar_only!(
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_str,
-        deserialize_string,
-        deserialize_unit
-    );
-
-    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.tree.doc_node(self.node) {
-            DocNode::Scalar(v) => v.deserialize_bytes(visitor),
-            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
-            DocNode::Map(_) => Err(de::Error::invalid_type(Unexpected::Map, &visitor)),
-        }
-    }
-
-    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_bytes(visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -133,14 +70,6 @@ impl<'de> Deserializer<'de> for TreeDe<'_> {
             DocNode::Scalar(Value::Null) => visitor.visit_none(),
             _ => visitor.visit_some(self),
         }
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        self.deserialize_unit(visitor)
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
@@ -151,52 +80,6 @@ impl<'de> Deserializer<'de> for TreeDe<'_> {
         visitor.visit_newtype_struct(self)
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.tree.doc_node(self.node) {
-            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
-            DocNode::Scalar(v) => v.deserialize_seq(visitor),
-            DocNode::Map(_) => Err(de::Error::invalid_type(Unexpected::Map, &visitor)),
-        }
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        self.deserialize_seq(visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        self.deserialize_seq(visitor)
-    }
-
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.tree.doc_node(self.node) {
-            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
-            DocNode::Scalar(v) => v.deserialize_map(visitor),
-            DocNode::Seq(_) => Err(de::Error::invalid_type(Unexpected::Seq, &visitor)),
-        }
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        match self.tree.doc_node(self.node) {
-            DocNode::Map(entries) => visit_map(self.tree, entries, visitor),
-            DocNode::Seq(items) => visit_seq(self.tree, items, visitor),
-            DocNode::Scalar(v) => v.deserialize_struct(name, fields, visitor),
-        }
-    }
-
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         name: &'static str,
@@ -204,15 +87,16 @@ impl<'de> Deserializer<'de> for TreeDe<'_> {
         visitor: V,
     ) -> Result<V::Value, Error> {
         // An enum's payload is small: serde_json's own rules on its value.
-        self.value().deserialize_enum(name, variants, visitor)
-    }
-
-    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        self.deserialize_str(visitor)
+        tree_value(self.tree, self.node).deserialize_enum(name, variants, visitor)
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         visitor.visit_unit()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct identifier
     }
 }
 

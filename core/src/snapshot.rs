@@ -121,10 +121,7 @@ pub struct ProviderListError {
 impl Snapshot {
     /// A snapshot of `providers` with the given generation.
     pub fn new(generation: u64, providers: impl IntoIterator<Item = Provider>) -> Self {
-        Snapshot {
-            generation,
-            providers: providers.into_iter().collect(),
-        }
+        Self::from_shared(generation, providers.into_iter().collect::<Box<[_]>>())
     }
 
     /// A snapshot of providers already shared (clones of an older snapshot's, or of a

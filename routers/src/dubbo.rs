@@ -66,8 +66,6 @@ pub(crate) struct Header {
     pub config_version: Option<String>,
     /// `scope`.
     pub scope: Option<String>,
-    /// `key`.
-    pub key: Option<String>,
     /// `enabled` and `valid`, each true when absent (Dubbo ignores a rule with either set
     /// to false).
     pub enabled: bool,
@@ -75,8 +73,6 @@ pub(crate) struct Header {
     pub force: Option<bool>,
     /// `runtime`.
     pub runtime: Option<bool>,
-    /// `priority`.
-    pub priority: Option<i64>,
 }
 
 impl RawHeader {
@@ -101,7 +97,7 @@ impl RawHeader {
             text("configVersion", &self.config_version),
             text("scope", &self.scope),
         );
-        let key = text("key", &self.key);
+        text("key", &self.key);
         let mut flag = |field: &str, value: &Option<Value>| {
             let parsed = match value.as_ref()? {
                 Value::Null => return None,
@@ -119,26 +115,18 @@ impl RawHeader {
         let valid = flag("valid", &self.valid).unwrap_or(true);
         let (force, runtime) = (flag("force", &self.force), flag("runtime", &self.runtime));
         flag("dynamic", &self.dynamic);
-        let priority = match &self.priority {
-            None | Some(Value::Null) => None,
-            Some(v) => {
-                let parsed = integer(v);
-                if parsed.is_none() {
-                    let message =
-                        routechain_core::integer_range_message("priority", v, i64::MIN, i64::MAX);
-                    error("priority", message);
-                }
-                parsed
-            }
-        };
+        if let Some(v) = self.priority.as_ref().filter(|v| !v.is_null())
+            && integer(v).is_none()
+        {
+            let message = routechain_core::integer_range_message("priority", v, i64::MIN, i64::MAX);
+            error("priority", message);
+        }
         Header {
             config_version,
             scope,
-            key,
             enabled: enabled && valid,
             force,
             runtime,
-            priority,
         }
     }
 }
@@ -273,11 +261,9 @@ mod tests {
         let want = Header {
             config_version: Some("v3.1".into()),
             scope: Some("application".into()),
-            key: Some("svc".into()),
             enabled: true,
             force: None,
             runtime: Some(true),
-            priority: Some(-7),
         };
         assert_eq!(header, want);
         let (_, errors) = check(json!({

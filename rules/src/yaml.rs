@@ -992,4 +992,76 @@ mod tests {
             "{e}: column past the end ({width} characters)"
         );
     }
+
+    /// A rule read from the tree parses as it does from the document's JSON value: the same
+    /// result or the same message, for each kind of field a rule type has.
+    #[test]
+    fn the_tree_deserializes_as_the_value_does() {
+        use std::collections::BTreeMap;
+
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Rule {
+            name: String,
+            weight: Option<u8>,
+            on: Option<bool>,
+            ratio: Option<f64>,
+            tags: Option<Vec<String>>,
+            table: Option<BTreeMap<String, u32>>,
+            pair: Option<(u16, char)>,
+            kind: Option<Kind>,
+            unit: Option<()>,
+        }
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        enum Kind {
+            Plain,
+            Weighted { w: u32 },
+        }
+
+        fn both<T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(text: &str) {
+            let doc = YamlDoc::parse("r.yaml", text).unwrap();
+            let root = FieldPath::root();
+            let from_tree = doc.rule_doc(&root).unwrap().parse::<T>();
+            let from_value = RuleDoc::new(doc.value(), &root).parse::<T>();
+            assert_eq!(from_tree, from_value, "{text}");
+        }
+        for text in [
+            "name: a\nweight: 7\non: true\nratio: 1.5\ntags: [x, y]\ntable: {a: 1}",
+            "name: a\npair: [1, c]\nkind: plain\nunit: null",
+            "name: a\nkind: {weighted: {w: 3}}",
+            "name: 5",
+            "name: [a]",
+            "name: {a: 1}",
+            "name: a\nweight: 300",
+            "name: a\nweight: -1",
+            "name: a\nweight: x",
+            "name: a\nweight: [1]",
+            "name: a\nweight: {a: 1}",
+            "name: a\non: yes please",
+            "name: a\non: [true]",
+            "name: a\nratio: '1.5'",
+            "name: a\ntags: x",
+            "name: a\ntags: {a: b}",
+            "name: a\ntags: [1]",
+            "name: a\ntable: [1]",
+            "name: a\ntable: {a: x}",
+            "name: a\npair: [1]",
+            "name: a\npair: [1, c, 3]",
+            "name: a\npair: [1, cc]",
+            "name: a\nkind: other",
+            "name: a\nkind: [plain]",
+            "name: a\nunit: 1",
+            "name: a\nnope: 1",
+            "[1, 2]",
+            "just text",
+            "",
+        ] {
+            both::<Rule>(text);
+        }
+        both::<Vec<u8>>("[1, 2, 256]");
+        both::<BTreeMap<String, Vec<bool>>>("a: [true, 1]");
+        both::<String>("{a: 1}");
+        both::<BTreeMap<u32, bool>>("1: true\n2: false");
+    }
 }

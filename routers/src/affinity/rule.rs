@@ -64,9 +64,7 @@ impl AffinityRule {
     pub fn is_application_scope(&self) -> bool {
         self.scope.as_deref() == Some("application")
     }
-}
 
-impl AffinityRule {
     /// Compiles a rule as written, reporting every problem at once; `root` is the rule
     /// document's path.
     pub fn compile(raw: RawAffinityRule, root: &FieldPath) -> Result<AffinityRule, Vec<RuleError>> {

@@ -32,9 +32,7 @@ impl PreparedCondition {
             .filter(|t| t.key.reads_request())
             .all(|t| t.matches_when(request, consumer))
     }
-}
 
-impl PreparedCondition {
     /// Routes one call: the conditions one after another, each narrowing what the previous
     /// left.
     pub fn route(&self, cx: &mut RouteContext<'_>, candidates: &mut Candidates) -> Evaluation {

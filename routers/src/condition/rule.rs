@@ -196,16 +196,12 @@ pub struct ConditionRule {
     pub version: ConfigVersion,
     /// Service or application.
     pub scope: Scope,
-    /// `key`, if given.
-    pub key: Option<String>,
     /// `enabled` (and `valid`).
     pub enabled: bool,
     /// `force`.
     pub force: bool,
     /// `runtime`: evaluate every when-part per call.
     pub runtime: bool,
-    /// `priority`, if given (accepted as Dubbo does; the chain entry decides order).
-    pub priority: Option<i64>,
     /// The conditions, applied one after another.
     pub conditions: Vec<Condition>,
     /// `hash_key`: v3.1 destinations are drawn sticky on these request values.
@@ -398,11 +394,9 @@ impl RawConditionRule {
                 ConditionRule {
                     version,
                     scope,
-                    key: header.key,
                     enabled: header.enabled,
                     force: header.force.unwrap_or(false),
                     runtime: header.runtime.unwrap_or(false),
-                    priority: header.priority,
                     conditions: Vec::new(),
                     hash_key,
                 },

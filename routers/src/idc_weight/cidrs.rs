@@ -40,7 +40,8 @@ impl IdcCidrs {
     }
 
     /// The number of subnets.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.v4.len() + self.v6.len()
     }
 

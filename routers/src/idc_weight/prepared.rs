@@ -191,7 +191,23 @@ impl PreparedIdcWeight {
             region_of.into_boxed_slice(),
             &degraded,
         );
-        let prepared = Self::assemble(rule, regions, idcs, degraded, health, cx.consumer);
+        // The healthy sets are derived from the prepared sets (O(rule names × providers /
+        // 64)) and the consumer's local decision resolved.
+        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
+        let mut prepared = PreparedIdcWeight {
+            healthy_sets,
+            rule: rule.clone(),
+            any_degraded: !degraded.is_empty(),
+            degraded,
+            regions,
+            idcs,
+            health,
+            local: Local {
+                region: None,
+                target: Strategy::LocalWhole,
+            },
+        };
+        prepared.local = prepared.resolve(rule, cx.consumer);
         tracing::debug!(
             providers = n,
             regions = prepared.regions.len(),
@@ -228,34 +244,6 @@ impl PreparedIdcWeight {
                     .map(|k| &*rule.regions[rule.idcs[k].region].name)
             });
         (region, idc)
-    }
-
-    /// The state from its prepared sets (fresh or edited): the healthy sets are derived
-    /// from them (O(rule names × providers / 64)) and the consumer's local decision resolved.
-    fn assemble(
-        rule: &Arc<IdcWeightRule>,
-        regions: NamedSets,
-        idcs: NamedSets,
-        degraded: BitSet,
-        health: Health,
-        consumer: &Url,
-    ) -> Self {
-        let healthy_sets = HealthySets::build(rule, &regions, &idcs, &degraded);
-        let mut prepared = PreparedIdcWeight {
-            healthy_sets,
-            rule: rule.clone(),
-            any_degraded: !degraded.is_empty(),
-            degraded,
-            regions,
-            idcs,
-            health,
-            local: Local {
-                region: None,
-                target: Strategy::LocalWhole,
-            },
-        };
-        prepared.local = prepared.resolve(rule, consumer);
-        prepared
     }
 
     /// The local decision for `consumer` (no allocation).

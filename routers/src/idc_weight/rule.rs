@@ -216,9 +216,7 @@ impl IdcWeightRule {
             .ok()
             .map(|i| self.selected[i].1)
     }
-}
 
-impl IdcWeightRule {
     /// Compiles a rule as written; `base` is the rule document's path. Reports every
     /// problem at once, each at its field path.
     pub fn compile(raw: RawIdcWeightRule, base: &FieldPath) -> Result<Self, Vec<RuleError>> {

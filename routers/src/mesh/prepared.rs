@@ -102,7 +102,8 @@ impl PreparedMesh {
     }
 
     /// The applications with a rule and providers, in draw order.
-    pub fn applications(&self) -> impl Iterator<Item = &str> + '_ {
+    #[cfg(test)]
+    pub(crate) fn applications(&self) -> impl Iterator<Item = &str> + '_ {
         self.apps.iter().map(|a| &*a.name)
     }
 
@@ -367,7 +368,7 @@ fn explain_app(
                 (false, 0) => format!("; no candidate, next destination #{used}"),
                 (false, k) => format!("; no candidate, next destination #{used} fallback {k}"),
             };
-            let count = app.subsets[id].count();
+            let count = app.subsets[id].as_set_ref().count();
             cx.explain(format_args!(
                 "{head}: {draw}{how}: subset {subset:?} ({count} provider{})",
                 if count == 1 { "" } else { "s" }

@@ -76,24 +76,10 @@ pub struct TagRule {
     pub enabled: bool,
     /// The rule's `force`.
     pub force: bool,
-    /// `runtime` as written (default true).
-    pub runtime: bool,
-    /// `key`, if written.
-    pub key: Option<String>,
     /// `configVersion`, if written.
     pub config_version: Option<String>,
     /// The tags in document order.
     pub tags: Vec<TagSpec>,
-}
-
-impl TagRule {
-    /// True when `match` entries are honoured: Dubbo reads them only when `configVersion`
-    /// starts with `v3.0`.
-    pub fn uses_match(&self) -> bool {
-        self.config_version
-            .as_deref()
-            .is_some_and(|v| v.starts_with("v3.0"))
-    }
 }
 
 /// One compiled tag.
@@ -124,13 +110,19 @@ impl ParamMatch {
 }
 
 impl TagRule {
+    /// True when `match` entries are honoured: Dubbo reads them only when `configVersion`
+    /// starts with `v3.0`.
+    pub fn uses_match(&self) -> bool {
+        self.config_version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("v3.0"))
+    }
+
     /// The rule of an entry without one: static tags only (no dynamic rule).
     pub fn static_only() -> Self {
         TagRule {
             enabled: false,
             force: false,
-            runtime: true,
-            key: None,
             config_version: None,
             tags: Vec::new(),
         }
@@ -199,8 +191,6 @@ impl TagRule {
         let rule = TagRule {
             enabled: header.enabled,
             force: header.force.unwrap_or(false),
-            runtime: header.runtime.unwrap_or(true),
-            key: header.key,
             config_version: header.config_version,
             tags,
         };

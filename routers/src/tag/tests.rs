@@ -504,7 +504,6 @@ tags:
     let disabled = rule.replace("enabled: true", "enabled: false");
     let r: TagRule = compile(TagRouter, &disabled).unwrap();
     assert!(!r.enabled);
-    assert_eq!(r.key.as_deref(), Some("demo-provider"));
     assert_eq!(r.tags.len(), 4);
     assert!(
         PreparedTag::build(&snapshot(providers), Some(&r))
