@@ -33,7 +33,6 @@ pub use address::{
     mask,
 };
 pub use audit::{RegistryStore, RuleStore, StoreError, StoredRule, rule_key_of};
-pub use merge::choose;
 
 /// How a [`RegistrySource`] combines several registries.
 #[derive(Debug, Clone, Default)]
@@ -109,7 +108,8 @@ impl Following {
 
 /// The source of a chain following a [`RegistryAddress`]: for one registry, that
 /// registry's source as it is; for several, each registry's source with the providers
-/// combined (merged, or Dubbo's zone-aware choice: [`choose`]) and the rules followed in
+/// combined (merged; with Dubbo's zone-aware choice, a table of which registry lists each
+/// provider, one registry chosen per call: [`routechain_core::Registries`]) and the rules followed in
 /// the config center alone ([`RegistryAddress::config_center`]).
 #[derive(Clone)]
 pub struct RegistrySource {

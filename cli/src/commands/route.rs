@@ -316,6 +316,8 @@ pub(crate) fn route_once(state: &ChainState, request: &Request, call: &mut CallS
         router: match e {
             NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
             NoProvider::EmptySnapshot => None,
+            // The registry chosen per call (`registries` in the trace).
+            NoProvider::ZoneForced { .. } | NoProvider::NoRegistry => Some("registries".into()),
         },
         message: e.to_string(),
     });
