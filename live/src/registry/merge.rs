@@ -105,6 +105,7 @@ impl Merge {
             .collect();
         let mut updates = Vec::new();
         let held = urls.is_empty() && !member.urls.is_empty() && self.protect_empty;
+        let still_empty = urls.is_empty() && member.urls.is_empty();
         if held {
             // This registry's empty list is held back alone: the others' providers and
             // its last ones keep serving.
@@ -120,9 +121,10 @@ impl Merge {
         } else {
             member.urls = urls;
         }
-        // Nothing to push when this registry's empty list was held back (the combined list
-        // is the one pushed before); the first list is pushed whatever it is.
-        if !held || !self.pushed || !skipped.is_empty() {
+        // Nothing to push when this registry's empty list was held back or it had none
+        // before either (the combined list is the one pushed before); the first list is
+        // pushed whatever it is.
+        if !(held || still_empty) || !self.pushed || !skipped.is_empty() {
             let serving: Vec<&str> = self
                 .members
                 .iter()

@@ -1,0 +1,189 @@
+//! Several registries chosen among per call (Dubbo's zone-aware choice,
+//! `routechain::core::Registries`): routing the chosen registry's providers out of the
+//! merged list routes exactly as a chain over that registry's own list, for every built-in
+//! router; the choice allocates nothing per call; the draw splits as the weights say.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use routechain::core::{
+    CallState, ChainState, Change, NoProvider, REGISTRY_ZONE, REGISTRY_ZONE_FORCE, RegistryInfo,
+    RegistryTable, Request, Snapshot, Trace,
+};
+use routechain_testkit as testkit;
+
+const N: usize = 3_000;
+
+fn info(name: &str, preferred: bool, zone: Option<&str>, weight: Option<u32>) -> RegistryInfo {
+    RegistryInfo {
+        name: name.into(),
+        preferred,
+        zone: zone.map(Arc::from),
+        weight: weight.unwrap_or(100),
+        weighted: weight.is_some(),
+    }
+}
+
+/// Registry `a` lists the providers at `i % 3 != 0`, `b` those at `i % 3 != 1`: a third
+/// of the addresses are in both.
+fn in_registry(registry: usize, i: usize) -> bool {
+    i % 3 != [0, 1][registry]
+}
+
+fn table(snapshot: &Snapshot, registries: Vec<RegistryInfo>, zone: Option<&str>) -> RegistryTable {
+    let mut t = RegistryTable::new(registries, zone.map(Arc::from));
+    for (i, p) in snapshot.providers().iter().enumerate() {
+        for r in 0..2 {
+            if in_registry(r, i) {
+                t.insert(p.address(), r);
+            }
+        }
+    }
+    t
+}
+
+fn with_table(state: &ChainState, t: RegistryTable) -> ChainState {
+    state
+        .next(&Change::<()> {
+            registries: Some(Some(Arc::new(t))),
+            ..Change::default()
+        })
+        .expect("the registries prepare")
+}
+
+/// The chains checked: every built-in router alone, and all of them together.
+fn chains() -> Vec<(&'static str, String)> {
+    let mut chains: Vec<(&str, String)> =
+        testkit::CHAINS.iter().map(|(name, text)| (*name, text())).collect();
+    chains.push(("mesh", testkit::mesh_chain_yaml()));
+    chains.push(("full", testkit::full_chain_yaml()));
+    chains.push((
+        "affinity",
+        testkit::chain_of(&[("affinity", 130, Some("configVersion: v3.1\naffinityAware: {key: region, ratio: 40}\n"))]),
+    ));
+    chains.push(("mock", testkit::chain_of(&[("mock", -100, None)])));
+    chains.push((
+        "every router",
+        testkit::chain_of(&[
+            ("mock", -100, None),
+            ("mesh", -50, Some(testkit::MESH_RULE_YAML)),
+            ("tag", 100, None),
+            ("condition", 140, Some(testkit::CONDITION_RULE_YAML)),
+            ("group", 200, None),
+            ("idc-weight", 300, Some(testkit::IDC_RULE_YAML)),
+        ]),
+    ));
+    chains
+}
+
+fn routed(state: &ChainState, request: &Request, seed: u64) -> Result<BTreeSet<String>, String> {
+    let mut call = CallState::seeded(seed);
+    let mut trace = Trace::default();
+    match state.route_traced(request, &mut call, &mut trace) {
+        Ok(()) => Ok(call
+            .candidates
+            .iter()
+            .map(|i| state.snapshot().providers()[i].address().to_string())
+            .collect()),
+        Err(NoProvider::EmptiedBy { router, .. }) => Err(router.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[test]
+fn a_chosen_registry_routes_as_a_chain_over_its_own_list() {
+    let full = Arc::new(testkit::snapshot(N, 11));
+    for registry in 0..2 {
+        let own = Arc::new(Snapshot::new(
+            1,
+            full.providers()
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| in_registry(registry, *i))
+                .map(|(_, p)| p.clone()),
+        ));
+        // The registry chosen as the preferred one: the routers' draws are the same.
+        let mut regs = vec![info("a", false, None, None), info("b", false, None, None)];
+        regs[registry].preferred = true;
+        for (name, yaml) in chains() {
+            if !testkit::chain_available(&yaml) {
+                continue;
+            }
+            let merged = testkit::build_state(&yaml, full.clone()).expect("builds");
+            let merged = with_table(&merged, table(&full, regs.clone(), None));
+            let alone = testkit::build_state(&yaml, own.clone()).expect("builds");
+            for (k, request) in testkit::requests(200, 5).iter().enumerate() {
+                let seed = k as u64;
+                assert_eq!(
+                    routed(&merged, request, seed),
+                    routed(&alone, request, seed),
+                    "{name}, registry {registry}, request {k}: {request:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_choice_allocates_nothing_per_call() {
+    let full = Arc::new(testkit::snapshot(10_000, 42));
+    let state = testkit::build_state(&testkit::full_chain_yaml(), full.clone()).unwrap();
+    let regs = vec![
+        info("a", false, Some("hz"), Some(30)),
+        info("b", false, Some("sh"), Some(70)),
+    ];
+    let state = with_table(&state, table(&full, regs, None));
+    let mut requests = testkit::requests(64, 42);
+    for (k, r) in requests.iter_mut().enumerate() {
+        // A third in zone hz, a third forced to sh, a third drawn by weight.
+        match k % 3 {
+            0 => r.attachments.insert(REGISTRY_ZONE, "hz"),
+            1 => {
+                r.attachments.insert(REGISTRY_ZONE, "sh");
+                r.attachments.insert(REGISTRY_ZONE_FORCE, "true");
+            }
+            _ => {}
+        }
+    }
+    let mut call = CallState::seeded(7);
+    state.route(&requests[0], &mut call).ok();
+    let mut routed = 0;
+    let info = allocation_counter::measure(|| {
+        for i in 0..2_000 {
+            if state.route(&requests[i % requests.len()], &mut call).is_ok() {
+                routed += 1;
+            }
+        }
+    });
+    assert_eq!(info.count_total, 0, "allocations while routing: {info:?}");
+    assert!(routed > 1_000, "routed {routed} of 2,000");
+}
+
+#[test]
+fn the_draw_splits_as_the_registry_weights_say() {
+    let full = Arc::new(testkit::snapshot(300, 1));
+    // No router: the routed set is the chosen registry's providers.
+    let state = testkit::build_state("service: com.foo.BarService\nrouters: []\n", full.clone())
+        .unwrap();
+    let state = with_table(
+        &state,
+        table(
+            &full,
+            vec![info("a", false, None, Some(20)), info("b", false, None, Some(80))],
+            None,
+        ),
+    );
+    let a: BTreeSet<usize> = (0..300).filter(|&i| in_registry(0, i)).collect();
+    let mut call = CallState::seeded(99);
+    let n = 20_000u32;
+    let mut to_a = 0u32;
+    for _ in 0..n {
+        state.route(&Request::new(), &mut call).unwrap();
+        let got: BTreeSet<usize> = call.candidates.iter().collect();
+        if got == a {
+            to_a += 1;
+        }
+    }
+    // Binomial(20,000, 0.2): mean 4,000, standard deviation 56.6; five of them either side.
+    assert!((to_a as i64 - 4_000).abs() < 283, "{to_a} of {n} to registry a");
+}
