@@ -588,9 +588,12 @@ impl ChainState {
             );
             return Err(NoProvider::EmptySnapshot);
         }
-        if let Some(registries) = &self.registries {
-            self.registry_head(registries, request, call, trace.as_deref_mut())?;
-        }
+        let within = match &self.registries {
+            Some(registries) => {
+                Some(self.registry_head(registries, request, call, trace.as_deref_mut())?)
+            }
+            None => None,
+        };
         let (consumer, consumer_is_prepared) = match &request.consumer {
             None => (&self.consumer, true),
             Some(c) => (
@@ -612,6 +615,7 @@ impl ChainState {
                 consumer_is_prepared,
                 snapshot: &self.snapshot,
                 degraded: &self.degraded,
+                within,
                 rng: &mut call.rng,
                 scratch: &mut call.scratch,
                 reason: reason.as_mut(),
@@ -650,14 +654,14 @@ impl ChainState {
 
 impl ChainState {
     /// Narrows the candidates to the providers of the registry `request` routes through
-    /// (Dubbo's zone-aware choice among registries, [`Registries::choose`]).
-    fn registry_head<R: RandomSource>(
+    /// (Dubbo's zone-aware choice among registries, [`Registries::choose`]); gives them.
+    fn registry_head<'s, R: RandomSource>(
         &self,
-        registries: &Registries,
+        registries: &'s Registries,
         request: &Request,
         call: &mut CallState<R>,
         trace: Option<&mut Trace>,
-    ) -> Result<(), NoProvider> {
+    ) -> Result<&'s BitSet, NoProvider> {
         let choice = match registries.choose(request, &mut call.rng) {
             Ok(c) => c,
             Err(e) => return Err(self.no_registry(e, registries, request)),
@@ -673,7 +677,7 @@ impl ChainState {
                 reason: registries.describe(choice, request),
             });
         }
-        Ok(())
+        Ok(registries.set(choice.registry))
     }
 
     #[cold]

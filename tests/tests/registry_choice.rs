@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use routechain::core::{
     CallState, ChainState, Change, NoProvider, REGISTRY_ZONE, REGISTRY_ZONE_FORCE, RegistryInfo,
-    RegistryTable, Request, Snapshot, Trace,
+    RegistryTable, Request, Snapshot, Trace, Url,
 };
 use routechain_testkit as testkit;
 
@@ -30,17 +30,51 @@ fn in_registry(registry: usize, i: usize) -> bool {
     i % 3 != [0, 1][registry]
 }
 
+/// A second split: registry `a` lists the IDC mt alone (and every fourth other provider),
+/// `b` every provider outside mt: an IDC's whole fleet differs between them.
+fn by_idc(registry: usize, i: usize, url: &Url) -> bool {
+    let mt = url.param("idc") == Some("mt");
+    [mt || i % 4 == 0, !mt][registry]
+}
+
+type Split = fn(usize, usize, &Url) -> bool;
+
+const SPLITS: [(&str, Split); 2] = [("thirds", |r, i, _| in_registry(r, i)), ("by idc", by_idc)];
+
 fn table(snapshot: &Snapshot, registries: Vec<RegistryInfo>, zone: Option<&str>) -> RegistryTable {
+    table_split(snapshot, registries, zone, SPLITS[0].1)
+}
+
+fn table_split(
+    snapshot: &Snapshot,
+    registries: Vec<RegistryInfo>,
+    zone: Option<&str>,
+    split: Split,
+) -> RegistryTable {
     let mut t = RegistryTable::new(registries, zone.map(Arc::from));
     for (i, p) in snapshot.providers().iter().enumerate() {
         for r in 0..2 {
-            if in_registry(r, i) {
+            if split(r, i, p) {
                 t.insert(p.address(), r);
             }
         }
     }
     t
 }
+
+/// Providers ejected by health: every fifth, and half of zf (its region then spills and
+/// panics under the spillover rule).
+fn degraded(i: usize, url: &Url) -> bool {
+    i % 5 == 0 || (url.param("idc") == Some("zf") && i % 2 == 0)
+}
+
+/// The IDC-weight rule with spillover, a panic threshold and sticky draws.
+const SPILLOVER_RULE: &str = "idcs: {beijing: [mt, zf], shanghai: [sh1, sh2], guangzhou: [gz]}
+route_tables: {beijing: {mt: 30, zf: 70}, shanghai: {sh1: 50, sh2: 50}}
+cross_region: [shanghai, guangzhou]
+spillover: {overprovisioning: 1.4}
+panic_threshold: 50
+";
 
 fn with_table(state: &ChainState, t: RegistryTable) -> ChainState {
     state
@@ -53,15 +87,25 @@ fn with_table(state: &ChainState, t: RegistryTable) -> ChainState {
 
 /// The chains checked: every built-in router alone, and all of them together.
 fn chains() -> Vec<(&'static str, String)> {
-    let mut chains: Vec<(&str, String)> =
-        testkit::CHAINS.iter().map(|(name, text)| (*name, text())).collect();
+    let mut chains: Vec<(&str, String)> = testkit::CHAINS
+        .iter()
+        .map(|(name, text)| (*name, text()))
+        .collect();
     chains.push(("mesh", testkit::mesh_chain_yaml()));
     chains.push(("full", testkit::full_chain_yaml()));
     chains.push((
         "affinity",
-        testkit::chain_of(&[("affinity", 130, Some("configVersion: v3.1\naffinityAware: {key: region, ratio: 40}\n"))]),
+        testkit::chain_of(&[(
+            "affinity",
+            130,
+            Some("configVersion: v3.1\naffinityAware: {key: region, ratio: 40}\n"),
+        )]),
     ));
     chains.push(("mock", testkit::chain_of(&[("mock", -100, None)])));
+    chains.push((
+        "idc-weight spillover",
+        testkit::chain_of(&[("idc-weight", 300, Some(SPILLOVER_RULE))]),
+    ));
     chains.push((
         "every router",
         testkit::chain_of(&[
@@ -93,32 +137,54 @@ fn routed(state: &ChainState, request: &Request, seed: u64) -> Result<BTreeSet<S
 #[test]
 fn a_chosen_registry_routes_as_a_chain_over_its_own_list() {
     let full = Arc::new(testkit::snapshot(N, 11));
-    for registry in 0..2 {
-        let own = Arc::new(Snapshot::new(
-            1,
-            full.providers()
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| in_registry(registry, *i))
-                .map(|(_, p)| p.clone()),
-        ));
-        // The registry chosen as the preferred one: the routers' draws are the same.
-        let mut regs = vec![info("a", false, None, None), info("b", false, None, None)];
-        regs[registry].preferred = true;
-        for (name, yaml) in chains() {
-            if !testkit::chain_available(&yaml) {
-                continue;
-            }
-            let merged = testkit::build_state(&yaml, full.clone()).expect("builds");
-            let merged = with_table(&merged, table(&full, regs.clone(), None));
-            let alone = testkit::build_state(&yaml, own.clone()).expect("builds");
-            for (k, request) in testkit::requests(200, 5).iter().enumerate() {
-                let seed = k as u64;
-                assert_eq!(
-                    routed(&merged, request, seed),
-                    routed(&alone, request, seed),
-                    "{name}, registry {registry}, request {k}: {request:?}"
-                );
+    let requests = testkit::requests(100, 5);
+    let position: std::collections::HashMap<&str, usize> = full
+        .providers()
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.address(), i))
+        .collect();
+    for (split_name, split) in SPLITS {
+        for registry in 0..2 {
+            let own = Arc::new(Snapshot::new(
+                1,
+                full.providers()
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, p)| split(registry, *i, p))
+                    .map(|(_, p)| p.clone()),
+            ));
+            // The registry chosen as the preferred one: the routers' draws are the same.
+            let mut regs = vec![info("a", false, None, None), info("b", false, None, None)];
+            regs[registry].preferred = true;
+            for (name, yaml) in chains() {
+                if !testkit::chain_available(&yaml) {
+                    continue;
+                }
+                let merged = testkit::build_state(&yaml, full.clone()).expect("builds");
+                let merged = with_table(&merged, table_split(&full, regs.clone(), None, split));
+                let alone = testkit::build_state(&yaml, own.clone()).expect("builds");
+                for health in [false, true] {
+                    if health {
+                        for (state, snapshot) in [(&merged, &full), (&alone, &own)] {
+                            for (i, p) in snapshot.providers().iter().enumerate() {
+                                // The same providers (by address) ejected in both.
+                                if degraded(position[p.address()], p) {
+                                    state.degraded().mark(i);
+                                }
+                            }
+                        }
+                    }
+                    for (k, request) in requests.iter().enumerate() {
+                        let seed = k as u64;
+                        assert_eq!(
+                            routed(&merged, request, seed),
+                            routed(&alone, request, seed),
+                            "{name}, split {split_name}, registry {registry}, health {health}, \
+                             request {k}: {request:?}"
+                        );
+                    }
+                }
             }
         }
     }
@@ -150,7 +216,10 @@ fn the_choice_allocates_nothing_per_call() {
     let mut routed = 0;
     let info = allocation_counter::measure(|| {
         for i in 0..2_000 {
-            if state.route(&requests[i % requests.len()], &mut call).is_ok() {
+            if state
+                .route(&requests[i % requests.len()], &mut call)
+                .is_ok()
+            {
                 routed += 1;
             }
         }
@@ -163,13 +232,16 @@ fn the_choice_allocates_nothing_per_call() {
 fn the_draw_splits_as_the_registry_weights_say() {
     let full = Arc::new(testkit::snapshot(300, 1));
     // No router: the routed set is the chosen registry's providers.
-    let state = testkit::build_state("service: com.foo.BarService\nrouters: []\n", full.clone())
-        .unwrap();
+    let state =
+        testkit::build_state("service: com.foo.BarService\nrouters: []\n", full.clone()).unwrap();
     let state = with_table(
         &state,
         table(
             &full,
-            vec![info("a", false, None, Some(20)), info("b", false, None, Some(80))],
+            vec![
+                info("a", false, None, Some(20)),
+                info("b", false, None, Some(80)),
+            ],
             None,
         ),
     );
@@ -185,5 +257,8 @@ fn the_draw_splits_as_the_registry_weights_say() {
         }
     }
     // Binomial(20,000, 0.2): mean 4,000, standard deviation 56.6; five of them either side.
-    assert!((to_a as i64 - 4_000).abs() < 283, "{to_a} of {n} to registry a");
+    assert!(
+        (to_a as i64 - 4_000).abs() < 283,
+        "{to_a} of {n} to registry a"
+    );
 }

@@ -344,7 +344,10 @@ mod tests {
         let emptied = push(&mut m, 1, &[]);
         assert_eq!(addresses(&emptied), ["h1:1", "h2:1"]);
         let t = table(&emptied).unwrap();
-        assert_eq!((t.registries_of("h2:1"), t.registries_of("h3:1")), (0b01, 0));
+        assert_eq!(
+            (t.registries_of("h2:1"), t.registries_of("h3:1")),
+            (0b01, 0)
+        );
     }
 
     #[test]

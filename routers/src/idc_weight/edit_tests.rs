@@ -117,9 +117,9 @@ fn by_name(
         .map(|k| {
             let set = sets.set(k);
             let c = if regions {
-                p.health.region(k, live, set, &p.degraded)
+                p.health.region(k, live, None, set, &p.degraded)
             } else {
-                p.health.idc(k, live, set, &p.degraded)
+                p.health.idc(k, live, None, set, &p.degraded)
             };
             (
                 sets.name(k).to_ascii_lowercase(),

@@ -217,6 +217,7 @@ impl PreparedIdcWeight {
             self.resolve(rule, consumer)
         };
         let levels = 1 + rule.cross_region.len();
+        let within = cx.within();
         let scratch = cx.scratch();
         let available = |i: usize| {
             Self::level_region(rule, local, i)
@@ -224,14 +225,14 @@ impl PreparedIdcWeight {
                     let set = self.regions.set(r);
                     scratch.any_with(|w| set.word(w))
                 })
-                .map_or(0, |r| self.region_availability(opf, r, live).max(1))
+                .map_or(0, |r| self.region_availability(opf, r, live, within).max(1))
         };
         let mut text = format!("spillover levels (overprovisioning {}):", Factor(opf));
         weighted::priority_loads(levels, available, |i, load| {
             if let Some(r) = Self::level_region(rule, local, i) {
                 let c = self
                     .health
-                    .region(r, live, self.regions.set(r), &self.degraded);
+                    .region(r, live, within, self.regions.set(r), &self.degraded);
                 text.push_str(&format!(
                     " {} {} of {} healthy → {},",
                     self.regions.name(r),
@@ -277,7 +278,7 @@ impl PreparedIdcWeight {
         );
         for i in 0..table.len() {
             let (k, w) = table.entry(i);
-            let c = self.idc_counts(k, live);
+            let c = self.idc_counts(k, live, cx.within());
             let eff = if region_panic {
                 u64::from(w) * UNIT
             } else {

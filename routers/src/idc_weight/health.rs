@@ -16,7 +16,10 @@
 //! without a scan.
 //!
 //! Totals are over the whole snapshot, not the call's candidates: capacity belongs to the
-//! IDC's fleet, and counting the candidates would need a scan per call.
+//! IDC's fleet, and counting the candidates would need a scan per call. When the chain
+//! chose one of several registries for the call ([`routechain_core::RouteContext::within`]),
+//! the fleet is that registry's providers: the counts are a word scan within them, so the
+//! call routes as over that registry's own list.
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -150,10 +153,11 @@ impl Health {
     /// The counts as one call sees them: the tallies are looked up once per call (they are
     /// used when `live` is the attached set).
     #[inline]
-    pub fn view<'a>(&'a self, live: &'a DegradedSet) -> HealthView<'a> {
+    pub fn view<'a>(&'a self, live: &'a DegradedSet, within: Option<&'a BitSet>) -> HealthView<'a> {
         HealthView {
             health: self,
             live,
+            within,
             tallies: self
                 .attached
                 .get()
@@ -161,11 +165,19 @@ impl Health {
         }
     }
 
-    /// IDC `k`'s counts for a call whose live set is `live`; `set` is the IDC's providers
-    /// (for the fallback scan) and `param` the param-degraded set.
+    /// IDC `k`'s counts for a call whose live set is `live`, within the chosen registry's
+    /// providers when there is one; `set` is the IDC's providers (for the scan) and
+    /// `param` the param-degraded set.
     #[inline]
-    pub fn idc(&self, k: usize, live: &DegradedSet, set: &ProviderSet, param: &BitSet) -> Counts {
-        self.view(live).idc(k, set, param)
+    pub fn idc(
+        &self,
+        k: usize,
+        live: &DegradedSet,
+        within: Option<&BitSet>,
+        set: &ProviderSet,
+        param: &BitSet,
+    ) -> Counts {
+        self.view(live, within).idc(k, set, param)
     }
 
     /// Region `r`'s counts (see [`Health::idc`]).
@@ -174,10 +186,11 @@ impl Health {
         &self,
         r: usize,
         live: &DegradedSet,
+        within: Option<&BitSet>,
         set: &ProviderSet,
         param: &BitSet,
     ) -> Counts {
-        self.view(live).region(r, set, param)
+        self.view(live, within).region(r, set, param)
     }
 }
 
@@ -186,6 +199,7 @@ impl Health {
 pub(crate) struct HealthView<'a> {
     health: &'a Health,
     live: &'a DegradedSet,
+    within: Option<&'a BitSet>,
     tallies: Option<&'a Attached>,
 }
 
@@ -194,6 +208,9 @@ impl HealthView<'_> {
     /// the param-degraded set.
     #[inline]
     pub fn idc(&self, k: usize, set: &ProviderSet, param: &BitSet) -> Counts {
+        if let Some(within) = self.within {
+            return counts_within(within, self.live, set, param);
+        }
         let tally = self.tallies.map(|a| &*a.idcs);
         counts(&self.health.idcs, k, self.live, tally, set, param)
     }
@@ -201,9 +218,24 @@ impl HealthView<'_> {
     /// Region `r`'s counts (see [`HealthView::idc`]).
     #[inline]
     pub fn region(&self, r: usize, set: &ProviderSet, param: &BitSet) -> Counts {
+        if let Some(within) = self.within {
+            return counts_within(within, self.live, set, param);
+        }
         let tally = self.tallies.map(|a| &*a.regions);
         counts(&self.health.regions, r, self.live, tally, set, param)
     }
+}
+
+/// The counts of `set`'s providers within `within`: a scan of their words.
+fn counts_within(within: &BitSet, live: &DegradedSet, set: &ProviderSet, param: &BitSet) -> Counts {
+    let (mut total, mut healthy) = (0u32, 0u32);
+    for (w, &inside) in within.words().iter().enumerate() {
+        let members = set.word(w) & inside;
+        let usable = members & !param.words().get(w).copied().unwrap_or(0);
+        total += members.count_ones();
+        healthy += (usable & !live.word(w)).count_ones();
+    }
+    Counts { healthy, total }
 }
 
 #[inline]

@@ -159,8 +159,13 @@ impl PreparedIdcWeight {
         let mut region_mode = healthy;
         if threshold > 0 {
             let c = region_counts.unwrap_or_else(|| {
-                self.health
-                    .region(region, live, self.regions.set(region), &self.degraded)
+                self.health.region(
+                    region,
+                    live,
+                    cx.within(),
+                    self.regions.set(region),
+                    &self.degraded,
+                )
             });
             if weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
                 region_mode = Healthy::Input;
@@ -174,8 +179,10 @@ impl PreparedIdcWeight {
             && decision.panic.is_none()
             && let Some(Some(k)) = strategy.target()
         {
-            let c = target_counts
-                .unwrap_or_else(|| self.health.idc(k, live, self.idcs.set(k), &self.degraded));
+            let c = target_counts.unwrap_or_else(|| {
+                self.health
+                    .idc(k, live, cx.within(), self.idcs.set(k), &self.degraded)
+            });
             // A target with no healthy provider is not in panic: no survivor would be
             // overloaded, and the region's healthy providers take its calls.
             if c.healthy > 0 && weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
@@ -230,10 +237,11 @@ impl PreparedIdcWeight {
         opf: u32,
         r: usize,
         live: &routechain_core::DegradedSet,
+        within: Option<&BitSet>,
     ) -> u64 {
         let c = self
             .health
-            .region(r, live, self.regions.set(r), &self.degraded);
+            .region(r, live, within, self.regions.set(r), &self.degraded);
         weighted::availability(opf, c.healthy.into(), c.total.into())
     }
 
@@ -257,7 +265,7 @@ impl PreparedIdcWeight {
         decision: &mut Decision,
     ) -> Option<(usize, bool, Option<Counts>)> {
         let live = cx.degraded();
-        let view = self.health.view(live);
+        let view = self.health.view(live, cx.within());
         let counts = |r: usize| view.region(r, self.regions.set(r), &self.degraded);
         let has = |r: usize, scratch: &BitSet| {
             self.any_healthy(healthy, candidates, scratch, self.within_region(r))
@@ -472,7 +480,7 @@ impl PreparedIdcWeight {
             };
             return (strategy, None);
         };
-        let view = self.health.view(cx.degraded());
+        let view = self.health.view(cx.degraded(), cx.within());
         let region_panic = matches!(decision.panic, Some(Panic::Region(_)));
         // Each IDC's counts and effective weight, read once (the first eight kept on the
         // stack; a longer table reads the others again for the pick).
@@ -515,10 +523,17 @@ impl PreparedIdcWeight {
         }
     }
 
-    /// IDC `k`'s counts for a call whose live degraded set is `live`.
+    /// IDC `k`'s counts for a call whose live degraded set is `live` (within the chosen
+    /// registry's providers, if any).
     #[inline]
-    pub(super) fn idc_counts(&self, k: usize, live: &routechain_core::DegradedSet) -> Counts {
-        self.health.idc(k, live, self.idcs.set(k), &self.degraded)
+    pub(super) fn idc_counts(
+        &self,
+        k: usize,
+        live: &routechain_core::DegradedSet,
+        within: Option<&BitSet>,
+    ) -> Counts {
+        self.health
+            .idc(k, live, within, self.idcs.set(k), &self.degraded)
     }
 }
 
