@@ -320,7 +320,7 @@ mod tests {
         h.attach(&attached, &param);
         for set in [&*attached, &other] {
             assert_eq!(
-                h.idc(0, set, &sets[0], &param),
+                h.idc(0, set, None, &sets[0], &param),
                 Counts {
                     healthy: 98,
                     total: 100
@@ -333,14 +333,14 @@ mod tests {
             set.mark(120);
             set.mark(199); // no IDC
             assert_eq!(
-                h.idc(0, set, &sets[0], &param),
+                h.idc(0, set, None, &sets[0], &param),
                 Counts {
                     healthy: 96,
                     total: 100
                 }
             );
             assert_eq!(
-                h.idc(1, set, &sets[1], &param),
+                h.idc(1, set, None, &sets[1], &param),
                 Counts {
                     healthy: 97,
                     total: 99
@@ -348,7 +348,7 @@ mod tests {
             );
             let all = ProviderSet::from_bitset(BitSet::full(200));
             assert_eq!(
-                h.region(0, set, &all, &param),
+                h.region(0, set, None, &all, &param),
                 Counts {
                     healthy: 193,
                     total: 200
@@ -356,15 +356,32 @@ mod tests {
             );
             set.clear(2);
             assert_eq!(
-                h.idc(0, set, &sets[0], &param),
+                h.idc(0, set, None, &sets[0], &param),
                 Counts {
                     healthy: 97,
                     total: 100
                 }
             );
         }
+        // Within every provider (a registry listing them all): the same counts, by a scan.
+        let everyone = BitSet::full(200);
+        for k in 0..2 {
+            assert_eq!(
+                h.idc(k, &attached, Some(&everyone), &sets[k], &param),
+                h.idc(k, &attached, None, &sets[k], &param)
+            );
+        }
+        // Within no provider: nothing.
+        let none = BitSet::empty(200);
+        assert_eq!(
+            h.idc(0, &attached, Some(&none), &sets[0], &param),
+            Counts {
+                healthy: 0,
+                total: 0
+            }
+        );
         // Unknown groups count nothing.
-        assert_eq!(h.idc(7, &attached, &sets[0], &param).total, 0);
+        assert_eq!(h.idc(7, &attached, None, &sets[0], &param).total, 0);
     }
 
     #[test]
