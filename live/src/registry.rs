@@ -41,7 +41,8 @@ pub struct RegistryOptions {
     /// (its last providers keep serving): the chain's `protect_empty`.
     pub protect_empty: bool,
     /// The consumer's zone, matched against the registries' `zone` in the zone-aware
-    /// choice (Dubbo's `registry_zone`).
+    /// choice for a call without a `registry_zone` attachment (Dubbo's default zone
+    /// detector).
     pub zone: Option<String>,
 }
 

@@ -146,6 +146,9 @@ struct RouteOutput<'a> {
     error: Option<&'a RouteError>,
     #[serde(skip_serializing_if = "Option::is_none")]
     generation: Option<u64>,
+    /// The registry chosen for the call and why, when several are chosen among per call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    registry: Option<&'a str>,
 }
 
 /// Runs `route`; an input error exits 2.
@@ -264,6 +267,15 @@ pub(crate) struct Routed {
 }
 
 impl Routed {
+    /// The registry chosen for the call and why (the trace's `registries` step).
+    fn registry(&self) -> Option<&str> {
+        self.trace
+            .steps
+            .iter()
+            .find(|s| s.router == "registries")
+            .map(|s| s.reason.as_str())
+    }
+
     /// The `route` command's JSON: `{"providers": [{"index", "address"}], "trace"?,
     /// "error"?}`, plus `"generation"` when given (`watch`); pretty-printed or on one line.
     /// The `explain` command's JSON: `route --explain`'s with the call parameters.
@@ -274,6 +286,7 @@ impl Routed {
             trace: explain.then_some(&self.trace),
             error: self.error.as_ref(),
             generation: None,
+            registry: self.registry(),
         };
         serde_json::to_string_pretty(&out).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
@@ -285,6 +298,7 @@ impl Routed {
             trace: explain.then_some(&self.trace),
             error: self.error.as_ref(),
             generation,
+            registry: self.registry(),
         };
         let text = if pretty {
             serde_json::to_string_pretty(&out)
