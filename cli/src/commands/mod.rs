@@ -158,7 +158,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Command::Demo(_) => "error",
         // The mesh reader's warnings are problems of their own there (RC107, RC109).
         Command::Check(_) | Command::Zk(_) | Command::Nacos(_) => {
-            "warn,routechain_live=error,routechain_routers::mesh=error,nacos_sdk::api::plugin::auth=off"
+            "warn,routechain_live=error,routechain_routers::mesh=error,nacos_sdk=off"
         }
         _ => DEFAULT_LOG_FILTER,
     });
@@ -280,10 +280,10 @@ where
 }
 
 /// The log filter when `RUST_LOG` is unset: `warn`, except the live chain's refusals, which
-/// `routechain watch` prints itself, and the Nacos client's login, whose errors name the
-/// login URL with the password in it (`nacos-sdk`'s `auth_by_http`): a failed login is
-/// reported by routechain, its password masked.
-const DEFAULT_LOG_FILTER: &str = "warn,routechain_live=error,nacos_sdk::api::plugin::auth=off";
+/// `routechain watch` prints itself, and the Nacos client (`nacos-sdk`): its login errors
+/// name the login URL with the password in it, and it logs an error on every retry while a
+/// server is unreachable. routechain reports both itself, once, with the password masked.
+const DEFAULT_LOG_FILTER: &str = "warn,routechain_live=error,nacos_sdk=off";
 
 /// Installs the `tracing` subscriber with `default` as the filter when `RUST_LOG` is unset
 /// (a subscriber already installed stays). Colour as for the rest of stderr
