@@ -365,10 +365,10 @@ mod tests {
         }
         // Within every provider (a registry listing them all): the same counts, by a scan.
         let everyone = BitSet::full(200);
-        for k in 0..2 {
+        for (k, set) in sets.iter().enumerate().take(2) {
             assert_eq!(
-                h.idc(k, &attached, Some(&everyone), &sets[k], &param),
-                h.idc(k, &attached, None, &sets[k], &param)
+                h.idc(k, &attached, Some(&everyone), set, &param),
+                h.idc(k, &attached, None, set, &param)
             );
         }
         // Within no provider: nothing.
