@@ -115,11 +115,13 @@ pub enum NoProvider {
     },
     /// The call's `registry_zone_force=true` and no registry of its zone has a provider.
     #[error(
-        "no provider available: no registry of zone {zone} has providers (registry_zone_force=true)"
+        "no provider available: no registry of {} has providers (registry_zone_force=true)",
+        zone.as_deref().map_or("the call's registry_zone".into(), |z| format!("zone {z}"))
     )]
     ZoneForced {
-        /// The call's `registry_zone`.
-        zone: Box<str>,
+        /// The call's zone when a registry names it (`None`: no registry is in that zone;
+        /// kept as the registry's string, so a failed call allocates nothing).
+        zone: Option<Arc<str>>,
     },
     /// Several registries, none with a provider of the snapshot.
     #[error("no provider available: no registry has providers")]
@@ -690,9 +692,13 @@ impl ChainState {
             "no provider: no registry to route through"
         );
         match (e, zone) {
-            (NoRegistry::ZoneForced, Some((zone, _, _))) => {
-                NoProvider::ZoneForced { zone: zone.into() }
-            }
+            (NoRegistry::ZoneForced, Some((zone, _, _))) => NoProvider::ZoneForced {
+                zone: registries
+                    .table()
+                    .registries()
+                    .iter()
+                    .find_map(|r| r.zone.clone().filter(|z| **z == *zone)),
+            },
             _ => NoProvider::NoRegistry,
         }
     }

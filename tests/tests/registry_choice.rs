@@ -201,11 +201,13 @@ fn the_choice_allocates_nothing_per_call() {
     let state = with_table(&state, table(&full, regs, None));
     let mut requests = testkit::requests(64, 42);
     for (k, r) in requests.iter_mut().enumerate() {
-        // A third in zone hz, a third forced to sh, a third drawn by weight.
-        match k % 3 {
+        // In zone hz, forced to sh, forced to a zone no registry names (the call fails),
+        // drawn by weight.
+        match k % 4 {
             0 => r.attachments.insert(REGISTRY_ZONE, "hz"),
-            1 => {
-                r.attachments.insert(REGISTRY_ZONE, "sh");
+            1 | 2 => {
+                let zone = if k % 4 == 1 { "sh" } else { "bj" };
+                r.attachments.insert(REGISTRY_ZONE, zone);
                 r.attachments.insert(REGISTRY_ZONE_FORCE, "true");
             }
             _ => {}
@@ -213,18 +215,18 @@ fn the_choice_allocates_nothing_per_call() {
     }
     let mut call = CallState::seeded(7);
     state.route(&requests[0], &mut call).ok();
-    let mut routed = 0;
+    let (mut routed, mut forced) = (0, 0);
     let info = allocation_counter::measure(|| {
         for i in 0..2_000 {
-            if state
-                .route(&requests[i % requests.len()], &mut call)
-                .is_ok()
-            {
-                routed += 1;
+            match state.route(&requests[i % requests.len()], &mut call) {
+                Ok(()) => routed += 1,
+                Err(NoProvider::ZoneForced { .. }) => forced += 1,
+                Err(_) => {}
             }
         }
     });
     assert_eq!(info.count_total, 0, "allocations while routing: {info:?}");
+    assert_eq!(forced, 500);
     assert!(routed > 1_000, "routed {routed} of 2,000");
 }
 

@@ -132,13 +132,12 @@ fn the_calls_zone_or_the_consumers_picks_its_registry_per_call() {
         &["10.0.0.1:20880", "10.0.0.5:20880"],
     );
     // A zone no registry has: forced, a clear error; else a draw among the registries.
+    let unknown = route(&live, &in_zone("bj", true));
+    assert_eq!(unknown, Err(NoProvider::ZoneForced { zone: None }));
     assert_eq!(
-        route(&live, &in_zone("bj", true)),
-        Err(NoProvider::ZoneForced { zone: "bj".into() })
-    );
-    assert_eq!(
-        NoProvider::ZoneForced { zone: "bj".into() }.to_string(),
-        "no provider available: no registry of zone bj has providers (registry_zone_force=true)"
+        unknown.unwrap_err().to_string(),
+        "no provider available: no registry of the call's registry_zone has providers \
+         (registry_zone_force=true)"
     );
     assert!(route(&live, &in_zone("bj", false)).is_ok());
     // The consumer's zone emptied: its calls are drawn among the registries with
@@ -146,10 +145,17 @@ fn the_calls_zone_or_the_consumers_picks_its_registry_per_call() {
     b.unregister(3);
     b.unregister(4);
     wait_route(&live, &["10.0.0.1:20880", "10.0.0.5:20880"]);
-    assert!(matches!(
-        route(&live, &in_zone("sh", true)),
-        Err(NoProvider::ZoneForced { .. })
-    ));
+    let emptied = route(&live, &in_zone("sh", true));
+    assert_eq!(
+        emptied,
+        Err(NoProvider::ZoneForced {
+            zone: Some("sh".into())
+        })
+    );
+    assert_eq!(
+        emptied.unwrap_err().to_string(),
+        "no provider available: no registry of zone sh has providers (registry_zone_force=true)"
+    );
 }
 
 #[test]
