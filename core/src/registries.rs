@@ -291,13 +291,22 @@ impl Registries {
             Reason::CallZone => format!("zone={zone}, the call's registry_zone"),
             Reason::ConsumerZone => format!("zone={zone}, the consumer's zone"),
             Reason::Drawn | Reason::Redrawn => {
-                let mode = if choice.reason == Reason::Redrawn {
-                    "redrawn among the registries with providers"
+                // Dubbo weighs the draw when the first registry drawn among sets `weight`.
+                let redrawn = choice.reason == Reason::Redrawn;
+                let among = |i: &usize| !redrawn || !self.sets[*i].is_empty();
+                let regs = &self.table.registries;
+                let first = (0..regs.len()).find(among);
+                let mode = if redrawn {
+                    "drawn among the registries with providers"
                 } else {
                     "drawn among all registries"
                 };
-                if r.weighted || self.table.registries.first().is_some_and(|f| f.weighted) {
-                    format!("{mode}, weight={}", r.weight)
+                if first.is_some_and(|i| regs[i].weighted) {
+                    let total: u64 = (0..regs.len())
+                        .filter(among)
+                        .map(|i| u64::from(regs[i].weight))
+                        .sum();
+                    format!("{mode} by weight, {} of {total}", r.weight)
                 } else {
                     format!("{mode}, uniformly")
                 }

@@ -249,3 +249,70 @@ fn prepared_sets_hold_each_registrys_providers() {
     assert_eq!(members(0), [0, 1]);
     assert_eq!(members(1), [1, 2]);
 }
+
+#[test]
+fn a_choice_is_described_with_its_reason() {
+    let snapshot =
+        Snapshot::parse_lines(1, "dubbo://10.0.0.1:20880/S\ndubbo://10.0.0.2:20880/S\n").unwrap();
+    let prepare = |regs: Vec<RegistryInfo>, zone: Option<&str>| {
+        let mut table = RegistryTable::new(regs, zone.map(Arc::from));
+        table.insert("10.0.0.1:20880", 0);
+        table.insert("10.0.0.2:20880", 2);
+        Registries::prepare(Arc::new(table), &snapshot)
+    };
+    let at = |registry, reason| Choice { registry, reason };
+    let weighted = prepare(
+        vec![
+            reg("zk-a", false, None, Some(20)),
+            reg("zk-b", false, None, Some(30)),
+            reg("zk-c", false, Some("hz"), None),
+        ],
+        Some("hz"),
+    );
+    let r = Request::new();
+    // (prepared, choice, request, text)
+    let rows = [
+        (
+            &weighted,
+            at(2, Reason::Drawn),
+            &r,
+            "registry zk-c: drawn among all registries by weight, 100 of 150",
+        ),
+        (
+            &weighted,
+            at(0, Reason::Redrawn),
+            &r,
+            "registry zk-a: drawn among the registries with providers by weight, 20 of 120",
+        ),
+        (
+            &weighted,
+            at(2, Reason::ConsumerZone),
+            &r,
+            "registry zk-c: zone=hz, the consumer's zone",
+        ),
+    ];
+    for (prepared, choice, request, want) in rows {
+        assert_eq!(prepared.describe(choice, request), want);
+    }
+    let uniform = prepare(
+        vec![
+            reg("zk-a", true, None, None),
+            reg("zk-b", false, None, Some(30)),
+            reg("zk-c", false, Some("sh"), None),
+        ],
+        None,
+    );
+    let sh = Request::new().with_attachment(REGISTRY_ZONE, "sh");
+    assert_eq!(
+        uniform.describe(at(0, Reason::Preferred), &r),
+        "registry zk-a: preferred=true"
+    );
+    assert_eq!(
+        uniform.describe(at(2, Reason::CallZone), &sh),
+        "registry zk-c: zone=sh, the call's registry_zone"
+    );
+    assert_eq!(
+        uniform.describe(at(2, Reason::Drawn), &r),
+        "registry zk-c: drawn among all registries, uniformly"
+    );
+}
