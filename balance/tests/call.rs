@@ -374,6 +374,16 @@ fn service_of(urls: &[&str], config: ServiceConfig) -> Arc<Cluster> {
     ))
 }
 
+/// An override layer: a consumer-side rule set these keys on every provider.
+#[derive(Debug)]
+struct RuleSet(&'static [&'static str]);
+
+impl OverrideKeys for RuleSet {
+    fn keys(&self, _: &Provider, each: &mut dyn FnMut(&str)) {
+        self.0.iter().for_each(|k| each(k));
+    }
+}
+
 /// Calls that hang on every provider: how long the call takes is the sum of its attempts'
 /// timeouts, and the attempts count its retries.
 async fn hanging(svc: &Cluster, request: &Request) -> (Duration, u32) {
@@ -406,15 +416,17 @@ async fn timeout_and_retries_come_from_the_provider_the_rules_and_the_attachment
         (Duration::from_millis(400), 2),
         "one attempt per provider (2 retries, 2 providers), each with its own timeout"
     );
-    // An override rule's retries and method timeout (marked by live) count.
+    // An override rule's retries and method timeout (the override layer, which live sets
+    // from the rules, names them) count.
     let svc = service_of(
         &[
-            "dubbo://10.0.0.1:1/s?timeout=100&get.timeout=50&retries=0&routechain.overridden=get.timeout,retries",
-            "dubbo://10.0.0.2:1/s?timeout=100&get.timeout=50&retries=0&routechain.overridden=get.timeout,retries",
+            "dubbo://10.0.0.1:1/s?timeout=100&get.timeout=50&retries=0",
+            "dubbo://10.0.0.2:1/s?timeout=100&get.timeout=50&retries=0",
         ],
         ServiceConfig {
             retries: Some(5),
             timeout: Some(Duration::from_secs(1)),
+            overrides: OverrideLayer::new(Arc::new(RuleSet(&["get.timeout", "retries"]))),
             ..ServiceConfig::default()
         },
     );
@@ -485,4 +497,31 @@ async fn failsafe_returns_the_default_and_failfast_the_error() {
             ..
         }
     ));
+}
+
+/// A new override layer over the same providers (a rule that sets a value the providers
+/// already publish: no URL changes) re-ranks their values at once.
+#[test]
+fn a_new_override_layer_over_the_same_providers_reranks_their_values() {
+    let consumer = ServiceConfig {
+        timeout: Some(Duration::from_millis(700)),
+        ..ServiceConfig::default()
+    };
+    let svc = service_of(&["dubbo://10.0.0.1:1/s?timeout=300"], consumer.clone());
+    let timeout = |svc: &Cluster| {
+        let mut caller = Caller::seeded(1);
+        let s = svc.select(&Request::new(), &[], &mut caller).unwrap();
+        s.timeout(None)
+    };
+    assert_eq!(timeout(&svc), Some(Duration::from_millis(700)));
+    let ruled = ServiceConfig {
+        overrides: OverrideLayer::new(Arc::new(RuleSet(&["timeout"]))),
+        ..consumer
+    };
+    svc.apply(ClusterChange {
+        config: Some(ruled),
+        ..ClusterChange::default()
+    })
+    .unwrap();
+    assert_eq!(timeout(&svc), Some(Duration::from_millis(300)));
 }

@@ -70,13 +70,29 @@ fn a_provider_own_warmup_and_weight_are_read() {
 }
 
 #[test]
+fn warmup_multiplies_a_methods_own_weight() {
+    // Service weight 0, `m.weight=300`: 60 s into 10 minutes, 30 for `m` (Dubbo warms the
+    // method-level weight); a call of another method never picks it.
+    let (svc, _) = service(
+        LoadBalanceKind::RoundRobin,
+        "&weight=0&methods=m&m.weight=300",
+    );
+    assert_eq!(picks_of_first(&svc, 1300), 300);
+    let mut caller = Caller::seeded(3);
+    let other = Request::new().with_method("n");
+    for _ in 0..100 {
+        assert_eq!(svc.select(&other, &[], &mut caller).unwrap().index(), 1);
+    }
+}
+
+#[test]
 fn a_clock_ahead_of_ours_weighs_one() {
     let providers = format!(
         "dubbo://10.0.0.1:20880/svc?timestamp={}\ndubbo://10.0.0.2:20880/svc\n",
         NOW + 5_000
     );
     let snapshot = Snapshot::parse_lines(1, &providers).unwrap();
-    let table = WarmTable::new(&snapshot, &[100, 100], NOW);
+    let table = WarmTable::new(&snapshot, NOW);
     assert_eq!(table.at(0, 100, NOW), 1);
     assert_eq!(table.at(1, 100, NOW), 100);
     assert_eq!(

@@ -47,41 +47,54 @@ fn routing_allocates_nothing() {
 
 #[test]
 fn selecting_allocates_nothing_for_any_balancer() {
-    let text: String = (0..300)
-        .map(|i| {
-            format!(
-                "dubbo://10.0.{}.{}:20880/svc?weight={}\n",
-                i / 250,
-                i % 250,
-                50 + (i % 3) * 50
-            )
-        })
-        .collect();
-    let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    for kind in LoadBalanceKind::ALL {
-        let state = ChainState::new(None, snapshot.clone(), Url::empty(), vec![]).unwrap();
-        let config = ServiceConfig {
-            balance: BalanceConfig::new(BalancerSpec::new(kind)),
-            skip_degraded: true,
-            ..ServiceConfig::default()
-        };
-        let service = Cluster::new(state, config);
-        service.report_failure(3);
-        let request = Request::new()
-            .with_method("get")
-            .with_argument(serde_json::json!(42));
-        let mut call = Caller::seeded(9);
-        let first = service.select(&request, &[], &mut call).unwrap();
-        let info = allocation_counter::measure(|| {
-            for _ in 0..1000 {
-                let s = service
-                    .select(&request, std::slice::from_ref(&first), &mut call)
-                    .unwrap();
-                let _guard = s.begin();
-                service.report_success(&s);
-            }
-        });
-        assert_eq!(info.count_total, 0, "{kind}: {info:?}");
+    // The service's weights, then `get`'s own (`get.weight`, a table of its own).
+    for own in ["", "&methods=get&get.weight="] {
+        let text: String = (0..300)
+            .map(|i| {
+                let w = 50 + (i % 3) * 50;
+                let own = if own.is_empty() {
+                    String::new()
+                } else {
+                    format!("{own}{}", 300 - w)
+                };
+                format!(
+                    "dubbo://10.0.{}.{}:20880/svc?weight={w}{own}\n",
+                    i / 250,
+                    i % 250,
+                )
+            })
+            .collect();
+        let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
+        for kind in LoadBalanceKind::ALL {
+            let state = ChainState::new(None, snapshot.clone(), Url::empty(), vec![]).unwrap();
+            let config = ServiceConfig {
+                balance: BalanceConfig::new(BalancerSpec::new(kind)),
+                skip_degraded: true,
+                ..ServiceConfig::default()
+            };
+            let service = Cluster::new(state, config);
+            let params = service.load().params().clone();
+            assert_eq!(
+                params.weight_table(params.method(Some("get"))).is_some(),
+                !own.is_empty()
+            );
+            service.report_failure(3);
+            let request = Request::new()
+                .with_method("get")
+                .with_argument(serde_json::json!(42));
+            let mut call = Caller::seeded(9);
+            let first = service.select(&request, &[], &mut call).unwrap();
+            let info = allocation_counter::measure(|| {
+                for _ in 0..1000 {
+                    let s = service
+                        .select(&request, std::slice::from_ref(&first), &mut call)
+                        .unwrap();
+                    let _guard = s.begin();
+                    service.report_success(&s);
+                }
+            });
+            assert_eq!(info.count_total, 0, "{kind} {own}: {info:?}");
+        }
     }
 }
 

@@ -34,22 +34,10 @@ macro_rules! dispatch {
 }
 
 /// Defines every kernel twice: plainly (`mod plain`) and with `$feature` enabled (`mod
-/// $fast`, on x86-64). With `pub` before the feature it also defines each kernel's public
-/// function, which dispatches with the kernel's doc comment; without it the module writes
-/// its public functions itself (to check arguments first).
+/// $fast`, on x86-64), and each kernel's public function, which dispatches, with the
+/// kernel's doc comment.
 macro_rules! kernels {
-    (pub $feature:tt, $fast:ident; $($(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),*) -> $ret:ty $body:block)*) => {
-        kernels!($feature, $fast; $(fn $name($($arg: $ty),*) -> $ret $body)*);
-        $(
-            $(#[doc = $doc])*
-            #[inline]
-            #[allow(clippy::unused_unit)]
-            pub fn $name($($arg: $ty),*) -> $ret {
-                dispatch!($feature, $fast::$name($($arg),*))
-            }
-        )*
-    };
-    ($feature:tt, $fast:ident; $(fn $name:ident($($arg:ident : $ty:ty),*) -> $ret:ty $body:block)*) => {
+    ($feature:tt, $fast:ident; $($(#[doc = $doc:literal])* fn $name:ident($($arg:ident : $ty:ty),*) -> $ret:ty $body:block)*) => {
         mod plain {
             $(
                 #[inline(always)]
@@ -67,6 +55,14 @@ macro_rules! kernels {
                 }
             )*
         }
+        $(
+            $(#[doc = $doc])*
+            #[inline]
+            #[allow(clippy::unused_unit)]
+            pub fn $name($($arg: $ty),*) -> $ret {
+                dispatch!($feature, $fast::$name($($arg),*))
+            }
+        )*
     };
 }
 

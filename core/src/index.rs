@@ -408,45 +408,6 @@ pub struct NamedSetsBuilder {
     /// Other names' members, in increasing provider order.
     members: Vec<(Box<str>, Vec<u32>)>,
     lower: String,
-    /// The position recently found for a name, by the name's address (direct-mapped):
-    /// the names of a snapshot are mostly interned strings, the same text at the same
-    /// address, so a repeated name skips the pinned scan, the lower-casing and the hash. A
-    /// hit compares the text exactly, so a reused address cannot mislead.
-    recent: Box<[Recent; RECENT]>,
-}
-
-/// Entries of [`NamedSetsBuilder`]'s memo of recent names.
-const RECENT: usize = 64;
-
-/// One memo entry: a name (up to 22 bytes) and the position it was filed at.
-#[derive(Debug, Clone, Copy)]
-struct Recent {
-    at: usize,
-    k: usize,
-    len: u8,
-    text: [u8; 22],
-}
-
-impl Recent {
-    const EMPTY: Recent = Recent {
-        at: 0,
-        k: 0,
-        len: u8::MAX,
-        text: [0; 22],
-    };
-
-    fn is(&self, name: &str) -> bool {
-        self.at == name.as_ptr() as usize
-            && usize::from(self.len) == name.len()
-            && self.text[..name.len()] == *name.as_bytes()
-    }
-}
-
-/// The memo slot of a name, by its address and length.
-fn recent_slot(name: &str) -> usize {
-    let x =
-        (name.as_ptr() as usize ^ name.len().rotate_left(20)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (x >> 58) % RECENT
 }
 
 impl NamedSetsBuilder {
@@ -458,41 +419,12 @@ impl NamedSetsBuilder {
             others: HashMap::new(),
             members: Vec::new(),
             lower: String::new(),
-            recent: Box::new([Recent::EMPTY; RECENT]),
         }
     }
 
     /// Adds provider `i` to the set of `name` (case-insensitive); returns the set's
     /// position. Providers must be added in increasing order.
     pub fn add(&mut self, name: &str, i: usize) -> usize {
-        let slot = recent_slot(name);
-        let hit = self.recent[slot];
-        if hit.is(name) {
-            // The same text was filed at `k` (added to nothing else since: positions only
-            // grow), so it files there again.
-            let k = hit.k;
-            match self.pinned.get_mut(k) {
-                Some(p) => p.1.insert(i),
-                None => self.members[k - self.pinned.len()].1.push(i as u32),
-            }
-            return k;
-        }
-        let k = self.add_slow(name, i);
-        if name.len() <= 22 {
-            let mut text = [0u8; 22];
-            text[..name.len()].copy_from_slice(name.as_bytes());
-            self.recent[slot] = Recent {
-                at: name.as_ptr() as usize,
-                k,
-                len: name.len() as u8,
-                text,
-            };
-        }
-        k
-    }
-
-    /// [`NamedSetsBuilder::add`] without the memo.
-    fn add_slow(&mut self, name: &str, i: usize) -> usize {
         if let Some(k) = self
             .pinned
             .iter()

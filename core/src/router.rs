@@ -67,7 +67,7 @@ use crate::edit::SnapshotEdit;
 use crate::registry::{RouterFactory, RouterSpec};
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
-use crate::rule::{FieldPath, RuleDoc, RuleError};
+use crate::rule::{RuleDoc, RuleError};
 use crate::snapshot::Snapshot;
 use crate::trace::Evaluation;
 use crate::url::Url;
@@ -300,20 +300,6 @@ impl<T: TypedRouter> TypedFactory<T> {
         };
         let raw: T::Raw = doc.parse().map_err(|e| vec![e])?;
         self.router.compile(raw, &spec)
-    }
-
-    /// Builds a chain router from a rule document (`None`: an entry without a rule)
-    /// outside a chain file: for tests and hosts.
-    pub fn build_rule(&self, doc: Option<RuleDoc<'_>>) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-        let entry = serde_json::Value::Null;
-        let root = FieldPath::root();
-        self.build(&RouterSpec {
-            type_name: &self.type_name,
-            entry: RuleDoc::new(&entry, doc.map_or(&root, |d| d.path)),
-            rule: doc,
-            base_dir: None,
-            service: None,
-        })
     }
 
     fn compiled(&self, type_name: &str, rule: Option<T::Rule>) -> Arc<dyn Router> {

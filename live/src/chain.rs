@@ -117,11 +117,14 @@ impl LiveChain {
         providers: Snapshot,
     ) -> Result<Self, LoadError> {
         let generation = providers.generation();
-        let (registered, effective) = {
+        let (registered, effective, layer) = {
             let consumer = options.consumer.as_ref().or(file.consumer.as_ref());
             let none = BTreeMap::new();
             let entries = overrides::ordered(&none, file.overrides.iter().map(|o| &o.rule));
-            Registered::new(providers, &entries, &override_context(&file, consumer))
+            let cx = override_context(&file, consumer);
+            let layer = overrides::next_layer(&Default::default(), &entries, &cx);
+            let (registered, effective) = Registered::new(providers, &entries, &cx);
+            (registered, effective, layer)
         };
         let consumer = options
             .consumer
@@ -145,7 +148,11 @@ impl LiveChain {
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(SystemClock::new()));
-        let service = Cluster::with_clock(state, file.service_config.clone(), clock);
+        let config = routechain_balance::ServiceConfig {
+            overrides: layer,
+            ..file.service_config.clone()
+        };
+        let service = Cluster::with_clock(state, config, clock);
         Ok(LiveChain {
             service: Arc::new(service),
             registry,

@@ -101,7 +101,7 @@ pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
 #[cfg(feature = "zookeeper")]
 pub use registry::{
-    RegistryAddress, RegistryAddressError, RegistryOptions, RegistrySource, RuleStore,
+    RegistryAddress, RegistryAddressError, RegistryOptions, RegistrySource, RuleStore, RuleWriter,
 };
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]

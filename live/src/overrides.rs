@@ -3,12 +3,15 @@
 //! provider becomes (nothing: routers never see it).
 //!
 //! Parsing and matching are [`routechain_rules::configurators`]'s; this module holds the
-//! order Dubbo's `RegistryDirectory` applies them in and the policy for `side: provider`.
+//! order Dubbo's `RegistryDirectory` applies them in, the policy for `side: provider`, and
+//! the override layer of the call parameters ([`layer`]: which keys of a provider's URL a
+//! consumer-side rule set, so calls rank them above the consumer's own values).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use routechain_balance::service::params::{OVERRIDDEN_KEY, is_call_key};
+use routechain_balance::service::params::is_call_key;
+use routechain_balance::{OverrideKeys, OverrideLayer};
 use routechain_core::Url;
 use routechain_rules::configurators::{OverrideEntry, OverrideRule, Side, View};
 
@@ -99,8 +102,7 @@ pub(crate) fn apply_one(
         }
     }
     // Provider-side items are what the provider would have registered: its own URL's
-    // values. The consumer-side ones are Dubbo's override layer.
-    let provider_side = changes.len();
+    // values. The consumer-side ones are Dubbo's override layer ([`layer`]).
     let view = View {
         side: Side::Consumer,
         host: cx.consumer_host,
@@ -109,26 +111,11 @@ pub(crate) fn apply_one(
     for e in entries {
         changes.extend(e.configure(p, view).into_iter().flatten());
     }
-    // The call parameters a rule set are listed, so the balancer ranks them above the
-    // consumer's (Dubbo's override URL is a layer of its own).
-    let mut overridden: Vec<&str> = changes[provider_side..]
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .filter(|k| is_call_key(k))
-        .collect();
-    overridden.sort_unstable();
-    overridden.dedup();
-    let marker = overridden.join(",");
-    let url = if changes.iter().all(|(k, v)| p.param(k) == Some(v.as_str()))
-        && p.param(OVERRIDDEN_KEY).unwrap_or("") == marker
-    {
+    let url = if changes.iter().all(|(k, v)| p.param(k) == Some(v.as_str())) {
         p.clone()
     } else {
         let mut params: Vec<(&str, &str)> = p.params().collect();
         params.extend(changes.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        if !marker.is_empty() {
-            params.push((OVERRIDDEN_KEY, &marker));
-        }
         Url::from_parts(p.protocol(), p.host(), p.port(), p.path(), params)
     };
     let enabled = match url.param("disabled") {
@@ -138,15 +125,89 @@ pub(crate) fn apply_one(
     enabled.then_some(url)
 }
 
+/// The override layer of the call parameters: the consumer-side `entries` (in Dubbo's
+/// order) that set a call parameter, seen from `cx`'s consumer. It tells a call which keys
+/// of a provider's URL are the rules' (Dubbo ranks its override URL above the consumer's
+/// values), apart from the URL, so routers see only what the registry and the rules give.
+/// `None` when no entry sets a call parameter.
+pub(crate) fn layer(entries: &[&OverrideEntry], cx: &OverrideContext<'_>) -> Option<Layer> {
+    // A v2.7 entry applies from its `side` only (`OverrideEntry::configure`); a legacy one
+    // from both.
+    let consumer_side = |e: &OverrideEntry| {
+        e.url.param("configVersion").is_none_or(str::is_empty)
+            || e.url.param("side") == Some("consumer")
+    };
+    let entries: Vec<OverrideEntry> = entries
+        .iter()
+        .filter(|e| consumer_side(e) && e.url.params().any(|(k, _)| is_call_key(k)))
+        .map(|e| (*e).clone())
+        .collect();
+    (!entries.is_empty()).then(|| Layer {
+        entries,
+        consumer_host: cx.consumer_host.to_string(),
+        consumer_app: cx.consumer_app.map(str::to_string),
+    })
+}
+
+/// See [`layer`].
+#[derive(Debug)]
+pub(crate) struct Layer {
+    entries: Vec<OverrideEntry>,
+    consumer_host: String,
+    consumer_app: Option<String>,
+}
+
+impl OverrideKeys for Layer {
+    /// The keys the consumer-side entries that apply to `provider` set. The entries are
+    /// matched against the URL the consumer sees (the rules merged): the keys a rule
+    /// matches on (address, application, service, group, version) are never overridden
+    /// (Dubbo strips them from a rule's parameters); only a v3 `match` on a parameter
+    /// another rule sets could match otherwise than on the registered URL.
+    fn keys(&self, provider: &Url, each: &mut dyn FnMut(&str)) {
+        let view = View {
+            side: Side::Consumer,
+            host: &self.consumer_host,
+            application: self.consumer_app.as_deref(),
+        };
+        for e in &self.entries {
+            for (k, _) in e.configure(provider, view).into_iter().flatten() {
+                if is_call_key(&k) {
+                    each(&k);
+                }
+            }
+        }
+    }
+}
+
+/// The service's override layer for `entries` seen from `cx`: `old` when the new one is
+/// the same (same entries, by their override URL and `match`, from the same consumer: its
+/// `Debug` text, which prints all of them), so the published call parameters stay; else
+/// the new one.
+pub(crate) fn next_layer(
+    old: &OverrideLayer,
+    entries: &[&OverrideEntry],
+    cx: &OverrideContext<'_>,
+) -> OverrideLayer {
+    let new = layer(entries, cx);
+    let old_text = old.get().map(|o| format!("{o:?}"));
+    if new.as_ref().map(|n| format!("{n:?}")) == old_text {
+        return old.clone();
+    }
+    new.map_or_else(OverrideLayer::default, |n| {
+        OverrideLayer::new(std::sync::Arc::new(n))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use routechain_balance::{CallParams, ParamSource, ServiceConfig};
     use routechain_core::Snapshot;
 
-    /// A consumer-side rule's `timeout` is Dubbo's override layer: listed in the marker,
-    /// so it beats the consumer's own timeout; a provider-side rule's is the provider's
-    /// value (the provider would have registered it), below the consumer's.
+    /// A consumer-side rule's `timeout` is Dubbo's override layer: the service's override
+    /// layer names it, so it beats the consumer's own timeout; a provider-side rule's is the
+    /// provider's value (the provider would have registered it), below the consumer's. The
+    /// merged URL carries nothing but the rule's values.
     #[test]
     fn consumer_side_rules_are_marked_and_rank_above_the_consumer() {
         let rule = |side: &str| {
@@ -188,8 +249,29 @@ mod tests {
             };
             let url = apply_one(&p, &entries, &cx).unwrap();
             assert_eq!(url.param("timeout"), Some("2500"));
-            let marked = (side == Side::Consumer).then_some("getUser.retries,timeout");
-            assert_eq!(url.param(OVERRIDDEN_KEY), marked);
+            assert_eq!(
+                url.params().count(),
+                p.params().count() + 1,
+                "getUser.retries"
+            );
+            let overrides = next_layer(&OverrideLayer::default(), &entries, &cx);
+            let mut marked = Vec::new();
+            if let Some(l) = overrides.get() {
+                l.keys(&url, &mut |k| marked.push(k.to_string()));
+            }
+            marked.sort();
+            let want_keys: &[&str] = match side {
+                Side::Consumer => &["getUser.retries", "timeout"],
+                Side::Provider => &[],
+            };
+            assert_eq!(marked, want_keys, "{name}");
+            // The same rules again: the same layer (the call parameters stay published).
+            let again = next_layer(&overrides, &entries, &cx);
+            assert!(again == overrides, "{name}");
+            let consumer = ServiceConfig {
+                overrides,
+                ..consumer.clone()
+            };
             let snapshot = Snapshot::new(1, vec![url]);
             let params = CallParams::new(&snapshot, &consumer);
             let m = params.method(Some("getUser"));

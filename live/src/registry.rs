@@ -32,7 +32,7 @@ pub use address::{
     DEFAULT_WEIGHT, Registry, RegistryAddress, RegistryAddressError, RegistryEntry, RegistryParams,
     mask,
 };
-pub use audit::{RegistryStore, RuleStore, StoreError, StoredRule, rule_key_of};
+pub use audit::{RegistryStore, RuleStore, RuleWriter, StoreError, StoredRule, rule_key_of};
 
 /// How a [`RegistrySource`] combines several registries.
 #[derive(Debug, Clone, Default)]

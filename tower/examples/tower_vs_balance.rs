@@ -16,12 +16,19 @@
 //! balanced channel. It also gives the CPU time the client threads (client, layer, tonic,
 //! hyper, their connection tasks) and the server threads spent per call, read from
 //! `/proc/self/task/*/schedstat` (Linux): on a shared machine the least disturbed figure.
+//! On a machine busy with other work, running it under a real-time policy (`chrt -f 10`, as
+//! root) gives its two runtime threads whole cores, as on an idle machine: the busy
+//! machine's other work otherwise batches the calls differently (more requests per write).
 //!
-//! For instruction counts, `--profile SIDE --calls N` makes N calls on one side after a
-//! warm-up of 2,000 (no timing). Instructions per call = (Ir(N) − Ir(0)) / N, per thread
-//! with `--separate-threads=yes`: the files `-02` (the server runtime's thread) and `-03`
-//! (the client runtime's: the client, the layer or tonic's channel, hyper and its
-//! connection tasks); the client's is what the layer costs a caller:
+//! `--profile SIDE --calls N` makes N calls on one side after a warm-up of 2,000 (no
+//! timing), and prints what the client and server threads spent per call: CPU time (user
+//! and kernel), context switches and write system calls (`/proc/self/task/*`);
+//! `examples/memcount.c` (its header has the commands) counts the bytes the threads copy per
+//! call, which instruction counts do not show. Instructions per call =
+//! (Ir(N) − Ir(0)) / N, per thread with `--separate-threads=yes`: the files `-02` (the
+//! server runtime's thread) and `-03` (the client runtime's: the client, the layer or
+//! tonic's channel, hyper and its connection tasks); the client's is what the layer costs
+//! a caller:
 //!
 //! ```text
 //! cargo build --release -p routechain-tower --example tower_vs_balance
@@ -179,8 +186,26 @@ fn main() {
 
     if let Some(side) = o.profile {
         run(side, Limit::Calls(2_000));
+        let (client, server) = (Threads::of(CLIENT), Threads::of(SERVER));
         let r = run(side, Limit::Calls(o.calls));
+        let (client, server) = (Threads::of(CLIENT) - client, Threads::of(SERVER) - server);
         println!("{}: {} calls", side.name(), r.calls);
+        for (name, t) in [("client", client), ("server", server)] {
+            let per = |v: f64| v / r.calls.max(1) as f64;
+            println!(
+                "  {name}: CPU {:.2} µs/call (user {:.2}, sys {:.2}), context switches \
+                 {:.3}/call ({:.3} voluntary), scheduled {:.3}/call, \
+                 read/write calls {:.3}/{:.3} per call",
+                per(t.cpu_ns as f64 / 1e3),
+                per(t.user_ticks as f64 * 1e6 / ticks_per_second()),
+                per(t.sys_ticks as f64 * 1e6 / ticks_per_second()),
+                per((t.voluntary + t.involuntary) as f64),
+                per(t.voluntary as f64),
+                per(t.slices as f64),
+                per(t.reads as f64),
+                per(t.writes as f64),
+            );
+        }
         return;
     }
 
@@ -284,6 +309,87 @@ fn cpu(name: &str) -> Duration {
             .unwrap_or(0);
     }
     Duration::from_nanos(total)
+}
+
+/// What the threads named `name` spent so far (Linux's `/proc/self/task/*`; zeros
+/// elsewhere): CPU time (user and kernel), its user/kernel split in clock ticks, context
+/// switches, and the times they were scheduled in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Threads {
+    cpu_ns: u64,
+    slices: u64,
+    user_ticks: u64,
+    sys_ticks: u64,
+    voluntary: u64,
+    involuntary: u64,
+    reads: u64,
+    writes: u64,
+}
+
+impl Threads {
+    fn of(name: &str) -> Threads {
+        let mut t = Threads::default();
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return t;
+        };
+        for task in tasks.flatten() {
+            let path = task.path();
+            let read = |file: &str| std::fs::read_to_string(path.join(file)).unwrap_or_default();
+            if !read("comm").trim_end().starts_with(name) {
+                continue;
+            }
+            let number = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            let schedstat = read("schedstat");
+            let mut fields = schedstat.split_whitespace();
+            t.cpu_ns += number(fields.next());
+            t.slices += number(fields.nth(1));
+            // `stat`: fields 14 and 15 (utime, stime), counted after the `(comm)` field.
+            let stat = read("stat");
+            let mut after = stat
+                .rsplit_once(')')
+                .map_or("", |(_, r)| r)
+                .split_whitespace();
+            t.user_ticks += number(after.nth(11));
+            t.sys_ticks += number(after.next());
+            for line in read("io").lines() {
+                if let Some(v) = line.strip_prefix("syscr:") {
+                    t.reads += number(Some(v.trim()));
+                } else if let Some(v) = line.strip_prefix("syscw:") {
+                    t.writes += number(Some(v.trim()));
+                }
+            }
+            for line in read("status").lines() {
+                if let Some(v) = line.strip_prefix("voluntary_ctxt_switches:") {
+                    t.voluntary += number(Some(v.trim()));
+                } else if let Some(v) = line.strip_prefix("nonvoluntary_ctxt_switches:") {
+                    t.involuntary += number(Some(v.trim()));
+                }
+            }
+        }
+        t
+    }
+}
+
+impl std::ops::Sub for Threads {
+    type Output = Threads;
+
+    fn sub(self, o: Threads) -> Threads {
+        Threads {
+            cpu_ns: self.cpu_ns - o.cpu_ns,
+            slices: self.slices - o.slices,
+            user_ticks: self.user_ticks - o.user_ticks,
+            sys_ticks: self.sys_ticks - o.sys_ticks,
+            voluntary: self.voluntary - o.voluntary,
+            involuntary: self.involuntary - o.involuntary,
+            reads: self.reads - o.reads,
+            writes: self.writes - o.writes,
+        }
+    }
+}
+
+/// Clock ticks per second of `/proc/*/stat` (`USER_HZ`: 100 on Linux).
+fn ticks_per_second() -> f64 {
+    100.0
 }
 
 fn micros(d: Duration) -> f64 {

@@ -20,8 +20,10 @@ pub struct RequestBody {
 }
 
 enum Kind {
-    /// A buffered body: the data (taken when sent) and the trailers.
-    Full(Option<Bytes>, Option<HeaderMap>),
+    /// A buffered body: the data (taken when sent) and the trailers (boxed: rare in
+    /// requests, and the request is moved whole several times on its way to the
+    /// connection, so it is kept small).
+    Full(Option<Bytes>, Option<Box<HeaderMap>>),
     /// A body sent as it comes.
     Stream(UnsyncBoxBody<Bytes, BoxError>),
 }
@@ -71,7 +73,7 @@ impl Body for RequestBody {
                 if let Some(d) = data.take().filter(|d| !d.is_empty()) {
                     return Poll::Ready(Some(Ok(Frame::data(d))));
                 }
-                Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(t))))
+                Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(*t))))
             }
             Kind::Stream(s) => Pin::new(s).poll_frame(cx),
         }
@@ -100,7 +102,7 @@ impl Body for RequestBody {
 #[derive(Debug)]
 pub enum Buffered {
     /// The whole body.
-    Full(Bytes, Option<HeaderMap>),
+    Full(Bytes, Option<Box<HeaderMap>>),
     /// Not complete without waiting, or longer than the limit: what was read, then the rest.
     Stream(RequestBody),
     /// The stream, already sent.
@@ -168,7 +170,7 @@ where
                 }
                 Err(frame) => {
                     if let Ok(trailers) = frame.into_trailers() {
-                        return Ok(Buffered::Full(join(first, more), Some(trailers)));
+                        return Ok(Buffered::Full(join(first, more), Some(Box::new(trailers))));
                     }
                 }
             },

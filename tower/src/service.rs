@@ -246,37 +246,46 @@ where
     let outcome = shared
         .service
         .call_limited(request, if streamed { 1 } else { u32::MAX }, |selected| {
-            let req = body.attempt().and_then(|b| {
+            let mut req = body.attempt().and_then(|b| {
                 let head = match first.take() {
                     Some(head) => head,
                     None => retry_head.as_ref()?.parts(),
                 };
                 Some(http::Request::from_parts(head, b))
             });
+            // The channel is looked up here, not in the attempt's future: the failover loop
+            // moves that future (into the timeout, into its own state), so it holds only
+            // what it waits on.
+            let channel = shared
+                .channels
+                .channel(selected.state().snapshot(), selected.index());
             async move {
-                let Some(req) = req else {
+                let transport = |error: BoxError| {
+                    tracing::debug!(provider = selected.address(), "attempt failed: {error}");
+                    CallError::Retryable(Failure::Transport {
+                        address: selected.address().to_string(),
+                        error,
+                    })
+                };
+                let mut channel = channel.map_err(transport)?;
+                std::future::poll_fn(|cx| channel.poll_ready(cx))
+                    .await
+                    .map_err(|e| transport(e.into()))?;
+                // Taken only now: a request held across the wait would be stored twice in
+                // the future (as the captured value and as this binding).
+                let Some(req) = req.take() else {
                     return Err(CallError::Final(Failure::NotResent));
                 };
-                match send(shared, &selected, req).await {
-                    Ok(response) => {
-                        // Only an idempotent request fails over on a status: the head is
-                        // read for it only then.
-                        let retryable = idempotent
-                            && grpc::head_status(response.headers())
-                                .is_some_and(|c| config.retryable_codes.contains(&c));
-                        if retryable {
-                            Err(CallError::Retryable(Failure::Status(response)))
-                        } else {
-                            Ok(response)
-                        }
-                    }
-                    Err(error) => {
-                        tracing::debug!(provider = selected.address(), "attempt failed: {error}");
-                        Err(CallError::Retryable(Failure::Transport {
-                            address: selected.address().to_string(),
-                            error,
-                        }))
-                    }
+                let response = channel.call(req).await.map_err(|e| transport(e.into()))?;
+                // Only an idempotent request fails over on a status: the head is read for
+                // it only then.
+                let retryable = idempotent
+                    && grpc::head_status(response.headers())
+                        .is_some_and(|c| config.retryable_codes.contains(&c));
+                if retryable {
+                    Err(CallError::Retryable(Failure::Status(response)))
+                } else {
+                    Ok(response)
                 }
             }
         })
@@ -398,21 +407,6 @@ impl routechain_balance::PerThread for Reused {
     fn recycle(&mut self) {
         self.0.retry_headers.clear();
     }
-}
-
-/// One attempt on `selected`: its channel, ready, called (the service's timeout bounds it).
-async fn send<M: MakeChannel>(
-    shared: &Shared<M>,
-    selected: &Selected,
-    req: http::Request<crate::body::RequestBody>,
-) -> Result<http::Response<M::Body>, BoxError> {
-    let mut channel = shared
-        .channels
-        .channel(selected.state().snapshot(), selected.index())?;
-    std::future::poll_fn(|cx| channel.poll_ready(cx))
-        .await
-        .map_err(Into::into)?;
-    channel.call(req).await.map_err(Into::into)
 }
 
 #[cfg(test)]

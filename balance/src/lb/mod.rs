@@ -143,24 +143,27 @@ pub fn epoch_millis() -> i64 {
 /// What every balancer of one snapshot shares: the providers' weights, the ones still
 /// warming up, their in-flight call counters and, when a balancer reads them, their
 /// response statistics.
+///
+/// A method with its own weights (`<method>.weight`) has a `Shared` of its own
+/// ([`Shared::with_weights`]): its weights, the same warm-up table, counters and
+/// statistics (behind `Arc`s, so a pick reads them through one pointer either way).
 #[derive(Debug)]
 pub struct Shared {
     weights: Weights,
-    warm: WarmTable,
-    active: Box<[AtomicU32]>,
-    responses: Responses,
+    warm: Arc<WarmTable>,
+    active: Arc<[AtomicU32]>,
+    responses: Arc<Responses>,
 }
 
 impl Shared {
     /// The weights of `snapshot`'s providers and those warming at `now` (ms since the
     /// epoch), and a zero in-flight count for each.
     pub fn new(snapshot: &Snapshot, now: i64) -> Self {
-        let weights = Weights::new(snapshot);
         Shared {
-            warm: WarmTable::new(snapshot, weights.table(), now),
-            weights,
+            warm: Arc::new(WarmTable::new(snapshot, now)),
+            weights: Weights::new(snapshot),
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
-            responses: Responses::none(),
+            responses: Arc::new(Responses::none()),
         }
     }
 
@@ -169,12 +172,22 @@ impl Shared {
     /// [`WarmTable::edited`]), a zero in-flight count for each provider (as
     /// [`Shared::new`]: calls in flight end on the state they started on).
     pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, now: i64) -> Self {
-        let weights = self.weights.edited(edit, snapshot);
         Shared {
-            warm: self.warm.edited(edit, snapshot, weights.table(), now),
-            weights,
+            warm: Arc::new(self.warm.edited(edit, snapshot, now)),
+            weights: self.weights.edited(edit, snapshot),
             active: (0..snapshot.len()).map(|_| AtomicU32::new(0)).collect(),
-            responses: Responses::none(),
+            responses: Arc::new(Responses::none()),
+        }
+    }
+
+    /// The same providers, warm-up, counters and statistics with other static `weights`
+    /// (a method's: `<method>.weight`).
+    pub fn with_weights(&self, weights: Weights) -> Self {
+        Shared {
+            weights,
+            warm: self.warm.clone(),
+            active: self.active.clone(),
+            responses: self.responses.clone(),
         }
     }
 
@@ -183,7 +196,7 @@ impl Shared {
     /// config's timeout.
     pub fn with_responses(mut self, config: &BalanceConfig, now: i64) -> Self {
         if (0..config.slots()).any(|s| config.spec(s).kind.reads_responses()) {
-            self.responses = Responses::new(self.active.len(), now, config.timeout_ms());
+            self.responses = Arc::new(Responses::new(self.active.len(), now, config.timeout_ms()));
         }
         self
     }
@@ -417,11 +430,14 @@ impl Balancer for SlotBalancer {
 }
 
 /// Everything the balancers keep for one snapshot: the shared weights and in-flight
-/// counters, and one prepared balancer per configured slot.
+/// counters, one prepared balancer per configured slot, and the weights of the methods
+/// that have their own (`<method>.weight`; none for a service without).
 #[derive(Debug)]
 pub struct SnapshotBalance {
     shared: Shared,
     slots: Box<[SlotBalancer]>,
+    /// By method weight table ([`SnapshotBalance::with_method_weights`]).
+    methods: Box<[Shared]>,
 }
 
 impl SnapshotBalance {
@@ -440,6 +456,7 @@ impl SnapshotBalance {
         SnapshotBalance {
             shared: Shared::new(snapshot, now).with_responses(config, now),
             slots,
+            methods: Box::new([]),
         }
     }
 
@@ -479,6 +496,31 @@ impl SnapshotBalance {
                 .edited(edit, snapshot, now)
                 .with_responses(config, now),
             slots,
+            methods: Box::new([]),
+        }
+    }
+
+    /// These balancers with per-method weight `tables` (each a weight per provider, by
+    /// index), table `k` used by [`SnapshotBalance::pick_in`]`(Some(k), …)`; the warm-up
+    /// table, in-flight counters and response statistics stay the service's.
+    pub fn with_method_weights(mut self, tables: impl IntoIterator<Item = Box<[u32]>>) -> Self {
+        self.methods = tables
+            .into_iter()
+            .map(|t| self.shared.with_weights(Weights::from_table(t)))
+            .collect();
+        self
+    }
+
+    /// The weights of method table `table` (`None`, or past the tables: the service's).
+    pub fn method_weights(&self, table: Option<u16>) -> &Weights {
+        self.shared_in(table).weights()
+    }
+
+    #[inline]
+    fn shared_in(&self, table: Option<u16>) -> &Shared {
+        match table {
+            Some(k) => self.methods.get(usize::from(k)).unwrap_or(&self.shared),
+            None => &self.shared,
         }
     }
 
@@ -547,7 +589,24 @@ impl SnapshotBalance {
         rng: &mut dyn RandomSource,
         now: i64,
     ) -> Option<usize> {
-        let shared = &self.shared;
+        self.pick_in(None, slot, spec, request, candidates, rng, now)
+    }
+
+    /// [`SnapshotBalance::pick_at`] with the weights of method table `table` (see
+    /// [`SnapshotBalance::with_method_weights`]; `None`: the service's).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn pick_in(
+        &self,
+        table: Option<u16>,
+        slot: usize,
+        spec: &BalancerSpec,
+        request: &Request,
+        candidates: &Candidates,
+        rng: &mut dyn RandomSource,
+        now: i64,
+    ) -> Option<usize> {
+        let shared = self.shared_in(table);
         match self.slots.get(slot) {
             Some(b) if b.kind() == spec.kind => b.pick_at(shared, request, candidates, rng, now),
             _ => match spec.kind {

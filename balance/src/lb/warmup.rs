@@ -119,10 +119,7 @@ impl Keys {
     /// Provider `p` as a warming entry at `now`, when it is warming (or ahead of `now`).
     /// `warmup` is read only for a provider that started less than 2³¹ ms ago (Dubbo's
     /// `warmup` is an int): the others cannot be warming.
-    fn warming(&self, index: usize, p: &Provider, weight: u32, now: i64) -> Option<Warming> {
-        if weight == 0 {
-            return None;
-        }
+    fn warming(&self, index: usize, p: &Provider, now: i64) -> Option<Warming> {
         let (timestamp, _) = warm_params(p.get_key(&self.timestamp), None);
         if timestamp <= 0 || now.saturating_sub(timestamp) >= i64::from(i32::MAX) {
             return None;
@@ -138,14 +135,16 @@ impl Keys {
 }
 
 impl WarmTable {
-    /// The providers of `snapshot` (with static `weights`) warming at `now`.
-    pub fn new(snapshot: &Snapshot, weights: &[u32], now: i64) -> Self {
+    /// The providers of `snapshot` warming at `now`, whatever their weights: a provider
+    /// weighing 0 at service level may weigh more for a method (`<method>.weight`), and
+    /// [`WarmTable::at`] leaves a weight of 0 at 0.
+    pub fn new(snapshot: &Snapshot, now: i64) -> Self {
         let keys = Keys::new();
         let warming = snapshot
             .providers()
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| keys.warming(i, p, weights.get(i).copied().unwrap_or(0), now))
+            .filter_map(|(i, p)| keys.warming(i, p, now))
             .collect();
         Self::of(warming, snapshot.len())
     }
@@ -153,13 +152,7 @@ impl WarmTable {
     /// The table of `snapshot`, derived from this one (of the snapshot `edit` started
     /// from): the survivors still warming at `now` renumbered, only the added providers'
     /// URLs read. Equal to [`WarmTable::new`] of `snapshot` at `now`.
-    pub fn edited(
-        &self,
-        edit: &SnapshotEdit,
-        snapshot: &Snapshot,
-        weights: &[u32],
-        now: i64,
-    ) -> Self {
+    pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, now: i64) -> Self {
         let keys = Keys::new();
         let providers = snapshot.providers();
         let mut warming: Vec<Warming> = self
@@ -168,20 +161,14 @@ impl WarmTable {
             .filter(|w| now < w.timestamp.saturating_add(w.warmup.max(0)))
             .filter_map(|w| {
                 let index = edit.new_index(w.index as usize)?;
-                let weight = weights.get(index).copied().unwrap_or(0);
-                (weight > 0).then_some(Warming {
+                Some(Warming {
                     index: index as u32,
                     ..*w
                 })
             })
             .collect();
         for i in edit.added() {
-            let weight = weights.get(i).copied().unwrap_or(0);
-            warming.extend(
-                providers
-                    .get(i)
-                    .and_then(|p| keys.warming(i, p, weight, now)),
-            );
+            warming.extend(providers.get(i).and_then(|p| keys.warming(i, p, now)));
         }
         Self::of(warming.into_boxed_slice(), snapshot.len())
     }

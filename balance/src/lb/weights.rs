@@ -154,6 +154,12 @@ impl Weights {
         Self::with_classes(weights, classes)
     }
 
+    /// The weights of a per-provider table (a method's own weights: `<method>.weight`).
+    pub fn from_table(weights: Box<[u32]>) -> Self {
+        let classes = Classes::new(&weights);
+        Self::with_classes(weights, classes)
+    }
+
     /// The weights of a per-provider table with its classes (`None`: too varied).
     fn with_classes(weights: Box<[u32]>, classes: Option<Classes>) -> Self {
         let max = match &classes {

@@ -92,7 +92,49 @@ pub struct ServiceConfig {
     pub health: HealthConfig,
     /// The retry budget (`None`: retries limited by `retries` only).
     pub retry_budget: Option<super::RetryBudget>,
+    /// Which call parameters of each provider's URL the override rules set from the
+    /// consumer side (Dubbo's override layer): not a chain-file setting, `routechain-live`
+    /// sets it from the rules it applies. None: no override rule sets a call parameter.
+    pub overrides: OverrideLayer,
 }
+
+/// The keys of a provider's URL that override rules set from the consumer side, so that
+/// [`super::params`] ranks their values as Dubbo ranks its override URL (above the
+/// consumer's own values), apart from what the provider registered. Implemented by
+/// `routechain-live` over the rules it merges into the provider URLs.
+pub trait OverrideKeys: std::fmt::Debug + Send + Sync {
+    /// Calls `each` with every key (`timeout`, `getUser.retries`...) a consumer-side
+    /// override rule set in `provider` (its URL as the consumer sees it, the rules merged).
+    fn keys(&self, provider: &routechain_core::Provider, each: &mut dyn FnMut(&str));
+}
+
+/// The override layer of a [`ServiceConfig`]: an [`OverrideKeys`], or none. Two are equal
+/// when they are the same one (the `Arc`), so a new layer re-reads the providers' URLs.
+#[derive(Debug, Clone, Default)]
+pub struct OverrideLayer(Option<std::sync::Arc<dyn OverrideKeys>>);
+
+impl OverrideLayer {
+    /// The layer `keys` gives.
+    pub fn new(keys: std::sync::Arc<dyn OverrideKeys>) -> Self {
+        OverrideLayer(Some(keys))
+    }
+
+    /// The keys, when some override rule sets a call parameter.
+    pub fn get(&self) -> Option<&dyn OverrideKeys> {
+        self.0.as_deref()
+    }
+}
+
+impl PartialEq for OverrideLayer {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+impl Eq for OverrideLayer {}
 
 /// The call settings of one method: each one set overrides the service's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

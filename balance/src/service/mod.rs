@@ -68,7 +68,8 @@ pub use call::{CallError, InvokeError, Invoked};
 pub use caller::Caller;
 use caller::Handle;
 pub use config::{
-    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, ServiceConfig,
+    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, MethodCall, OverrideKeys,
+    OverrideLayer, ServiceConfig,
 };
 use params::CallParams;
 
@@ -132,11 +133,10 @@ impl Published {
         }
         let params = CallParams::new(state.snapshot(), &config);
         Published {
-            balance: Arc::new(SnapshotBalance::new_at(
-                state.snapshot(),
-                params.balance(),
-                now,
-            )),
+            balance: balance(
+                SnapshotBalance::new_at(state.snapshot(), params.balance(), now),
+                &params,
+            ),
             health: Arc::new(HealthTable::new(state.degraded().clone())),
             by_address,
             config: Arc::new(config),
@@ -153,15 +153,22 @@ impl Published {
         if Arc::ptr_eq(snapshot, self.state.snapshot()) {
             // Same providers, same degraded set: the tables stay, the balancers are
             // prepared again only for new balancer settings.
+            let reread = !self.params.reads_overrides_of(&config);
             let params = if Arc::ptr_eq(&config, &self.config) {
                 self.params.clone()
+            } else if reread {
+                // Another override layer: the providers' keys rank anew.
+                Arc::new(CallParams::new(snapshot, &config))
             } else {
                 Arc::new(self.params.configured(&config))
             };
-            let balance = if params.balance() == self.params.balance() {
+            let balance = if params.balance() == self.params.balance() && !reread {
                 self.balance.clone()
             } else {
-                Arc::new(SnapshotBalance::new_at(snapshot, params.balance(), now))
+                balance(
+                    SnapshotBalance::new_at(snapshot, params.balance(), now),
+                    &params,
+                )
             };
             return Ok(Published {
                 balance,
@@ -201,9 +208,10 @@ impl Published {
     ) -> Self {
         let snapshot = state.snapshot();
         let params = Arc::new(self.params.edited(edit, snapshot, &config));
-        let balance = Arc::new(
+        let balance = balance(
             self.balance
                 .edited_at(edit, snapshot, params.balance(), now),
+            &params,
         );
         let by_address = by_address::index_edited(&self.by_address, edit, snapshot);
         let health = Arc::new(self.health.edited(edit, state.degraded().clone()));
@@ -244,7 +252,10 @@ impl Published {
         );
         let params = CallParams::new(snapshot, &config);
         Published {
-            balance: Arc::new(SnapshotBalance::new_at(snapshot, params.balance(), now)),
+            balance: balance(
+                SnapshotBalance::new_at(snapshot, params.balance(), now),
+                &params,
+            ),
             health,
             by_address,
             config,
@@ -287,6 +298,17 @@ impl Published {
             .get(i)
             .map_or("", |p| p.address())
     }
+}
+
+/// The balancers `b` with the weight tables of the methods `params` gives weights of their
+/// own (`<method>.weight`).
+fn balance(b: SnapshotBalance, params: &CallParams) -> Arc<SnapshotBalance> {
+    let tables: Vec<Box<[u32]>> = params.method_weight_tables(b.weights().table()).collect();
+    Arc::new(if tables.is_empty() {
+        b
+    } else {
+        b.with_method_weights(tables)
+    })
 }
 
 /// One selected provider, bound to the published state it was selected from.
@@ -625,7 +647,8 @@ impl Cluster {
         let params = &*published.params;
         // Dubbo reads `loadbalance` from the routed list's first provider.
         let routed = &caller.routed;
-        let (slot, _) = params.slot(params.method(request.method.as_deref()), || routed.first());
+        let method = params.method(request.method.as_deref());
+        let (slot, _) = params.slot(method, || routed.first());
         let balance = params.balance();
         // The wall clock only while some provider is warming up or a balancer reads
         // response times.
@@ -645,7 +668,8 @@ impl Cluster {
         };
         let index = published
             .balance
-            .pick_at(
+            .pick_in(
+                params.weight_table(method),
                 slot,
                 balance.spec(slot),
                 request,

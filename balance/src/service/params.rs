@@ -1,5 +1,6 @@
 //! A call's parameters where Dubbo takes them: `timeout`, `retries`, `loadbalance`,
-//! `cluster`, `forks`, each per method (`<method>.<key>`), merged from the consumer's
+//! `cluster`, `forks` and a method's own `weight`, each per method (`<method>.<key>`),
+//! merged from the consumer's
 //! settings (the chain file: [`ServiceConfig`]), the providers' URLs and the override rules,
 //! in Dubbo's order (`DubboServiceAddressURL.getMethodParameter`), highest first:
 //!
@@ -16,9 +17,15 @@
 //! Who may set what, as in Dubbo: `timeout` and `loadbalance` every layer; `retries` and
 //! `forks` only the consumer and the override rules (Dubbo's cluster reads them from the
 //! consumer's URL, never a provider's); `cluster` only the consumer (chosen when the
-//! reference is made). Override rules reach a consumer merged into the provider URLs
-//! (`routechain-live`), which lists the keys they set in [`OVERRIDDEN_KEY`], so a merged
-//! value is known to be the rule's.
+//! reference is made); `<method>.weight` the providers and the rules (the service-level
+//! `weight` is the balancers' own table, [`crate::lb::Weights`]; a method with a weight of
+//! its own gets a table of its own, [`CallParams::method_weight_tables`]).
+//!
+//! Override rules reach a consumer merged into the provider URLs (`routechain-live`); the
+//! keys they set from the consumer side are told apart by the service's override layer
+//! ([`ServiceConfig::overrides`], asked once per provider URL read), not by anything in the
+//! URL, so a merged value is known to be the rule's and routers see only what the registry
+//! and the rules give.
 //!
 //! Everything is resolved when providers or settings change: each provider's call
 //! parameters are parsed once (a few [`Entry`] values, carried over a provider edit like the
@@ -33,12 +40,10 @@ use std::time::Duration;
 
 use routechain_core::{Provider, Snapshot, SnapshotEdit};
 
-use super::config::{ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, ServiceConfig};
-use crate::lb::{BalanceConfig, LoadBalanceKind};
-
-/// The parameter an override rule's merged provider URL lists the keys the rules set in
-/// (comma-separated), written by `routechain-live` when it applies override rules.
-pub const OVERRIDDEN_KEY: &str = "routechain.overridden";
+use super::config::{
+    ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, OverrideLayer, ServiceConfig,
+};
+use crate::lb::{BalanceConfig, LoadBalanceKind, WeightParam};
 
 /// Where an effective call parameter came from, highest precedence first (Dubbo's order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -94,14 +99,18 @@ pub enum CallKey {
     LoadBalance,
     /// `forks`.
     Forks,
+    /// `<method>.weight` (the service-level `weight` is the balancers' own table:
+    /// [`crate::lb::Weights`]).
+    Weight,
 }
 
 impl CallKey {
-    const ALL: [CallKey; 4] = [
+    const ALL: [CallKey; 5] = [
         CallKey::Timeout,
         CallKey::Retries,
         CallKey::LoadBalance,
         CallKey::Forks,
+        CallKey::Weight,
     ];
 
     /// Dubbo's key.
@@ -111,12 +120,16 @@ impl CallKey {
             CallKey::Retries => "retries",
             CallKey::LoadBalance => "loadbalance",
             CallKey::Forks => "forks",
+            CallKey::Weight => "weight",
         }
     }
 
     /// True when a provider URL's own value counts (`retries` and `forks` never do).
     fn providers_may_set(self) -> bool {
-        matches!(self, CallKey::Timeout | CallKey::LoadBalance)
+        matches!(
+            self,
+            CallKey::Timeout | CallKey::LoadBalance | CallKey::Weight
+        )
     }
 
     fn parse(key: &str) -> Option<Self> {
@@ -125,7 +138,7 @@ impl CallKey {
 }
 
 /// True for a key this module reads from provider URLs: `timeout`, `retries`,
-/// `loadbalance`, `forks`, or one of them after `<method>.`.
+/// `loadbalance`, `forks`, `weight`, or one of them after `<method>.`.
 pub fn is_call_key(key: &str) -> bool {
     CallKey::parse(key).is_some()
         || key
@@ -143,7 +156,7 @@ pub struct Entry {
     key: CallKey,
     /// Set by an override rule.
     overridden: bool,
-    /// Milliseconds, a count, or a [`LoadBalanceKind`]'s position in
+    /// Milliseconds, a count, a weight, or a [`LoadBalanceKind`]'s position in
     /// [`LoadBalanceKind::ALL`].
     value: i64,
 }
@@ -199,6 +212,8 @@ struct Consumer {
     cluster: (ClusterMode, Source),
     /// The balancer slot of the method.
     slot: usize,
+    /// The method's weight table, when some provider or rule sets `<method>.weight`.
+    weights: Option<u16>,
 }
 
 /// The resolved call parameters of a service's published state (see the module
@@ -218,6 +233,11 @@ pub struct CallParams {
     balance: BalanceConfig,
     /// True when some provider names a `loadbalance`: the call resolves it then.
     any_loadbalance: bool,
+    /// The methods with a weight of their own (`<method>.weight` in some provider's
+    /// entries), increasing: weight table `k` is method `weighed[k]`'s.
+    weighed: Box<[u16]>,
+    /// The override layer the entries were read with.
+    overrides: OverrideLayer,
 }
 
 /// The distinct entry lists of a service's providers (see [`CallParams`]).
@@ -268,45 +288,48 @@ impl CallParams {
     pub fn new(snapshot: &Snapshot, config: &ServiceConfig) -> Self {
         let mut names = Names::default();
         let mut lists = Lists::new();
-        let mut buf = Vec::new();
+        let mut reader = Reader::new(&config.overrides);
         let providers = snapshot
             .providers()
             .iter()
-            .map(|p| {
-                entries(p, &mut names, &mut buf);
-                lists.intern(&buf)
-            })
+            .map(|p| lists.intern(reader.entries(p, &mut names)))
             .collect();
         Self::with(names, providers, Arc::new(lists), config)
     }
 
     /// The parameters of `snapshot`, derived from these (of the snapshot `edit` started
     /// from): the survivors' list indexes copied, only the added providers' URLs read.
+    /// Under another override layer every provider is read again ([`CallParams::new`]).
     pub fn edited(&self, edit: &SnapshotEdit, snapshot: &Snapshot, config: &ServiceConfig) -> Self {
+        if config.overrides != self.overrides {
+            return Self::new(snapshot, config);
+        }
         let mut names = self.names.clone();
         let list = snapshot.providers();
         let mut lists = None::<Lists>;
-        let mut buf = Vec::new();
+        let mut reader = Reader::new(&config.overrides);
         let providers = edit
             .table(&self.providers, |i| {
-                match list.get(i) {
-                    Some(p) => entries(p, &mut names, &mut buf),
-                    None => buf.clear(),
-                }
-                if buf.is_empty() {
+                let found = match list.get(i) {
+                    Some(p) => reader.entries(p, &mut names),
+                    None => &[],
+                };
+                if found.is_empty() {
                     return 0;
                 }
                 lists
                     .get_or_insert_with(|| (*self.lists).clone())
-                    .intern(&buf)
+                    .intern(found)
             })
             .into_boxed_slice();
         let lists = lists.map_or_else(|| self.lists.clone(), Arc::new);
         Self::with(names, providers, lists, config)
     }
 
-    /// The same providers' parameters under another `config`.
+    /// The same providers' parameters under another `config` with the same override layer
+    /// (under another one, read the providers again: [`CallParams::new`]).
     pub fn configured(&self, config: &ServiceConfig) -> Self {
+        debug_assert!(config.overrides == self.overrides);
         Self::with(
             self.names.clone(),
             self.providers.clone(),
@@ -337,6 +360,15 @@ impl CallParams {
             .map(|e| LoadBalanceKind::ALL[e.value as usize])
             .collect();
         let any_loadbalance = !kinds.is_empty();
+        let mut weighed: Vec<u16> = lists
+            .lists
+            .iter()
+            .flat_map(|e| e.iter())
+            .filter(|e| e.key == CallKey::Weight)
+            .map(|e| e.method)
+            .collect();
+        weighed.sort_unstable();
+        weighed.dedup();
         let mut balance = config.balance.clone().with_kinds(kinds);
         balance.timeout_ms = config.timeout.map(ms);
         let service = Consumer {
@@ -356,6 +388,7 @@ impl CallParams {
                     (c, Source::ConsumerService)
                 }),
             slot: 0,
+            weights: None,
         };
         let consumer = names
             .names
@@ -379,10 +412,17 @@ impl CallParams {
                         .cluster
                         .map_or(service.cluster, |c| (c, Source::ConsumerMethod)),
                     slot,
+                    weights: None,
                 }
             })
             .chain(std::iter::once(service))
-            .collect();
+            .collect::<Box<[Consumer]>>();
+        let mut consumer = consumer;
+        for (k, &m) in weighed.iter().enumerate() {
+            if let (Some(c), Ok(k)) = (consumer.get_mut(usize::from(m)), u16::try_from(k)) {
+                c.weights = Some(k);
+            }
+        }
         CallParams {
             names,
             providers,
@@ -390,7 +430,15 @@ impl CallParams {
             consumer,
             balance,
             any_loadbalance,
+            weighed: weighed.into_boxed_slice(),
+            overrides: config.overrides.clone(),
         }
+    }
+
+    /// True when these were read with `config`'s override layer (else a new configuration
+    /// needs [`CallParams::new`]).
+    pub fn reads_overrides_of(&self, config: &ServiceConfig) -> bool {
+        self.overrides == config.overrides
     }
 
     /// The balancers: the consumer's, with a slot for each algorithm providers name.
@@ -437,6 +485,7 @@ impl CallParams {
             CallKey::Retries => consumer.retries,
             CallKey::LoadBalance => consumer.loadbalance,
             CallKey::Forks => consumer.forks,
+            CallKey::Weight => None,
         };
         if m.0 != SERVICE {
             if let Some(v) = find(m.0, true) {
@@ -526,6 +575,42 @@ impl CallParams {
         }
     }
 
+    /// The weight table of method `m` for [`crate::SnapshotBalance::pick_in`]: `None` (the
+    /// service's weights) unless some provider or rule sets `<method>.weight`.
+    #[inline]
+    pub fn weight_table(&self, m: MethodId) -> Option<u16> {
+        self.consumer(m).weights
+    }
+
+    /// The weight tables of the methods with weights of their own, in table order: for
+    /// each provider, the weight Dubbo's `getWeight` reads with
+    /// `getMethodParameter(method, "weight", 100)` — an override rule's `<method>.weight`,
+    /// else the provider's own (for a method its `methods` lists), else `service[i]` (its
+    /// service-level weight, an override rule's or its own). Warm-up applies on top.
+    pub fn method_weight_tables<'a>(
+        &'a self,
+        service: &'a [u32],
+    ) -> impl Iterator<Item = Box<[u32]>> + 'a {
+        self.weighed.iter().map(move |&m| {
+            self.providers
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| {
+                    let entries = self.lists.get(l);
+                    let find = |overridden: bool| {
+                        entries.iter().find(|e| {
+                            e.key == CallKey::Weight && e.method == m && e.overridden == overridden
+                        })
+                    };
+                    match find(true).or_else(|| find(false)) {
+                        Some(e) => u32::try_from(e.value).unwrap_or(0),
+                        None => service.get(i).copied().unwrap_or(0),
+                    }
+                })
+                .collect()
+        })
+    }
+
     /// Every effective call parameter of `method` on `provider`, as `explain` and
     /// `simulate` show them: `(key, value, source)`.
     pub fn effective(
@@ -564,6 +649,7 @@ fn kind_value(kind: LoadBalanceKind) -> i64 {
 /// are ruled out by one compare.
 fn call_key_of(k: &str) -> Option<(Option<&str>, CallKey)> {
     let key = match k.as_bytes().last()? {
+        b't' if k.ends_with("weight") => CallKey::Weight,
         b't' => CallKey::Timeout,
         b'e' => CallKey::LoadBalance,
         b's' if k.ends_with("forks") => CallKey::Forks,
@@ -581,36 +667,63 @@ fn call_key_of(k: &str) -> Option<(Option<&str>, CallKey)> {
     }
 }
 
-/// The call parameters of provider `p`'s URL (see the module documentation) into `out`
-/// (cleared first). Method names are given ids in `names`. One pass over the parameters:
-/// `methods` and the override marker are picked up on the way, the call keys kept aside
-/// (up to [`FOUND`]; a URL with more is read a second time) until both are known.
-fn entries(p: &Provider, names: &mut Names, out: &mut Vec<Entry>) {
-    out.clear();
-    let (mut overridden, mut methods) = ("", "");
-    let mut found: [(&str, &str); FOUND] = [("", ""); FOUND];
-    let mut n = 0;
-    for (k, v) in p.params() {
-        match k {
-            OVERRIDDEN_KEY => overridden = v,
-            "methods" => methods = v,
-            _ if call_key_of(k).is_some() => {
-                if let Some(slot) = found.get_mut(n) {
-                    *slot = (k, v);
-                }
-                n += 1;
-            }
-            _ => {}
+/// Reads providers' call parameters (see the module documentation) with the override
+/// layer's keys, reusing its buffers from one provider to the next.
+struct Reader<'a> {
+    overrides: Option<&'a dyn super::config::OverrideKeys>,
+    /// The keys the layer gives for the provider being read, comma-separated.
+    overridden: String,
+    out: Vec<Entry>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(overrides: &'a OverrideLayer) -> Self {
+        Reader {
+            overrides: overrides.get(),
+            overridden: String::new(),
+            out: Vec::new(),
         }
     }
-    if n > FOUND {
-        for (k, v) in p.params().filter(|(k, _)| call_key_of(k).is_some()) {
-            add(k, v, overridden, methods, names, out);
+
+    /// The call parameters of provider `p`'s URL. Method names are given ids in `names`.
+    /// One pass over the parameters: `methods` is picked up on the way, the call keys kept
+    /// aside (up to [`FOUND`]; a URL with more is read a second time) until it is known.
+    fn entries(&mut self, p: &Provider, names: &mut Names) -> &[Entry] {
+        self.out.clear();
+        self.overridden.clear();
+        if let Some(o) = self.overrides {
+            let overridden = &mut self.overridden;
+            o.keys(p, &mut |k| {
+                overridden.push_str(k);
+                overridden.push(',');
+            });
         }
-    } else {
-        for &(k, v) in &found[..n] {
-            add(k, v, overridden, methods, names, out);
+        let (overridden, out) = (self.overridden.as_str(), &mut self.out);
+        let mut methods = "";
+        let mut found: [(&str, &str); FOUND] = [("", ""); FOUND];
+        let mut n = 0;
+        for (k, v) in p.params() {
+            match k {
+                "methods" => methods = v,
+                _ if call_key_of(k).is_some() => {
+                    if let Some(slot) = found.get_mut(n) {
+                        *slot = (k, v);
+                    }
+                    n += 1;
+                }
+                _ => {}
+            }
         }
+        if n > FOUND {
+            for (k, v) in p.params().filter(|(k, _)| call_key_of(k).is_some()) {
+                add(k, v, overridden, methods, names, out);
+            }
+        } else {
+            for &(k, v) in &found[..n] {
+                add(k, v, overridden, methods, names, out);
+            }
+        }
+        &self.out
     }
 }
 
@@ -618,8 +731,8 @@ fn entries(p: &Provider, names: &mut Names, out: &mut Vec<Entry>) {
 /// level and for three methods).
 const FOUND: usize = 16;
 
-/// Adds the call parameter `k=v` of a provider URL with these `overridden` keys and
-/// `methods` to `out`, when Dubbo would read it.
+/// Adds the call parameter `k=v` of a provider URL with these `overridden` keys
+/// (comma-separated) and `methods` to `out`, when Dubbo would read it.
 fn add(k: &str, v: &str, overridden: &str, methods: &str, names: &mut Names, out: &mut Vec<Entry>) {
     let Some((method, key)) = call_key_of(k) else {
         return;
@@ -640,12 +753,23 @@ fn add(k: &str, v: &str, overridden: &str, methods: &str, names: &mut Names, out
                 Some(kind) => kind_value(kind),
                 None => return,
             },
+            // The service-level weight is the balancers' table; a method's is Java's int
+            // (negative: 0), and a value that is not one leaves the next layer to decide.
+            CallKey::Weight => match (method, crate::lb::parse_weight(v)) {
+                (None, _) => return,
+                (_, WeightParam::Weight(w)) => i64::from(w),
+                (_, WeightParam::Negative) => 0,
+                _ => return,
+            },
             _ => match v.trim().parse::<i64>() {
                 Ok(n) => n,
                 Err(_) => return,
             },
         };
         let method = method.map_or(SERVICE, |m| names.intern(m));
+        if method == SERVICE && key == CallKey::Weight {
+            return; // past the method ids: the service's weight
+        }
         out.push(Entry {
             method,
             key,

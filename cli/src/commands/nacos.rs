@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::zk::{check_urls, diff, known_type, validate_rule, wait_for_stop};
+use super::zk::{RuleAction, check_urls, rule_command, rule_text, wait_for_stop};
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
 use routechain::live::{NacosAddress, NacosAdmin, NacosError, RULE_GROUP, RuleKey, rule_data_id};
 
@@ -146,6 +146,14 @@ fn fail(e: NacosError) -> ExitCode {
     ExitCode::from(EXIT_UNAVAILABLE)
 }
 
+/// A rule command on the config of `config`.
+async fn rule(admin: &NacosAdmin, config: &RuleConfig, action: RuleAction<'_>) -> ExitCode {
+    let k = key(config);
+    rule_command(admin, &k, &config_name(&k), "config", action)
+        .await
+        .unwrap_or_else(fail)
+}
+
 fn config_name(key: &RuleKey) -> String {
     format!("{RULE_GROUP}/{}", rule_data_id(key))
 }
@@ -159,28 +167,19 @@ async fn nacos(command: &NacosCommand) -> ExitCode {
         | NacosCommand::Unregister { instances, .. }
         | NacosCommand::Providers { instances } => &instances.registry,
     };
-    if let NacosCommand::PutRule { config, .. }
-    | NacosCommand::GetRule { config }
-    | NacosCommand::DeleteRule { config } = command
-        && let Err(code) = known_type(&config.router_type)
-    {
-        return code;
-    }
     let text = match command {
-        NacosCommand::PutRule { file, .. } => match routechain::rules::input::read_input(file) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                errln!("{}", crate::out::paint_errors(&e.render()));
-                return ExitCode::from(EXIT_INVALID);
-            }
-        },
-        _ => None,
+        NacosCommand::PutRule { config, file, .. } => {
+            rule_text(&config.key, &config.router_type, Some(file))
+        }
+        NacosCommand::GetRule { config } | NacosCommand::DeleteRule { config } => {
+            rule_text(&config.key, &config.router_type, None)
+        }
+        _ => Ok(None),
     };
-    if let (NacosCommand::PutRule { config, file, .. }, Some(text)) = (command, &text)
-        && let Err(code) = validate_rule(&config.key, &config.router_type, file, text)
-    {
-        return code;
-    }
+    let text = match text {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     if let NacosCommand::Register { urls, .. } | NacosCommand::Unregister { urls, .. } = command
         && let Err(code) = check_urls(urls)
     {
@@ -199,47 +198,18 @@ async fn nacos(command: &NacosCommand) -> ExitCode {
     };
     let result = match command {
         NacosCommand::PutRule {
-            config,
-            dry_run: true,
-            ..
+            config, dry_run, ..
         } => {
-            let k = key(config);
-            admin.get_rule(&k).await.map(|current| {
-                let new = text.as_deref().unwrap_or_default();
-                out!("{}", diff(&config_name(&k), current.as_deref(), new));
-                errln!("dry run: nothing written to {}", config_name(&k));
-            })
+            let text = text.as_deref().unwrap_or_default();
+            let action = RuleAction::Put {
+                text,
+                dry_run: *dry_run,
+            };
+            return rule(&admin, config, action).await;
         }
-        NacosCommand::PutRule { config, .. } => {
-            let k = key(config);
-            admin
-                .put_rule(&k, text.as_deref().unwrap_or_default())
-                .await
-                .map(|()| errln!("wrote {}", config_name(&k)))
-        }
-        NacosCommand::GetRule { config } => match admin.get_rule(&key(config)).await {
-            Ok(Some(text)) => {
-                out!("{text}");
-                if !text.ends_with('\n') {
-                    outln!();
-                }
-                Ok(())
-            }
-            Ok(None) => {
-                errln!("no rule config {}", config_name(&key(config)));
-                return ExitCode::FAILURE;
-            }
-            Err(e) => Err(e),
-        },
+        NacosCommand::GetRule { config } => return rule(&admin, config, RuleAction::Get).await,
         NacosCommand::DeleteRule { config } => {
-            let k = key(config);
-            admin.delete_rule(&k).await.map(|found| {
-                if found {
-                    errln!("deleted {}", config_name(&k));
-                } else {
-                    errln!("no rule config {} (nothing to delete)", config_name(&k));
-                }
-            })
+            return rule(&admin, config, RuleAction::Delete).await;
         }
         NacosCommand::Register { instances, urls } => {
             for url in urls {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::{EXIT_INVALID, EXIT_UNAVAILABLE};
 use routechain::live::{
-    RegistryAddress, RuleKey, ZkAddress, ZkAdmin, ZkError, ZkRegistration, rule_path,
+    RegistryAddress, RuleKey, RuleWriter, ZkAddress, ZkAdmin, ZkError, ZkRegistration, rule_path,
 };
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM.
@@ -218,6 +218,89 @@ pub(super) fn known_type(ty: &str) -> Result<(), ExitCode> {
     Err(ExitCode::from(EXIT_INVALID))
 }
 
+/// The rule text of a rule command, checked before anything is connected: an unknown
+/// `--type` is refused; for `put-rule` (`file` given) the input is read and validated, so a
+/// bad path fails fast and an invalid rule is never written. `None` for the other commands.
+pub(super) fn rule_text(
+    key: &str,
+    router_type: &str,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, ExitCode> {
+    known_type(router_type)?;
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let text = match routechain::rules::input::read_input(file) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("{}", crate::out::paint_errors(&e.render()));
+            return Err(ExitCode::from(EXIT_INVALID));
+        }
+    };
+    validate_rule(key, router_type, file, &text)?;
+    Ok(Some(text))
+}
+
+/// What a rule command does, the same over ZooKeeper and Nacos.
+pub(super) enum RuleAction<'a> {
+    /// `put-rule`: write `text`; `dry_run`: print the diff against the current text instead.
+    Put {
+        /// The validated rule.
+        text: &'a str,
+        /// Write nothing.
+        dry_run: bool,
+    },
+    /// `get-rule`: print the text.
+    Get,
+    /// `delete-rule`.
+    Delete,
+}
+
+/// Runs a rule command on `store` for `key`, shown as `name` (a node path, a config name),
+/// a rule `noun` ("node", "config"). Exit: 0 done; 1 `get-rule` of no rule.
+pub(super) async fn rule_command<S: RuleWriter + Sync>(
+    store: &S,
+    key: &RuleKey,
+    name: &str,
+    noun: &str,
+    action: RuleAction<'_>,
+) -> Result<ExitCode, S::Error> {
+    match action {
+        RuleAction::Put {
+            text,
+            dry_run: true,
+        } => {
+            let current = store.rule(key).await?;
+            out!("{}", diff(name, current.as_deref(), text));
+            errln!("dry run: nothing written to {name}");
+        }
+        RuleAction::Put { text, .. } => {
+            store.put_rule(key, text).await?;
+            errln!("wrote {name}");
+        }
+        RuleAction::Get => match store.rule(key).await? {
+            Some(text) => {
+                out!("{text}");
+                if !text.ends_with('\n') {
+                    outln!();
+                }
+            }
+            None => {
+                errln!("no rule {noun} {name}");
+                return Ok(ExitCode::FAILURE);
+            }
+        },
+        RuleAction::Delete => {
+            if store.delete_rule(key).await? {
+                errln!("deleted {name}");
+            } else {
+                errln!("no rule {noun} {name} (nothing to delete)");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A unified diff from the node's current text (none: the node does not exist) to `new`.
 pub(super) fn diff(node: &str, current: Option<&str>, new: &str) -> String {
     let old = current.unwrap_or("");
@@ -304,6 +387,14 @@ fn zk_address(text: &str, rules: bool) -> Result<ZkAddress, String> {
     })
 }
 
+/// A rule command on the node of `node`.
+async fn rule(admin: &ZkAdmin, node: &RuleNode, action: RuleAction<'_>) -> ExitCode {
+    let k = key(node);
+    rule_command(admin, &k, &rule_path(&k), "node", action)
+        .await
+        .unwrap_or_else(fail)
+}
+
 fn fail(e: ZkError) -> ExitCode {
     errln!("routechain zk: {e}");
     ExitCode::from(EXIT_UNAVAILABLE)
@@ -318,31 +409,20 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         | ZkCommand::Unregister { nodes, .. }
         | ZkCommand::Providers { nodes } => (&nodes.registry, false),
     };
-    // An unknown node kind is refused before anything is read or connected.
-    if let ZkCommand::PutRule { node, .. }
-    | ZkCommand::GetRule { node }
-    | ZkCommand::DeleteRule { node } = command
-        && let Err(code) = known_type(&node.router_type)
-    {
-        return code;
-    }
-    // Read the input before connecting, so a bad path fails fast.
+    // A rule command's type, input and rule are checked before anything is connected.
     let text = match command {
-        ZkCommand::PutRule { file, .. } => match routechain::rules::input::read_input(file) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                errln!("{}", crate::out::paint_errors(&e.render()));
-                return ExitCode::from(EXIT_INVALID);
-            }
-        },
-        _ => None,
+        ZkCommand::PutRule { node, file, .. } => {
+            rule_text(&node.key, &node.router_type, Some(file))
+        }
+        ZkCommand::GetRule { node } | ZkCommand::DeleteRule { node } => {
+            rule_text(&node.key, &node.router_type, None)
+        }
+        _ => Ok(None),
     };
-    // Validate a rule before connecting: an invalid one is never written.
-    if let (ZkCommand::PutRule { node, file, .. }, Some(text)) = (command, &text)
-        && let Err(code) = validate_rule(&node.key, &node.router_type, file, text)
-    {
-        return code;
-    }
+    let text = match text {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     // A bad address is refused before anything is connected.
     let address = match zk_address(servers, rules) {
         Ok(a) => a,
@@ -376,49 +456,16 @@ async fn zk(command: &ZkCommand) -> ExitCode {
         Err(e) => return fail(e),
     };
     let result = match command {
-        ZkCommand::PutRule {
-            node,
-            dry_run: true,
-            ..
-        } => {
-            let k = key(node);
-            admin.get_rule(&k).await.map(|current| {
-                let new = text.as_deref().unwrap_or_default();
-                out!("{}", diff(&rule_path(&k), current.as_deref(), new));
-                errln!("dry run: nothing written to {}", rule_path(&k));
-            })
+        ZkCommand::PutRule { node, dry_run, .. } => {
+            let text = text.as_deref().unwrap_or_default();
+            let action = RuleAction::Put {
+                text,
+                dry_run: *dry_run,
+            };
+            return rule(&admin, node, action).await;
         }
-        ZkCommand::PutRule { node, .. } => {
-            let k = key(node);
-            admin
-                .put_rule(&k, text.as_deref().unwrap_or_default())
-                .await
-                .map(|()| errln!("wrote {}", rule_path(&k)))
-        }
-        ZkCommand::GetRule { node } => match admin.get_rule(&key(node)).await {
-            Ok(Some(text)) => {
-                out!("{text}");
-                if !text.ends_with('\n') {
-                    outln!();
-                }
-                Ok(())
-            }
-            Ok(None) => {
-                errln!("no rule node {}", rule_path(&key(node)));
-                return ExitCode::FAILURE;
-            }
-            Err(e) => Err(e),
-        },
-        ZkCommand::DeleteRule { node } => {
-            let k = key(node);
-            admin.delete_rule(&k).await.map(|found| {
-                if found {
-                    errln!("deleted {}", rule_path(&k));
-                } else {
-                    errln!("no rule node {} (nothing to delete)", rule_path(&k));
-                }
-            })
-        }
+        ZkCommand::GetRule { node } => return rule(&admin, node, RuleAction::Get).await,
+        ZkCommand::DeleteRule { node } => return rule(&admin, node, RuleAction::Delete).await,
         ZkCommand::Register { nodes, urls, .. } => {
             if let Err(code) = check_urls(urls) {
                 return code;

@@ -13,18 +13,26 @@
 kernels! {
     "popcnt", with_popcnt;
 
+    /// The number of set bits in `words`.
     fn count(words: &[u64]) -> usize {
         words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    /// The number of set bits in every `step`-th word of `words` (words `0, step, 2 step,
+    /// …`): a density estimate from a few words.
     fn count_strided(words: &[u64], step: usize) -> usize {
+        if step == 0 {
+            return 0;
+        }
         words.iter().step_by(step).map(|w| w.count_ones() as usize).sum()
     }
 
+    /// The number of set bits in `a AND b` (over the shorter of the two).
     fn count_and(a: &[u64], b: &[u64]) -> usize {
         a.iter().zip(b).map(|(a, b)| (a & b).count_ones() as usize).sum()
     }
 
+    /// The position of the `n`-th set bit (0-based) of `words`.
     fn nth(words: &[u64], n: usize) -> Option<usize> {
         let mut n = n;
         for (w, &word) in words.iter().enumerate() {
@@ -41,7 +49,13 @@ kernels! {
         None
     }
 
+    /// Member counts by blocks of words: `sums[b]` becomes the number of set bits in words
+    /// `b × block .. (b + 1) × block`; the total is returned. Only `sums.len()` blocks are
+    /// counted, so `sums` needs `words.len().div_ceil(block)` entries to cover every word.
     fn count_blocks(words: &[u64], block: usize, sums: &mut [u64]) -> u64 {
+        if block == 0 {
+            return 0;
+        }
         let mut total = 0u64;
         let mut start = 0;
         for sum in sums.iter_mut() {
@@ -57,6 +71,13 @@ kernels! {
         total
     }
 
+    /// Weighted member counts by blocks of words, for a weighted pick over weight classes.
+    ///
+    /// `masks` holds `k = weights.len()` class masks per word, interleaved (`masks[w * k + j]`
+    /// is word `w` of class `j`). For each block of `block` words of `candidates`, `sums[b]`
+    /// becomes `Σ_words Σ_j weights[j] × popcount(candidate word & class word)`; the total is
+    /// returned. `sums` needs `candidates.len().div_ceil(block)` entries (extra blocks are
+    /// left alone).
     fn weighted_blocks(
         candidates: &[u64],
         masks: &[u64],
@@ -65,6 +86,8 @@ kernels! {
         sums: &mut [u64]
     ) -> u64 {
         match weights.len() {
+            _ if block == 0 => 0,
+            0 => 0,
             1 => super::blocks_k::<1>(candidates, masks, weights, block, sums),
             2 => super::blocks_k::<2>(candidates, masks, weights, block, sums),
             3 => super::blocks_k::<3>(candidates, masks, weights, block, sums),
@@ -76,6 +99,9 @@ kernels! {
         }
     }
 
+    /// The word of `candidates` holding the weighted point `offset` (as in
+    /// [`weighted_blocks`]; `masks` starts at the same word as `candidates`), and the offset
+    /// left inside that word; `None` when `offset` is past the words' total weight.
     fn find_word(
         candidates: &[u64],
         masks: &[u64],
@@ -83,6 +109,9 @@ kernels! {
         offset: u64
     ) -> Option<(usize, u64)> {
         let k = weights.len();
+        if k == 0 {
+            return None;
+        }
         let mut offset = offset;
         for (w, (&x, m)) in candidates.iter().zip(masks.chunks_exact(k)).enumerate() {
             if x == 0 {
@@ -150,80 +179,6 @@ fn word_weight(x: u64, masks: &[u64], weights: &[u64]) -> u64 {
         .zip(weights)
         .map(|(m, w)| w * u64::from((x & m).count_ones()))
         .sum()
-}
-
-/// The number of set bits in `words`.
-pub fn count(words: &[u64]) -> usize {
-    dispatch!("popcnt", with_popcnt::count(words))
-}
-
-/// The number of set bits in every `step`-th word of `words` (words `0, step, 2 step, …`):
-/// a density estimate from a few words.
-pub fn count_strided(words: &[u64], step: usize) -> usize {
-    if step == 0 {
-        return 0;
-    }
-    dispatch!("popcnt", with_popcnt::count_strided(words, step))
-}
-
-/// The number of set bits in `a AND b` (over the shorter of the two).
-pub fn count_and(a: &[u64], b: &[u64]) -> usize {
-    dispatch!("popcnt", with_popcnt::count_and(a, b))
-}
-
-/// The position of the `n`-th set bit (0-based) of `words`.
-pub fn nth(words: &[u64], n: usize) -> Option<usize> {
-    dispatch!("popcnt", with_popcnt::nth(words, n))
-}
-
-/// Member counts by blocks of words: `sums[b]` becomes the number of set bits in words
-/// `b × block .. (b + 1) × block`; the total is returned. Only `sums.len()` blocks are
-/// counted, so `sums` needs `words.len().div_ceil(block)` entries to cover every word.
-pub fn count_blocks(words: &[u64], block: usize, sums: &mut [u64]) -> u64 {
-    if block == 0 {
-        return 0;
-    }
-    dispatch!("popcnt", with_popcnt::count_blocks(words, block, sums))
-}
-
-/// Weighted member counts by blocks of words, for a weighted pick over weight classes.
-///
-/// `masks` holds `k = weights.len()` class masks per word, interleaved (`masks[w * k + j]` is
-/// word `w` of class `j`). For each block of `block` words of `candidates`, `sums[b]` becomes
-/// `Σ_words Σ_j weights[j] × popcount(candidate word & class word)`; the total is returned.
-/// `sums` needs `candidates.len().div_ceil(block)` entries (extra blocks are left alone).
-pub fn weighted_blocks(
-    candidates: &[u64],
-    masks: &[u64],
-    weights: &[u64],
-    block: usize,
-    sums: &mut [u64],
-) -> u64 {
-    if weights.is_empty() || block == 0 {
-        return 0;
-    }
-    dispatch!(
-        "popcnt",
-        with_popcnt::weighted_blocks(candidates, masks, weights, block, sums)
-    )
-}
-
-/// The word of `candidates` holding the weighted point `offset` (as in
-/// [`weighted_blocks`]; `masks` starts at the same word as `candidates`), and the offset
-/// left inside that word; `None` when `offset` is past the words' total weight.
-pub fn find_word(
-    candidates: &[u64],
-    masks: &[u64],
-    weights: &[u64],
-    offset: u64,
-) -> Option<(usize, u64)> {
-    if weights.is_empty() {
-        return None;
-    }
-    dispatch!(
-        "popcnt",
-        with_popcnt::find_word(candidates, masks, weights, offset)
-    )
 }
 
 #[cfg(test)]

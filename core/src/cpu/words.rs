@@ -14,7 +14,7 @@
 //! operands of one length; [`crate::BitSet::and_mask`] checks it).
 
 kernels! {
-    pub "avx2", with_avx2;
+    "avx2", with_avx2;
 
     /// `c &= a`.
     fn and(c: &mut [u64], a: &[u64]) -> () {

@@ -2,7 +2,7 @@
 //! closure routers, attach and the context builder.
 
 use super::*;
-use crate::{CallState, ChainEntry, ChainState, Registry};
+use crate::{CallState, ChainEntry, ChainState, FieldPath, Registry};
 
 struct Evens;
 

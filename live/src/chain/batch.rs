@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use routechain_balance::ClusterChange;
+use routechain_balance::{ClusterChange, OverrideLayer, ServiceConfig};
 use routechain_core::{ChainEntry, Snapshot, SnapshotEdit, Url};
 use routechain_rules::{ChainFile, EntryDef, RuleOverride, RuleSource};
 
@@ -109,7 +109,13 @@ impl LiveChain {
                     if errors.is_empty() {
                         let settings_changed = match &new_file {
                             Some(f) => f.service_config != file.service_config,
-                            None => *self.service.config() != file.service_config,
+                            // The serving settings, but for the override layer (the rules').
+                            None => {
+                                ServiceConfig {
+                                    overrides: OverrideLayer::default(),
+                                    ..(*self.service.config()).clone()
+                                } != file.service_config
+                            }
                         };
                         let overrides_changed = old_file.apply_provider_overrides
                             != file.apply_provider_overrides
@@ -329,10 +335,17 @@ impl LiveChain {
         let mut derived = None;
         let mut snapshot: Option<Arc<Snapshot>> = None;
         let mut edit: Option<SnapshotEdit> = None;
+        let old_config = self.service.config();
+        // The override layer of the call parameters, new when the rules change what it marks.
+        let mut layer = old_config.overrides.clone();
         if pending.is_some() || rules_changed {
             let file = new_file.as_ref().unwrap_or(&inputs.file);
             let ordered =
                 overrides::ordered(&configurators, file.overrides.iter().map(|o| &o.rule));
+            let cx = override_context(file, self.consumer_url(file));
+            if rules_changed {
+                layer = overrides::next_layer(&layer, &ordered, &cx);
+            }
             let next = pending.map(|(list, edit, counts, direct)| {
                 // Several lists in one batch: the last one's edit from the current list
                 // (its order is the current one's for the providers kept).
@@ -350,17 +363,23 @@ impl LiveChain {
                 next,
                 rules_changed,
                 &ordered,
-                &override_context(file, self.consumer_url(file)),
+                &cx,
                 current.snapshot(),
                 generation,
             );
-            if d.edit.as_ref().is_some_and(SnapshotEdit::is_identity) {
+            if d.edit.as_ref().is_some_and(SnapshotEdit::is_identity)
+                && layer == old_config.overrides
+            {
                 for (change, reason) in provider_changes {
                     reports.push(Report::Ignored {
                         change,
                         reason: reason.into(),
                     });
                 }
+            } else if d.edit.as_ref().is_some_and(SnapshotEdit::is_identity) {
+                // No provider's URL changed, but which keys the rules set did: the call
+                // parameters rank anew (the new layer goes with the settings).
+                changes.extend(provider_changes.into_iter().map(|(c, _)| c));
             } else {
                 changes.extend(provider_changes.into_iter().map(|(c, _)| c));
                 snapshot = Some(Arc::new(d.snapshot));
@@ -388,12 +407,15 @@ impl LiveChain {
                 || (self.options.consumer.is_none()
                     && consumer_raw(f) != consumer_raw(&inputs.file))
         });
-        // A reloaded chain file brings its service settings; they swap with the state.
-        let old_config = self.service.config();
-        let config = new_file
-            .as_ref()
-            .map(|f| f.service_config.clone())
-            .filter(|c| *c != *old_config);
+        // A reloaded chain file brings its service settings, and the rules their override
+        // layer; they swap with the state.
+        let config = ServiceConfig {
+            overrides: layer,
+            ..new_file
+                .as_ref()
+                .map_or_else(|| (*old_config).clone(), |f| f.service_config.clone())
+        };
+        let config = (config != *old_config).then_some(config);
         // Providers changed (alone or with some routers' rules): the balancers, health and
         // every router whose rule is unchanged follow the edit (a router that cannot
         // prepares afresh); a router with a new rule prepares over the new snapshot.

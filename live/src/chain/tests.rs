@@ -238,6 +238,50 @@ fn override_rules_change_weights_disable_providers_and_bad_ones_are_refused() {
     assert_eq!(routed(&live), ["10.0.0.1:20880", "10.0.0.2:20880"]);
 }
 
+/// A consumer-side rule setting a value a provider already publishes changes no URL (and
+/// adds nothing to it), yet the value is the rule's now: the override layer changed.
+#[test]
+fn a_rule_setting_a_published_value_ranks_it_as_the_rules() {
+    let live = live();
+    live.apply(providers(&[(1, "zone=a&retries=0")]));
+    let retries = |live: &LiveChain| {
+        let published = live.service().load();
+        let params = published.params();
+        params.retries(params.method(None), Some(0))
+    };
+    assert_eq!(
+        retries(&live),
+        (2, routechain_balance::ParamSource::Default)
+    );
+    let before = live.service().state().snapshot().providers()[0].clone();
+    let reports = live.apply(Update::Rule {
+        key: RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
+        event: RuleEvent::Added(
+            "configVersion: v2.7\nkey: com.foo.BarService\nconfigs:\n  - side: consumer\n    \
+             parameters: {retries: '0'}\n"
+                .into(),
+        ),
+        origin: "test".into(),
+    });
+    assert!(matches!(&reports[0], Report::Applied { .. }), "{reports:?}");
+    let after = live.service().state().snapshot().providers()[0].clone();
+    assert_eq!(after, before, "the URL is the registered one");
+    assert_eq!(
+        retries(&live),
+        (0, routechain_balance::ParamSource::OverrideService)
+    );
+    // The rule deleted: the provider's own `retries` is never read again.
+    live.apply(Update::Rule {
+        key: RuleKey::new("com.foo.BarService::", RuleKey::CONFIGURATORS),
+        event: RuleEvent::Deleted,
+        origin: "test".into(),
+    });
+    assert_eq!(
+        retries(&live),
+        (2, routechain_balance::ParamSource::Default)
+    );
+}
+
 #[test]
 fn a_rule_and_providers_in_one_batch_make_one_swap() {
     let live = live();

@@ -3,7 +3,9 @@
 //! implements it with [`crate::ZkAdmin`], Nacos with `NacosAdmin` (its config group
 //! `dubbo` listed over Nacos's HTTP config API, the rules located at
 //! `nacos:<namespace>/dubbo/<dataId>` as its source reports them); [`RegistryStore`] is
-//! either, for an address naming several registries.
+//! either, for an address naming several registries. [`RuleWriter`] adds the writes of the
+//! rule commands (`routechain zk|nacos put-rule/delete-rule`), so they are one
+//! implementation over both admins.
 
 use std::future::Future;
 
@@ -77,6 +79,39 @@ pub trait RuleStore {
             }
             Ok(out)
         }
+    }
+}
+
+/// The writes of the rule commands, over a registry's config center.
+pub trait RuleWriter: RuleStore {
+    /// Writes a rule's text (created, or replaced).
+    fn put_rule(
+        &self,
+        key: &RuleKey,
+        text: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    /// Removes a rule; `false` when there was none.
+    fn delete_rule(&self, key: &RuleKey) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+}
+
+impl RuleWriter for ZkAdmin {
+    async fn put_rule(&self, key: &RuleKey, text: &str) -> Result<(), ZkError> {
+        ZkAdmin::put_rule(self, key, text).await
+    }
+
+    async fn delete_rule(&self, key: &RuleKey) -> Result<bool, ZkError> {
+        ZkAdmin::delete_rule(self, key).await
+    }
+}
+
+#[cfg(feature = "nacos")]
+impl RuleWriter for crate::NacosAdmin {
+    async fn put_rule(&self, key: &RuleKey, text: &str) -> Result<(), crate::NacosError> {
+        crate::NacosAdmin::put_rule(self, key, text).await
+    }
+
+    async fn delete_rule(&self, key: &RuleKey) -> Result<bool, crate::NacosError> {
+        crate::NacosAdmin::delete_rule(self, key).await
     }
 }
 

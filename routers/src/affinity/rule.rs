@@ -16,7 +16,7 @@ use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::dubbo::{DubboBool, is_enabled};
+use crate::dubbo::RawHeader;
 
 /// The ratio used when `affinityAware.ratio` is absent (Dubbo's default: any match is enough).
 pub const DEFAULT_RATIO: f64 = 0.0;
@@ -26,24 +26,12 @@ pub const DEFAULT_RATIO: f64 = 0.0;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawAffinityRule {
-    /// `configVersion`: must start with `v3.1`.
-    pub config_version: Option<String>,
-    /// `scope`: `service` or `application` (decides the default priority).
-    pub scope: Option<String>,
-    /// `key`: the service or application the rule is for (informational).
-    pub key: Option<String>,
-    /// `enabled` (default true): when false the input passes unchanged.
-    pub enabled: Option<DubboBool>,
-    /// `force` (parsed; the affinity router has no force).
-    pub force: Option<DubboBool>,
-    /// `runtime` (parsed; answers are precomputed per snapshot either way).
-    pub runtime: Option<DubboBool>,
-    /// `valid` (default true): `false` disables the rule, as in Dubbo.
-    pub valid: Option<DubboBool>,
-    /// `dynamic` (parsed, ignored as in Dubbo).
-    pub dynamic: Option<DubboBool>,
-    /// `priority` (parsed, ignored: the chain file orders routers).
-    pub priority: Option<i64>,
+    /// The header: `configVersion` must start with `v3.1`; `scope` `application` runs at
+    /// Dubbo's provider-application priority; `enabled: false` passes the input unchanged;
+    /// `force` and `runtime` are read (the affinity router has no force, and its answers
+    /// are precomputed per snapshot either way).
+    #[serde(flatten)]
+    pub(crate) header: RawHeader,
     /// `affinityAware`: required.
     pub affinity_aware: Option<RawAffinityAware>,
 }
@@ -83,16 +71,21 @@ impl AffinityRule {
     /// document's path.
     pub fn compile(raw: RawAffinityRule, root: &FieldPath) -> Result<AffinityRule, Vec<RuleError>> {
         let mut errors = Vec::new();
-        match raw.config_version.as_deref() {
+        let header = raw.header.check(root, &mut errors);
+        match header.config_version.as_deref() {
             Some(v) if v.starts_with("v3.1") => {}
             Some(v) => errors.push(RuleError::new(
                 root.key("configVersion"),
                 format!("an affinity rule has configVersion v3.1, not {v:?}"),
             )),
-            None => errors.push(RuleError::new(
-                root.clone(),
-                "missing field `configVersion`: an affinity rule has configVersion v3.1",
-            )),
+            // A configVersion that is no string is reported by the header check.
+            None if raw.header.config_version.is_none_or(|v| v.is_null()) => {
+                errors.push(RuleError::new(
+                    root.clone(),
+                    "missing field `configVersion`: an affinity rule has configVersion v3.1",
+                ));
+            }
+            None => {}
         }
         let aware_path = root.key("affinityAware");
         let mut key = String::new();
@@ -134,8 +127,8 @@ impl AffinityRule {
             return Err(errors);
         }
         Ok(AffinityRule {
-            enabled: is_enabled(raw.enabled, raw.valid),
-            scope: raw.scope,
+            enabled: header.enabled,
+            scope: header.scope,
             key,
             ratio,
         })

@@ -48,7 +48,7 @@ fn affinity_rule(ratio: &str) -> String {
 }
 
 fn affinity_entry(yaml: &str) -> ChainEntry {
-    let router = chain_router("affinity", AffinityRouter, Some(yaml)).expect("test rule compiles");
+    let router = build(AffinityRouter, "affinity", Some(yaml)).expect("test rule compiles");
     ChainEntry::new("affinity", 130, router)
 }
 
@@ -222,7 +222,7 @@ fn affinity_rule_errors_are_reported_together() {
         ),
     ];
     for (name, yaml, paths) in cases {
-        let errors = chain_router("affinity", AffinityRouter, Some(yaml))
+        let errors = build(AffinityRouter, "affinity", Some(yaml))
             .err()
             .expect(name);
         let got: Vec<String> = errors.iter().map(|e| e.path.to_string()).collect();
@@ -238,7 +238,7 @@ fn affinity_unknown_fields_are_ignored_as_dubbo_ignores_them() {
         "configVersion: v3.1\nforse: true\naffinityAware: {key: region, ratio: 20}\n",
     ] {
         assert!(
-            chain_router("affinity", AffinityRouter, Some(yaml)).is_ok(),
+            build(AffinityRouter, "affinity", Some(yaml)).is_ok(),
             "{yaml}"
         );
     }

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::matcher::Term;
 use super::parser::{Interner, Side, parse_match_in, parse_text_in};
-use crate::dubbo::parse_bool;
+use crate::dubbo::{RawHeader, integer};
 
 /// The weight of a v3.1 destination that names none (Dubbo's default): its share of the
 /// calls is weight / sum of the live destinations' weights.
@@ -36,24 +36,10 @@ pub const DEFAULT_DESTINATION_WEIGHT: u32 = 100;
 /// validation reports every problem at once.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RawConditionRule {
-    /// `configVersion`: absent or `v3.0` (text conditions), `v3.1` (from/to).
-    #[serde(rename = "configVersion", default)]
-    pub config_version: Option<Value>,
-    /// `scope`: `service` or `application`.
-    pub scope: Option<Value>,
-    /// `key`: the service key or application name the rule belongs to.
-    pub key: Option<Value>,
-    /// `enabled` (default true).
-    pub enabled: Option<Value>,
-    /// `valid` (default true): Dubbo's rule-level switch; `false` disables the rule like
-    /// `enabled: false`.
-    pub valid: Option<Value>,
-    /// `force` (default false).
-    pub force: Option<Value>,
-    /// `runtime` (default false).
-    pub runtime: Option<Value>,
-    /// `priority` (an integer; accepted, the chain entry decides order).
-    pub priority: Option<Value>,
+    /// The header: `configVersion` absent or `v3.0` (text conditions), `v3.1` (from/to);
+    /// `scope` `service` or `application`; `force` and `runtime` default false.
+    #[serde(flatten)]
+    pub(crate) header: RawHeader,
     /// `conditions`: strings (v3.0) or from/to mappings (v3.1).
     pub conditions: Option<Value>,
     /// `hash_key` (routechain's, v3.1 only): weighted destinations are drawn by a stable
@@ -325,69 +311,30 @@ impl RawConditionRule {
     /// conditions.
     fn validate(self, root: &FieldPath) -> Result<(ConditionRule, ConditionTexts), Vec<RuleError>> {
         let mut errors = Vec::new();
-        let version = match &self.config_version {
-            None | Some(Value::Null) => ConfigVersion::V30,
-            Some(Value::String(s)) => match parse_version(s) {
-                Some(v) => v,
-                None => {
-                    errors.push(RuleError::new(
-                        root.key("configVersion"),
-                        format!(
-                            "unknown configVersion {s:?}: supported are v3.0 (text conditions) \
-                             and v3.1 (from/to conditions)"
-                        ),
-                    ));
-                    ConfigVersion::V30
-                }
-            },
-            Some(other) => {
+        let header = self.header.check(root, &mut errors);
+        let version = match header.config_version.as_deref() {
+            None => ConfigVersion::V30,
+            Some(s) => parse_version(s).unwrap_or_else(|| {
                 errors.push(RuleError::new(
                     root.key("configVersion"),
-                    format!("configVersion must be a string such as \"v3.1\", found {other}"),
+                    format!(
+                        "unknown configVersion {s:?}: supported are v3.0 (text conditions) \
+                         and v3.1 (from/to conditions)"
+                    ),
                 ));
                 ConfigVersion::V30
-            }
+            }),
         };
-        let scope = match &self.scope {
-            None | Some(Value::Null) => Scope::Service,
-            Some(Value::String(s)) if s == "service" => Scope::Service,
-            Some(Value::String(s)) if s == "application" => Scope::Application,
+        let scope = match header.scope.as_deref() {
+            None | Some("service") => Scope::Service,
+            Some("application") => Scope::Application,
             Some(other) => {
                 errors.push(RuleError::new(
                     root.key("scope"),
-                    format!("scope must be `service` or `application`, found {other}"),
+                    format!("scope must be `service` or `application`, found {other:?}"),
                 ));
                 Scope::Service
             }
-        };
-        let key = match &self.key {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(other) => {
-                errors.push(RuleError::new(
-                    root.key("key"),
-                    format!("key must be a string, found {other}"),
-                ));
-                None
-            }
-        };
-        let enabled = flag(&self.enabled, true, &root.key("enabled"), &mut errors);
-        let valid = flag(&self.valid, true, &root.key("valid"), &mut errors);
-        let enabled = enabled && valid;
-        let force = flag(&self.force, false, &root.key("force"), &mut errors);
-        let runtime = flag(&self.runtime, false, &root.key("runtime"), &mut errors);
-        let priority = match &self.priority {
-            None | Some(Value::Null) => None,
-            Some(v) => match integer(v) {
-                Some(p) => Some(p),
-                None => {
-                    errors.push(RuleError::new(
-                        root.key("priority"),
-                        routechain_core::integer_range_message("priority", v, i64::MIN, i64::MAX),
-                    ));
-                    None
-                }
-            },
         };
         let hash_key = match &self.hash_key {
             None | Some(Value::Null) => None,
@@ -451,11 +398,11 @@ impl RawConditionRule {
                 ConditionRule {
                     version,
                     scope,
-                    key,
-                    enabled,
-                    force,
-                    runtime,
-                    priority,
+                    key: header.key,
+                    enabled: header.enabled,
+                    force: header.force.unwrap_or(false),
+                    runtime: header.runtime.unwrap_or(false),
+                    priority: header.priority,
                     conditions: Vec::new(),
                     hash_key,
                 },
@@ -482,38 +429,6 @@ fn parse_version(s: &str) -> Option<ConfigVersion> {
         numbers.get(1).copied().unwrap_or(0),
     );
     (major < 3 || (major == 3 && minor == 0)).then_some(ConfigVersion::V30)
-}
-
-fn flag(
-    value: &Option<Value>,
-    default: bool,
-    path: &FieldPath,
-    errors: &mut Vec<RuleError>,
-) -> bool {
-    let value = match value {
-        None | Some(Value::Null) => return default,
-        Some(v) => v,
-    };
-    let parsed = match value {
-        Value::Bool(b) => Some(*b),
-        Value::String(s) => parse_bool(s),
-        _ => None,
-    };
-    parsed.unwrap_or_else(|| {
-        errors.push(RuleError::new(
-            path.clone(),
-            format!("must be true or false, found {value}"),
-        ));
-        default
-    })
-}
-
-fn integer(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
 }
 
 /// A v3.0 condition text (`conditions[i]`), moved out of the document.
@@ -755,8 +670,8 @@ mod tests {
         assert_eq!(
             paths,
             [
-                "scope",
                 "force",
+                "scope",
                 "conditions[0]",
                 "conditions[1].from.match",
                 "conditions[1].to[0].weight",

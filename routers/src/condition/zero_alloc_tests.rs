@@ -7,17 +7,12 @@
 use std::sync::Arc;
 
 use crate::condition::ConditionRouter;
-use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, Request, Router, RuleDoc, Snapshot, TypedFactory,
-    Url,
-};
+use routechain_core::{CallState, ChainEntry, ChainState, Request, Router, Snapshot, Url};
 use serde_json::json;
 
 fn router(doc: serde_json::Value) -> Arc<dyn Router> {
-    let root = FieldPath::root();
-    TypedFactory::new("condition", ConditionRouter)
-        .build_rule(Some(RuleDoc::new(&doc, &root)))
-        .unwrap()
+    // JSON is YAML.
+    crate::test_support::build(ConditionRouter, "condition", Some(&doc.to_string())).unwrap()
 }
 
 #[test]

@@ -184,19 +184,14 @@ fn check_overlaps(entries: &mut Vec<Entry<'_>>, errors: &mut Vec<RuleError>) {
                 } else {
                     (&entries[i], &entries[w])
                 };
-                let what = if earlier.net == later.net {
-                    "is listed twice".to_string()
-                } else {
-                    "overlaps".to_string()
-                };
                 let message = if earlier.net == later.net {
                     format!(
-                        "subnet `{}` of IDC `{}` {what} (also under IDC `{}` at `{}`); an address must belong to one IDC",
+                        "subnet `{}` of IDC `{}` is listed twice (also under IDC `{}` at `{}`); an address must belong to one IDC",
                         later.net, later.idc_name, earlier.idc_name, earlier.path
                     )
                 } else {
                     format!(
-                        "subnet `{}` of IDC `{}` {what} subnet `{}` of IDC `{}` (at `{}`); an address must belong to one IDC",
+                        "subnet `{}` of IDC `{}` overlaps subnet `{}` of IDC `{}` (at `{}`); an address must belong to one IDC",
                         later.net, later.idc_name, earlier.net, earlier.idc_name, earlier.path
                     )
                 };

@@ -210,6 +210,7 @@ impl PreparedIdcWeight {
         decision: &Decision,
     ) {
         let live = cx.degraded();
+        let within = cx.within();
         let consumer = cx.consumer();
         let local = &if cx.consumer_is_prepared() {
             self.local
@@ -217,7 +218,6 @@ impl PreparedIdcWeight {
             self.resolve(rule, consumer)
         };
         let levels = 1 + rule.cross_region.len();
-        let within = cx.within();
         let scratch = cx.scratch();
         let available = |i: usize| {
             Self::level_region(rule, local, i)
@@ -225,14 +225,15 @@ impl PreparedIdcWeight {
                     let set = self.regions.set(r);
                     scratch.any_with(|w| set.word(w))
                 })
-                .map_or(0, |r| self.region_availability(opf, r, live, within).max(1))
+                .map_or(0, |r| {
+                    let c = self.region_counts(r, live, within);
+                    weighted::availability(opf, c.healthy.into(), c.total.into()).max(1)
+                })
         };
         let mut text = format!("spillover levels (overprovisioning {}):", Factor(opf));
         weighted::priority_loads(levels, available, |i, load| {
             if let Some(r) = Self::level_region(rule, local, i) {
-                let c = self
-                    .health
-                    .region(r, live, within, self.regions.set(r), &self.degraded);
+                let c = self.region_counts(r, live, within);
                 text.push_str(&format!(
                     " {} {} of {} healthy → {},",
                     self.regions.name(r),
@@ -265,6 +266,7 @@ impl PreparedIdcWeight {
             return;
         };
         let live = cx.degraded();
+        let within = cx.within();
         let region_panic = matches!(decision.panic, Some(Panic::Region(_)));
         let mut text = format!(
             "route table of region {} with spillover (overprovisioning {}){}: effective weights",
@@ -278,7 +280,7 @@ impl PreparedIdcWeight {
         );
         for i in 0..table.len() {
             let (k, w) = table.entry(i);
-            let c = self.idc_counts(k, live, cx.within());
+            let c = self.idc_counts(k, live, within);
             let eff = if region_panic {
                 u64::from(w) * UNIT
             } else {

@@ -151,7 +151,8 @@ impl Health {
     }
 
     /// The counts as one call sees them: the tallies are looked up once per call (they are
-    /// used when `live` is the attached set).
+    /// used when `live` is the attached set), within the chosen registry's providers when
+    /// the chain chose one.
     #[inline]
     pub fn view<'a>(&'a self, live: &'a DegradedSet, within: Option<&'a BitSet>) -> HealthView<'a> {
         HealthView {
@@ -163,34 +164,6 @@ impl Health {
                 .get()
                 .filter(|a| std::ptr::eq(a.set.as_ptr(), live)),
         }
-    }
-
-    /// IDC `k`'s counts for a call whose live set is `live`, within the chosen registry's
-    /// providers when there is one; `set` is the IDC's providers (for the scan) and
-    /// `param` the param-degraded set.
-    #[inline]
-    pub fn idc(
-        &self,
-        k: usize,
-        live: &DegradedSet,
-        within: Option<&BitSet>,
-        set: &ProviderSet,
-        param: &BitSet,
-    ) -> Counts {
-        self.view(live, within).idc(k, set, param)
-    }
-
-    /// Region `r`'s counts (see [`Health::idc`]).
-    #[inline]
-    pub fn region(
-        &self,
-        r: usize,
-        live: &DegradedSet,
-        within: Option<&BitSet>,
-        set: &ProviderSet,
-        param: &BitSet,
-    ) -> Counts {
-        self.view(live, within).region(r, set, param)
     }
 }
 
@@ -320,7 +293,7 @@ mod tests {
         h.attach(&attached, &param);
         for set in [&*attached, &other] {
             assert_eq!(
-                h.idc(0, set, None, &sets[0], &param),
+                h.view(set, None).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 98,
                     total: 100
@@ -333,14 +306,14 @@ mod tests {
             set.mark(120);
             set.mark(199); // no IDC
             assert_eq!(
-                h.idc(0, set, None, &sets[0], &param),
+                h.view(set, None).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 96,
                     total: 100
                 }
             );
             assert_eq!(
-                h.idc(1, set, None, &sets[1], &param),
+                h.view(set, None).idc(1, &sets[1], &param),
                 Counts {
                     healthy: 97,
                     total: 99
@@ -348,7 +321,7 @@ mod tests {
             );
             let all = ProviderSet::from_bitset(BitSet::full(200));
             assert_eq!(
-                h.region(0, set, None, &all, &param),
+                h.view(set, None).region(0, &all, &param),
                 Counts {
                     healthy: 193,
                     total: 200
@@ -356,7 +329,7 @@ mod tests {
             );
             set.clear(2);
             assert_eq!(
-                h.idc(0, set, None, &sets[0], &param),
+                h.view(set, None).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 97,
                     total: 100
@@ -365,23 +338,23 @@ mod tests {
         }
         // Within every provider (a registry listing them all): the same counts, by a scan.
         let everyone = BitSet::full(200);
-        for (k, set) in sets.iter().enumerate().take(2) {
+        for (k, set) in sets.iter().enumerate() {
             assert_eq!(
-                h.idc(k, &attached, Some(&everyone), set, &param),
-                h.idc(k, &attached, None, set, &param)
+                h.view(&attached, Some(&everyone)).idc(k, set, &param),
+                h.view(&attached, None).idc(k, set, &param)
             );
         }
         // Within no provider: nothing.
         let none = BitSet::empty(200);
         assert_eq!(
-            h.idc(0, &attached, Some(&none), &sets[0], &param),
+            h.view(&attached, Some(&none)).idc(0, &sets[0], &param),
             Counts {
                 healthy: 0,
                 total: 0
             }
         );
         // Unknown groups count nothing.
-        assert_eq!(h.idc(7, &attached, None, &sets[0], &param).total, 0);
+        assert_eq!(h.view(&attached, None).idc(7, &sets[0], &param).total, 0);
     }
 
     #[test]

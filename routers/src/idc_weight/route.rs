@@ -158,15 +158,7 @@ impl PreparedIdcWeight {
         let threshold = options.panic_threshold;
         let mut region_mode = healthy;
         if threshold > 0 {
-            let c = region_counts.unwrap_or_else(|| {
-                self.health.region(
-                    region,
-                    live,
-                    cx.within(),
-                    self.regions.set(region),
-                    &self.degraded,
-                )
-            });
+            let c = region_counts.unwrap_or_else(|| self.region_counts(region, live, cx.within()));
             if weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
                 region_mode = Healthy::Input;
                 decision.panic = Some(Panic::Region(c));
@@ -179,10 +171,7 @@ impl PreparedIdcWeight {
             && decision.panic.is_none()
             && let Some(Some(k)) = strategy.target()
         {
-            let c = target_counts.unwrap_or_else(|| {
-                self.health
-                    .idc(k, live, cx.within(), self.idcs.set(k), &self.degraded)
-            });
+            let c = target_counts.unwrap_or_else(|| self.idc_counts(k, live, cx.within()));
             // A target with no healthy provider is not in panic: no survivor would be
             // overloaded, and the region's healthy providers take its calls.
             if c.healthy > 0 && weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
@@ -227,22 +216,6 @@ impl PreparedIdcWeight {
             let r = rule.cross_region[i - 1];
             (Some(r) != local.region).then_some(r)
         }
-    }
-
-    /// A region's availability for the spillover levels: 0 without a healthy candidate,
-    /// else `min(1, overprovisioning × healthy / total)` over the snapshot (millionths).
-    #[inline]
-    pub(super) fn region_availability(
-        &self,
-        opf: u32,
-        r: usize,
-        live: &routechain_core::DegradedSet,
-        within: Option<&BitSet>,
-    ) -> u64 {
-        let c = self
-            .health
-            .region(r, live, within, self.regions.set(r), &self.degraded);
-        weighted::availability(opf, c.healthy.into(), c.total.into())
     }
 
     /// Step 2 with `spillover`: the local region and the cross regions are priority levels
@@ -523,8 +496,8 @@ impl PreparedIdcWeight {
         }
     }
 
-    /// IDC `k`'s counts for a call whose live degraded set is `live` (within the chosen
-    /// registry's providers, if any).
+    /// IDC `k`'s counts for a call whose live degraded set is `live`, within the chosen
+    /// registry's providers when there is one.
     #[inline]
     pub(super) fn idc_counts(
         &self,
@@ -532,8 +505,20 @@ impl PreparedIdcWeight {
         live: &routechain_core::DegradedSet,
         within: Option<&BitSet>,
     ) -> Counts {
-        self.health
-            .idc(k, live, within, self.idcs.set(k), &self.degraded)
+        let view = self.health.view(live, within);
+        view.idc(k, self.idcs.set(k), &self.degraded)
+    }
+
+    /// Region `r`'s counts (see [`PreparedIdcWeight::idc_counts`]).
+    #[inline]
+    pub(super) fn region_counts(
+        &self,
+        r: usize,
+        live: &routechain_core::DegradedSet,
+        within: Option<&BitSet>,
+    ) -> Counts {
+        let view = self.health.view(live, within);
+        view.region(r, self.regions.set(r), &self.degraded)
     }
 }
 

@@ -200,25 +200,9 @@ impl RouteTable {
         // Unreachable for draws below 100: the last cumulative weight is 100.
         self.entries.last().map(|&(idc, _)| idc).unwrap_or(0)
     }
-
-    /// (IDC index, weight) pairs with a non-zero weight.
-    pub fn weights(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
-        let mut previous = 0;
-        self.entries.iter().map(move |&(idc, cumulative)| {
-            let w = cumulative - previous;
-            previous = cumulative;
-            (idc, w)
-        })
-    }
 }
 
 impl IdcWeightRule {
-    /// The index of region `name` (case-insensitive).
-    pub fn region_index(&self, name: &str) -> Option<usize> {
-        self.regions
-            .iter()
-            .position(|r| r.name.eq_ignore_ascii_case(name))
-    }
     /// The index of IDC `name` (case-insensitive).
     pub fn idc_index(&self, name: &str) -> Option<usize> {
         self.idcs

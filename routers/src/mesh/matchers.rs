@@ -146,43 +146,16 @@ pub fn java_parse_double(text: &str) -> Option<f64> {
     let value = match body {
         "NaN" => f64::NAN,
         "Infinity" => f64::INFINITY,
+        // Past a sign and the special words, Rust's grammar is Java's decimal one.
         _ => {
             let body = body.strip_suffix(['f', 'F', 'd', 'D']).unwrap_or(body);
-            let b = body.as_bytes();
-            let mut i = 0;
-            let int_digits = count_digits(&b[i..]);
-            i += int_digits;
-            let mut frac_digits = 0;
-            if b.get(i) == Some(&b'.') {
-                i += 1;
-                frac_digits = count_digits(&b[i..]);
-                i += frac_digits;
-            }
-            if int_digits + frac_digits == 0 {
-                return None;
-            }
-            if matches!(b.get(i), Some(b'e' | b'E')) {
-                i += 1;
-                if matches!(b.get(i), Some(b'+' | b'-')) {
-                    i += 1;
-                }
-                let exp_digits = count_digits(&b[i..]);
-                if exp_digits == 0 {
-                    return None;
-                }
-                i += exp_digits;
-            }
-            if i != b.len() {
+            if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
                 return None;
             }
             body.parse::<f64>().ok()?
         }
     };
     Some(if negative { -value } else { value })
-}
-
-fn count_digits(b: &[u8]) -> usize {
-    b.iter().take_while(|c| c.is_ascii_digit()).count()
 }
 
 /// Java's `Class.getSimpleName()` from a `Class.getName()` string: an array's component

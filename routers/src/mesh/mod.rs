@@ -11,7 +11,6 @@
 //!
 //! Semantics and every deliberate difference from Dubbo: `docs/mesh.md`.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -138,13 +137,11 @@ pub(crate) fn read_options(
     errors: &mut Vec<RuleError>,
 ) -> MeshOptions {
     let mut o = MeshOptions::default();
-    let Some(map) = entry.as_object() else {
-        return o;
-    };
-    let string = |k: &str, errors: &mut Vec<RuleError>| match map.get(k) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => {
+    // A key whose value is null is absent; an entry that is no mapping has none.
+    let field = |k: &str| entry.get(k).filter(|v| !v.is_null());
+    let string = |k: &str, errors: &mut Vec<RuleError>| match field(k)? {
+        Value::String(s) => Some(s.clone()),
+        _ => {
             errors.push(RuleError::new(
                 path.key(k),
                 format!("`{k}` must be a string"),
@@ -157,12 +154,10 @@ pub(crate) fn read_options(
         errors.push(RuleError::new(path.key("app"), "`app` must not be empty"));
     }
     o.tracing_prefix = string("tracing_prefix", errors);
-    if let Some(v) = map.get("hash_key").filter(|v| !v.is_null()) {
-        match StickyKey::from_value(v, &path.key("hash_key")) {
-            Ok(k) => o.hash_key = Some(k),
-            Err(mut es) => errors.append(&mut es),
-        }
-    }
+    o.hash_key = field("hash_key").and_then(|v| {
+        let key = StickyKey::from_value(v, &path.key("hash_key"));
+        key.map_err(|es| errors.extend(es)).ok()
+    });
     match string("empty", errors).as_deref() {
         None | Some("protect") => {}
         Some("fail") => o.empty_fail = true,
@@ -171,7 +166,7 @@ pub(crate) fn read_options(
             format!("`empty` is `protect` or `fail`, not {other:?}"),
         )),
     }
-    if map.get("application").is_some_and(|v| !v.is_null()) {
+    if field("application").is_some() {
         errors.push(RuleError::new(
             path.key("application"),
             "a mesh entry names its provider application with `app` (each provider's own application by default)",
@@ -180,115 +175,28 @@ pub(crate) fn read_options(
     o
 }
 
-/// The documents of one rule value: a list of documents, one document (a mapping), or the
-/// multi-document text itself. An error locates a YAML problem inside a text. The
-/// documents of a list are borrowed, not copied (a large rule's value is held once).
-fn documents_of<'v>(
-    value: &'v Value,
-    path: &FieldPath,
-) -> Result<Vec<(Cow<'v, Value>, FieldPath)>, RuleError> {
-    match value {
-        Value::Null => Ok(Vec::new()),
-        Value::Array(items) => Ok(items
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (Cow::Borrowed(d), path.index(i)))
-            .collect()),
-        Value::String(text) => {
-            let doc = YamlDoc::parse_stream("rule text", text).map_err(|e| {
-                RuleError::new(
-                    path.clone(),
-                    format!(
-                        "line {}, column {} of the rule text: {}",
-                        e.location.line, e.location.column, e.message
-                    ),
-                )
-            })?;
-            let Some(Value::Array(items)) = doc.value_at(&FieldPath::root()) else {
-                return Ok(Vec::new());
-            };
-            drop(doc);
-            Ok(items
-                .into_iter()
-                .map(|d| (Cow::Owned(d), path.clone()))
-                .collect())
-        }
-        other => Ok(vec![(Cow::Borrowed(other), path.clone())]),
-    }
-}
-
 /// Reads one node text (already parsed as a YAML stream) into its outcome for an
 /// application: what a config-center update does (apply, clear, or refuse with errors).
 pub fn read_text(doc: &YamlDoc, tracing_prefix: Option<&str>) -> Checked<TextOutcome> {
     let root = FieldPath::root();
     // Built for this reading only, not kept with the document.
     let value = doc.value_at(&root).unwrap_or(Value::Null);
-    read_value(&value, &root, tracing_prefix, &|_| None)
-}
-
-/// Reads the documents of one rule value ([`documents_of`]) into its outcome.
-fn read_value(
-    value: &Value,
-    path: &FieldPath,
-    tracing_prefix: Option<&str>,
-    fetch: rule::Fetch<'_>,
-) -> Checked<TextOutcome> {
-    match documents_of(value, path) {
-        Ok(docs) => rule::read_documents(
-            docs.iter().map(|(v, p)| (&**v, p.clone())),
-            tracing_prefix,
-            fetch,
-        ),
-        Err(e) => Checked {
-            result: Err(vec![e]),
-            warnings: Vec::new(),
-        },
-    }
+    rule::read_documents(&value, &root, tracing_prefix, &|_| None)
 }
 
 /// Why a rule written in a chain or rule file without a standard document is refused.
 const NO_STANDARD_DOCUMENT: &str = "no standard mesh document (a DestinationRule and a VirtualService whose metadata.name has no '.')";
 
-/// One application's documents → its rule; `None` when the text has no standard document
-/// and `clearable` (a config-center text), else an error.
-fn read_app(
-    value: &Value,
-    path: &FieldPath,
-    options: &MeshOptions,
-    warnings: &mut Vec<RuleError>,
-    clearable: bool,
-    fetch: rule::Fetch<'_>,
-) -> Result<Option<Arc<AppRule>>, Vec<RuleError>> {
-    let checked = read_value(value, path, options.tracing_prefix.as_deref(), fetch);
-    warnings.extend(checked.warnings);
-    match checked.result? {
-        TextOutcome::Apply(r) => Ok(Some(Arc::new(r))),
-        TextOutcome::Clear if clearable => Ok(None),
-        TextOutcome::Clear => Err(vec![RuleError::new(path.clone(), NO_STANDARD_DOCUMENT)]),
-    }
-}
-
-/// True when the rule came from a config center: the entry names no `rule` or `rule_file`
-/// of its own. Such a text may clear the rule (no standard document), as Dubbo's may.
-fn from_config_center(spec: &RouterSpec<'_>) -> bool {
-    spec.entry
-        .value()
-        .as_object()
-        .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"))
-}
-
 /// True for the path (from the rule) of a route detail of a standard document, in a rule
 /// that is one document or a list of documents: what the reader builds one at a time.
 fn is_route_detail(path: &FieldPath) -> bool {
     use routechain_core::PathSegment::{Index, Key};
-    let detail = |p: &[routechain_core::PathSegment]| {
-        matches!(p, [Key(s), Key(d), Index(_), Key(r), Index(_)]
-            if s == "spec" && d == "dubbo" && r == "routedetail")
+    let in_document = match &path.0[..] {
+        [Index(_), rest @ ..] => rest,
+        all => all,
     };
-    match &path.0[..] {
-        [Index(_), rest @ ..] => detail(rest),
-        all => detail(all),
-    }
+    matches!(in_document, [Key(s), Key(d), Index(_), Key(r), Index(_)]
+        if s == "spec" && d == "dubbo" && r == "routedetail")
 }
 
 /// Compiles a `mesh` entry: its options and rule, every error and warning located by field
@@ -309,52 +217,50 @@ pub fn check(spec: &RouterSpec<'_>) -> Checked<MeshRule> {
         let relative = at.0.strip_prefix(&doc.path.0[..])?;
         doc.tree_value_at(&FieldPath(relative.to_vec()))
     };
+    // A config-center node's text (the entry names no `rule` or `rule_file` of its own) may
+    // clear its application's rule, as Dubbo's may; a rule of the entry's own may not.
+    let clearable = spec
+        .entry
+        .value()
+        .as_object()
+        .is_some_and(|m| !m.contains_key("rule") && !m.contains_key("rule_file"));
+    let mut read = |value: &Value, path: &FieldPath, errors: &mut Vec<RuleError>| {
+        let prefix = options.tracing_prefix.as_deref();
+        let checked = rule::read_documents(value, path, prefix, &fetch);
+        warnings.extend(checked.warnings);
+        match checked.result {
+            Ok(TextOutcome::Apply(r)) => return Some(Arc::new(r)),
+            Ok(TextOutcome::Clear) if clearable => {}
+            Ok(TextOutcome::Clear) => {
+                errors.push(RuleError::new(path.clone(), NO_STANDARD_DOCUMENT))
+            }
+            Err(mut es) => errors.append(&mut es),
+        }
+        None
+    };
     let rules = match spec.rule.zip(rule_value.as_deref()) {
         None => AppRules::None,
-        Some((doc, rule_value)) => match rule_value {
-            Value::Object(map)
-                if map.contains_key(APPLICATIONS_KEY) && !map.contains_key("kind") =>
-            {
-                let ap = doc.path.key(APPLICATIONS_KEY);
-                let mut per_app = BTreeMap::new();
-                // The config-center nodes of several applications (a live chain composes
-                // them): a text without any standard document clears that application's.
-                let clearable = from_config_center(spec);
-                match &map[APPLICATIONS_KEY] {
-                    Value::Object(apps) => {
-                        for (app, value) in apps {
-                            let path = ap.key(app.clone());
-                            match read_app(value, &path, &options, &mut warnings, clearable, &fetch)
-                            {
-                                Ok(r) => per_app.extend(r.map(|r| (app.clone(), r))),
-                                Err(mut es) => errors.append(&mut es),
-                            }
-                        }
-                    }
-                    _ => errors.push(RuleError::new(
-                        ap,
-                        "`applications` maps each provider application to its rule",
-                    )),
-                }
-                AppRules::PerApp(per_app)
+        // The rules of several applications (a live chain composes their config-center nodes).
+        Some((doc, Value::Object(map)))
+            if map.contains_key(APPLICATIONS_KEY) && !map.contains_key("kind") =>
+        {
+            let ap = doc.path.key(APPLICATIONS_KEY);
+            let apps = map[APPLICATIONS_KEY].as_object();
+            if apps.is_none() {
+                let message = "`applications` maps each provider application to its rule";
+                errors.push(RuleError::new(ap.clone(), message));
             }
-            // One rule for every application; a config-center node's text (the entry names
-            // no rule of its own) may clear it.
-            value => match read_app(
-                value,
-                doc.path,
-                &options,
-                &mut warnings,
-                from_config_center(spec),
-                &fetch,
-            ) {
-                Ok(r) => r.map_or(AppRules::None, AppRules::Every),
-                Err(mut es) => {
-                    errors.append(&mut es);
-                    AppRules::None
-                }
-            },
-        },
+            let per_app = apps.into_iter().flatten().filter_map(|(app, value)| {
+                let rule = read(value, &ap.key(app.clone()), &mut errors)?;
+                Some((app.clone(), rule))
+            });
+            AppRules::PerApp(per_app.collect())
+        }
+        // One rule for every application.
+        Some((doc, value)) => {
+            let rule = read(value, doc.path, &mut errors);
+            rule.map_or(AppRules::None, AppRules::Every)
+        }
     };
     let result = if errors.is_empty() {
         Ok(MeshRule {

@@ -41,7 +41,7 @@ pub struct PreparedMesh {
 }
 
 /// What one application's rule decided for a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AppDecision<'p> {
     /// The application.
     pub app: &'p str,
@@ -65,25 +65,36 @@ impl PreparedMesh {
         let chain_service: Option<Box<str>> = service.map(|s| interface_of(s).into());
         let mut members: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         for (i, p) in snapshot.providers().iter().enumerate() {
-            if let Some(app) = governed_app(rule, p) {
+            // The entry governs each provider's application, or its `app` alone.
+            let governed = |app: &&str| rule.options.app.as_deref().is_none_or(|a| a == *app);
+            if let Some(app) = application_of(p).filter(governed) {
                 members.entry(app).or_default().push(i as u32);
             }
         }
-        let mut apps = Vec::new();
-        for (app, indexes) in members {
-            let Some(app_rule) = rule_of(rule, app) else {
-                continue;
-            };
-            apps.push(PreparedApp::new(
-                app,
-                app_rule,
-                snapshot,
-                indexes,
-                chain_service.as_deref(),
-            ));
-        }
+        let apps = members.into_iter().filter_map(|(app, indexes)| {
+            let rule = rule_of(rule, app)?;
+            let subsets = rule
+                .subsets
+                .iter()
+                .map(|s| {
+                    let inside = indexes
+                        .iter()
+                        .copied()
+                        .filter(|&i| in_subset(s, &snapshot.providers()[i as usize]))
+                        .collect();
+                    ProviderSet::from_sorted(inside, snapshot.len())
+                })
+                .collect();
+            let chain_route = find_route(&rule, chain_service.as_deref());
+            Some(PreparedApp {
+                name: app.into(),
+                rule,
+                subsets,
+                chain_route,
+            })
+        });
         PreparedMesh {
-            apps: apps.into(),
+            apps: apps.collect(),
             chain_service,
             empty_fail: rule.options.empty_fail,
             hash_key: rule.options.hash_key.clone(),
@@ -150,11 +161,7 @@ impl PreparedMesh {
             let mut decision = AppDecision {
                 app: &app.name,
                 route,
-                detail: None,
-                drawn: None,
-                used: None,
-                subset: None,
-                sticky: false,
+                ..Default::default()
             };
             if let Some((v, r)) = route {
                 covered = true;
@@ -213,43 +220,6 @@ impl PreparedMesh {
         }
         Evaluation::Runtime
     }
-}
-
-impl PreparedApp {
-    /// Application `app` with `rule` over its providers `indexes` (ascending) of `snapshot`.
-    fn new(
-        app: &str,
-        rule: Arc<AppRule>,
-        snapshot: &Snapshot,
-        indexes: Vec<u32>,
-        chain_service: Option<&str>,
-    ) -> Self {
-        let len = snapshot.len();
-        let subsets = rule
-            .subsets
-            .iter()
-            .map(|s| {
-                let inside = indexes
-                    .iter()
-                    .copied()
-                    .filter(|&i| in_subset(s, &snapshot.providers()[i as usize]))
-                    .collect();
-                ProviderSet::from_sorted(inside, len)
-            })
-            .collect();
-        let chain_route = find_route(&rule, chain_service);
-        PreparedApp {
-            name: app.into(),
-            rule,
-            subsets,
-            chain_route,
-        }
-    }
-}
-
-/// The application of `provider` when the entry governs it (its `app`, if set, alone).
-fn governed_app<'p>(rule: &MeshRule, provider: &'p Url) -> Option<&'p str> {
-    application_of(provider).filter(|app| rule.options.app.as_deref().is_none_or(|a| a == *app))
 }
 
 /// The rule of application `app`, if it has one.
@@ -374,7 +344,10 @@ fn explain_app(
         cx.explain(format_args!("{head}: {message}"));
         return;
     };
-    let drawn_subset = dest.list[drawn].chain[0].display();
+    let drawn_subset = dest.list[drawn].chain[0]
+        .name
+        .as_deref()
+        .unwrap_or("(nameless)");
     let draw = if dest.eligible.len() == 1 {
         format!("single destination {drawn_subset:?}")
     } else {

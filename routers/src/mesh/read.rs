@@ -6,7 +6,8 @@
 //! unknown keys are ignored), and routechain must say so in a *warning* while still reading
 //! the value, report every problem of a text in one pass (serde stops at the first), and
 //! hint at the right spelling of a misspelled key. A [`Reader`] collects errors (the update
-//! is refused) and warnings (accepted) by field path.
+//! is refused) and warnings (accepted) by field path. Each Java field type is a [`Pojo`]:
+//! [`Reader::get`] reads a field of any of them, lists and maps of them included.
 
 use regex::Regex;
 use routechain_core::{FieldPath, RuleError};
@@ -16,6 +17,7 @@ use super::matchers::{
     ArgValue, AttachmentMatch, BoolMatch, DoubleMatch, DoubleRange, MatchRequest, MethodArg,
     MethodMatch, StringMatch, TracingEntry,
 };
+use super::rule::Subset;
 
 /// Errors and warnings of one read, by field path.
 #[derive(Debug, Default)]
@@ -26,16 +28,88 @@ pub struct Reader {
     pub warnings: Vec<RuleError>,
     /// The entry's `tracing_prefix`, which `tracingContext` keys are read under.
     pub tracing_prefix: Option<String>,
+    /// The subsets of the `DestinationRule`s read so far, which destinations name.
+    pub subsets: Vec<Subset>,
 }
 
-/// A mapping as a Dubbo POJO reads it: a key whose value is null is absent.
-#[derive(Debug, Clone, Copy)]
-pub struct Fields<'v>(pub &'v Map<String, Value>);
+/// A mapping at its path, as a Dubbo POJO reads it: a key whose value is null is absent.
+#[derive(Debug, Clone)]
+pub struct Fields<'v> {
+    /// The mapping.
+    pub map: &'v Map<String, Value>,
+    /// Where it is.
+    pub path: FieldPath,
+}
 
 impl<'v> Fields<'v> {
     /// The value of `key`, `None` when absent or null.
-    pub fn get(self, key: &str) -> Option<&'v Value> {
-        self.0.get(key).filter(|v| !v.is_null())
+    pub fn get(&self, key: &str) -> Option<&'v Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    /// The path of field `key`.
+    pub fn at(&self, key: &str) -> FieldPath {
+        self.path.key(key)
+    }
+}
+
+/// A Java field type as Dubbo's `PojoUtils.mapToPojo` fills it.
+pub trait Pojo: Sized {
+    /// Reads `value` (never null) at `path`: `None` when it is refused (with an error).
+    fn read(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Self>;
+}
+
+/// Each type is read by the [`Reader`] method named after it.
+macro_rules! pojo {
+    ($($type:ty => $read:ident),* $(,)?) => {$(
+        impl Pojo for $type {
+            fn read(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Self> {
+                r.$read(value, path)
+            }
+        }
+    )*};
+}
+
+pojo! {
+    String => string,
+    i64 => int,
+    f64 => double,
+    bool => boolean,
+    StringMatch => string_match,
+    DoubleRange => double_range,
+    DoubleMatch => double_match,
+    BoolMatch => bool_match,
+    MethodArg => method_arg,
+    MethodMatch => method_match,
+    AttachmentMatch => attachment_match,
+    MatchRequest => match_request,
+}
+
+/// A `List<T>` ([`Reader::each`]).
+impl<T: Pojo> Pojo for Vec<T> {
+    fn read(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Self> {
+        r.each(value, path, T::read)
+    }
+}
+
+/// A `Map<String, T>`, in order: a null value is an error (Dubbo refuses it too) and a value
+/// refused is left out, so every problem is reported.
+impl<T: Pojo> Pojo for Vec<(String, T)> {
+    fn read(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Self> {
+        let Value::Object(map) = value else {
+            r.error(path, format!("must be a mapping, not {}", kind_of(value)));
+            return None;
+        };
+        let mut out = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            let p = path.key(k.clone());
+            if v.is_null() {
+                r.error(&p, "a value is null (Dubbo refuses it too)");
+            } else if let Some(t) = T::read(r, v, &p) {
+                out.push((k.clone(), t));
+            }
+        }
+        Some(out)
     }
 }
 
@@ -97,42 +171,32 @@ impl Reader {
             );
             return None;
         };
-        self.unknown_keys(map, path, what, known);
-        Some(Fields(map))
+        for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+            let hint = hint(key).map_or(String::new(), |h| format!("; {h}"));
+            let message = format!(
+                "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}{hint}",
+                routechain_core::one_of(known.iter().copied())
+            );
+            self.warn(&path.key(key.clone()), message);
+        }
+        Some(Fields {
+            map,
+            path: path.clone(),
+        })
     }
 
-    /// Field `key` of `map` read by `read` at its path (`None` when absent or null).
-    pub fn field<T>(
-        &mut self,
-        map: Fields<'_>,
-        path: &FieldPath,
-        key: &str,
-        read: impl FnOnce(&mut Self, &Value, &FieldPath) -> Option<T>,
-    ) -> Option<T> {
-        read(self, map.get(key)?, &path.key(key))
+    /// Field `key` of `fields` as a `T` (`None` when absent, null or refused).
+    pub fn get<T: Pojo>(&mut self, fields: &Fields<'_>, key: &str) -> Option<T> {
+        T::read(self, fields.get(key)?, &fields.at(key))
     }
 
-    /// Warns on every key of `map` not in `known`.
-    pub fn unknown_keys(
-        &mut self,
-        map: &Map<String, Value>,
-        path: &FieldPath,
-        what: &str,
-        known: &[&str],
-    ) {
-        for key in map.keys() {
-            if !known.contains(&key.as_str()) {
-                let mut message = format!(
-                    "unknown field `{key}` of {what}, ignored (as Dubbo does); known fields: {}",
-                    routechain_core::one_of(known.iter().copied())
-                );
-                if let Some(h) = hint(key) {
-                    message.push_str("; ");
-                    message.push_str(h);
-                }
-                self.warnings
-                    .push(RuleError::new(path.key(key.clone()), message));
-            }
+    /// Field `key` of `fields` read as a `T` (its problems reported), then warned about:
+    /// Dubbo does not evaluate it (`effect` says what that means).
+    fn not_evaluated<T: Pojo>(&mut self, fields: &Fields<'_>, key: &str, effect: &str) {
+        if fields.get(key).is_some() {
+            self.get::<T>(fields, key);
+            let message = format!("`{key}` is not evaluated (as in Dubbo){effect}");
+            self.warn(&fields.at(key), message);
         }
     }
 
@@ -141,7 +205,6 @@ impl Reader {
     pub fn string(&mut self, value: &Value, path: &FieldPath) -> Option<String> {
         match value {
             Value::String(s) => Some(s.clone()),
-            Value::Null => None,
             Value::Bool(_) | Value::Number(_) => {
                 let text = java_to_string(value);
                 self.warn(
@@ -161,33 +224,20 @@ impl Reader {
 
     /// A Java `int` field: an integer within Java's `int` range.
     pub fn int(&mut self, value: &Value, path: &FieldPath) -> Option<i64> {
-        match value.as_i64() {
-            Some(i) if i32::try_from(i).is_ok() => Some(i),
-            Some(_) | None if routechain_core::is_integer(value) => {
+        let int = value.as_i64().filter(|&i| i32::try_from(i).is_ok());
+        if int.is_none() {
+            let message = if routechain_core::is_integer(value) {
                 let shown = value
                     .as_str()
                     .map_or_else(|| value.to_string(), str::to_string);
-                self.error(
-                    path,
-                    format!(
-                        "{shown} is out of range: a Java int is from {} to {} (Dubbo refuses it too)",
-                        i32::MIN,
-                        i32::MAX
-                    ),
-                );
-                None
-            }
-            _ => {
-                self.error(
-                    path,
-                    format!(
-                        "must be an integer, not {} (Dubbo refuses it too)",
-                        kind_of(value)
-                    ),
-                );
-                None
-            }
+                let (min, max) = (i32::MIN, i32::MAX);
+                format!("{shown} is out of range: a Java int is from {min} to {max}")
+            } else {
+                format!("must be an integer, not {}", kind_of(value))
+            };
+            self.error(path, format!("{message} (Dubbo refuses it too)"));
         }
+        int
     }
 
     /// A Java `Double` field: a float; an integer read as that number with a warning (Dubbo
@@ -214,113 +264,60 @@ impl Reader {
 
     /// A Java `Boolean` field.
     pub fn boolean(&mut self, value: &Value, path: &FieldPath) -> Option<bool> {
-        match value {
-            Value::Bool(b) => Some(*b),
-            _ => {
-                self.error(
-                    path,
-                    format!("must be true or false, not {}", kind_of(value)),
-                );
-                None
-            }
+        let b = value.as_bool();
+        if b.is_none() {
+            let message = format!("must be true or false, not {}", kind_of(value));
+            self.error(path, message);
         }
+        b
     }
 
-    /// A `List<T>` field: a list without null elements.
-    pub fn list<'v>(&mut self, value: &'v Value, path: &FieldPath) -> Option<&'v [Value]> {
-        let Value::Array(items) = value else {
-            self.error(path, format!("must be a list, not {}", kind_of(value)));
-            return None;
-        };
-        let mut ok = true;
-        for (i, item) in items.iter().enumerate() {
-            if item.is_null() {
-                self.error(
-                    &path.index(i),
-                    "a list element is null (Dubbo refuses it too)",
-                );
-                ok = false;
-            }
-        }
-        ok.then_some(items.as_slice())
-    }
-
-    /// A `Map<String, String>` field (`labels`, `sourceLabels`).
-    pub fn string_map(&mut self, value: &Value, path: &FieldPath) -> Option<Vec<(String, String)>> {
-        self.map_of(value, path, Self::string)
-    }
-
-    /// A `Map<String, StringMatch>` field (`dubboContext`, `tracingContext`, `headers`).
-    pub fn string_match_map(
-        &mut self,
-        value: &Value,
-        path: &FieldPath,
-    ) -> Option<Vec<(String, StringMatch)>> {
-        self.map_of(value, path, Self::string_match)
-    }
-
-    /// A mapping whose values `read` reads, in order; a null value is an error (Dubbo refuses
-    /// it too) and a value `read` refuses is left out, so every problem is reported.
-    fn map_of<T>(
-        &mut self,
-        value: &Value,
-        path: &FieldPath,
-        mut read: impl FnMut(&mut Self, &Value, &FieldPath) -> Option<T>,
-    ) -> Option<Vec<(String, T)>> {
-        let Value::Object(map) = value else {
-            self.error(path, format!("must be a mapping, not {}", kind_of(value)));
-            return None;
-        };
-        let mut out = Vec::with_capacity(map.len());
-        for (k, v) in map {
-            let p = path.key(k.clone());
-            if v.is_null() {
-                self.error(&p, "a value is null (Dubbo refuses it too)");
-                continue;
-            }
-            if let Some(t) = read(self, v, &p) {
-                out.push((k.clone(), t));
-            }
-        }
-        Some(out)
-    }
-
-    /// A list of `StringMatch` (`services`, `argp`, `oneof`).
-    pub fn string_match_list(
-        &mut self,
-        value: &Value,
-        path: &FieldPath,
-    ) -> Option<Vec<StringMatch>> {
-        self.each(value, path, Self::string_match)
-    }
-
-    /// A list ([`Reader::list`]) whose elements `read` reads, in order; an element `read`
-    /// refuses is left out, so every problem is reported.
+    /// A `List<T>` whose elements `read` reads, in order: a null element refuses the list
+    /// (Dubbo refuses it too); an element `read` refuses is left out, so every problem is
+    /// reported.
     pub fn each<T>(
         &mut self,
         value: &Value,
         path: &FieldPath,
         mut read: impl FnMut(&mut Self, &Value, &FieldPath) -> Option<T>,
     ) -> Option<Vec<T>> {
-        let items = self.list(value, path)?;
+        let Value::Array(items) = value else {
+            self.error(path, format!("must be a list, not {}", kind_of(value)));
+            return None;
+        };
+        let nulls = items.iter().enumerate().filter(|(_, item)| item.is_null());
+        for (i, _) in nulls.clone() {
+            let message = "a list element is null (Dubbo refuses it too)";
+            self.error(&path.index(i), message);
+        }
+        if nulls.count() > 0 {
+            return None;
+        }
         let read = |(i, v)| read(self, v, &path.index(i));
         Some(items.iter().enumerate().filter_map(read).collect())
     }
 
     /// A `StringMatch`.
     pub fn string_match(&mut self, value: &Value, path: &FieldPath) -> Option<StringMatch> {
-        let map = self.object(value, path, "a string match", &StringMatch::KINDS)?;
-        let mut m = StringMatch::default();
-        let field = |r: &mut Self, key: &str| r.field(map, path, key, Self::string);
-        m.exact = field(self, "exact");
-        m.prefix = field(self, "prefix");
-        m.wildcard = field(self, "wildcard");
-        m.empty = field(self, "empty").is_some();
-        m.noempty = field(self, "noempty").is_some();
-        if let Some(text) = field(self, "regex") {
-            m.regex = self.regex(&text, &path.key("regex"));
-        }
-        if m.is_unset() && !map.0.contains_key("regex") {
+        let f = self.object(value, path, "a string match", &StringMatch::KINDS)?;
+        let m = StringMatch {
+            exact: self.get(&f, "exact"),
+            prefix: self.get(&f, "prefix"),
+            wildcard: self.get(&f, "wildcard"),
+            empty: self.get::<String>(&f, "empty").is_some(),
+            noempty: self.get::<String>(&f, "noempty").is_some(),
+            regex: self.get::<String>(&f, "regex").and_then(|text| {
+                match Regex::new(&format!("^(?:{text})$")) {
+                    Ok(regex) => Some(regex),
+                    Err(e) => {
+                        let reason = crate::dubbo::regex_reason(&e);
+                        self.error(&f.at("regex"), format!("invalid regex {text:?}: {reason}"));
+                        None
+                    }
+                }
+            }),
+        };
+        if m.is_unset() && !f.map.contains_key("regex") {
             self.warn(
                 path,
                 "a string match without exact, prefix, regex, wildcard, empty or noempty never holds",
@@ -329,39 +326,24 @@ impl Reader {
         Some(m)
     }
 
-    /// Compiles `text` as a whole-string regex.
-    fn regex(&mut self, text: &str, path: &FieldPath) -> Option<Regex> {
-        match Regex::new(&format!("^(?:{text})$")) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                let reason = crate::dubbo::regex_reason(&e);
-                self.error(path, format!("invalid regex {text:?}: {reason}"));
-                None
-            }
+    /// A `DoubleRangeMatch`.
+    pub fn double_range(&mut self, value: &Value, path: &FieldPath) -> Option<DoubleRange> {
+        let f = self.object(value, path, "a range", &["start", "end"])?;
+        let (start, end) = (self.get(&f, "start"), self.get(&f, "end"));
+        if start.is_none() && end.is_none() {
+            self.warn(path, "a range without start or end never holds");
         }
+        Some(DoubleRange { start, end })
     }
 
     /// A `DoubleMatch`.
     pub fn double_match(&mut self, value: &Value, path: &FieldPath) -> Option<DoubleMatch> {
-        let map = self.object(value, path, "a number match", &["exact", "mod", "range"])?;
-        let mut m = DoubleMatch {
-            exact: self.field(map, path, "exact", Self::double),
-            modulo: self.field(map, path, "mod", Self::double),
-            range: None,
+        let f = self.object(value, path, "a number match", &["exact", "mod", "range"])?;
+        let m = DoubleMatch {
+            exact: self.get(&f, "exact"),
+            modulo: self.get(&f, "mod"),
+            range: self.get(&f, "range"),
         };
-        if let Some(v) = map.get("range") {
-            let rp = path.key("range");
-            if let Some(r) = self.object(v, &rp, "a range", &["start", "end"]) {
-                let range = DoubleRange {
-                    start: self.field(r, &rp, "start", Self::double),
-                    end: self.field(r, &rp, "end", Self::double),
-                };
-                if range.start.is_none() && range.end.is_none() {
-                    self.warn(&rp, "a range without start or end never holds");
-                }
-                m.range = Some(range);
-            }
-        }
         if m.exact.is_none() && m.range.is_none() {
             self.warn(
                 path,
@@ -377,14 +359,11 @@ impl Reader {
 
     /// A `BoolMatch`.
     pub fn bool_match(&mut self, value: &Value, path: &FieldPath) -> Option<BoolMatch> {
-        let map = self.object(value, path, "a boolean match", &["exact"])?;
-        let exact = match map.get("exact") {
-            Some(v) => self.boolean(v, &path.key("exact")),
-            None => {
-                self.warn(path, "a boolean match without `exact` never holds");
-                None
-            }
-        };
+        let f = self.object(value, path, "a boolean match", &["exact"])?;
+        if f.get("exact").is_none() {
+            self.warn(path, "a boolean match without `exact` never holds");
+        }
+        let exact = self.get(&f, "exact");
         Some(BoolMatch { exact })
     }
 
@@ -409,160 +388,124 @@ impl Reader {
 
     /// A `DubboMethodArg`.
     pub fn method_arg(&mut self, value: &Value, path: &FieldPath) -> Option<MethodArg> {
-        const KNOWN: [&str; 5] = ["index", "type", "str_value", "num_value", "bool_value"];
-        let map = self.object(value, path, "an argument match", &KNOWN)?;
-        let index = match map.get("index") {
-            Some(v) => match self.int(v, &path.key("index")) {
-                Some(i) if i >= 0 => i as usize,
-                Some(i) => {
-                    self.error(
-                        &path.key("index"),
-                        format!("index {i} is negative (Dubbo fails every call that reaches it)"),
-                    );
-                    0
-                }
-                None => 0,
-            },
-            None => 0,
-        };
-        if let Some(t) = map.get("type") {
-            self.string(t, &path.key("type"));
-            self.warn(&path.key("type"), "`type` is not evaluated (as in Dubbo)");
-        }
-        let present: Vec<&str> = ["str_value", "num_value", "bool_value"]
-            .into_iter()
-            .filter(|k| map.get(k).is_some())
-            .collect();
-        if present.len() > 1 {
-            self.warn(
-                path,
-                format!(
-                    "{} are all set: only the first, `{}`, is evaluated (as in Dubbo)",
-                    present.join(", "),
-                    present[0]
-                ),
+        const VALUES: [&str; 3] = ["str_value", "num_value", "bool_value"];
+        let known = ["index", "type", VALUES[0], VALUES[1], VALUES[2]];
+        let f = self.object(value, path, "an argument match", &known)?;
+        let index = self.get::<i64>(&f, "index").unwrap_or(0);
+        if index < 0 {
+            self.error(
+                &f.at("index"),
+                format!("index {index} is negative (Dubbo fails every call that reaches it)"),
             );
         }
-        let value = match present.first().copied() {
-            Some("str_value") => ArgValue::Str(self.oneof(
-                map.get("str_value")?,
-                &path.key("str_value"),
-                "`str_value`",
-                |r, v, p| r.string_match(v, p),
-            )?),
-            Some("num_value") => ArgValue::Num(self.oneof(
-                map.get("num_value")?,
-                &path.key("num_value"),
-                "`num_value`",
-                |r, v, p| r.double_match(v, p),
-            )?),
-            Some(_) => {
-                ArgValue::Bool(self.bool_match(map.get("bool_value")?, &path.key("bool_value"))?)
-            }
-            None => {
-                self.warn(
-                    path,
-                    "an argument match without str_value, num_value or bool_value never holds",
-                );
-                ArgValue::Nothing
-            }
+        let index = usize::try_from(index).unwrap_or(0);
+        self.not_evaluated::<String>(&f, "type", "");
+        let present: Vec<&str> = VALUES.into_iter().filter(|k| f.get(k).is_some()).collect();
+        let Some(first) = present.first() else {
+            self.warn(
+                path,
+                "an argument match without str_value, num_value or bool_value never holds",
+            );
+            let value = ArgValue::Nothing;
+            return Some(MethodArg { index, value });
         };
-        // Validate the ignored ones too: a broken rule is broken wherever it is.
-        for k in present.iter().skip(1) {
-            let p = path.key(*k);
-            if let Some(v) = map.get(k) {
-                let mut shadow = Reader::new(None);
-                match *k {
-                    "num_value" => {
-                        shadow.oneof(v, &p, "`num_value`", |r, v, p| r.double_match(v, p));
-                    }
-                    _ => {
-                        shadow.bool_match(v, &p);
-                    }
-                }
-                self.errors.append(&mut shadow.errors);
+        if present.len() > 1 {
+            let all = present.join(", ");
+            let message =
+                format!("{all} are all set: only the first, `{first}`, is evaluated (as in Dubbo)");
+            self.warn(path, message);
+        }
+        let mut value = None;
+        // Only the first is evaluated; the others are validated too (their errors count,
+        // not their warnings): a broken rule is broken wherever it is.
+        for key in &present {
+            let mut r = Reader::new(None);
+            let (v, p) = (&f.map[*key], f.at(key));
+            let read = match *key {
+                "str_value" => r
+                    .oneof(v, &p, "`str_value`", Self::string_match)
+                    .map(ArgValue::Str),
+                "num_value" => r
+                    .oneof(v, &p, "`num_value`", Self::double_match)
+                    .map(ArgValue::Num),
+                _ => r.bool_match(v, &p).map(ArgValue::Bool),
+            };
+            self.errors.append(&mut r.errors);
+            if value.is_none() {
+                self.warnings.append(&mut r.warnings);
+                value = Some(read?);
             }
         }
-        Some(MethodArg { index, value })
-    }
-
-    /// `headers`, read (its problems reported) but not evaluated, as in Dubbo.
-    fn headers(&mut self, value: &Value, path: &FieldPath) -> Option<()> {
-        self.string_match_map(value, path);
-        let message = "`headers` is not evaluated (as in Dubbo): it holds for every call";
-        self.warn(path, message);
-        None
+        Some(MethodArg {
+            index,
+            value: value?,
+        })
     }
 
     /// A `DubboMethodMatch`.
     pub fn method_match(&mut self, value: &Value, path: &FieldPath) -> Option<MethodMatch> {
         const KNOWN: [&str; 5] = ["name_match", "argc", "argp", "args", "headers"];
-        let map = self.object(value, path, "a method match", &KNOWN)?;
+        let f = self.object(value, path, "a method match", &KNOWN)?;
+        let name_match = self.get(&f, "name_match");
+        let argc = self.get(&f, "argc");
+        if argc.is_some_and(|a: i64| a < 0) {
+            self.warn(&f.at("argc"), "a negative `argc` never holds");
+        }
         let m = MethodMatch {
-            name_match: self.field(map, path, "name_match", Self::string_match),
-            argc: self.field(map, path, "argc", |r, v, p| {
-                let argc = r.int(v, p);
-                if argc.is_some_and(|a| a < 0) {
-                    r.warn(p, "a negative `argc` never holds");
-                }
-                argc
-            }),
-            argp: (self.field(map, path, "argp", Self::string_match_list)).unwrap_or_default(),
-            args: (self.field(map, path, "args", |r, v, p| r.each(v, p, Self::method_arg)))
-                .unwrap_or_default(),
+            name_match,
+            argc,
+            argp: self.get(&f, "argp").unwrap_or_default(),
+            args: self.get(&f, "args").unwrap_or_default(),
         };
-        self.field(map, path, "headers", Self::headers);
+        self.not_evaluated::<Vec<(String, StringMatch)>>(&f, "headers", HOLDS);
         Some(m)
     }
 
     /// A `DubboAttachmentMatch`.
     pub fn attachment_match(&mut self, value: &Value, path: &FieldPath) -> Option<AttachmentMatch> {
-        let map = self.object(
-            value,
-            path,
-            "an attachment match",
-            &["dubboContext", "tracingContext"],
-        )?;
-        let mut m = AttachmentMatch {
-            dubbo_context: (self.field(map, path, "dubboContext", Self::string_match_map))
-                .unwrap_or_default(),
-            tracing_context: Vec::new(),
-        };
-        if let Some(v) = map.get("tracingContext") {
-            let tp = path.key("tracingContext");
-            let entries = self.string_match_map(v, &tp).unwrap_or_default();
-            if !entries.is_empty() && self.tracing_prefix.is_none() {
-                self.warn(
-                    &tp,
-                    "tracingContext never holds without the entry's `tracing_prefix` (as Dubbo without a tracing provider)",
-                );
-            }
-            m.tracing_context = entries
-                .into_iter()
-                .map(|(key, matcher)| TracingEntry {
-                    attachment: self.tracing_prefix.as_ref().map(|p| format!("{p}{key}")),
-                    key,
-                    matcher,
-                })
-                .collect();
+        let known = ["dubboContext", "tracingContext"];
+        let f = self.object(value, path, "an attachment match", &known)?;
+        let dubbo_context = self.get(&f, "dubboContext").unwrap_or_default();
+        let tracing: Vec<(String, StringMatch)> =
+            self.get(&f, "tracingContext").unwrap_or_default();
+        let prefix = self.tracing_prefix.clone();
+        if !tracing.is_empty() && prefix.is_none() {
+            self.warn(
+                &f.at("tracingContext"),
+                "tracingContext never holds without the entry's `tracing_prefix` (as Dubbo without a tracing provider)",
+            );
         }
-        Some(m)
+        let tracing_context = tracing
+            .into_iter()
+            .map(|(key, matcher)| TracingEntry {
+                attachment: prefix.as_ref().map(|p| format!("{p}{key}")),
+                key,
+                matcher,
+            })
+            .collect();
+        Some(AttachmentMatch {
+            dubbo_context,
+            tracing_context,
+        })
     }
 
     /// A `DubboMatchRequest`.
     pub fn match_request(&mut self, value: &Value, path: &FieldPath) -> Option<MatchRequest> {
         const KNOWN: [&str; 5] = ["name", "method", "sourceLabels", "attachments", "headers"];
-        let map = self.object(value, path, "a match", &KNOWN)?;
-        self.field(map, path, "name", Self::string);
+        let f = self.object(value, path, "a match", &KNOWN)?;
+        self.get::<String>(&f, "name");
         let m = MatchRequest {
-            method: self.field(map, path, "method", Self::method_match),
-            source_labels: self.field(map, path, "sourceLabels", Self::string_map),
-            attachments: self.field(map, path, "attachments", Self::attachment_match),
+            method: self.get(&f, "method"),
+            source_labels: self.get(&f, "sourceLabels"),
+            attachments: self.get(&f, "attachments"),
         };
-        self.field(map, path, "headers", Self::headers);
+        self.not_evaluated::<Vec<(String, StringMatch)>>(&f, "headers", HOLDS);
         Some(m)
     }
 }
+
+/// What `headers` not being evaluated means.
+const HOLDS: &str = ": it holds for every call";
 
 /// What a value is, in words.
 pub fn kind_of(value: &Value) -> &'static str {
@@ -576,15 +519,12 @@ pub fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// A scalar as Java's `toString()` writes it: integers in decimal, floats as
+/// A number or boolean as Java's `toString()` writes it: integers in decimal, floats as
 /// `Double.toString`, booleans `true`/`false`.
 pub fn java_to_string(value: &Value) -> String {
-    match value {
-        Value::Number(n) if n.is_f64() => java_double_to_string(n.as_f64().unwrap_or(0.0)),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    match value.as_f64() {
+        Some(x) if value.is_f64() => java_double_to_string(x),
+        _ => value.to_string(),
     }
 }
 
@@ -599,8 +539,8 @@ pub fn java_double_to_string(x: f64) -> String {
     }
     let a = x.abs();
     if a == 0.0 || (1e-3..1e7).contains(&a) {
-        let s = format!("{x}");
-        return if s.contains('.') { s } else { format!("{s}.0") };
+        // Rust's debug form is plain here, with at least one decimal.
+        return format!("{x:?}");
     }
     let s = format!("{x:e}");
     let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));

@@ -7,6 +7,8 @@ use routechain_core::{FieldPath, RuleError};
 use serde_json::Value;
 
 use super::matchers::{MatchRequest, StringMatch};
+use routechain_rules::YamlDoc;
+
 use super::read::{Fields, Reader, kind_of};
 
 /// A named subset of an application's providers: a provider is a member when every label of
@@ -28,13 +30,6 @@ pub struct SubsetRef {
     /// Index into [`AppRule::subsets`]; `None` when no `DestinationRule` defines it (never
     /// usable).
     pub id: Option<usize>,
-}
-
-impl SubsetRef {
-    /// The name for explain texts.
-    pub fn display(&self) -> &str {
-        self.name.as_deref().unwrap_or("(nameless)")
-    }
 }
 
 /// One `route` entry: a weight and its destination's fallback chain, flattened.
@@ -60,12 +55,11 @@ pub struct Destinations {
 impl Destinations {
     fn new(list: Vec<Destination>) -> Self {
         let eligible: Vec<usize> = (0..list.len()).filter(|&i| list[i].weight > 0).collect();
-        let mut sum = 0u64;
         let cumulative = eligible
             .iter()
-            .map(|&i| {
-                sum += u64::from(list[i].weight);
-                sum
+            .scan(0u64, |sum, &i| {
+                *sum += u64::from(list[i].weight);
+                Some(*sum)
             })
             .collect();
         Destinations {
@@ -113,7 +107,7 @@ pub struct VirtualService {
 }
 
 /// One application's rule: its standard documents compiled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AppRule {
     /// The `DestinationRule` names, in document order.
     pub destination_rules: Vec<String>,
@@ -145,86 +139,60 @@ pub struct Checked<T> {
 /// the value at an absolute field path, `None` when the value read is the part itself.
 pub type Fetch<'f> = &'f dyn Fn(&FieldPath) -> Option<Value>;
 
-/// Reads the documents of one node text (each with its path) into an application's rule.
-/// Their route details (`spec.dubbo[i].routedetail[j]`, when not scalars) may be
+/// Reads one rule value into an application's rule. Its documents: a list of documents, one
+/// document (a mapping), or the multi-document text itself (an error locates a YAML problem
+/// in it); the documents of a list are borrowed, not copied (a large rule's value is held
+/// once). Their route details (`spec.dubbo[i].routedetail[j]`, when not scalars) may be
 /// placeholders: `fetch` builds each when it is read, so a rule of 10,000 details never
 /// holds them all as values at once.
-pub fn read_documents<'v>(
-    documents: impl IntoIterator<Item = (&'v Value, FieldPath)>,
+pub fn read_documents(
+    value: &Value,
+    path: &FieldPath,
     tracing_prefix: Option<&str>,
     fetch: Fetch<'_>,
 ) -> Checked<TextOutcome> {
     let mut r = Reader::new(tracing_prefix.map(str::to_string));
-    let mut standard = Vec::new();
-    let mut typed = 0usize;
-    for (doc, path) in documents {
-        let Value::Object(map) = doc else {
-            r.warn(
-                &path,
-                format!(
-                    "a document that is {} is not a map: ignored (Dubbo: \"Rule format is unacceptable\")",
-                    kind_of(doc)
-                ),
-            );
-            continue;
-        };
-        let mp = path.key("metadata");
-        let name = match map.get("metadata") {
-            Some(Value::Object(meta)) if !meta.is_empty() => match meta.get("name") {
-                Some(Value::String(n)) => n.clone(),
-                None | Some(Value::Null) => {
-                    r.error(
-                        &mp,
-                        "metadata has no `name` (Dubbo refuses the whole text too)",
-                    );
-                    continue;
-                }
-                Some(other) => {
-                    r.error(
-                        &mp.key("name"),
-                        format!(
-                            "metadata.name must be a string, not {} (Dubbo refuses the whole text too)",
-                            kind_of(other)
-                        ),
-                    );
-                    continue;
-                }
-            },
-            _ => {
-                r.warn(
-                    &path,
-                    "a document without metadata.name is dropped (as Dubbo drops it)",
-                );
-                continue;
+    let parsed: Option<Value>;
+    let documents: Vec<(&Value, FieldPath)> = match value {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d, path.index(i)))
+            .collect(),
+        Value::String(text) => match YamlDoc::parse_stream("rule text", text) {
+            Ok(doc) => {
+                parsed = doc.value_at(&FieldPath::root());
+                let items = parsed.as_ref().and_then(Value::as_array);
+                items
+                    .into_iter()
+                    .flatten()
+                    .map(|d| (d, path.clone()))
+                    .collect()
             }
-        };
-        typed += 1;
-        if let Some((_, rule_type)) = name.split_once('.') {
-            r.warn(
-                &mp.key("name"),
-                format!(
-                    "metadata.name {name:?} has a '.': the document belongs to routers of type {rule_type:?}, not to the standard mesh router: ignored"
-                ),
-            );
-            continue;
-        }
-        standard.push((Fields(map), path, name));
-    }
-    if !r.errors.is_empty() {
-        return Checked {
-            result: Err(r.errors),
-            warnings: r.warnings,
-        };
-    }
-    if typed == 0 || standard.is_empty() {
-        return Checked {
-            result: Ok(TextOutcome::Clear),
-            warnings: r.warnings,
-        };
-    }
-    let rule = read_standard(&mut r, &standard, fetch);
-    let result = match rule {
-        Some(rule) if r.errors.is_empty() => Ok(TextOutcome::Apply(rule)),
+            Err(e) => {
+                let (line, column) = (e.location.line, e.location.column);
+                let message = format!(
+                    "line {line}, column {column} of the rule text: {}",
+                    e.message
+                );
+                r.error(path, message);
+                Vec::new()
+            }
+        },
+        other => vec![(other, path.clone())],
+    };
+    let standard: Vec<_> = documents
+        .into_iter()
+        .filter_map(|(doc, path)| Some((doc, standard_name(&mut r, doc, &path)?, path)))
+        .collect();
+    let outcome = match standard.is_empty() {
+        _ if !r.errors.is_empty() => None,
+        true => Some(TextOutcome::Clear),
+        false => read_standard(&mut r, &standard, fetch).map(TextOutcome::Apply),
+    };
+    let result = match outcome {
+        Some(outcome) if r.errors.is_empty() => Ok(outcome),
         _ => Err(r.errors),
     };
     Checked {
@@ -233,24 +201,79 @@ pub fn read_documents<'v>(
     }
 }
 
-type Doc<'v> = (Fields<'v>, FieldPath, String);
+/// The name of a standard document (`metadata.name`, without a `.`); `None` for a document
+/// of another router or one Dubbo drops, with a warning, or one Dubbo refuses, with an error.
+fn standard_name(r: &mut Reader, doc: &Value, path: &FieldPath) -> Option<String> {
+    let meta = doc.get("metadata").and_then(Value::as_object);
+    let Some(meta) = meta.filter(|m| !m.is_empty()) else {
+        r.warn(
+            path,
+            match doc {
+                Value::Object(_) => {
+                    "a document without metadata.name is dropped (as Dubbo drops it)".to_string()
+                }
+                _ => format!(
+                    "a document that is {} is not a map: ignored (Dubbo: \"Rule format is unacceptable\")",
+                    kind_of(doc)
+                ),
+            },
+        );
+        return None;
+    };
+    let mp = path.key("metadata");
+    let name = match meta.get("name") {
+        Some(Value::String(n)) => n,
+        None | Some(Value::Null) => {
+            r.error(
+                &mp,
+                "metadata has no `name` (Dubbo refuses the whole text too)",
+            );
+            return None;
+        }
+        Some(other) => {
+            r.error(
+                &mp.key("name"),
+                format!(
+                    "metadata.name must be a string, not {} (Dubbo refuses the whole text too)",
+                    kind_of(other)
+                ),
+            );
+            return None;
+        }
+    };
+    if let Some((_, rule_type)) = name.split_once('.') {
+        r.warn(
+            &mp.key("name"),
+            format!(
+                "metadata.name {name:?} has a '.': the document belongs to routers of type {rule_type:?}, not to the standard mesh router: ignored"
+            ),
+        );
+        return None;
+    }
+    Some(name.clone())
+}
 
 const DOCUMENT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "spec"];
 
-fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<AppRule> {
-    let mut destination_rules = Vec::new();
-    let mut subsets: Vec<Subset> = Vec::new();
+/// The standard documents (each with its path and name) into a rule: every
+/// `DestinationRule`'s subsets first, then the `VirtualService`s that name them.
+fn read_standard(
+    r: &mut Reader,
+    docs: &[(&Value, String, FieldPath)],
+    fetch: Fetch<'_>,
+) -> Option<AppRule> {
+    let mut rule = AppRule::default();
     let mut vs_docs = Vec::new();
-    for (map, path, name) in docs {
-        match map.0.get("kind") {
-            Some(Value::String(k)) if k == "DestinationRule" => {
-                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
-                destination_rules.push(name.clone());
-                read_destination_rule(r, *map, path, &mut subsets);
-            }
-            Some(Value::String(k)) if k == "VirtualService" => {
-                r.unknown_keys(map.0, path, "a document", &DOCUMENT_KEYS);
-                vs_docs.push((map, path, name));
+    for (doc, name, path) in docs {
+        match doc.get("kind") {
+            Some(Value::String(k)) if k == "DestinationRule" || k == "VirtualService" => {
+                let fields = r.object(doc, path, "a document", &DOCUMENT_KEYS)?;
+                if k == "VirtualService" {
+                    vs_docs.push((fields, name));
+                    continue;
+                }
+                rule.destination_rules.push(name.clone());
+                read_destination_rule(r, &fields);
             }
             other => {
                 let what = match other {
@@ -267,105 +290,95 @@ fn read_standard(r: &mut Reader, docs: &[Doc<'_>], fetch: Fetch<'_>) -> Option<A
             }
         }
     }
-    if destination_rules.is_empty() || vs_docs.is_empty() {
-        let missing = if destination_rules.is_empty() {
+    if rule.destination_rules.is_empty() || vs_docs.is_empty() {
+        let missing = if rule.destination_rules.is_empty() {
             "DestinationRule"
         } else {
             "VirtualService"
         };
-        let at = docs.first().map(|d| d.1.clone()).unwrap_or_default();
         r.error(
-            &at.parent(),
+            &docs[0].2.parent(),
             format!(
                 "a mesh rule needs at least one DestinationRule and one VirtualService; this one has no {missing} (Dubbo keeps the previous rule)"
             ),
         );
         return None;
     }
-    let virtual_services = vs_docs
+    rule.virtual_services = vs_docs
         .into_iter()
-        .filter_map(|(map, path, name)| read_virtual_service(r, *map, path, name, &subsets, fetch))
+        .filter_map(|(doc, name)| read_virtual_service(r, &doc, name, fetch))
         .collect();
-    Some(AppRule {
-        destination_rules,
-        virtual_services,
-        subsets,
-    })
+    rule.subsets = std::mem::take(&mut r.subsets);
+    Some(rule)
 }
 
-fn read_destination_rule(
-    r: &mut Reader,
-    map: Fields<'_>,
-    path: &FieldPath,
-    subsets: &mut Vec<Subset>,
-) {
-    let sp = path.key("spec");
-    let Some(spec) = map.get("spec") else {
-        r.error(
-            path,
-            "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)",
-        );
+/// A `DestinationRule`'s subsets, merged by name into the reader's.
+fn read_destination_rule(r: &mut Reader, doc: &Fields<'_>) {
+    let needs = "a DestinationRule needs `spec.subsets` (Dubbo fails while building subsets)";
+    let Some(spec) = read_spec(r, doc, needs, &["host", "subsets", "trafficPolicy"]) else {
         return;
     };
-    let Some(spec) = r.object(spec, &sp, "spec", &["host", "subsets", "trafficPolicy"]) else {
-        return;
-    };
-    r.field(spec, &sp, "host", Reader::string);
+    r.get::<String>(&spec, "host");
     let Some(list) = spec.get("subsets") else {
         r.error(
-            &sp,
+            &spec.path,
             "a DestinationRule needs `subsets` (Dubbo fails while building subsets)",
         );
         return;
     };
-    r.each(list, &sp.key("subsets"), |r, item, ip| {
-        let s = r.object(item, ip, "a subset", &["name", "labels"])?;
-        let name = match s.get("name") {
-            Some(n) => r.string(n, &ip.key("name")),
-            None => {
-                r.warn(
-                    ip,
-                    "a subset without `name`: only a destination without `subset` reaches it",
-                );
-                None
-            }
-        };
-        let labels = (r.field(s, ip, "labels", Reader::string_map)).unwrap_or_default();
-        match subsets.iter_mut().find(|x| x.name == name) {
-            Some(existing) => existing.label_sets.push(labels),
-            None => subsets.push(Subset {
-                name,
-                label_sets: vec![labels],
-            }),
-        }
-        Some(())
-    });
+    r.each(list, &spec.at("subsets"), read_subset);
+}
+
+/// A document's `spec` (`known` its keys): an error saying what it `needs` when absent.
+fn read_spec<'v>(
+    r: &mut Reader,
+    doc: &Fields<'v>,
+    needs: &str,
+    known: &[&str],
+) -> Option<Fields<'v>> {
+    let Some(spec) = doc.get("spec") else {
+        r.error(&doc.path, needs);
+        return None;
+    };
+    r.object(spec, &doc.at("spec"), "spec", known)
+}
+
+/// One subset definition, merged by name into the reader's subsets.
+fn read_subset(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<()> {
+    let s = r.object(value, path, "a subset", &["name", "labels"])?;
+    if s.get("name").is_none() {
+        r.warn(
+            path,
+            "a subset without `name`: only a destination without `subset` reaches it",
+        );
+    }
+    let name = r.get(&s, "name");
+    let labels = r.get(&s, "labels").unwrap_or_default();
+    match r.subsets.iter_mut().find(|x| x.name == name) {
+        Some(existing) => existing.label_sets.push(labels),
+        None => r.subsets.push(Subset {
+            name,
+            label_sets: vec![labels],
+        }),
+    }
+    Some(())
 }
 
 fn read_virtual_service(
     r: &mut Reader,
-    map: Fields<'_>,
-    path: &FieldPath,
+    doc: &Fields<'_>,
     name: &str,
-    subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<VirtualService> {
-    let sp = path.key("spec");
-    let Some(spec) = map.get("spec") else {
-        r.error(
-            path,
-            "a VirtualService needs `spec` (Dubbo fails every call that reaches it)",
-        );
-        return None;
-    };
-    let spec = r.object(spec, &sp, "spec", &["hosts", "dubbo"])?;
-    r.field(spec, &sp, "hosts", |r, v, p| r.each(v, p, Reader::string));
+    let needs = "a VirtualService needs `spec` (Dubbo fails every call that reaches it)";
+    let spec = read_spec(r, doc, needs, &["hosts", "dubbo"])?;
+    r.get::<Vec<String>>(&spec, "hosts");
     let routes = read_in_order(
         r,
-        (spec, &sp, "dubbo"),
+        (&spec, "dubbo"),
         "has no `services` and takes every service first",
         |route: &DubboRoute| route.services.is_empty(),
-        |r, item, ip| read_route(r, item, ip, subsets, fetch),
+        |r, item, ip| read_route(r, item, ip, fetch),
     );
     Some(VirtualService {
         name: name.to_string(),
@@ -373,66 +386,55 @@ fn read_virtual_service(
     })
 }
 
-/// The elements of list `key` of `map` (at `path`) read by `read`, in order, with a
-/// warning on each one after the first that `takes_all` holds for: `reason` says why that
-/// one takes everything first.
+/// The elements of list `key` of `fields` read by `read`, in order, with a warning on each
+/// one after the first that `takes_all` holds for: `reason` says why that one takes
+/// everything first.
 fn read_in_order<T>(
     r: &mut Reader,
-    (map, path, key): (Fields<'_>, &FieldPath, &str),
+    (fields, key): (&Fields<'_>, &str),
     reason: &str,
     takes_all: impl Fn(&T) -> bool,
     mut read: impl FnMut(&mut Reader, &Value, &FieldPath) -> Option<T>,
 ) -> Vec<T> {
     let (mut first, mut i): (Option<usize>, usize) = (None, 0);
-    let items = r.field(map, path, key, |r, list, lp| {
-        r.each(list, lp, |r, item, ip| {
-            if let Some(at) = first {
-                r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
-            }
-            let element = read(r, item, ip);
-            if first.is_none() && element.as_ref().is_some_and(&takes_all) {
-                first = Some(i);
-            }
-            i += 1;
-            element
-        })
-    });
-    items.unwrap_or_default()
+    let Some(list) = fields.get(key) else {
+        return Vec::new();
+    };
+    r.each(list, &fields.at(key), |r, item, ip| {
+        if let Some(at) = first {
+            r.warn(ip, format!("unreachable: {key}[{at}] {reason}"));
+        }
+        let element = read(r, item, ip);
+        if first.is_none() && element.as_ref().is_some_and(&takes_all) {
+            first = Some(i);
+        }
+        i += 1;
+        element
+    })
+    .unwrap_or_default()
 }
 
 fn read_route(
     r: &mut Reader,
     value: &Value,
     path: &FieldPath,
-    subsets: &[Subset],
     fetch: Fetch<'_>,
 ) -> Option<DubboRoute> {
-    let map = r.object(
-        value,
-        path,
-        "a dubbo route",
-        &["name", "services", "routedetail"],
-    )?;
-    let name = r.field(map, path, "name", Reader::string);
-    let mut services = Vec::new();
-    if let Some(v) = map.get("services") {
-        let sp = path.key("services");
-        services = r.string_match_list(v, &sp).unwrap_or_default();
-        for (i, m) in services.iter().enumerate() {
-            if m.exact
-                .as_deref()
-                .is_some_and(|e| e.contains(':') || e.contains('/'))
-            {
-                r.warn(
-                    &sp.index(i).key("exact"),
-                    "services match the interface name only (no group or version): this exact value never matches",
-                );
-            }
+    let known = ["name", "services", "routedetail"];
+    let f = r.object(value, path, "a dubbo route", &known)?;
+    let name = r.get(&f, "name");
+    let services: Vec<StringMatch> = r.get(&f, "services").unwrap_or_default();
+    for (i, m) in services.iter().enumerate() {
+        if m.exact.as_deref().is_some_and(|e| e.contains([':', '/'])) {
+            r.warn(
+                &f.at("services").index(i).key("exact"),
+                "services match the interface name only (no group or version): this exact value never matches",
+            );
         }
     }
     let details = read_in_order(
         r,
-        (map, path, "routedetail"),
+        (&f, "routedetail"),
         "has no `match` and takes every call first",
         |detail: &RouteDetail| detail.matches.is_empty(),
         |r, item, ip| {
@@ -440,7 +442,7 @@ fn read_route(
             let built = matches!(item, Value::Object(_) | Value::Array(_))
                 .then(|| fetch(ip))
                 .flatten();
-            read_detail(r, built.as_ref().unwrap_or(item), ip, subsets)
+            read_detail(r, built.as_ref().unwrap_or(item), ip)
         },
     );
     Some(DubboRoute {
@@ -450,19 +452,11 @@ fn read_route(
     })
 }
 
-fn read_detail(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-) -> Option<RouteDetail> {
-    let map = r.object(value, path, "a route detail", &["name", "match", "route"])?;
-    let name = r.field(map, path, "name", Reader::string);
-    let matches = (r.field(map, path, "match", |r, v, p| {
-        r.each(v, p, Reader::match_request)
-    }))
-    .unwrap_or_default();
-    let route = match map.get("route") {
+fn read_detail(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<RouteDetail> {
+    let f = r.object(value, path, "a route detail", &["name", "match", "route"])?;
+    let name = r.get(&f, "name");
+    let matches = r.get(&f, "match").unwrap_or_default();
+    let route = match f.get("route") {
         None => {
             r.warn(
                 path,
@@ -470,30 +464,7 @@ fn read_detail(
             );
             None
         }
-        Some(v) => {
-            let rp = path.key("route");
-            let items = r.list(v, &rp)?;
-            if items.is_empty() {
-                r.error(
-                    &rp,
-                    "`route` is empty (Dubbo fails every call that reaches it); remove the detail or give a destination",
-                );
-                return None;
-            }
-            let list: Vec<Destination> = items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, d)| read_route_destination(r, d, &rp.index(i), subsets))
-                .collect();
-            let d = Destinations::new(list);
-            if d.eligible.is_empty() && !d.list.is_empty() {
-                r.warn(
-                    &rp,
-                    "every destination has weight 0: the detail selects nothing",
-                );
-            }
-            Some(d)
-        }
+        Some(v) => Some(read_destinations(r, v, &f.at("route"))?),
     };
     Some(RouteDetail {
         name,
@@ -502,75 +473,69 @@ fn read_detail(
     })
 }
 
-fn read_route_destination(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-) -> Option<Destination> {
-    let map = r.object(
+/// A detail's `route`.
+fn read_destinations(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Destinations> {
+    let list = r.each(value, path, read_route_destination)?;
+    if value.as_array().is_some_and(Vec::is_empty) {
+        r.error(
+            path,
+            "`route` is empty (Dubbo fails every call that reaches it); remove the detail or give a destination",
+        );
+        return None;
+    }
+    if !list.is_empty() && list.iter().all(|d| d.weight == 0) {
+        r.warn(
+            path,
+            "every destination has weight 0: the detail selects nothing",
+        );
+    }
+    Some(Destinations::new(list))
+}
+
+fn read_route_destination(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Destination> {
+    let f = r.object(
         value,
         path,
         "a route destination",
         &["weight", "destination"],
     )?;
-    let weight = match map.get("weight") {
+    let weight = match f.get("weight") {
+        Some(_) => r.get::<i64>(&f, "weight")?,
         None => 1,
-        Some(v) => {
-            let w = r.int(v, &path.key("weight"))?;
-            if w < 0 {
-                r.warn(
-                    &path.key("weight"),
-                    format!("weight {w} is negative: read as 1"),
-                );
-                1
-            } else {
-                w as u32
-            }
-        }
     };
-    let Some(d) = map.get("destination") else {
+    if weight < 0 {
+        let message = format!("weight {weight} is negative: read as 1");
+        r.warn(&f.at("weight"), message);
+    }
+    let Some(d) = f.get("destination") else {
         r.error(
             path,
             "a route entry needs a `destination` (Dubbo fails every call that draws it)",
         );
         return None;
     };
-    let mut chain = Vec::new();
-    read_destination(r, d, &path.key("destination"), subsets, &mut chain)?;
+    let chain = read_destination(r, d, &f.at("destination"))?;
+    let weight = u32::try_from(weight).unwrap_or(1);
     Some(Destination { weight, chain })
 }
 
-/// Reads a `DubboDestination` and its fallbacks into `chain`.
-fn read_destination(
-    r: &mut Reader,
-    value: &Value,
-    path: &FieldPath,
-    subsets: &[Subset],
-    chain: &mut Vec<SubsetRef>,
-) -> Option<()> {
-    let map = r.object(
-        value,
-        path,
-        "a destination",
-        &["host", "subset", "port", "fallback"],
-    )?;
-    r.field(map, path, "host", Reader::string);
-    r.field(map, path, "port", Reader::int);
-    let name = match map.get("subset") {
-        Some(s) => r.string(s, &path.key("subset")),
-        None => {
-            r.warn(
-                path,
-                "a destination without `subset` names the nameless subset",
-            );
-            None
-        }
-    };
-    let id = subsets.iter().position(|s| s.name == name);
+/// A `DubboDestination`'s subset, then each of its fallbacks', in order.
+fn read_destination(r: &mut Reader, value: &Value, path: &FieldPath) -> Option<Vec<SubsetRef>> {
+    let known = ["host", "subset", "port", "fallback"];
+    let f = r.object(value, path, "a destination", &known)?;
+    r.get::<String>(&f, "host");
+    r.get::<i64>(&f, "port");
+    if f.get("subset").is_none() {
+        r.warn(
+            path,
+            "a destination without `subset` names the nameless subset",
+        );
+    }
+    let name: Option<String> = r.get(&f, "subset");
+    let id = r.subsets.iter().position(|s| s.name == name);
     if id.is_none() {
         r.warn(
-            &path.key("subset"),
+            &f.at("subset"),
             format!(
                 "no DestinationRule of the application defines subset {}: it never has a provider",
                 name.as_deref()
@@ -578,33 +543,34 @@ fn read_destination(
             ),
         );
     }
-    chain.push(SubsetRef { name, id });
-    let Some(fb) = map.get("fallback") else {
-        return Some(());
+    let mut chain = vec![SubsetRef { name, id }];
+    let Some(fb) = f.get("fallback") else {
+        return Some(chain);
     };
-    let fp = path.key("fallback");
-    let Value::Object(fmap) = fb else {
+    let fp = f.at("fallback");
+    let Value::Object(map) = fb else {
         r.error(&fp, format!("must be a mapping, not {}", kind_of(fb)));
         return None;
     };
-    let fmap = Fields(fmap);
-    if let Some(next) = fmap.get("destination") {
+    let present = |key| map.get(key).is_some_and(|v| !v.is_null());
+    if present("destination") {
         // Dubbo's own, nested form: {destination: {...}, weight}.
-        r.object(fb, &fp, "a fallback", &["destination", "weight"]);
-        r.field(fmap, &fp, "weight", Reader::int);
-        read_destination(r, next, &fp.key("destination"), subsets, chain)
-    } else if fmap.get("subset").is_some() {
+        let fallback = r.object(fb, &fp, "a fallback", &["destination", "weight"])?;
+        r.get::<i64>(&fallback, "weight");
+        let next = fallback.get("destination")?;
+        chain.extend(read_destination(r, next, &fallback.at("destination"))?);
+    } else if present("subset") {
         // The flat form {host, subset}: Dubbo reads no fallback here; routechain honours it.
         r.warn(
             &fp,
             "flat fallback {host, subset}: routechain follows it, but Dubbo ignores it (write fallback: {destination: {subset: ...}} for both)",
         );
-        read_destination(r, fb, &fp, subsets, chain)
+        chain.extend(read_destination(r, fb, &fp)?);
     } else {
         r.warn(
             &fp,
             "a fallback without `destination` (or `subset`) is no fallback",
         );
-        Some(())
     }
+    Some(chain)
 }

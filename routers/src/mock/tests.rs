@@ -27,11 +27,7 @@ fn mock_selects_by_the_need_mock_attachment() {
             Some(v) => request(&[("invocation.need.mock", v)]),
             None => request(&[]),
         };
-        let entry = ChainEntry::new(
-            "mock",
-            -100,
-            chain_router("mock", MockRouter, None).unwrap(),
-        );
+        let entry = ChainEntry::new("mock", -100, build(MockRouter, "mock", None).unwrap());
         assert_eq!(route(&snap, &c, vec![entry], &req), want, "{name}");
     }
 }
@@ -39,11 +35,7 @@ fn mock_selects_by_the_need_mock_attachment() {
 #[test]
 fn mock_without_mock_providers_empties_a_mock_call() {
     let snap = snapshot(&["dubbo://10.0.0.1:1/s", "tri://10.0.0.2:1/s"]);
-    let entry = ChainEntry::new(
-        "mock",
-        -100,
-        chain_router("mock", MockRouter, None).unwrap(),
-    );
+    let entry = ChainEntry::new("mock", -100, build(MockRouter, "mock", None).unwrap());
     let got = route(
         &snap,
         &consumer("consumer://h/s"),

@@ -27,35 +27,21 @@ use routechain_core::{FieldPath, RuleError};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use crate::dubbo::DubboBool;
 pub use crate::dubbo::StringMatch;
-use crate::dubbo::{is_enabled, regex_reason};
+use crate::dubbo::{RawHeader, regex_reason};
 
 use super::address::AddressPattern;
 
 /// The tag rule as written. Unknown fields are ignored, as Dubbo ignores them (`routechain
 /// check` warns about them, with a "did you mean").
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct RawTagRule {
-    /// `configVersion`: `v3.0` enables `match`; older versions only know `addresses`.
-    pub config_version: Option<String>,
-    /// `scope` (informational for tag rules).
-    pub scope: Option<String>,
-    /// `key`: the provider application the rule is for (informational).
-    pub key: Option<String>,
-    /// `enabled` (default true): a disabled rule leaves static-tag routing.
-    pub enabled: Option<DubboBool>,
-    /// `force` (default false): a dynamic tag whose addresses match nothing returns empty.
-    pub force: Option<DubboBool>,
-    /// `runtime` (parsed; the tag router always routes per request).
-    pub runtime: Option<DubboBool>,
-    /// `valid` (default true): `false` disables the rule, as in Dubbo.
-    pub valid: Option<DubboBool>,
-    /// `dynamic` (parsed, ignored as in Dubbo).
-    pub dynamic: Option<DubboBool>,
-    /// `priority` (parsed, ignored: the chain file orders routers).
-    pub priority: Option<i64>,
+    /// The header: `configVersion` `v3.0` enables `match` (older versions only know
+    /// `addresses`); `enabled: false` leaves static-tag routing; `force` (default false): a
+    /// dynamic tag whose addresses match nothing returns empty; `runtime` is read (the tag
+    /// router always routes per request).
+    #[serde(flatten)]
+    pub(crate) header: RawHeader,
     /// `tags`: required and non-empty.
     pub tags: Option<Vec<RawTag>>,
 }
@@ -154,16 +140,19 @@ impl TagRule {
     /// document's path.
     pub fn compile(raw: RawTagRule, root: &FieldPath) -> Result<TagRule, Vec<RuleError>> {
         let mut errors = Vec::new();
+        let header = raw.header.check(root, &mut errors);
         let tags_path = root.key("tags");
         let raw_tags = match raw.tags {
             Some(t) if !t.is_empty() => t,
             Some(_) => {
                 let message = "`tags` is empty: a tag rule needs at least one tag";
-                return Err(vec![RuleError::new(tags_path, message)]);
+                errors.push(RuleError::new(tags_path, message));
+                return Err(errors);
             }
             None => {
                 let message = "missing field `tags`: a tag rule needs at least one tag";
-                return Err(vec![RuleError::new(root.clone(), message)]);
+                errors.push(RuleError::new(root.clone(), message));
+                return Err(errors);
             }
         };
         let mut tags = Vec::with_capacity(raw_tags.len());
@@ -208,11 +197,11 @@ impl TagRule {
             return Err(errors);
         }
         let rule = TagRule {
-            enabled: is_enabled(raw.enabled, raw.valid),
-            force: DubboBool::or(raw.force, false),
-            runtime: DubboBool::or(raw.runtime, true),
-            key: raw.key,
-            config_version: raw.config_version,
+            enabled: header.enabled,
+            force: header.force.unwrap_or(false),
+            runtime: header.runtime.unwrap_or(true),
+            key: header.key,
+            config_version: header.config_version,
             tags,
         };
         if !rule.uses_match() && rule.tags.iter().any(|t| t.matches.is_some()) {

@@ -10,7 +10,7 @@ use routechain_core::Router;
 use routechain_core::{CallState, ChainEntry, ChainState, Request, Trace, Url, router_fn};
 
 fn tag_router(rule: Option<&str>) -> Arc<dyn Router> {
-    chain_router("tag", TagRouter, rule).expect("test rule compiles")
+    build(TagRouter, "tag", rule).expect("test rule compiles")
 }
 
 fn tag_entry(rule: Option<&str>) -> ChainEntry {

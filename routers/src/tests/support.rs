@@ -54,20 +54,6 @@ pub(crate) fn compile<T: TypedRouter>(router: T, yaml: &str) -> Result<T::Rule, 
     with_doc(yaml, |doc| TypedFactory::new("test", router).compile(*doc))
 }
 
-/// A chain router of `type_name` from the typed `router` with `yaml` as its rule (`None`:
-/// an entry without a rule).
-pub(crate) fn chain_router<T: TypedRouter>(
-    type_name: &str,
-    router: T,
-    yaml: Option<&str>,
-) -> Result<Arc<dyn Router>, Vec<RuleError>> {
-    let factory = TypedFactory::new(type_name, router);
-    match yaml {
-        Some(yaml) => with_doc(yaml, |doc| factory.build_rule(Some(*doc))),
-        None => factory.build_rule(None),
-    }
-}
-
 /// The chain of a chain file's text (the built-in routers) prepared over `providers`, with
 /// no consumer.
 pub(crate) fn chain_state(chain: &str, providers: Arc<Snapshot>) -> ChainState {

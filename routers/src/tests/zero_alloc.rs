@@ -6,10 +6,8 @@ use std::sync::Arc;
 use crate::affinity::AffinityRouter;
 use crate::mock::MockRouter;
 use crate::tag::TagRouter;
-use routechain_core::{
-    CallState, ChainEntry, ChainState, FieldPath, Request, Snapshot, TypedFactory, Url,
-};
-use routechain_rules::YamlDoc;
+use crate::test_support::build;
+use routechain_core::{CallState, ChainEntry, ChainState, Request, Snapshot, Url};
 
 const TAG_RULE: &str = "\
 configVersion: v3.0
@@ -39,27 +37,14 @@ fn tag_mock_and_affinity_route_without_allocating() {
         })
         .collect();
     let snapshot = Arc::new(Snapshot::parse_lines(1, &text).unwrap());
-    let root = FieldPath::root();
-    let tag_doc = YamlDoc::parse("tag", TAG_RULE).unwrap();
-    let tag = TypedFactory::new("tag", TagRouter)
-        .build_rule(tag_doc.rule_doc(&root))
-        .unwrap();
-    let aff_doc = YamlDoc::parse("affinity", AFFINITY_RULE).unwrap();
-    let affinity = TypedFactory::new("affinity", AffinityRouter)
-        .build_rule(aff_doc.rule_doc(&root))
-        .unwrap();
+    let tag = build(TagRouter, "tag", Some(TAG_RULE)).unwrap();
+    let affinity = build(AffinityRouter, "affinity", Some(AFFINITY_RULE)).unwrap();
     let state = ChainState::new(
         None,
         snapshot,
         Url::parse("consumer://10.9.9.9/svc?zone=z1").unwrap(),
         vec![
-            ChainEntry::new(
-                "mock",
-                -100,
-                TypedFactory::new("mock", MockRouter)
-                    .build_rule(None)
-                    .unwrap(),
-            ),
+            ChainEntry::new("mock", -100, build(MockRouter, "mock", None).unwrap()),
             ChainEntry::new("tag", 100, tag),
             ChainEntry::new("affinity", 130, affinity),
         ],

@@ -9,6 +9,36 @@ fn snapshot(lines: &[&str]) -> Snapshot {
     Snapshot::parse_lines(1, &lines.join("\n")).unwrap()
 }
 
+/// An override layer: a consumer-side rule set `keys` (comma-separated) on the provider at
+/// `address`.
+#[derive(Debug)]
+struct Marked {
+    address: &'static str,
+    keys: String,
+}
+
+impl super::super::OverrideKeys for Marked {
+    fn keys(&self, provider: &Provider, each: &mut dyn FnMut(&str)) {
+        if provider.address() == self.address {
+            self.keys
+                .split(',')
+                .filter(|k| !k.is_empty())
+                .for_each(each);
+        }
+    }
+}
+
+/// `config` with a rule that set `keys` on the provider at `address`.
+fn marked(config: ServiceConfig, address: &'static str, keys: &str) -> ServiceConfig {
+    ServiceConfig {
+        overrides: OverrideLayer::new(Arc::new(Marked {
+            address,
+            keys: keys.to_string(),
+        })),
+        ..config
+    }
+}
+
 /// The consumer: service timeout 700 ms only when `service`, `get`'s 300 ms only when
 /// `method`.
 fn consumer(service: bool, method: bool) -> ServiceConfig {
@@ -32,7 +62,6 @@ fn consumer(service: bool, method: bool) -> ServiceConfig {
 /// the highest layer present.
 #[test]
 fn timeout_follows_dubbos_precedence_layer_by_layer() {
-    let ov = format!("{OVERRIDDEN_KEY}=get.timeout,timeout");
     let rows: [(&str, bool, bool, u64, Source); 8] = [
         // provider URL, consumer service, consumer method, want, source
         (
@@ -87,13 +116,14 @@ fn timeout_follows_dubbos_precedence_layer_by_layer() {
         ("methods=get", false, false, 1000, Source::Default),
     ];
     for (k, (params, svc, method, want, source)) in rows.into_iter().enumerate() {
-        // Rows 0 and 4 carry the override marker (the rule set those keys).
-        let url = if k == 0 || k == 4 {
-            format!("dubbo://10.0.0.1:1/s?{params}&{ov}")
+        // In rows 0 and 4 a rule set those keys.
+        let url = format!("dubbo://10.0.0.1:1/s?{params}");
+        let config = if k == 0 || k == 4 {
+            marked(consumer(svc, method), "10.0.0.1:1", "get.timeout,timeout")
         } else {
-            format!("dubbo://10.0.0.1:1/s?{params}")
+            consumer(svc, method)
         };
-        let p = CallParams::new(&snapshot(&[&url]), &consumer(svc, method));
+        let p = CallParams::new(&snapshot(&[&url]), &config);
         let m = p.method(Some("get"));
         assert_eq!(
             p.timeout(m, Some(0)),
@@ -107,16 +137,17 @@ fn timeout_follows_dubbos_precedence_layer_by_layer() {
 fn retries_and_forks_never_come_from_the_provider() {
     let s = snapshot(&[
         "dubbo://10.0.0.1:1/s?retries=7&forks=5",
-        &format!("dubbo://10.0.0.2:1/s?retries=4&{OVERRIDDEN_KEY}=retries"),
+        "dubbo://10.0.0.2:1/s?retries=4",
     ]);
-    let p = CallParams::new(&s, &ServiceConfig::default());
+    let rule = marked(ServiceConfig::default(), "10.0.0.2:1", "retries");
+    let p = CallParams::new(&s, &rule);
     let m = p.method(None);
     assert_eq!(p.retries(m, Some(0)), (2, Source::Default));
     assert_eq!(p.forks(m, Some(0)), (2, Source::Default));
     assert_eq!(p.retries(m, Some(1)), (4, Source::OverrideService));
     let consumer = ServiceConfig {
         retries: Some(0),
-        ..ServiceConfig::default()
+        ..rule
     };
     let p = p.configured(&consumer);
     assert_eq!(p.retries(m, Some(0)), (0, Source::ConsumerService));
@@ -270,4 +301,103 @@ fn a_provider_with_many_method_parameters_is_read_whole() {
             "{m}"
         );
     }
+}
+
+/// `getWeight`'s `getMethodParameter(method, "weight", 100)` layer by layer: an override
+/// rule's `get.weight`, the provider's own (for a method it lists), the service-level
+/// weight (the rule's or the provider's), the default; a value that is not an int leaves
+/// the next layer to decide, a negative one weighs 0.
+#[test]
+fn method_weight_follows_dubbos_precedence() {
+    // provider URL params, keys an override rule set, want for `get`
+    let rows: [(&str, &str, u32); 10] = [
+        ("get.weight=30&weight=200&methods=get", "get.weight", 30),
+        ("get.weight=30&weight=200&methods=put", "get.weight", 30),
+        ("get.weight=50&weight=200&methods=get", "", 50),
+        ("get.weight=50&weight=200&methods=put", "", 200),
+        ("get.weight=50&weight=300&methods=get", "weight", 50),
+        ("get.weight=50&weight=300&methods=put", "weight", 300),
+        ("get.weight=50&methods=put", "", 100),
+        ("get.weight=-5&weight=200&methods=get", "", 0),
+        ("get.weight=x&weight=200&methods=get", "", 200),
+        ("get.weight=2147483648&methods=get", "", 100),
+    ];
+    for (k, (params, overridden, want)) in rows.into_iter().enumerate() {
+        let url = format!("dubbo://10.0.0.1:1/s?{params}");
+        let s = snapshot(&[&url, "dubbo://10.0.0.2:1/s?weight=7"]);
+        let config = marked(ServiceConfig::default(), "10.0.0.1:1", overridden);
+        let p = CallParams::new(&s, &config);
+        let service = crate::lb::Weights::new(&s);
+        let tables: Vec<Box<[u32]>> = p.method_weight_tables(service.table()).collect();
+        let get = p.weight_table(p.method(Some("get")));
+        let weight = |i: usize| match get {
+            Some(t) => tables[usize::from(t)][i],
+            None => service.get(i),
+        };
+        assert_eq!(weight(0), want, "row {k}: {url}");
+        assert_eq!(weight(1), 7, "row {k}: the other provider keeps its weight");
+        // Another method, and a call without one, weigh the service's weights.
+        for m in [Some("put"), None] {
+            assert_eq!(p.weight_table(p.method(m)), None, "row {k}: {m:?}");
+        }
+    }
+}
+
+/// A method with no `<method>.weight` anywhere has no table: its calls read the service's
+/// weights as before; one table per method that has its own.
+#[test]
+fn only_methods_with_their_own_weight_get_a_table() {
+    let s = snapshot(&[
+        "dubbo://10.0.0.1:1/s?methods=get,put&get.weight=10",
+        "dubbo://10.0.0.2:1/s?methods=get,put&put.weight=20&get.timeout=5",
+    ]);
+    let p = CallParams::new(&s, &ServiceConfig::default());
+    let service = crate::lb::Weights::new(&s);
+    let tables: Vec<Box<[u32]>> = p.method_weight_tables(service.table()).collect();
+    assert_eq!(tables.len(), 2);
+    let get = p.weight_table(p.method(Some("get"))).unwrap();
+    let put = p.weight_table(p.method(Some("put"))).unwrap();
+    assert_eq!(&*tables[usize::from(get)], &[10, 100]);
+    assert_eq!(&*tables[usize::from(put)], &[100, 20]);
+    assert_eq!(p.weight_table(p.method(Some("del"))), None);
+    let none = CallParams::new(
+        &snapshot(&["dubbo://10.0.0.1:1/s?methods=get&get.timeout=5&weight=3"]),
+        &ServiceConfig::default(),
+    );
+    assert_eq!(none.weight_table(none.method(Some("get"))), None);
+}
+
+/// The override layer is the only way a value ranks as a rule's: a provider URL naming
+/// `routechain.overridden` is a provider's own parameter (routers see it as any other), and
+/// a new layer re-ranks the same providers, through an edit or over the same snapshot.
+#[test]
+fn the_override_layer_ranks_keys_and_a_new_one_rereads_the_providers() {
+    let s = snapshot(&[
+        "dubbo://10.0.0.1:1/s?timeout=300&routechain.overridden=timeout",
+        "dubbo://10.0.0.2:1/s?timeout=400",
+    ]);
+    let consumer = consumer(true, false);
+    let p = CallParams::new(&s, &consumer);
+    for i in 0..2 {
+        assert_eq!(
+            p.timeout(p.method(None), Some(i)).1,
+            Source::ConsumerService
+        );
+    }
+    let ruled = marked(consumer.clone(), "10.0.0.2:1", "timeout");
+    assert!(!p.reads_overrides_of(&ruled));
+    let p = CallParams::new(&s, &ruled);
+    assert!(p.reads_overrides_of(&ruled));
+    assert_eq!(
+        p.timeout(p.method(None), Some(1)),
+        (Some(Duration::from_millis(400)), Source::OverrideService)
+    );
+    // An edit under another layer reads every provider again.
+    let next: Vec<_> = s.providers().to_vec();
+    let (new, edit) = s.edit_to(2, &next);
+    let edited = p.edited(&edit, &new, &consumer);
+    assert_eq!(
+        edited.timeout(edited.method(None), Some(1)),
+        (Some(Duration::from_millis(700)), Source::ConsumerService)
+    );
 }
