@@ -288,6 +288,8 @@ dubbo://10.0.0.2:20880/svc?loadbalance=roundrobin&timeout=250&retries=7&methods=
         ("loadbalance", "roundrobin", "provider URL"),
         ("cluster", "failover", "default"),
         ("forks", "2", "default"),
+        ("weight", "100", "default"),
+        ("warmup", "600000ms", "default"),
     ];
     let want: Vec<(String, String, String)> = want
         .iter()

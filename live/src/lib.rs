@@ -83,7 +83,7 @@ mod zk;
 pub use cache::CacheOptions;
 pub use chain::{LiveChain, LiveOptions, LiveStats, Report, Watching};
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
-pub use connection::RegistryConnection;
+pub use connection::{Following, RegistryConnection};
 pub use dubbo::{
     Exclusion, ServiceKey, configurators_path, decode_component, encode_component,
     parse_provider_node, providers_application, providers_path, rule_path,
@@ -101,7 +101,8 @@ pub use observe::{ApplyHistogram, SourceCount, UpdateResult};
 pub use providers::parse_providers;
 #[cfg(feature = "zookeeper")]
 pub use registry::{
-    RegistryAddress, RegistryAddressError, RegistryOptions, RegistrySource, RuleStore, RuleWriter,
+    RegistryAddress, RegistryAddressError, RegistryConfig, RegistryOptions, RegistrySource,
+    RuleStore, RuleWriter,
 };
 pub use template::ChainTemplate;
 #[cfg(feature = "zookeeper")]

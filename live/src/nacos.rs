@@ -20,10 +20,11 @@
 //!
 //! Every change is pushed as the ZooKeeper source pushes it (the same [`Update`]s and
 //! status lines, so `watch` prints the same lines and counts the same metrics). The
-//! client reconnects, subscribes and listens again by itself; the source probes the server
-//! every second, says when it is unreachable ([`NacosConfig::connection`] goes false) and
-//! re-reads everything when it answers again. Meanwhile nothing is pushed: the last good
-//! state keeps serving.
+//! source's clients are on one server at a time (`session.rs`): a server that refuses or
+//! falls silent is left for the next, the source says so (the connection state in
+//! [`NacosConfig::following`] goes false), and everything is read again on the next one.
+//! Meanwhile nothing is pushed: the last good state keeps serving. A rule config one
+//! server says it has not while another holds it is no deletion (`Ctx::read_rule`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -39,7 +40,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::dubbo::{Exclusion, ServiceKey};
 use crate::providers::AppCounts;
 use crate::{
-    LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update,
+    Following, LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError,
+    SourceHandle, Update,
 };
 
 mod address;
@@ -135,32 +137,21 @@ fn compatible(key: &ServiceKey, name: &str) -> bool {
 /// (`watch --metrics` exports it as `routechain_registry_connected`).
 pub type NacosConnection = crate::connection::RegistryConnection;
 
-/// What the Nacos source follows.
+/// What the Nacos source follows, and where.
 #[derive(Clone)]
 pub struct NacosConfig {
     /// The registry address, in the form [`NacosAddress::parse`] takes; a bad one is
     /// refused when the source starts.
     pub address: String,
-    /// The rules to follow.
-    pub rule_keys: Vec<RuleKey>,
-    /// The kinds of rule read under the providers' application once it is known: see
-    /// [`LiveChain::provider_app_kinds`].
-    pub provider_app_kinds: Vec<String>,
-    /// The kinds of rule read under every provider application present: see
-    /// [`LiveChain::each_provider_app_kinds`].
-    pub each_app_kinds: Vec<String>,
-    /// The reference whose providers to follow (`None`: providers come from elsewhere).
-    pub service: Option<ServiceKey>,
+    /// The rule configs and providers followed, the pause between connection attempts
+    /// and the connection's state.
+    pub following: Following,
     /// How often a wildcard or list reference looks for new matching services.
     pub lookup_interval: Duration,
     /// How often the rule configs are read. (The client's config listener of `nacos-sdk`
     /// 0.8.3 misses a config's first publication after it listened to the missing config,
     /// and its removal; a read of a config nobody listens to asks the server.)
     pub rule_poll: Duration,
-    /// The pause between connection attempts while Nacos is unreachable.
-    pub retry_delay: Duration,
-    /// The connection's state, set by the source (share it to show it).
-    pub connection: NacosConnection,
 }
 
 /// Shows the address with its password masked.
@@ -168,13 +159,9 @@ impl std::fmt::Debug for NacosConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NacosConfig")
             .field("address", &crate::address::mask(&self.address))
-            .field("rule_keys", &self.rule_keys)
-            .field("provider_app_kinds", &self.provider_app_kinds)
-            .field("each_app_kinds", &self.each_app_kinds)
-            .field("service", &self.service)
+            .field("following", &self.following)
             .field("lookup_interval", &self.lookup_interval)
             .field("rule_poll", &self.rule_poll)
-            .field("retry_delay", &self.retry_delay)
             .finish()
     }
 }
@@ -185,14 +172,9 @@ impl NacosConfig {
     pub fn for_chain(live: &LiveChain, address: impl Into<String>) -> Self {
         NacosConfig {
             address: address.into(),
-            rule_keys: live.subscriptions(),
-            provider_app_kinds: live.provider_app_kinds(),
-            each_app_kinds: live.each_provider_app_kinds(),
-            service: live.reference(),
+            following: Following::for_chain(live),
             lookup_interval: Duration::from_secs(10),
             rule_poll: Duration::from_secs(1),
-            retry_delay: Duration::from_millis(500),
-            connection: NacosConnection::default(),
         }
     }
 
@@ -200,12 +182,13 @@ impl NacosConfig {
     /// `dubbo`) and the providers' service name (a pattern for a wildcard reference).
     pub fn watched(&self) -> Vec<String> {
         let mut watched: Vec<String> = self
+            .following
             .rule_keys
             .iter()
             .filter(|k| k.router_type != RuleKey::LEGACY_OVERRIDES)
             .map(|k| format!("config {RULE_GROUP}/{}", rule_data_id(k)))
             .collect();
-        if let Some(s) = &self.service {
+        if let Some(s) = &self.following.service {
             watched.push(format!(
                 "service {}",
                 service_name(
@@ -277,26 +260,38 @@ impl NamingEventListener for Listener {
     }
 }
 
-/// The clients of one connection.
+/// The clients of one connection, to one server.
 struct Clients {
     naming: NamingService,
     config: ConfigService,
+    /// The server (`host:port`, its HTTP port).
+    server: String,
+    /// The address's group (the probe lists it).
+    group: String,
 }
 
-async fn connect(address: &NacosAddress) -> Result<Clients, NacosError> {
+/// Builds the clients on `server` alone (one of the address's).
+async fn connect(address: &NacosAddress, server: &str) -> Result<Clients, NacosError> {
     let failed = |e: nacos_sdk::api::error::Error| NacosError::Connect {
-        address: address.to_string(),
+        address: format!("{server} of {address}"),
         reason: e.to_string(),
     };
-    let mut naming = nacos_sdk::api::naming::NamingServiceBuilder::new(address.client_props());
-    let mut config = nacos_sdk::api::config::ConfigServiceBuilder::new(address.client_props());
+    let props = || address.client_props().server_addr(server);
+    let mut naming = nacos_sdk::api::naming::NamingServiceBuilder::new(props());
+    let mut config = nacos_sdk::api::config::ConfigServiceBuilder::new(props());
     if address.has_credentials() {
         naming = naming.enable_auth_plugin_http();
         config = config.enable_auth_plugin_http();
     }
-    let naming = naming.build().await.map_err(failed)?;
-    let config = config.build().await.map_err(failed)?;
-    Ok(Clients { naming, config })
+    // Each build sets up its own connection: both at once.
+    let (naming, config) = tokio::join!(naming.build(), config.build());
+    let (naming, config) = (naming.map_err(failed)?, config.map_err(failed)?);
+    Ok(Clients {
+        naming,
+        config,
+        server: server.to_string(),
+        group: address.group().to_string(),
+    })
 }
 
 /// One instance as read: the provider URL taken, or why it is not.
@@ -359,6 +354,7 @@ impl Ctx<'_> {
     /// Every rule key followed now.
     fn keys(&self) -> Vec<RuleKey> {
         self.config
+            .following
             .rule_keys
             .iter()
             .chain(&self.view.app_keys)
@@ -370,7 +366,7 @@ impl Ctx<'_> {
 
     /// The service names to follow now: the reference's, or every compatible one.
     async fn service_names(&self, naming: &NamingService) -> Result<Vec<String>, NacosError> {
-        let Some(key) = &self.config.service else {
+        let Some(key) = &self.config.following.service else {
             return Ok(Vec::new());
         };
         if concrete(key) {
@@ -403,13 +399,21 @@ impl Ctx<'_> {
     }
 
     /// Reads one rule's config and returns the event its change makes, if any.
+    ///
+    /// A config the server says it has not (not found, or empty) while the source holds
+    /// its rule is a deletion only when no other server of the address holds it either:
+    /// a server that has not caught up (restarted, or behind the raft leader) answers
+    /// `not found` for a config the others hold. Meanwhile the rule keeps serving and the
+    /// next read asks again, so a real deletion applies once it has reached the servers
+    /// that answer.
     async fn read_rule(
         &mut self,
-        config: &ConfigService,
+        clients: &Clients,
         key: &RuleKey,
     ) -> Result<Option<Update>, NacosError> {
         let data_id = rule_data_id(key);
-        let now = match config
+        let now = match clients
+            .config
             .get_config(data_id.clone(), RULE_GROUP.to_string())
             .await
         {
@@ -424,6 +428,18 @@ impl Ctx<'_> {
                 });
             }
         };
+        let held = self.view.rules.get(key).is_some_and(Option::is_some);
+        if now.is_none()
+            && held
+            && configs::held_elsewhere(self.address, &clients.server, &data_id, RULE_GROUP).await
+        {
+            tracing::debug!(
+                server = clients.server,
+                "{RULE_GROUP}/{data_id}: not found on the source's server but held by another; \
+                 the rule keeps serving"
+            );
+            return Ok(None);
+        }
         let before = self.view.rules.insert(key.clone(), now.clone()).flatten();
         let event = match (before, now) {
             (None, Some(d)) => RuleEvent::Added(d),
@@ -440,8 +456,8 @@ impl Ctx<'_> {
 
     /// The provider list from the instances read, and the updates it makes: the
     /// providers, if they changed, then the rules under the providers' applications.
-    async fn providers(&mut self, config: &ConfigService) -> Result<Vec<Update>, NacosError> {
-        let Some(service) = self.config.service.clone() else {
+    async fn providers(&mut self, clients: &Clients) -> Result<Vec<Update>, NacosError> {
+        let Some(service) = self.config.following.service.clone() else {
             return Ok(Vec::new());
         };
         let exact = self.address.dubbo_exact();
@@ -529,7 +545,7 @@ impl Ctx<'_> {
             text: ProviderText::Parsed { urls, skipped },
         }];
         let app = counts.application();
-        if app != self.view.provider_app && !self.config.provider_app_kinds.is_empty() {
+        if app != self.view.provider_app && !self.config.following.provider_app_kinds.is_empty() {
             for old in std::mem::take(&mut self.view.app_keys) {
                 self.view.rules.remove(&old);
             }
@@ -537,6 +553,7 @@ impl Ctx<'_> {
             if let Some(app) = app {
                 let keys: Vec<RuleKey> = self
                     .config
+                    .following
                     .provider_app_kinds
                     .iter()
                     .map(|k| RuleKey::new(app.clone(), k.clone()))
@@ -546,15 +563,16 @@ impl Ctx<'_> {
                     data_ids(&keys)
                 ));
                 for k in &keys {
-                    updates.extend(self.read_rule(config, k).await?);
+                    updates.extend(self.read_rule(clients, k).await?);
                 }
                 self.view.app_keys = keys;
             }
         }
         let apps = counts.applications();
-        if apps != self.view.each_apps && !self.config.each_app_kinds.is_empty() {
+        if apps != self.view.each_apps && !self.config.following.each_app_kinds.is_empty() {
             let keys_of = |app: &String| -> Vec<RuleKey> {
                 self.config
+                    .following
                     .each_app_kinds
                     .iter()
                     .map(|k| RuleKey::new(app.clone(), k.clone()))
@@ -566,7 +584,9 @@ impl Ctx<'_> {
                 let keys = keys_of(app);
                 self.view.each_keys.retain(|k| !keys.contains(k));
                 for k in &keys {
-                    if !self.config.rule_keys.contains(k) && !self.view.app_keys.contains(k) {
+                    if !self.config.following.rule_keys.contains(k)
+                        && !self.view.app_keys.contains(k)
+                    {
                         self.view.rules.remove(k);
                     }
                 }
@@ -582,7 +602,7 @@ impl Ctx<'_> {
                     data_ids(&keys)
                 ));
                 for k in &keys {
-                    updates.extend(self.read_rule(config, k).await?);
+                    updates.extend(self.read_rule(clients, k).await?);
                 }
                 self.view.each_keys.extend(keys);
             }

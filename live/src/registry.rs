@@ -22,7 +22,9 @@
 
 use std::fmt;
 
-use crate::{LiveChain, Source, SourceError, SourceHandle, UpdateSender, ZkConfig, ZkSource};
+use crate::{
+    Following, LiveChain, Source, SourceError, SourceHandle, UpdateSender, ZkConfig, ZkSource,
+};
 
 mod address;
 mod audit;
@@ -46,63 +48,45 @@ pub struct RegistryOptions {
     pub zone: Option<String>,
 }
 
-/// What one registry of a [`RegistrySource`] follows.
+/// One registry of a [`RegistrySource`]: its source's configuration (what it follows, in
+/// [`Following`], with its connection state).
 #[derive(Debug, Clone)]
-pub enum Following {
-    /// A ZooKeeper registry's configuration (its connection state in
-    /// [`ZkConfig::connection`]).
+pub enum RegistryConfig {
+    /// A ZooKeeper registry's configuration.
     ZooKeeper(ZkConfig),
-    /// A Nacos registry's configuration (its connection state in
-    /// [`crate::NacosConfig::connection`]).
+    /// A Nacos registry's configuration.
     #[cfg(feature = "nacos")]
     Nacos(crate::NacosConfig),
 }
 
-impl Following {
+impl RegistryConfig {
     /// What is followed from the start: ZooKeeper's node paths
     /// ([`ZkConfig::watched_paths`]), Nacos's configs and service
     /// ([`crate::NacosConfig::watched`]).
     pub fn watched(&self) -> Vec<String> {
         match self {
-            Following::ZooKeeper(c) => c.watched_paths(),
+            RegistryConfig::ZooKeeper(c) => c.watched_paths(),
             #[cfg(feature = "nacos")]
-            Following::Nacos(c) => c.watched(),
+            RegistryConfig::Nacos(c) => c.watched(),
         }
     }
 
-    /// The kinds of rule read under the providers' application once it is known.
-    pub fn provider_app_kinds(&self) -> &[String] {
+    /// What the registry's source follows.
+    pub fn following(&self) -> &Following {
         match self {
-            Following::ZooKeeper(c) => &c.provider_app_kinds,
+            RegistryConfig::ZooKeeper(c) => &c.following,
             #[cfg(feature = "nacos")]
-            Following::Nacos(c) => &c.provider_app_kinds,
+            RegistryConfig::Nacos(c) => &c.following,
         }
     }
 
-    /// The kinds of rule read under every provider application present.
-    pub fn each_app_kinds(&self) -> &[String] {
+    /// What the registry's source follows, to change before it starts (e.g. to share
+    /// its connection state with a metrics collector).
+    pub fn following_mut(&mut self) -> &mut Following {
         match self {
-            Following::ZooKeeper(c) => &c.each_app_kinds,
+            RegistryConfig::ZooKeeper(c) => &mut c.following,
             #[cfg(feature = "nacos")]
-            Following::Nacos(c) => &c.each_app_kinds,
-        }
-    }
-
-    /// The reference whose providers are followed (none: rules alone).
-    pub fn service(&self) -> Option<&crate::ServiceKey> {
-        match self {
-            Following::ZooKeeper(c) => c.service.as_ref(),
-            #[cfg(feature = "nacos")]
-            Following::Nacos(c) => c.service.as_ref(),
-        }
-    }
-
-    /// Shares `connection` with the source: it shows whether this registry is connected.
-    pub fn set_connection(&mut self, connection: crate::RegistryConnection) {
-        match self {
-            Following::ZooKeeper(c) => c.connection = connection,
-            #[cfg(feature = "nacos")]
-            Following::Nacos(c) => c.connection = connection,
+            RegistryConfig::Nacos(c) => &mut c.following,
         }
     }
 }
@@ -114,7 +98,7 @@ impl Following {
 /// the config center alone ([`RegistryAddress::config_center`]).
 #[derive(Clone)]
 pub struct RegistrySource {
-    members: Vec<(RegistryEntry, Following)>,
+    members: Vec<(RegistryEntry, RegistryConfig)>,
     zone_aware: bool,
     options: RegistryOptions,
 }
@@ -144,13 +128,14 @@ impl RegistrySource {
             macro_rules! follow {
                 ($config:expr, $kind:path) => {{
                     let mut config = $config;
+                    let following = &mut config.following;
                     if i != center {
-                        config.rule_keys.clear();
-                        config.provider_app_kinds.clear();
-                        config.each_app_kinds.clear();
+                        following.rule_keys.clear();
+                        following.provider_app_kinds.clear();
+                        following.each_app_kinds.clear();
                     }
                     if !entry.params.subscribe {
-                        config.service = None;
+                        following.service = None;
                     }
                     $kind(config)
                 }};
@@ -159,13 +144,13 @@ impl RegistrySource {
                 Registry::ZooKeeper(_) => {
                     follow!(
                         ZkConfig::for_chain(live, entry.text()),
-                        Following::ZooKeeper
+                        RegistryConfig::ZooKeeper
                     )
                 }
                 #[cfg(feature = "nacos")]
                 Registry::Nacos(_) => follow!(
                     crate::NacosConfig::for_chain(live, entry.text()),
-                    Following::Nacos
+                    RegistryConfig::Nacos
                 ),
             };
             members.push((entry.clone(), following));
@@ -178,7 +163,7 @@ impl RegistrySource {
     }
 
     /// Each registry and what it follows (the rules in the config center only).
-    pub fn following(&self) -> &[(RegistryEntry, Following)] {
+    pub fn following(&self) -> &[(RegistryEntry, RegistryConfig)] {
         &self.members
     }
 
@@ -191,26 +176,27 @@ impl RegistrySource {
                 .iter()
                 .zip(&other.members)
                 .all(|((_, a), (_, b))| {
+                    let (fa, fb) = (a.following(), b.following());
                     std::mem::discriminant(a) == std::mem::discriminant(b)
                         && a.watched() == b.watched()
-                        && a.service() == b.service()
-                        && a.provider_app_kinds() == b.provider_app_kinds()
-                        && a.each_app_kinds() == b.each_app_kinds()
+                        && fa.service == fb.service
+                        && fa.provider_app_kinds == fb.provider_app_kinds
+                        && fa.each_app_kinds == fb.each_app_kinds
                 })
     }
 
-    /// Each registry's following, to change before the source starts (e.g. to share a
+    /// Each registry's configuration, to change before the source starts (e.g. to share a
     /// connection state with a metrics collector).
-    pub fn following_mut(&mut self) -> impl Iterator<Item = &mut Following> {
+    pub fn following_mut(&mut self) -> impl Iterator<Item = &mut RegistryConfig> {
         self.members.iter_mut().map(|(_, f)| f)
     }
 }
 
-fn start_one(following: Following, tx: UpdateSender) -> Result<SourceHandle, SourceError> {
+fn start_one(following: RegistryConfig, tx: UpdateSender) -> Result<SourceHandle, SourceError> {
     match following {
-        Following::ZooKeeper(config) => Box::new(ZkSource::new(config)).start(tx),
+        RegistryConfig::ZooKeeper(config) => Box::new(ZkSource::new(config)).start(tx),
         #[cfg(feature = "nacos")]
-        Following::Nacos(config) => Box::new(crate::NacosSource::new(config)).start(tx),
+        RegistryConfig::Nacos(config) => Box::new(crate::NacosSource::new(config)).start(tx),
     }
 }
 
@@ -297,14 +283,10 @@ mod tests {
         source
             .following()
             .iter()
-            .map(|(_, f)| {
-                let rule_keys = match f {
-                    Following::ZooKeeper(c) => c.rule_keys.len(),
-                    #[cfg(feature = "nacos")]
-                    Following::Nacos(c) => c.rule_keys.len(),
-                };
-                let service = f.service().map(|s| s.interface.clone());
-                (rule_keys, f.provider_app_kinds().len(), service)
+            .map(|(_, c)| {
+                let f = c.following();
+                let service = f.service.as_ref().map(|s| s.interface.clone());
+                (f.rule_keys.len(), f.provider_app_kinds.len(), service)
             })
             .collect()
     }

@@ -32,9 +32,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use zookeeper_client::{Client, Error as ZkClientError};
 
-use crate::dubbo::{
-    Exclusion, ServiceKey, decode_component, parse_provider_node, providers_path, rule_path,
-};
+use crate::dubbo::{Exclusion, decode_component, parse_provider_node, providers_path, rule_path};
 use crate::providers::{AppCounts, KeyMap, TextKey};
 
 mod address;
@@ -52,7 +50,8 @@ pub use session::ZkConnection;
 use unreadable::Unreadable;
 
 use crate::{
-    LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError, SourceHandle, Update,
+    Following, LiveChain, ProviderText, RuleEvent, RuleKey, Skipped, Source, SourceError,
+    SourceHandle, Update,
 };
 
 /// Why a ZooKeeper operation failed.
@@ -98,29 +97,19 @@ pub(crate) fn op_error<'p>(
     }
 }
 
-/// What the ZooKeeper source follows.
+/// What the ZooKeeper source follows, and where.
 #[derive(Clone)]
 pub struct ZkConfig {
     /// The registry address, in any form [`ZkAddress::parse`] takes (`host:port,...`,
     /// `user:pass@host:port`, `zookeeper://...`); a bad one is refused when the source
     /// starts.
     pub servers: String,
-    /// The rule nodes to follow.
-    pub rule_keys: Vec<RuleKey>,
-    /// The kinds of node read under the providers' application once it is known (`tag`,
-    /// `mesh`, `configurators`): see [`LiveChain::provider_app_kinds`].
-    pub provider_app_kinds: Vec<String>,
-    /// The kinds of node read under every provider application present (`mesh`): see
-    /// [`LiveChain::each_provider_app_kinds`].
-    pub each_app_kinds: Vec<String>,
-    /// The reference whose providers to follow (`None`: providers come from elsewhere).
-    pub service: Option<ServiceKey>,
+    /// The rule nodes and providers followed (node kinds read under provider
+    /// applications: `tag`, `mesh`, `configurators`), the pause between connection
+    /// attempts and the connection's state.
+    pub following: Following,
     /// The session timeout asked of the server.
     pub session_timeout: Duration,
-    /// The pause between connection attempts while ZooKeeper is unreachable.
-    pub retry_delay: Duration,
-    /// The connection's state, set by the source (share it to show it).
-    pub connection: ZkConnection,
 }
 
 /// Shows the address with its password masked.
@@ -128,13 +117,8 @@ impl std::fmt::Debug for ZkConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZkConfig")
             .field("servers", &address::mask(&self.servers))
-            .field("rule_keys", &self.rule_keys)
-            .field("provider_app_kinds", &self.provider_app_kinds)
-            .field("each_app_kinds", &self.each_app_kinds)
-            .field("service", &self.service)
+            .field("following", &self.following)
             .field("session_timeout", &self.session_timeout)
-            .field("retry_delay", &self.retry_delay)
-            .field("connection", &self.connection)
             .finish()
     }
 }
@@ -144,8 +128,9 @@ impl ZkConfig {
     /// directory and the providers directory (nodes under the providers' application are
     /// added when it is known).
     pub fn watched_paths(&self) -> Vec<String> {
-        let mut paths: Vec<String> = self.rule_keys.iter().map(rule_path).collect();
-        paths.extend(self.service.as_ref().map(|s| providers_path(&s.interface)));
+        let f = &self.following;
+        let mut paths: Vec<String> = f.rule_keys.iter().map(rule_path).collect();
+        paths.extend(f.service.as_ref().map(|s| providers_path(&s.interface)));
         paths
     }
 
@@ -154,13 +139,8 @@ impl ZkConfig {
     pub fn for_chain(live: &LiveChain, servers: impl Into<String>) -> Self {
         ZkConfig {
             servers: servers.into(),
-            rule_keys: live.subscriptions(),
-            provider_app_kinds: live.provider_app_kinds(),
-            each_app_kinds: live.each_provider_app_kinds(),
-            service: live.reference(),
+            following: Following::for_chain(live),
             session_timeout: Duration::from_secs(10),
-            retry_delay: Duration::from_millis(500),
-            connection: ZkConnection::default(),
         }
     }
 }
@@ -320,6 +300,7 @@ impl Ctx<'_> {
 
     fn providers_dir(&self) -> Option<String> {
         self.config
+            .following
             .service
             .as_ref()
             .map(|s| providers_path(&s.interface))
@@ -418,7 +399,9 @@ impl Ctx<'_> {
     /// Reads the providers and returns the updates: the providers, if they changed, then
     /// the rules under the providers' application, if it changed.
     async fn read_providers(&mut self, client: &Client) -> Result<Vec<Update>, ZkClientError> {
-        let (Some(dir), Some(service)) = (self.providers_dir(), self.config.service.clone()) else {
+        let (Some(dir), Some(service)) =
+            (self.providers_dir(), self.config.following.service.clone())
+        else {
             return Ok(Vec::new());
         };
         let children = match client.list_children(&dir).await {
@@ -538,7 +521,7 @@ impl Ctx<'_> {
             origin: format!("zookeeper:{dir}"),
             text: ProviderText::Parsed { urls, skipped },
         }];
-        if app != self.view.provider_app && !self.config.provider_app_kinds.is_empty() {
+        if app != self.view.provider_app && !self.config.following.provider_app_kinds.is_empty() {
             for old in std::mem::take(&mut self.view.app_keys) {
                 self.view.rules.remove(&old);
             }
@@ -546,6 +529,7 @@ impl Ctx<'_> {
             if let Some(app) = app {
                 let keys: Vec<RuleKey> = self
                     .config
+                    .following
                     .provider_app_kinds
                     .iter()
                     .map(|k| RuleKey::new(app.clone(), k.clone()))
@@ -561,7 +545,7 @@ impl Ctx<'_> {
                 self.new_app_keys = true;
             }
         }
-        if apps != self.view.each_apps && !self.config.each_app_kinds.is_empty() {
+        if apps != self.view.each_apps && !self.config.following.each_app_kinds.is_empty() {
             updates.extend(self.follow_each_app(client, apps).await?);
         }
         Ok(updates)
@@ -577,6 +561,7 @@ impl Ctx<'_> {
     ) -> Result<Vec<Update>, ZkClientError> {
         let keys_of = |app: &String| -> Vec<RuleKey> {
             self.config
+                .following
                 .each_app_kinds
                 .iter()
                 .map(|k| RuleKey::new(app.clone(), k.clone()))
@@ -590,7 +575,7 @@ impl Ctx<'_> {
             self.view.each_keys.retain(|k| !keys.contains(k));
             for k in &keys {
                 // A node also followed for another reason stays read.
-                if !self.config.rule_keys.contains(k) && !self.view.app_keys.contains(k) {
+                if !self.config.following.rule_keys.contains(k) && !self.view.app_keys.contains(k) {
                     self.view.rules.remove(k);
                 }
             }
@@ -638,6 +623,7 @@ impl Ctx<'_> {
         updates.extend(self.read_providers(client).await?);
         let keys: Vec<RuleKey> = self
             .config
+            .following
             .rule_keys
             .iter()
             .chain(&self.view.app_keys)
@@ -670,6 +656,7 @@ impl Ctx<'_> {
         } else {
             match self
                 .config
+                .following
                 .rule_keys
                 .iter()
                 .chain(&self.view.app_keys)

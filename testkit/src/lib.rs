@@ -23,7 +23,9 @@
 //! - [`edits`]: the check that routers' incremental provider updates route exactly as a
 //!   fresh preparation.
 //! - [`hostile`]: the hostile-input shapes the preparation benchmarks time.
-//! - [`zookeeper`]: a real ZooKeeper server for tests; [`wait_for`] polls a condition.
+//! - [`zookeeper`]: a real ZooKeeper server for tests; [`nacos`]: rnacos servers and
+//!   clusters, and the Python Nacos writer; [`failover`]: what the failover tests share;
+//!   [`wait_for`] polls a condition.
 //!
 //! ```
 //! let snapshot = routechain_testkit::snapshot(1_000, 7);
@@ -40,6 +42,7 @@ use routechain::rules::load::LoadError;
 
 pub mod churn;
 pub mod edits;
+pub mod failover;
 pub mod hostile;
 pub mod nacos;
 pub mod zookeeper;

@@ -31,6 +31,11 @@ pub struct Nacos {
     /// In a cluster: this node's raft id and the gRPC address of the node it joins
     /// (empty for the first, which starts the cluster).
     raft: Option<(u16, String)>,
+    /// Whether the data directory is new: only then does a node start the cluster or ask
+    /// to join it. rnacos decides that by an empty raft log, which a node whose log was
+    /// compacted into a snapshot also has: restarted with `RNACOS_RAFT_AUTO_INIT=true` the
+    /// first node would start a cluster of its own, serving its old state.
+    fresh: bool,
 }
 
 fn free(port: u16) -> bool {
@@ -106,12 +111,14 @@ impl Nacos {
             binary,
             auth,
             raft,
+            fresh: true,
         };
         for attempt in 1..=8 {
             let _ = std::fs::remove_dir_all(&nacos.dir);
             std::fs::create_dir_all(nacos.dir.join("data")).expect("create the data directory");
             nacos.spawn();
             if nacos.wait_ready(Duration::from_secs(30)) {
+                nacos.fresh = false;
                 return nacos;
             }
             eprintln!("rnacos (attempt {attempt}) lost a config write or exited; starting afresh");
@@ -135,8 +142,11 @@ impl Nacos {
                     "RNACOS_RAFT_NODE_ADDR",
                     format!("127.0.0.1:{}", self.port + 1000),
                 )
-                .env("RNACOS_RAFT_AUTO_INIT", join.is_empty().to_string())
-                .env("RNACOS_RAFT_JOIN_ADDR", join);
+                .env(
+                    "RNACOS_RAFT_AUTO_INIT",
+                    (self.fresh && join.is_empty()).to_string(),
+                )
+                .env("RNACOS_RAFT_JOIN_ADDR", if self.fresh { join } else { "" });
         }
         if let Some((user, password)) = &self.auth {
             command
@@ -193,8 +203,9 @@ impl Nacos {
             };
             let body = format!("dataId=routechain-ready&group=probe&content={nonce}{token}");
             if http(self.port, "POST", "/nacos/v1/cs/configs", &body).as_deref() == Some("true") {
-                // A write that does not read back within 2 s (a cluster replicates it) will
-                // not: the server lost it.
+                // A write that does not read back within 2 s will not: a server alone lost
+                // it. A cluster node may still be applying the log it missed: it is asked
+                // again until `limit`.
                 let written = Instant::now();
                 while written.elapsed() < Duration::from_secs(2) {
                     std::thread::sleep(Duration::from_millis(100));
@@ -208,7 +219,9 @@ impl Nacos {
                         return true;
                     }
                 }
-                return false;
+                if self.raft.is_none() {
+                    return false;
+                }
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -331,7 +344,8 @@ impl NacosCluster {
     }
 
     /// Stops every node, then starts them all again on their ports and data, and waits
-    /// until each takes a config write (once a quorum is back).
+    /// until each takes a config write (once a quorum is back); a node that does not
+    /// within 30 s is started again (rnacos 0.8 sometimes comes up without rejoining).
     pub fn restart_all(&mut self) {
         for node in &mut self.nodes {
             node.stop();
@@ -340,12 +354,84 @@ impl NacosCluster {
             node.spawn();
         }
         for node in &mut self.nodes {
-            assert!(
-                node.wait_ready(Duration::from_secs(60)),
-                "rnacos did not come back:\n{}",
-                node.log()
-            );
+            let mut attempts = 1;
+            while !node.wait_ready(Duration::from_secs(30)) {
+                assert!(attempts < 4, "rnacos did not come back:\n{}", node.log());
+                eprintln!("rnacos did not come back (attempt {attempts}); starting it again");
+                node.stop();
+                node.spawn();
+                attempts += 1;
+            }
         }
+        self.wait_consistent();
+    }
+
+    /// Waits until a config written through one node reads back on every node within 5 s;
+    /// a node that does not (rnacos 0.8.8 sometimes brings a node back outside the
+    /// cluster, taking its own writes and serving its old state) is started again, up to
+    /// three times.
+    pub fn wait_consistent(&mut self) {
+        for round in 1..=4 {
+            let nonce = format!("{}-{:?}", std::process::id(), Instant::now());
+            let body = format!("dataId=routechain-consistent&group=probe&content={nonce}");
+            let written = Instant::now();
+            while !(self.nodes.iter()).any(|n| {
+                http(n.port, "POST", "/nacos/v1/cs/configs", &body).as_deref() == Some("true")
+            }) {
+                assert!(
+                    written.elapsed() < Duration::from_secs(60),
+                    "no node takes a write"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let mut behind: Vec<usize> = (0..self.nodes.len()).collect();
+            let since = Instant::now();
+            while !behind.is_empty() && since.elapsed() < Duration::from_secs(5) {
+                behind.retain(|&i| {
+                    let read = http(
+                        self.nodes[i].port,
+                        "GET",
+                        "/nacos/v1/cs/configs?dataId=routechain-consistent&group=probe",
+                        "",
+                    );
+                    read.is_none_or(|b| b.trim() != nonce)
+                });
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if behind.is_empty() {
+                return;
+            }
+            assert!(round < 4, "rnacos nodes {behind:?} never caught up");
+            for i in behind {
+                eprintln!(
+                    "rnacos node {} does not see the others' writes ({}); starting it again",
+                    i + 1,
+                    raft_state(&self.nodes[i].address())
+                );
+                self.nodes[i].stop();
+                self.nodes[i].spawn();
+                assert!(
+                    self.nodes[i].wait_ready(Duration::from_secs(30)),
+                    "rnacos did not come back:\n{}",
+                    self.nodes[i].log()
+                );
+            }
+        }
+    }
+
+    /// The index of the raft leader, as the running nodes' raft metrics
+    /// (`GET /nacos/v1/raft/metrics`) name it; waits up to 30 s for one.
+    pub fn leader(&self) -> usize {
+        crate::wait_for(Duration::from_secs(30), "a raft leader", || {
+            self.nodes.iter().find_map(|n| {
+                let body = http(n.port, "GET", "/nacos/v1/raft/metrics", "")?;
+                let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+                let id = v["current_leader"].as_u64()?;
+                self.nodes
+                    .iter()
+                    .position(|m| m.raft.as_ref().is_some_and(|(i, _)| u64::from(*i) == id))
+            })
+        })
     }
 
     /// The HTTP addresses of `nodes` (indexes), comma-separated, as a client takes them.
@@ -355,6 +441,23 @@ impl NacosCluster {
             .map(|&i| self.nodes[i].address())
             .collect::<Vec<_>>()
             .join(",")
+    }
+}
+
+/// The raft state of the node at `address` (`127.0.0.1:<port>`) as its metrics say it
+/// (`state`, `current_leader`, `last_log_index`, `last_applied`), or that it has none: what
+/// a test prints when the cluster stops taking writes.
+pub fn raft_state(address: &str) -> String {
+    let metrics = (address.rsplit_once(':'))
+        .and_then(|(_, p)| p.parse().ok())
+        .and_then(|port| http(port, "GET", "/nacos/v1/raft/metrics", ""))
+        .and_then(|b| serde_json::from_str::<serde_json::Value>(&b).ok());
+    match metrics {
+        Some(v) => format!(
+            "{address}: {} leader={} log={} applied={}",
+            v["state"], v["current_leader"], v["last_log_index"], v["last_applied"]
+        ),
+        None => format!("{address}: no metrics"),
     }
 }
 

@@ -150,7 +150,7 @@ async fn python_dubbo_triple_providers_are_routed_and_failed_over_through_the_la
     let live =
         Arc::new(LiveChain::new(file, routechain::registry(), LiveOptions::default()).unwrap());
     let mut config = ZkConfig::for_chain(&live, zk.address());
-    config.retry_delay = Duration::from_millis(100);
+    config.following.retry_delay = Duration::from_millis(100);
     let _watching = live
         .watch(Box::new(ZkSource::new(config)), |r| {
             eprintln!("report: {r}")

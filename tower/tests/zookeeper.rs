@@ -63,7 +63,7 @@ async fn setup(name: &str, layout: &[(&str, &str)]) -> Setup {
         LiveChain::new(file, routechain::registry(), LiveOptions::default()).expect("chain builds"),
     );
     let mut config = ZkConfig::for_chain(&live, zk.address());
-    config.retry_delay = Duration::from_millis(100);
+    config.following.retry_delay = Duration::from_millis(100);
     let watching = live
         .watch(Box::new(ZkSource::new(config)), |r| {
             eprintln!("report: {r}")

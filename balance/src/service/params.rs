@@ -43,7 +43,8 @@ use routechain_core::{Provider, Snapshot, SnapshotEdit};
 use super::config::{
     ClusterMode, DEFAULT_FORKS, DEFAULT_RETRIES, DEFAULT_TIMEOUT, OverrideLayer, ServiceConfig,
 };
-use crate::lb::{BalanceConfig, LoadBalanceKind, WeightParam};
+use crate::lb::warmup::{DEFAULT_WARMUP_MS, warm_params, weight_at};
+use crate::lb::{BalanceConfig, DEFAULT_WEIGHT, LoadBalanceKind, WeightParam};
 
 /// Where an effective call parameter came from, highest precedence first (Dubbo's order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -138,9 +139,11 @@ impl CallKey {
 }
 
 /// True for a key this module reads from provider URLs: `timeout`, `retries`,
-/// `loadbalance`, `forks`, `weight`, or one of them after `<method>.`.
+/// `loadbalance`, `forks`, `weight`, or one of them after `<method>.`; and `warmup`, which
+/// [`CallParams::effective`] shows with its source.
 pub fn is_call_key(key: &str) -> bool {
-    CallKey::parse(key).is_some()
+    key == "warmup"
+        || CallKey::parse(key).is_some()
         || key
             .rsplit_once('.')
             .is_some_and(|(m, k)| !m.is_empty() && CallKey::parse(k).is_some())
@@ -611,20 +614,25 @@ impl CallParams {
         })
     }
 
-    /// Every effective call parameter of `method` on `provider`, as `explain` and
-    /// `simulate` show them: `(key, value, source)`.
+    /// Every effective call parameter of `method` on `provider` (its index and URL), as
+    /// `explain` and `simulate` show them: `(key, value, source)`. `weight` is the one the
+    /// balancers use for the method, with its warm-up weight at `now` (ms since the epoch)
+    /// while the provider warms up; `warmup` is the provider's (Dubbo reads both from the
+    /// provider's URL, which the override rules are merged into).
     pub fn effective(
         &self,
         method: Option<&str>,
-        provider: Option<usize>,
+        provider: Option<(usize, &Provider)>,
+        now: i64,
     ) -> Vec<(&'static str, String, Source)> {
         let m = self.method(method);
-        let (timeout, ts) = self.timeout(m, provider);
-        let (retries, rs) = self.retries(m, provider);
-        let (slot, ls) = self.slot(m, || provider);
+        let index = provider.map(|(i, _)| i);
+        let (timeout, ts) = self.timeout(m, index);
+        let (retries, rs) = self.retries(m, index);
+        let (slot, ls) = self.slot(m, || index);
         let (cluster, cs) = self.cluster(m);
-        let (forks, fs) = self.forks(m, provider);
-        vec![
+        let (forks, fs) = self.forks(m, index);
+        let mut rows = vec![
             (
                 "timeout",
                 timeout.map_or_else(|| "none".to_string(), |t| format!("{}ms", t.as_millis())),
@@ -634,7 +642,51 @@ impl CallParams {
             ("loadbalance", self.balance.spec(slot).kind.to_string(), ls),
             ("cluster", cluster.to_string(), cs),
             ("forks", forks.to_string(), fs),
-        ]
+        ];
+        let Some((_, p)) = provider else {
+            rows.push(("weight", DEFAULT_WEIGHT.to_string(), Source::Default));
+            rows.push(("warmup", format!("{DEFAULT_WARMUP_MS}ms"), Source::Default));
+            return rows;
+        };
+        // The keys a consumer-side override rule set in this provider's URL.
+        let mut overridden = Vec::new();
+        if let Some(o) = self.overrides.get() {
+            o.keys(p, &mut |k| overridden.push(k.to_string()));
+        }
+        let service_source = |key: &str, set: bool| {
+            if overridden.iter().any(|k| k == key) {
+                Source::OverrideService
+            } else if set {
+                Source::ProviderService
+            } else {
+                Source::Default
+            }
+        };
+        let (weight, ws) = match self.resolve(CallKey::Weight, m, index) {
+            Some((w, s)) => (u32::try_from(w).unwrap_or(0), s),
+            None => {
+                let set = p
+                    .get("weight")
+                    .map(crate::lb::parse_weight)
+                    .is_some_and(|w| matches!(w, WeightParam::Weight(_) | WeightParam::Negative));
+                (crate::lb::provider_weight(p), service_source("weight", set))
+            }
+        };
+        let (timestamp, warmup) = warm_params(p.get("timestamp"), p.get("warmup"));
+        let warm = weight_at(weight, timestamp, warmup, now);
+        let weight_value = if warm == weight {
+            weight.to_string()
+        } else {
+            format!("{weight} (warming up: {warm} now)")
+        };
+        let warmup_set = p.get("warmup").is_some_and(|w| w.parse::<i32>().is_ok());
+        rows.push(("weight", weight_value, ws));
+        rows.push((
+            "warmup",
+            format!("{warmup}ms"),
+            service_source("warmup", warmup_set),
+        ));
+        rows
     }
 }
 

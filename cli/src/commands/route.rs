@@ -1,12 +1,16 @@
 //! `routechain route` and `routechain explain`: route one request through a chain;
 //! `explain` also shows the request's call parameters (`timeout`, `retries`,
-//! `loadbalance`, `cluster`, `forks`): each effective value and where it came from.
+//! `loadbalance`, `cluster`, `forks`, `weight`, `warmup`): each effective value and where it
+//! came from. The chain file's override rules (`overrides:`) are merged into the providers,
+//! as `watch` serves them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use routechain::balance::Cluster;
 use routechain::core::{CallState, ChainState, NoProvider, Request, Snapshot, Trace};
+use routechain::live::{LiveChain, LiveOptions};
 use routechain::rules::ChainFile;
 use serde::Serialize;
 
@@ -107,17 +111,24 @@ pub(crate) struct Parameter {
 }
 
 /// The call parameters of `request`'s method on provider `first` (the routed set's first
-/// provider: Dubbo reads `loadbalance` from it, and `timeout` is the provider's), as the
-/// chain file's settings, the provider URLs and the override rules merged in the
-/// providers make them.
+/// provider: Dubbo reads `loadbalance` from it, and `timeout`, `weight` and `warmup` are the
+/// provider's), as the chain file's settings, the provider URLs and the override rules
+/// merged in the providers make them; a warming provider's weight at the service's clock.
 pub(crate) fn parameters(
-    chain: &ChainFile,
-    snapshot: &Snapshot,
+    service: &Cluster,
     request: &Request,
     first: Option<usize>,
 ) -> Vec<Parameter> {
-    routechain::balance::CallParams::new(snapshot, &chain.service_config)
-        .effective(request.method.as_deref(), first)
+    let published = service.load();
+    let providers = published.state().snapshot().providers();
+    let first = first.and_then(|i| providers.get(i).map(|p| (i, p)));
+    published
+        .params()
+        .effective(
+            request.method.as_deref(),
+            first,
+            service.clock().epoch_millis(),
+        )
         .into_iter()
         .map(|(key, value, source)| Parameter {
             key,
@@ -203,30 +214,45 @@ pub(crate) fn load_inputs(inputs: &InputArgs) -> Result<(ChainFile, Snapshot, Re
     Ok((chain?, providers?, request?))
 }
 
-/// Reads the inputs ([`load_inputs`]) and builds the chain state over the provider list
-/// through the default registry (shared by `route`, `explain` and `simulate`).
-pub(crate) fn load_state(
+/// The service over `providers` as `watch` serves it: the chain file's routers and
+/// settings, with the override rules its `overrides:` names merged into the providers (a
+/// provider a rule disables is left out, so the indexes count the providers served). The
+/// consumer is `request`'s, else the chain file's.
+pub(crate) fn build_service(
+    chain: &ChainFile,
+    providers: Snapshot,
+    request: &Request,
+) -> Result<Arc<Cluster>, LoadError> {
+    let options = LiveOptions {
+        consumer: request.consumer.clone(),
+        metrics: false,
+        ..LiveOptions::default()
+    };
+    let live =
+        LiveChain::with_providers(chain.clone(), routechain::registry(), options, providers)?;
+    Ok(live.service().clone())
+}
+
+/// Reads the inputs ([`load_inputs`]) and builds the service over the provider list
+/// ([`build_service`]; shared by `route` and `explain`).
+pub(crate) fn load_service(
     inputs: &InputArgs,
-) -> Result<(ChainFile, ChainState, Request), LoadError> {
+) -> Result<(ChainFile, Arc<Cluster>, Request), LoadError> {
     let (chain, providers, request) = load_inputs(inputs)?;
-    let state = load::build_state(
-        &chain,
-        &routechain::registry(),
-        Arc::new(providers),
-        request.consumer.clone(),
-    )?;
-    Ok((chain, state, request))
+    let service = build_service(&chain, providers, &request)?;
+    Ok((chain, service, request))
 }
 
 fn route(inputs: &InputArgs, seed: Option<u64>, style: Style) -> Result<ExitCode, LoadError> {
-    let (chain, state, request) = load_state(inputs)?;
+    let (_, service, request) = load_service(inputs)?;
+    let state = service.state();
     let mut call = match seed {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),
     };
     let routed = route_once(&state, &request, &mut call);
     let first = routed.providers.first().map(|p| p.index);
-    let params = parameters(&chain, state.snapshot(), &request, first);
+    let params = parameters(&service, &request, first);
     match style {
         Style::Json {
             explain,

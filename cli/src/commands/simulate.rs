@@ -16,7 +16,7 @@ use std::sync::Arc;
 use routechain::balance::{Caller, Cluster, SelectError};
 use routechain::core::{CallState, NoProvider, Request, Snapshot, Trace};
 use routechain::rules::ChainFile;
-use routechain::rules::load::{self, LoadError};
+use routechain::rules::load::LoadError;
 use serde::Serialize;
 
 use super::EXIT_NO_PROVIDER;
@@ -144,13 +144,9 @@ fn report(
     request: &Request,
     args: &SimulateArgs,
 ) -> Result<Report, LoadError> {
-    let state = load::build_state(
-        chain,
-        &routechain::registry(),
-        snapshot.clone(),
-        request.consumer.clone(),
-    )?;
-    let service = Cluster::new(state, chain.service_config.clone());
+    // The providers served: the chain file's override rules merged in.
+    let service = super::route::build_service(chain, (*snapshot).clone(), request)?;
+    let snapshot = service.state().snapshot().clone();
     // The first call's routing, traced on its own call state with the same seed, so it
     // draws what the first counted call draws.
     let trace = args.explain.then(|| {
@@ -169,7 +165,7 @@ fn report(
             .ok()
             .and_then(|()| call.candidates.first())
     };
-    let parameters = super::route::parameters(chain, &snapshot, request, first);
+    let parameters = super::route::parameters(&service, request, first);
     let balancer = parameters
         .iter()
         .find(|p| p.key == "loadbalance")

@@ -326,8 +326,8 @@ fn sources(
         zone: args.registry_zone.clone(),
     };
     let mut registries = RegistrySource::for_chain(address, live, options);
-    for (following, connection) in registries.following_mut().zip(connections) {
-        following.set_connection(connection.clone());
+    for (config, connection) in registries.following_mut().zip(connections) {
+        config.following_mut().connection = connection.clone();
     }
     let reference = live
         .reference()
@@ -351,8 +351,8 @@ fn sources(
             Registry::ZooKeeper(a) => (format!("ZooKeeper {a}"), "node"),
             Registry::Nacos(a) => (format!("Nacos {a}"), "config"),
         };
-        let provider_app_kinds = following.provider_app_kinds();
-        let each_app_kinds = following.each_app_kinds();
+        let provider_app_kinds = &following.following().provider_app_kinds;
+        let each_app_kinds = &following.following().each_app_kinds;
         // One registry: one line names it and the reference; several: each registry's.
         let lead = if several {
             errln!("  {entry}; watching:");

@@ -48,7 +48,8 @@ impl NacosAdmin {
 
     /// Connects to a parsed address.
     pub async fn connect_to(address: &NacosAddress) -> Result<Self, NacosError> {
-        let clients = super::connect(address).await?;
+        // Every server: the client fails over by itself, as an admin's writes need.
+        let clients = super::connect(address, &address.server_addr()).await?;
         Ok(NacosAdmin {
             address: address.clone(),
             naming: clients.naming,

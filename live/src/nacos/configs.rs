@@ -1,7 +1,8 @@
 //! The dataIds of a config group, read with Nacos's HTTP config API: the gRPC client has
 //! no list call. `GET /nacos/v1/cs/configs?search=blur&group=…&tenant=…` page by page,
 //! after `POST /nacos/v1/auth/login` when the address has credentials, on the address's
-//! servers in turn until one answers (the HTTP port of each: the one the address names).
+//! servers in turn until one answers (the HTTP port of each: the one the address names);
+//! and whether another server holds a config the source's server said it has not.
 
 use std::time::Duration;
 
@@ -11,6 +12,10 @@ use super::{NacosAddress, NacosError};
 
 /// Configs asked for per page.
 const PAGE_SIZE: usize = 500;
+
+/// How long another server may take to say whether it holds a config: one that answers at
+/// all answers in milliseconds.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Why one server's answer is not the list.
 fn failed(what: &str, reason: impl std::fmt::Display) -> NacosError {
@@ -60,27 +65,7 @@ async fn from_server(
     group: &str,
 ) -> Result<Vec<String>, NacosError> {
     let base = format!("http://{host}/nacos/v1");
-    let mut token = None;
-    if let Some((username, password)) = address.credentials() {
-        let answer = http
-            .post(format!("{base}/auth/login"))
-            .form(&[("username", username), ("password", password)])
-            .send()
-            .await;
-        let v = json(answer).await.map_err(|reason| NacosError::Op {
-            op: "log in",
-            what: format!("as {username} at {host}"),
-            reason,
-        })?;
-        let Some(t) = v["accessToken"].as_str() else {
-            return Err(NacosError::Op {
-                op: "log in",
-                what: format!("as {username} at {host}"),
-                reason: "the answer has no accessToken".into(),
-            });
-        };
-        token = Some(t.to_string());
-    }
+    let token = login(http, address, host).await?;
     let mut ids = Vec::new();
     let size = PAGE_SIZE.to_string();
     let mut page: u64 = 1;
@@ -127,4 +112,69 @@ async fn from_server(
     ids.sort();
     ids.dedup();
     Ok(ids)
+}
+
+/// The access token of a login at `host` when the address has credentials.
+async fn login(
+    http: &reqwest::Client,
+    address: &NacosAddress,
+    host: &str,
+) -> Result<Option<String>, NacosError> {
+    let Some((username, password)) = address.credentials() else {
+        return Ok(None);
+    };
+    let answer = http
+        .post(format!("http://{host}/nacos/v1/auth/login"))
+        .form(&[("username", username), ("password", password)])
+        .send()
+        .await;
+    let failed = |reason: String| NacosError::Op {
+        op: "log in",
+        what: format!("as {username} at {host}"),
+        reason,
+    };
+    let v = json(answer).await.map_err(failed)?;
+    match v["accessToken"].as_str() {
+        Some(t) => Ok(Some(t.to_string())),
+        None => Err(failed("the answer has no accessToken".into())),
+    }
+}
+
+/// Whether a server of the address other than `server` holds the config `data_id` of
+/// `group` (`GET /nacos/v1/cs/configs`, each server given [`CONFIRM_TIMEOUT`]; one that
+/// does not answer holds nothing here).
+pub(super) async fn held_elsewhere(
+    address: &NacosAddress,
+    server: &str,
+    data_id: &str,
+    group: &str,
+) -> bool {
+    let Ok(http) = reqwest::Client::builder().timeout(CONFIRM_TIMEOUT).build() else {
+        return false;
+    };
+    for host in address.hosts().iter().filter(|h| *h != server) {
+        let Ok(token) = login(&http, address, host).await else {
+            continue;
+        };
+        let mut query = vec![
+            ("dataId", data_id),
+            ("group", group),
+            ("tenant", address.namespace()),
+        ];
+        if let Some(t) = &token {
+            query.push(("accessToken", t));
+        }
+        let answer = http
+            .get(format!("http://{host}/nacos/v1/cs/configs"))
+            .query(&query)
+            .send()
+            .await;
+        if let Ok(answer) = answer
+            && answer.status().is_success()
+            && answer.text().await.is_ok_and(|body| !body.is_empty())
+        {
+            return true;
+        }
+    }
+    false
 }

@@ -346,13 +346,15 @@ mod tests {
             "{:?}",
             crate::ZkSource::new(crate::ZkConfig {
                 servers: "admin:s3cret@a:1".into(),
-                rule_keys: Vec::new(),
-                provider_app_kinds: Vec::new(),
-                each_app_kinds: Vec::new(),
-                service: None,
+                following: crate::Following {
+                    rule_keys: Vec::new(),
+                    provider_app_kinds: Vec::new(),
+                    each_app_kinds: Vec::new(),
+                    service: None,
+                    retry_delay: Duration::from_secs(1),
+                    connection: Default::default(),
+                },
                 session_timeout: Duration::from_secs(1),
-                retry_delay: Duration::from_secs(1),
-                connection: Default::default(),
             })
         );
         assert!(

@@ -70,12 +70,12 @@ pub(super) async fn run(
                 }
                 tokio::select! {
                     _ = stop.changed() => return,
-                    _ = tokio::time::sleep(config.retry_delay) => continue,
+                    _ = tokio::time::sleep(config.following.retry_delay) => continue,
                 }
             }
         };
         outage = None;
-        config.connection.set(true);
+        config.following.connection.set(true);
         let client = &pinned.client;
         let resumed = resume
             .take()
@@ -99,7 +99,7 @@ pub(super) async fn run(
             tracing::warn!("ZooKeeper sync after reconnecting failed (reading anyway): {e}");
         }
         let end = session(client, &mut cx, &mut stop).await;
-        config.connection.set(false);
+        config.following.connection.set(false);
         match end {
             End::Stop => return,
             End::Left(why) => {

@@ -173,7 +173,7 @@ fn each_provider_application_is_followed_from_its_first_provider_to_its_last() {
     let live = live(&format!("service: {SERVICE}\nrouters:\n  - type: mesh\n"));
     assert_eq!(live.each_provider_app_kinds(), ["mesh"]);
     let config = ZkConfig::for_chain(&live, zk.address());
-    assert_eq!(config.each_app_kinds, ["mesh"]);
+    assert_eq!(config.following.each_app_kinds, ["mesh"]);
     let (_watching, rx) = watch(&live, Box::new(ZkSource::new(config)));
     // shop's rule governs shop's providers.
     wait_route(&live, &["10.0.7.1:20880", "10.0.7.2:20880"]);

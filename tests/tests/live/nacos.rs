@@ -29,7 +29,7 @@ fn addr(n: u32) -> String {
 
 fn source(live: &LiveChain, url: &str) -> Box<NacosSource> {
     let mut config = NacosConfig::for_chain(live, url);
-    config.retry_delay = Duration::from_millis(200);
+    config.following.retry_delay = Duration::from_millis(200);
     config.lookup_interval = Duration::from_secs(1);
     Box::new(NacosSource::new(config))
 }
@@ -380,7 +380,7 @@ fn the_same_providers_and_rules_in_zookeeper_and_in_nacos_route_alike() {
     }
     let from_zk = live(CHAIN);
     let mut zk_config = ZkConfig::for_chain(&from_zk, zk.address());
-    zk_config.retry_delay = Duration::from_millis(100);
+    zk_config.following.retry_delay = Duration::from_millis(100);
     let (_wz, _rz) = watch(&from_zk, Box::new(ZkSource::new(zk_config)));
     let from_nacos = live(CHAIN);
     let (_wn, _rn) = watch(&from_nacos, source(&from_nacos, &nacos.url("")));

@@ -168,7 +168,7 @@ fn real_python_dubbo_providers_are_seen_exactly_routed_reached_and_disabled_by_a
     let live = live(CHAIN);
     let mut config = ZkConfig::for_chain(&live, addr.clone());
     config.session_timeout = Duration::from_secs(4);
-    config.retry_delay = Duration::from_millis(100);
+    config.following.retry_delay = Duration::from_millis(100);
     let (_watching, rx) = watch(&live, Box::new(ZkSource::new(config)));
 
     // Exactly the three providers of version 1.0.0, with the values they registered.

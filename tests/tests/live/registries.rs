@@ -19,7 +19,7 @@ const SERVICE: &str = "com.acme.OrderService";
 fn source(live: &LiveChain, zk: &ZooKeeper) -> Box<ZkSource> {
     let mut config = ZkConfig::for_chain(live, zk.address());
     config.session_timeout = Duration::from_secs(4);
-    config.retry_delay = Duration::from_millis(100);
+    config.following.retry_delay = Duration::from_millis(100);
     Box::new(ZkSource::new(config))
 }
 

@@ -115,7 +115,7 @@ fn source_with_session(
 ) -> Box<ZkSource> {
     let mut config = ZkConfig::for_chain(live, zk.address());
     config.session_timeout = session_timeout;
-    config.retry_delay = Duration::from_millis(100);
+    config.following.retry_delay = Duration::from_millis(100);
     Box::new(ZkSource::new(config))
 }
 

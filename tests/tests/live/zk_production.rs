@@ -140,7 +140,7 @@ fn an_unreadable_rule_is_reported_counted_and_retried_while_the_rest_applies_the
     // providers apply.
     let live = live(CHAIN);
     let mut config = ZkConfig::for_chain(&live, zk.address());
-    config.retry_delay = Duration::from_millis(100);
+    config.following.retry_delay = Duration::from_millis(100);
     let (_watching, rx) = watch(&live, Box::new(ZkSource::new(config)));
     let refused = wait_report(&rx, "the unreadable rule", |r| {
         matches!(r, Report::Refused { .. })

@@ -230,8 +230,8 @@ fn entries_are_carried_by_an_edit_and_method_ids_stay() {
     for m in ["get", "put", "del", "other"] {
         for i in 0..2 {
             assert_eq!(
-                edited.effective(Some(m), Some(i)),
-                fresh.effective(Some(m), Some(i)),
+                edited.effective(Some(m), Some((i, &new.providers()[i])), 0),
+                fresh.effective(Some(m), Some((i, &new.providers()[i])), 0),
                 "{m} on {i}"
             );
         }
@@ -309,20 +309,61 @@ fn a_provider_with_many_method_parameters_is_read_whole() {
 /// the next layer to decide, a negative one weighs 0.
 #[test]
 fn method_weight_follows_dubbos_precedence() {
-    // provider URL params, keys an override rule set, want for `get`
-    let rows: [(&str, &str, u32); 10] = [
-        ("get.weight=30&weight=200&methods=get", "get.weight", 30),
-        ("get.weight=30&weight=200&methods=put", "get.weight", 30),
-        ("get.weight=50&weight=200&methods=get", "", 50),
-        ("get.weight=50&weight=200&methods=put", "", 200),
-        ("get.weight=50&weight=300&methods=get", "weight", 50),
-        ("get.weight=50&weight=300&methods=put", "weight", 300),
-        ("get.weight=50&methods=put", "", 100),
-        ("get.weight=-5&weight=200&methods=get", "", 0),
-        ("get.weight=x&weight=200&methods=get", "", 200),
-        ("get.weight=2147483648&methods=get", "", 100),
+    // provider URL params, keys an override rule set, want for `get`, its source
+    use Source::{Default, OverrideMethod, OverrideService, ProviderMethod, ProviderService};
+    let rows: [(&str, &str, u32, Source); 10] = [
+        (
+            "get.weight=30&weight=200&methods=get",
+            "get.weight",
+            30,
+            OverrideMethod,
+        ),
+        (
+            "get.weight=30&weight=200&methods=put",
+            "get.weight",
+            30,
+            OverrideMethod,
+        ),
+        (
+            "get.weight=50&weight=200&methods=get",
+            "",
+            50,
+            ProviderMethod,
+        ),
+        (
+            "get.weight=50&weight=200&methods=put",
+            "",
+            200,
+            ProviderService,
+        ),
+        (
+            "get.weight=50&weight=300&methods=get",
+            "weight",
+            50,
+            ProviderMethod,
+        ),
+        (
+            "get.weight=50&weight=300&methods=put",
+            "weight",
+            300,
+            OverrideService,
+        ),
+        ("get.weight=50&methods=put", "", 100, Default),
+        (
+            "get.weight=-5&weight=200&methods=get",
+            "",
+            0,
+            ProviderMethod,
+        ),
+        (
+            "get.weight=x&weight=200&methods=get",
+            "",
+            200,
+            ProviderService,
+        ),
+        ("get.weight=2147483648&methods=get", "", 100, Default),
     ];
-    for (k, (params, overridden, want)) in rows.into_iter().enumerate() {
+    for (k, (params, overridden, want, source)) in rows.into_iter().enumerate() {
         let url = format!("dubbo://10.0.0.1:1/s?{params}");
         let s = snapshot(&[&url, "dubbo://10.0.0.2:1/s?weight=7"]);
         let config = marked(ServiceConfig::default(), "10.0.0.1:1", overridden);
@@ -335,6 +376,14 @@ fn method_weight_follows_dubbos_precedence() {
             None => service.get(i),
         };
         assert_eq!(weight(0), want, "row {k}: {url}");
+        // `explain` shows the same weight, and where it came from.
+        let shown = p.effective(Some("get"), Some((0, &s.providers()[0])), 0);
+        let row = shown.iter().find(|(key, ..)| *key == "weight").unwrap();
+        assert_eq!(
+            (&*row.1, row.2),
+            (&*want.to_string(), source),
+            "row {k}: {url}"
+        );
         assert_eq!(weight(1), 7, "row {k}: the other provider keeps its weight");
         // Another method, and a call without one, weigh the service's weights.
         for m in [Some("put"), None] {
@@ -399,5 +448,82 @@ fn the_override_layer_ranks_keys_and_a_new_one_rereads_the_providers() {
     assert_eq!(
         edited.timeout(edited.method(None), Some(1)),
         (Some(Duration::from_millis(700)), Source::ConsumerService)
+    );
+}
+
+/// `explain`'s `warmup` row: the provider's, a rule's or Dubbo's 10 minutes; its `weight`
+/// row shows the warm-up weight at `now` while the provider warms up.
+#[test]
+fn effective_shows_warmup_and_the_warming_weight() {
+    let start = 1_700_000_000_000_i64;
+    // provider URL params, keys a rule set, now − timestamp, want weight, warmup, its source
+    let rows: [(&str, &str, i64, &str, &str, Source); 5] = [
+        (
+            "weight=300&warmup=120000",
+            "",
+            60_000,
+            "300 (warming up: 150 now)",
+            "120000ms",
+            Source::ProviderService,
+        ),
+        (
+            "weight=300&warmup=120000",
+            "warmup",
+            120_000,
+            "300",
+            "120000ms",
+            Source::OverrideService,
+        ),
+        (
+            "weight=300",
+            "",
+            60_000,
+            "300 (warming up: 30 now)",
+            "600000ms",
+            Source::Default,
+        ),
+        (
+            "methods=get&get.weight=200",
+            "",
+            300_000,
+            "200 (warming up: 100 now)",
+            "600000ms",
+            Source::Default,
+        ),
+        (
+            "weight=300&warmup=x",
+            "",
+            600_000,
+            "300",
+            "600000ms",
+            Source::Default,
+        ),
+    ];
+    for (k, (params, overridden, uptime, weight, warmup, source)) in rows.into_iter().enumerate() {
+        let url = format!("dubbo://10.0.0.1:1/s?timestamp={start}&{params}");
+        let s = snapshot(&[&url]);
+        let config = marked(ServiceConfig::default(), "10.0.0.1:1", overridden);
+        let p = CallParams::new(&s, &config);
+        let shown = p.effective(Some("get"), Some((0, &s.providers()[0])), start + uptime);
+        let row = |key: &str| {
+            let (_, v, s) = shown.iter().find(|(k, ..)| *k == key).unwrap();
+            (v.clone(), *s)
+        };
+        assert_eq!(row("weight").0, weight, "row {k}: {url}");
+        assert_eq!(
+            row("warmup"),
+            (warmup.to_string(), source),
+            "row {k}: {url}"
+        );
+    }
+    // No provider: the defaults.
+    let p = CallParams::new(&snapshot(&[]), &ServiceConfig::default());
+    let shown = p.effective(None, None, start);
+    assert_eq!(
+        shown[5..],
+        [
+            ("weight", "100".to_string(), Source::Default),
+            ("warmup", "600000ms".to_string(), Source::Default)
+        ]
     );
 }
