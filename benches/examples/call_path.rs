@@ -11,7 +11,10 @@
 //! done
 //! ```
 //!
-//! Arguments: `chain|pick|select`, the provider count, the number of calls; `chain` with a
+//! `registries` routes the full chain after Dubbo's zone-aware choice between two registries
+//! (weights 30 and 70, a third of the providers in both): the registry step's cost.
+//!
+//! Arguments: `chain|pick|select|registries`, the provider count, the number of calls; `chain` with a
 //! fourth argument `time` also prints the wall time per call, the best of 20 batches of the
 //! calls (a quick look on a shared machine, where the best batch is the least disturbed;
 //! criterion's `route-full` is the figure of record).
@@ -28,7 +31,7 @@ use routechain_testkit as testkit;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: call_path chain|pick|select PROVIDERS CALLS";
+    let usage = "usage: call_path chain|pick|select|registries PROVIDERS CALLS";
     let (Some(mode), Some(n), Some(calls)) = (
         args.get(1).map(String::as_str),
         args.get(2).and_then(|a| a.parse::<usize>().ok()),
@@ -45,6 +48,11 @@ fn main() {
             eprintln!("{}", e.render());
             std::process::exit(2);
         }
+    };
+    let state = if mode == "registries" {
+        with_two_registries(&state)
+    } else {
+        state
     };
     // The service publishes the state; `chain` and `pick` route on it (one guard per call).
     let service = Cluster::new(state, ServiceConfig::default());
@@ -66,7 +74,7 @@ fn main() {
         return;
     }
     match mode {
-        "chain" | "pick" => {
+        "chain" | "pick" | "registries" => {
             let balance = SnapshotBalance::new(&snapshot, &BalanceConfig::default());
             let spec = BalancerSpec::new(LoadBalanceKind::Random);
             let call: &mut CallState = &mut call;
@@ -93,4 +101,31 @@ fn main() {
         }
     }
     println!("{routed} of {calls} calls routed");
+}
+
+/// `state` with two registries chosen among per call: `a` (weight 30) lists the providers
+/// at `i % 3 != 0`, `b` (weight 70) those at `i % 3 != 1`.
+fn with_two_registries(state: &routechain::core::ChainState) -> routechain::core::ChainState {
+    use routechain::core::{Change, RegistryInfo, RegistryTable};
+    let info = |name: &str, weight| RegistryInfo {
+        name: name.into(),
+        preferred: false,
+        zone: None,
+        weight,
+        weighted: true,
+    };
+    let mut table = RegistryTable::new(vec![info("a", 30), info("b", 70)], None);
+    for (i, p) in state.snapshot().providers().iter().enumerate() {
+        for r in 0..2 {
+            if i % 3 != r {
+                table.insert(p.address(), r);
+            }
+        }
+    }
+    state
+        .next(&Change::<()> {
+            registries: Some(Some(Arc::new(table))),
+            ..Change::default()
+        })
+        .expect("the registries prepare")
 }

@@ -196,7 +196,16 @@ fn a_preferred_registry_serves_alone_while_it_has_providers() {
         )),
         "{start:#?}"
     );
-    routed_until(&w, &["10.0.0.2:20880"]);
+    // The printed route says which registry was chosen and why.
+    let v = (0..20)
+        .map(|_| w.next_json())
+        .find(|v| v["providers"][0]["address"] == "10.0.0.2:20880")
+        .expect("routed to the preferred registry");
+    assert_eq!(
+        v["registry"],
+        format!("registry zookeeper://u:***@{addr_b}: preferred=true"),
+        "{v}"
+    );
     // Without providers the preferred registry is passed over.
     unregister(&addr_b, 2);
     routed_until(&w, &["10.0.0.1:20880"]);

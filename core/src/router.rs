@@ -462,6 +462,8 @@ pub struct RouteContext<'a> {
     pub(crate) consumer_is_prepared: bool,
     pub(crate) snapshot: &'a Snapshot,
     pub(crate) degraded: &'a DegradedSet,
+    /// The chosen registry's providers when several registries are chosen among per call.
+    pub(crate) within: Option<&'a BitSet>,
     pub(crate) rng: &'a mut dyn RandomSource,
     pub(crate) scratch: &'a mut BitSet,
     pub(crate) reason: Option<&'a mut String>,
@@ -531,6 +533,14 @@ impl<'a> RouteContext<'a> {
     /// The live degraded set (health), over the same snapshot.
     pub fn degraded(&self) -> &'a DegradedSet {
         self.degraded
+    }
+    /// The providers this call may reach when the chain chose one of several registries
+    /// for it (`None`: every provider of the snapshot). The candidates start within it; a
+    /// router whose prepared state counts providers of the whole snapshot (the IDC-weight
+    /// router's health) counts within it, so the call routes as over that registry's own
+    /// list.
+    pub fn within(&self) -> Option<&'a BitSet> {
+        self.within
     }
     /// The call's random source.
     pub fn rng(&mut self) -> &mut dyn RandomSource {
@@ -621,6 +631,7 @@ impl<'a> RouteContextBuilder<'a> {
             consumer_is_prepared: self.consumer_is_prepared,
             snapshot: self.snapshot,
             degraded: self.degraded.unwrap_or(&self.own_degraded),
+            within: None,
             rng: match self.rng.as_deref_mut() {
                 Some(rng) => rng,
                 None => &mut self.own_rng,

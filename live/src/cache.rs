@@ -290,7 +290,10 @@ impl Carried {
                 };
                 out.rules.push((key.clone(), text, update.describe()));
             }
-            Update::ChainFile(_) | Update::Unreadable { .. } | Update::Status { .. } => {}
+            Update::ChainFile(_)
+            | Update::Unreadable { .. }
+            | Update::Status { .. }
+            | Update::Registries(_) => {}
         }
     }
 

@@ -240,6 +240,10 @@ pub enum Update {
         /// Why (the registry's error, e.g. `NoAuth`).
         reason: String,
     },
+    /// Several registries' table: which registries list each provider address, for the
+    /// zone-aware choice of one registry per call ([`routechain_core::Registries`]); sent
+    /// with the merged provider list it describes.
+    Registries(std::sync::Arc<routechain_core::RegistryTable>),
     /// Something the operator should know that changes nothing (connected, disconnected...).
     Status {
         /// The source's name.
@@ -273,6 +277,10 @@ impl Update {
                 .join(" + "),
             Update::Status { source, message } => format!("{source}: {message}"),
             Update::Unreadable { origin, .. } => format!("unreadable node {origin}"),
+            Update::Registries(t) => format!(
+                "{} registries, one chosen per call (zone-aware)",
+                t.registries().len()
+            ),
         }
     }
 }

@@ -35,7 +35,6 @@ pub use address::{
     mask,
 };
 pub use audit::{RegistryStore, RuleStore, RuleWriter, StoreError, StoredRule, rule_key_of};
-pub use merge::choose;
 
 /// How a [`RegistrySource`] combines several registries.
 #[derive(Debug, Clone, Default)]
@@ -44,7 +43,8 @@ pub struct RegistryOptions {
     /// (its last providers keep serving): the chain's `protect_empty`.
     pub protect_empty: bool,
     /// The consumer's zone, matched against the registries' `zone` in the zone-aware
-    /// choice (Dubbo's `registry_zone`).
+    /// choice for a call without a `registry_zone` attachment (Dubbo's default zone
+    /// detector).
     pub zone: Option<String>,
 }
 
@@ -93,7 +93,8 @@ impl RegistryConfig {
 
 /// The source of a chain following a [`RegistryAddress`]: for one registry, that
 /// registry's source as it is; for several, each registry's source with the providers
-/// combined (merged, or Dubbo's zone-aware choice: [`choose`]) and the rules followed in
+/// combined (merged; with Dubbo's zone-aware choice, a table of which registry lists each
+/// provider, one registry chosen per call: [`routechain_core::Registries`]) and the rules followed in
 /// the config center alone ([`RegistryAddress::config_center`]).
 #[derive(Clone)]
 pub struct RegistrySource {

@@ -157,6 +157,9 @@ struct RouteOutput<'a> {
     error: Option<&'a RouteError>,
     #[serde(skip_serializing_if = "Option::is_none")]
     generation: Option<u64>,
+    /// The registry chosen for the call and why, when several are chosen among per call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    registry: Option<&'a str>,
 }
 
 /// Runs `route`; an input error exits 2.
@@ -290,6 +293,15 @@ pub(crate) struct Routed {
 }
 
 impl Routed {
+    /// The registry chosen for the call and why (the trace's `registries` step).
+    fn registry(&self) -> Option<&str> {
+        self.trace
+            .steps
+            .iter()
+            .find(|s| s.router == "registries")
+            .map(|s| s.reason.as_str())
+    }
+
     /// The `route` command's JSON: `{"providers": [{"index", "address"}], "trace"?,
     /// "error"?}`, plus `"generation"` when given (`watch`); pretty-printed or on one line.
     /// The `explain` command's JSON: `route --explain`'s with the call parameters.
@@ -300,6 +312,7 @@ impl Routed {
             trace: explain.then_some(&self.trace),
             error: self.error.as_ref(),
             generation: None,
+            registry: self.registry(),
         };
         serde_json::to_string_pretty(&out).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
@@ -311,6 +324,7 @@ impl Routed {
             trace: explain.then_some(&self.trace),
             error: self.error.as_ref(),
             generation,
+            registry: self.registry(),
         };
         let text = if pretty {
             serde_json::to_string_pretty(&out)
@@ -342,6 +356,8 @@ pub(crate) fn route_once(state: &ChainState, request: &Request, call: &mut CallS
         router: match e {
             NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
             NoProvider::EmptySnapshot => None,
+            // The registry chosen per call (`registries` in the trace).
+            NoProvider::ZoneForced { .. } | NoProvider::NoRegistry => Some("registries".into()),
         },
         message: e.to_string(),
     });

@@ -224,6 +224,8 @@ fn route_error(e: &SelectError) -> RouteError {
             router: match n {
                 NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
                 NoProvider::EmptySnapshot => None,
+                // The registry chosen per call (`registries` in the trace).
+                NoProvider::ZoneForced { .. } | NoProvider::NoRegistry => Some("registries".into()),
             },
             message: n.to_string(),
         },

@@ -41,8 +41,8 @@ pub struct WatchArgs {
     /// `use-as-config-center=true`). Shown masked. A bad address exits 2 at once.
     #[arg(long, value_name = "ADDRESS")]
     registry: Option<String>,
-    /// The consumer's zone, matched against the registries' `zone=` (Dubbo's
-    /// `registry_zone`).
+    /// The consumer's zone, matched against the registries' `zone=` for a call whose
+    /// request has no `registry_zone` attachment (Dubbo's default zone detector).
     #[arg(long, value_name = "ZONE", requires = "registries")]
     registry_zone: Option<String>,
     /// The reference whose providers and service-scope rules to follow:
@@ -340,7 +340,7 @@ fn sources(
             reference.interface,
             reference.describe_filter(),
             if address.zone_aware() {
-                "Dubbo's zone-aware choice (the preferred registry, else the consumer's zone, else all merged)"
+                "Dubbo's zone-aware choice, one registry per call (the preferred one, else the call's or the consumer's zone, else a draw by weight)"
             } else {
                 "their providers merged"
             }

@@ -106,6 +106,7 @@ impl LiveChain {
                     Err(errors) => reports.push(self.refuse(change, render(&errors))),
                 },
                 Update::Unreadable { reason, .. } => reports.push(self.refuse(change, reason)),
+                Update::Registries(table) => staged.push(Staged::Registries { change, table }),
                 Update::Batch(_) => {}
             }
         }
@@ -140,6 +141,10 @@ pub(super) enum Staged {
         change: String,
         key: RuleKey,
         rule: Option<Arc<OverrideRule>>,
+    },
+    Registries {
+        change: String,
+        table: Arc<routechain_core::RegistryTable>,
     },
 }
 

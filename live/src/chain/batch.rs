@@ -47,8 +47,22 @@ impl LiveChain {
         // Changes that take effect only through the provider list (providers, override
         // rules): applied when the providers the routers see change, else ignored.
         let mut provider_changes: Vec<(String, &'static str)> = Vec::new();
+        // A new table of several registries (the zone-aware choice per call).
+        let mut registries = None;
         for item in staged {
             match item {
+                Staged::Registries { change, table } => {
+                    let serving = current.registries().map(|r| r.table());
+                    if serving.is_some_and(|s| **s == *table) {
+                        reports.push(Report::Ignored {
+                            change,
+                            reason: "the registries list the same providers".into(),
+                        });
+                    } else {
+                        registries = Some(Some(table));
+                        changes.push(change);
+                    }
+                }
                 Staged::Chain { change, file } => {
                     // Entries whose definition and rule are unchanged keep their compiled
                     // router (and so their prepared indexes); the others compile.
@@ -417,6 +431,7 @@ impl LiveChain {
             }),
             service: fresh.map(|file| file.service.as_deref().map(Arc::from)),
             config,
+            registries,
         });
         match result {
             Ok(state) => {

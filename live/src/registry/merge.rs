@@ -1,47 +1,21 @@
 //! Several registries feeding one chain: each registry's provider list kept apart (with
 //! its own empty-push protection), and the list the chain takes made from them: all of
-//! them merged, an address present in several taken once, or Dubbo's zone-aware choice.
+//! them merged, an address present in several taken once. With Dubbo's zone-aware choice
+//! (some registry sets `preferred`, `zone` or `weight`), the merged list comes with a
+//! [`RegistryTable`] saying which registries list each address: the chain then routes one
+//! registry's providers per call ([`routechain_core::Registries`]).
 //!
 //! The registries' sources push into [`Merge::pass`], which rewrites each provider list
 //! into the combined one; everything else a source pushes (rules, unreadable nodes,
 //! status lines) goes through with the registry named.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
-use routechain_core::Url;
+use routechain_core::{RegistryInfo, RegistryTable, Url};
 
 use super::address::RegistryParams;
 use crate::{ProviderText, Skipped, Update, parse_providers};
-
-/// The registries whose providers the chain takes, by position. `zone_aware` (some
-/// registry sets `preferred`, `zone` or `weight`) applies Dubbo's
-/// `ZoneAwareClusterInvoker` order among the registries that have providers: the first
-/// `preferred=true` one; else the first whose `zone` is `local_zone`; else all of them.
-/// Without `zone_aware`, all of them. `counts[i]` is registry `i`'s provider count.
-pub fn choose(
-    params: &[&RegistryParams],
-    counts: &[usize],
-    zone_aware: bool,
-    local_zone: Option<&str>,
-) -> Vec<usize> {
-    let available = |i: &usize| counts.get(*i).copied().unwrap_or(0) > 0;
-    let all: Vec<usize> = (0..params.len()).filter(available).collect();
-    if !zone_aware {
-        return all;
-    }
-    if let Some(i) = all.iter().copied().find(|&i| params[i].preferred) {
-        return vec![i];
-    }
-    if let Some(zone) = local_zone
-        && let Some(i) = all
-            .iter()
-            .copied()
-            .find(|&i| params[i].zone.as_deref() == Some(zone))
-    {
-        return vec![i];
-    }
-    all
-}
 
 /// One registry's last provider list.
 struct Member {
@@ -54,14 +28,15 @@ struct Member {
 pub(super) struct Merge {
     members: Vec<Member>,
     zone_aware: bool,
-    local_zone: Option<String>,
+    local_zone: Option<Arc<str>>,
     protect_empty: bool,
-    /// The registries the last combined list came from; `None` before the first list.
-    chosen: Option<Vec<usize>>,
+    /// Whether a combined list was pushed yet.
+    pushed: bool,
 }
 
 impl Merge {
-    /// A merge of the registries `members` (name shown, parameters).
+    /// A merge of the registries `members` (name shown, parameters); `zone_aware`: the
+    /// combined list comes with the registries' table, for a consumer in `local_zone`.
     pub(super) fn new(
         members: Vec<(String, RegistryParams)>,
         zone_aware: bool,
@@ -78,16 +53,15 @@ impl Merge {
                 })
                 .collect(),
             zone_aware,
-            local_zone,
+            local_zone: local_zone.map(Arc::from),
             protect_empty,
-            chosen: None,
+            pushed: false,
         }
     }
 
     /// What registry `from` pushed, as the chain takes it: its provider list replaced by
-    /// the combined one (left out when the combined list is the same registries' and
-    /// `from` is not among them), the rest with the registry named. `None`: nothing to
-    /// push.
+    /// the combined one (left out when its empty list was held back), the rest with the
+    /// registry named. `None`: nothing to push.
     pub(super) fn pass(&mut self, from: usize, update: Update) -> Option<Update> {
         let name = self.members[from].name.clone();
         match update {
@@ -129,13 +103,14 @@ impl Merge {
                 reason: s.reason,
             })
             .collect();
-        let mut notes = Vec::new();
+        let mut updates = Vec::new();
         let held = urls.is_empty() && !member.urls.is_empty() && self.protect_empty;
+        let still_empty = urls.is_empty() && member.urls.is_empty();
         if held {
             // This registry's empty list is held back alone: the others' providers and
             // its last ones keep serving.
             tracing::warn!(registry = %name, "empty provider list held back");
-            notes.push(Update::Status {
+            updates.push(Update::Status {
                 source: name.clone(),
                 message: format!(
                     "held back an empty provider list from {origin} (empty-push protection); \
@@ -146,40 +121,37 @@ impl Merge {
         } else {
             member.urls = urls;
         }
-        let params: Vec<&RegistryParams> = self.members.iter().map(|m| &m.params).collect();
-        let counts: Vec<usize> = self.members.iter().map(|m| m.urls.len()).collect();
-        let chosen = choose(
-            &params,
-            &counts,
-            self.zone_aware,
-            self.local_zone.as_deref(),
-        );
-        // Nothing to push when the same registries serve and this one's list did not
-        // change what they serve (it is not among them, or its empty list was held back);
-        // the first list is pushed whatever it is.
-        let unchanged = self.chosen.as_ref() == Some(&chosen) && (held || !chosen.contains(&from));
-        let mut updates = notes;
-        if !unchanged || !skipped.is_empty() {
-            let merged = self.combined(&chosen);
-            let from_names: Vec<&str> = chosen
+        // Nothing to push when this registry's empty list was held back or it had none
+        // before either (the combined list is the one pushed before); the first list is
+        // pushed whatever it is.
+        if !(held || still_empty) || !self.pushed || !skipped.is_empty() {
+            let serving: Vec<&str> = self
+                .members
                 .iter()
-                .map(|&i| self.members[i].name.as_str())
+                .filter(|m| !m.urls.is_empty())
+                .map(|m| m.name.as_str())
                 .collect();
+            let serving = if serving.is_empty() {
+                "no registry".to_string()
+            } else {
+                serving.join(" + ")
+            };
+            let how = if self.zone_aware {
+                "one chosen per call"
+            } else {
+                "merged"
+            };
             updates.push(Update::Providers {
-                origin: format!(
-                    "{origin} at {name} (serving {})",
-                    if from_names.is_empty() {
-                        "no registry".to_string()
-                    } else {
-                        from_names.join(" + ")
-                    }
-                ),
+                origin: format!("{origin} at {name} (serving {serving}, {how})"),
                 text: ProviderText::Parsed {
-                    urls: merged,
+                    urls: self.combined(),
                     skipped,
                 },
             });
-            self.chosen = Some(chosen);
+            if self.zone_aware {
+                updates.push(Update::Registries(Arc::new(self.table())));
+            }
+            self.pushed = true;
         }
         match updates.len() {
             0 => None,
@@ -188,23 +160,49 @@ impl Merge {
         }
     }
 
-    /// The providers of the `chosen` registries in their order, each address once (the
-    /// first registry's URL of it).
-    fn combined(&self, chosen: &[usize]) -> Vec<Url> {
-        if let [one] = chosen {
-            return self.members[*one].urls.clone();
+    /// The registries' providers in their order, each address once (the first registry's
+    /// URL of it).
+    fn combined(&self) -> Vec<Url> {
+        let with: Vec<&Member> = self.members.iter().filter(|m| !m.urls.is_empty()).collect();
+        if let [one] = with.as_slice() {
+            return one.urls.clone();
         }
-        let total = chosen.iter().map(|&i| self.members[i].urls.len()).sum();
+        let total = with.iter().map(|m| m.urls.len()).sum();
         let mut seen: HashSet<&str> = HashSet::with_capacity(total);
         let mut out = Vec::with_capacity(total);
-        for &i in chosen {
-            for u in &self.members[i].urls {
+        for m in with {
+            for u in &m.urls {
                 if seen.insert(u.address()) {
                     out.push(u.clone());
                 }
             }
         }
         out
+    }
+
+    /// The registries Dubbo's consumer chooses among (those it subscribes to, in order)
+    /// and which of them lists each address.
+    fn table(&self) -> RegistryTable {
+        let subscribed: Vec<&Member> = self.members.iter().filter(|m| m.params.subscribe).collect();
+        let mut table = RegistryTable::new(
+            subscribed
+                .iter()
+                .map(|m| RegistryInfo {
+                    name: Arc::from(m.name.as_str()),
+                    preferred: m.params.preferred,
+                    zone: m.params.zone.as_deref().map(Arc::from),
+                    weight: m.params.weight,
+                    weighted: m.params.weighted,
+                })
+                .collect(),
+            self.local_zone.clone(),
+        );
+        for (i, m) in subscribed.iter().enumerate() {
+            for u in &m.urls {
+                table.insert(u.address(), i);
+            }
+        }
+        table
     }
 }
 
@@ -217,50 +215,6 @@ mod tests {
             preferred,
             zone: zone.map(str::to_string),
             ..RegistryParams::default()
-        }
-    }
-
-    #[test]
-    fn the_zone_aware_choice_follows_dubbos_order() {
-        let plain = params(false, None);
-        let pref = params(true, None);
-        let hz = params(false, Some("hz"));
-        let sh = params(false, Some("sh"));
-        // (registries, their provider counts, zone-aware, local zone, chosen)
-        type Row<'a> = (
-            Vec<&'a RegistryParams>,
-            Vec<usize>,
-            bool,
-            Option<&'a str>,
-            Vec<usize>,
-        );
-        let table: Vec<Row<'_>> = vec![
-            // Merged by default, registries without providers left out.
-            (vec![&plain, &plain], vec![2, 3], false, None, vec![0, 1]),
-            (vec![&plain, &plain], vec![0, 3], false, None, vec![1]),
-            (vec![&pref, &plain], vec![2, 3], false, None, vec![0, 1]),
-            // Preferred first, while it has providers.
-            (vec![&plain, &pref], vec![2, 3], true, None, vec![1]),
-            (vec![&plain, &pref], vec![2, 0], true, None, vec![0]),
-            (vec![&pref, &pref], vec![2, 3], true, None, vec![0]),
-            (vec![&hz, &pref], vec![2, 3], true, Some("hz"), vec![1]),
-            // Then the consumer's zone.
-            (vec![&hz, &sh], vec![2, 3], true, Some("sh"), vec![1]),
-            (vec![&hz, &sh], vec![2, 0], true, Some("sh"), vec![0]),
-            (vec![&hz, &sh], vec![2, 3], true, Some("bj"), vec![0, 1]),
-            (vec![&hz, &sh], vec![2, 3], true, None, vec![0, 1]),
-            // Then all of them.
-            (
-                vec![&plain, &plain, &hz],
-                vec![1, 0, 1],
-                true,
-                None,
-                vec![0, 2],
-            ),
-            (vec![&plain, &plain], vec![0, 0], true, None, vec![]),
-        ];
-        for (i, (ps, counts, aware, zone, want)) in table.into_iter().enumerate() {
-            assert_eq!(choose(&ps, &counts, aware, zone), want, "row {i}");
         }
     }
 
@@ -350,22 +304,50 @@ mod tests {
     }
 
     #[test]
-    fn a_preferred_registry_serves_alone_and_the_others_changes_are_not_pushed() {
+    fn zone_aware_registries_merge_with_a_table_of_who_lists_each_address() {
         let mut m = Merge::new(
             vec![
                 ("a".into(), RegistryParams::default()),
                 ("b".into(), params(true, None)),
+                (
+                    "rules".into(),
+                    RegistryParams {
+                        subscribe: false,
+                        ..RegistryParams::default()
+                    },
+                ),
             ],
             true,
-            None,
+            Some("hz".into()),
             false,
         );
-        assert_eq!(addresses(&push(&mut m, 0, &["h1:1"])), ["h1:1"]);
-        assert_eq!(addresses(&push(&mut m, 1, &["h2:1"])), ["h2:1"]);
-        // A change of a registry not serving pushes nothing.
-        assert!(push(&mut m, 0, &["h1:1", "h4:1"]).is_none());
-        // The preferred one empties (no protection): the other serves.
-        assert_eq!(addresses(&push(&mut m, 1, &[])), ["h1:1", "h4:1"]);
+        let table = |u: &Option<Update>| match u {
+            Some(Update::Batch(items)) => items.iter().find_map(|u| match u {
+                Update::Registries(t) => Some(t.clone()),
+                _ => None,
+            }),
+            _ => None,
+        };
+        push(&mut m, 0, &["h1:1", "h2:1"]);
+        let both = push(&mut m, 1, &["h2:1", "h3:1"]);
+        assert_eq!(addresses(&both), ["h1:1", "h2:1", "h3:1"]);
+        let t = table(&both).expect("a table with the list");
+        // The registry not subscribed to is not chosen among.
+        let names: Vec<&str> = t.registries().iter().map(|r| &*r.name).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert!(t.registries()[1].preferred);
+        assert_eq!(t.zone(), Some("hz"));
+        // An address in both registries is in each one's.
+        let of = |a| t.registries_of(a);
+        assert_eq!((of("h1:1"), of("h2:1"), of("h3:1")), (0b01, 0b11, 0b10));
+        // The preferred one empties (no protection): the list and the table follow.
+        let emptied = push(&mut m, 1, &[]);
+        assert_eq!(addresses(&emptied), ["h1:1", "h2:1"]);
+        let t = table(&emptied).unwrap();
+        assert_eq!(
+            (t.registries_of("h2:1"), t.registries_of("h3:1")),
+            (0b01, 0)
+        );
     }
 
     #[test]

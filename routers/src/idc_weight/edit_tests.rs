@@ -117,9 +117,9 @@ fn by_name(
         .map(|k| {
             let set = sets.set(k);
             let c = if regions {
-                p.region_counts(k, live)
+                p.region_counts(k, live, None)
             } else {
-                p.idc_counts(k, live)
+                p.idc_counts(k, live, None)
             };
             (
                 sets.name(k).to_ascii_lowercase(),

@@ -210,6 +210,7 @@ impl PreparedIdcWeight {
         decision: &Decision,
     ) {
         let live = cx.degraded();
+        let within = cx.within();
         let consumer = cx.consumer();
         let local = &if cx.consumer_is_prepared() {
             self.local
@@ -225,14 +226,14 @@ impl PreparedIdcWeight {
                     scratch.any_with(|w| set.word(w))
                 })
                 .map_or(0, |r| {
-                    let c = self.region_counts(r, live);
+                    let c = self.region_counts(r, live, within);
                     weighted::availability(opf, c.healthy.into(), c.total.into()).max(1)
                 })
         };
         let mut text = format!("spillover levels (overprovisioning {}):", Factor(opf));
         weighted::priority_loads(levels, available, |i, load| {
             if let Some(r) = Self::level_region(rule, local, i) {
-                let c = self.region_counts(r, live);
+                let c = self.region_counts(r, live, within);
                 text.push_str(&format!(
                     " {} {} of {} healthy → {},",
                     self.regions.name(r),
@@ -265,6 +266,7 @@ impl PreparedIdcWeight {
             return;
         };
         let live = cx.degraded();
+        let within = cx.within();
         let region_panic = matches!(decision.panic, Some(Panic::Region(_)));
         let mut text = format!(
             "route table of region {} with spillover (overprovisioning {}){}: effective weights",
@@ -278,7 +280,7 @@ impl PreparedIdcWeight {
         );
         for i in 0..table.len() {
             let (k, w) = table.entry(i);
-            let c = self.idc_counts(k, live);
+            let c = self.idc_counts(k, live, within);
             let eff = if region_panic {
                 u64::from(w) * UNIT
             } else {

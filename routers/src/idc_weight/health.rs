@@ -16,7 +16,10 @@
 //! without a scan.
 //!
 //! Totals are over the whole snapshot, not the call's candidates: capacity belongs to the
-//! IDC's fleet, and counting the candidates would need a scan per call.
+//! IDC's fleet, and counting the candidates would need a scan per call. When the chain
+//! chose one of several registries for the call ([`routechain_core::RouteContext::within`]),
+//! the fleet is that registry's providers: the counts are a word scan within them, so the
+//! call routes as over that registry's own list.
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -148,12 +151,14 @@ impl Health {
     }
 
     /// The counts as one call sees them: the tallies are looked up once per call (they are
-    /// used when `live` is the attached set).
+    /// used when `live` is the attached set), within the chosen registry's providers when
+    /// the chain chose one.
     #[inline]
-    pub fn view<'a>(&'a self, live: &'a DegradedSet) -> HealthView<'a> {
+    pub fn view<'a>(&'a self, live: &'a DegradedSet, within: Option<&'a BitSet>) -> HealthView<'a> {
         HealthView {
             health: self,
             live,
+            within,
             tallies: self
                 .attached
                 .get()
@@ -167,6 +172,7 @@ impl Health {
 pub(crate) struct HealthView<'a> {
     health: &'a Health,
     live: &'a DegradedSet,
+    within: Option<&'a BitSet>,
     tallies: Option<&'a Attached>,
 }
 
@@ -175,6 +181,9 @@ impl HealthView<'_> {
     /// the param-degraded set.
     #[inline]
     pub fn idc(&self, k: usize, set: &ProviderSet, param: &BitSet) -> Counts {
+        if let Some(within) = self.within {
+            return counts_within(within, self.live, set, param);
+        }
         let tally = self.tallies.map(|a| &*a.idcs);
         counts(&self.health.idcs, k, self.live, tally, set, param)
     }
@@ -182,9 +191,24 @@ impl HealthView<'_> {
     /// Region `r`'s counts (see [`HealthView::idc`]).
     #[inline]
     pub fn region(&self, r: usize, set: &ProviderSet, param: &BitSet) -> Counts {
+        if let Some(within) = self.within {
+            return counts_within(within, self.live, set, param);
+        }
         let tally = self.tallies.map(|a| &*a.regions);
         counts(&self.health.regions, r, self.live, tally, set, param)
     }
+}
+
+/// The counts of `set`'s providers within `within`: a scan of their words.
+fn counts_within(within: &BitSet, live: &DegradedSet, set: &ProviderSet, param: &BitSet) -> Counts {
+    let (mut total, mut healthy) = (0u32, 0u32);
+    for (w, &inside) in within.words().iter().enumerate() {
+        let members = set.word(w) & inside;
+        let usable = members & !param.words().get(w).copied().unwrap_or(0);
+        total += members.count_ones();
+        healthy += (usable & !live.word(w)).count_ones();
+    }
+    Counts { healthy, total }
 }
 
 #[inline]
@@ -269,7 +293,7 @@ mod tests {
         h.attach(&attached, &param);
         for set in [&*attached, &other] {
             assert_eq!(
-                h.view(set).idc(0, &sets[0], &param),
+                h.view(set, None).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 98,
                     total: 100
@@ -282,14 +306,14 @@ mod tests {
             set.mark(120);
             set.mark(199); // no IDC
             assert_eq!(
-                h.view(set).idc(0, &sets[0], &param),
+                h.view(set, None).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 96,
                     total: 100
                 }
             );
             assert_eq!(
-                h.view(set).idc(1, &sets[1], &param),
+                h.view(set, None).idc(1, &sets[1], &param),
                 Counts {
                     healthy: 97,
                     total: 99
@@ -297,7 +321,7 @@ mod tests {
             );
             let all = ProviderSet::from_bitset(BitSet::full(200));
             assert_eq!(
-                h.view(set).region(0, &all, &param),
+                h.view(set, None).region(0, &all, &param),
                 Counts {
                     healthy: 193,
                     total: 200
@@ -305,15 +329,32 @@ mod tests {
             );
             set.clear(2);
             assert_eq!(
-                h.view(set).idc(0, &sets[0], &param),
+                h.view(set, None).idc(0, &sets[0], &param),
                 Counts {
                     healthy: 97,
                     total: 100
                 }
             );
         }
+        // Within every provider (a registry listing them all): the same counts, by a scan.
+        let everyone = BitSet::full(200);
+        for (k, set) in sets.iter().enumerate() {
+            assert_eq!(
+                h.view(&attached, Some(&everyone)).idc(k, set, &param),
+                h.view(&attached, None).idc(k, set, &param)
+            );
+        }
+        // Within no provider: nothing.
+        let none = BitSet::empty(200);
+        assert_eq!(
+            h.view(&attached, Some(&none)).idc(0, &sets[0], &param),
+            Counts {
+                healthy: 0,
+                total: 0
+            }
+        );
         // Unknown groups count nothing.
-        assert_eq!(h.view(&attached).idc(7, &sets[0], &param).total, 0);
+        assert_eq!(h.view(&attached, None).idc(7, &sets[0], &param).total, 0);
     }
 
     #[test]

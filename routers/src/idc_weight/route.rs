@@ -158,7 +158,7 @@ impl PreparedIdcWeight {
         let threshold = options.panic_threshold;
         let mut region_mode = healthy;
         if threshold > 0 {
-            let c = region_counts.unwrap_or_else(|| self.region_counts(region, live));
+            let c = region_counts.unwrap_or_else(|| self.region_counts(region, live, cx.within()));
             if weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
                 region_mode = Healthy::Input;
                 decision.panic = Some(Panic::Region(c));
@@ -171,7 +171,7 @@ impl PreparedIdcWeight {
             && decision.panic.is_none()
             && let Some(Some(k)) = strategy.target()
         {
-            let c = target_counts.unwrap_or_else(|| self.idc_counts(k, live));
+            let c = target_counts.unwrap_or_else(|| self.idc_counts(k, live, cx.within()));
             // A target with no healthy provider is not in panic: no survivor would be
             // overloaded, and the region's healthy providers take its calls.
             if c.healthy > 0 && weighted::in_panic(threshold, c.healthy.into(), c.total.into()) {
@@ -238,7 +238,7 @@ impl PreparedIdcWeight {
         decision: &mut Decision,
     ) -> Option<(usize, bool, Option<Counts>)> {
         let live = cx.degraded();
-        let view = self.health.view(live);
+        let view = self.health.view(live, cx.within());
         let counts = |r: usize| view.region(r, self.regions.set(r), &self.degraded);
         let has = |r: usize, scratch: &BitSet| {
             self.any_healthy(healthy, candidates, scratch, self.within_region(r))
@@ -453,7 +453,7 @@ impl PreparedIdcWeight {
             };
             return (strategy, None);
         };
-        let view = self.health.view(cx.degraded());
+        let view = self.health.view(cx.degraded(), cx.within());
         let region_panic = matches!(decision.panic, Some(Panic::Region(_)));
         // Each IDC's counts and effective weight, read once (the first eight kept on the
         // stack; a longer table reads the others again for the pick).
@@ -496,17 +496,28 @@ impl PreparedIdcWeight {
         }
     }
 
-    /// IDC `k`'s counts for a call whose live degraded set is `live`.
+    /// IDC `k`'s counts for a call whose live degraded set is `live`, within the chosen
+    /// registry's providers when there is one.
     #[inline]
-    pub(super) fn idc_counts(&self, k: usize, live: &routechain_core::DegradedSet) -> Counts {
-        let view = self.health.view(live);
+    pub(super) fn idc_counts(
+        &self,
+        k: usize,
+        live: &routechain_core::DegradedSet,
+        within: Option<&BitSet>,
+    ) -> Counts {
+        let view = self.health.view(live, within);
         view.idc(k, self.idcs.set(k), &self.degraded)
     }
 
-    /// Region `r`'s counts for a call whose live degraded set is `live`.
+    /// Region `r`'s counts (see [`PreparedIdcWeight::idc_counts`]).
     #[inline]
-    pub(super) fn region_counts(&self, r: usize, live: &routechain_core::DegradedSet) -> Counts {
-        let view = self.health.view(live);
+    pub(super) fn region_counts(
+        &self,
+        r: usize,
+        live: &routechain_core::DegradedSet,
+        within: Option<&BitSet>,
+    ) -> Counts {
+        let view = self.health.view(live, within);
         view.region(r, self.regions.set(r), &self.degraded)
     }
 }
