@@ -26,7 +26,8 @@ pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
 pub use service::params::{CallParams, Source as ParamSource};
 pub use service::{
     CallError, Caller, Cluster, ClusterChange, ClusterMode, ClusterStats, InFlight, InvokeError,
-    Invoked, MethodCall, OverrideKeys, OverrideLayer, Published, RetryBudget, SelectError,
+    Invoked, MethodCall, OverrideKeys, OverrideLayer, Published, REGISTRY_ZONE,
+    REGISTRY_ZONE_FORCE, Registries, RegistryInfo, RegistryTable, RetryBudget, SelectError,
     Selected, ServiceConfig, Target,
 };
 #[doc(hidden)]
