@@ -13,7 +13,8 @@
 //!   configuration) that [`Cluster::apply`] replaces whole; the cluster modes (`failover`,
 //!   `failfast`, `failsafe`, `forking`, `broadcast`: [`ClusterMode`]) and the call
 //!   parameters merged in Dubbo's order from the consumer, the providers' URLs and the
-//!   override rules ([`service::params`]).
+//!   override rules ([`service::params`]); with several registries, one chosen per call
+//!   before routing (Dubbo's zone-aware cluster, [`service::registries`]).
 //!
 //! Depends only on `routechain-core`.
 

@@ -15,10 +15,11 @@
 //! Dubbo's chosen registry invoker routes its own directory).
 //!
 //! A [`RegistryTable`] is what the source knows (the registries, the consumer's zone, which
-//! registries list each address); [`Registries`] is the table prepared over one snapshot
-//! (a bitset per registry), held in the cluster's [`super::Published`] state next to the
-//! call parameters and rebuilt whenever the providers or the table change. An address listed by several registries is in each one's set, as in Dubbo it is
-//! in each registry's directory.
+//! registries list each address), given as [`super::ServiceConfig::registries`];
+//! [`Registries`] is the table prepared over one snapshot (a bitset per registry), held in
+//! the cluster's [`super::Published`] state next to the call parameters and rebuilt
+//! whenever the providers or the table change. An address listed by several registries is
+//! in each one's set, as in Dubbo it is in each registry's directory.
 
 use std::collections::HashMap;
 use std::sync::Arc;
