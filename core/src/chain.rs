@@ -518,7 +518,7 @@ impl ChainState {
         call: &mut CallState<R>,
         trace: &mut Trace,
     ) -> Result<(), NoProvider> {
-        self.run(request, call, None, Some(trace))
+        self.route_within(request, call, None, Some(trace))
     }
 
     /// Routes like [`ChainState::route`] starting from `within` (the providers of the
