@@ -99,6 +99,8 @@ impl RegistryConfig {
 #[derive(Clone)]
 pub struct RegistrySource {
     members: Vec<(RegistryEntry, RegistryConfig)>,
+    /// The position in `members` of the config center.
+    center: usize,
     zone_aware: bool,
     options: RegistryOptions,
 }
@@ -120,6 +122,7 @@ impl RegistrySource {
     ) -> Self {
         let center = address.config_center();
         let mut members = Vec::with_capacity(address.entries().len());
+        let mut center_member = 0;
         for (i, entry) in address.entries().iter().enumerate() {
             if !address.followed(i) {
                 continue;
@@ -153,10 +156,14 @@ impl RegistrySource {
                     RegistryConfig::Nacos
                 ),
             };
+            if i == center {
+                center_member = members.len();
+            }
             members.push((entry.clone(), following));
         }
         RegistrySource {
             members,
+            center: center_member,
             zone_aware: address.zone_aware(),
             options,
         }
@@ -211,6 +218,7 @@ impl Source for RegistrySource {
     fn start(self: Box<Self>, tx: UpdateSender) -> Result<SourceHandle, SourceError> {
         let RegistrySource {
             members,
+            center,
             zone_aware,
             options,
         } = *self;
@@ -223,6 +231,7 @@ impl Source for RegistrySource {
                 .iter()
                 .map(|(e, _)| (short_name(e), e.params.clone()))
                 .collect(),
+            center,
             zone_aware,
             options.zone.clone(),
             options.protect_empty,

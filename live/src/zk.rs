@@ -633,6 +633,11 @@ impl Ctx<'_> {
         for key in keys {
             updates.extend(self.read_rule(client, &key).await?);
         }
+        // A full read is sent even when it found nothing, so that a merge of several
+        // registries knows this one was read (an empty batch applies nothing).
+        if updates.is_empty() {
+            updates.push(Update::Batch(Vec::new()));
+        }
         self.send(updates);
         Ok(())
     }

@@ -321,6 +321,11 @@ async fn resync(
         for key in cx.keys() {
             updates.extend(cx.read_rule(clients, &key).await?);
         }
+        // A full read is sent even when it found nothing, so that a merge of several
+        // registries knows this one was read (an empty batch applies nothing).
+        if updates.is_empty() {
+            updates.push(Update::Batch(Vec::new()));
+        }
         Ok::<_, NacosError>(updates)
     }
     .await;

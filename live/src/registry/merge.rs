@@ -8,6 +8,12 @@
 //! The registries' sources push into [`Merge::pass`], which rewrites each provider list
 //! into the combined one; everything else a source pushes (rules, unreadable nodes,
 //! status lines) goes through with the registry named.
+//!
+//! Nothing is served before the config center's first read, as a Dubbo consumer reads its
+//! rules before a reference serves: the other registries' lists are kept until then, and
+//! the combined list goes with the config center's rules in one update. A chain never
+//! routes the registries' providers without the rules, and a cold start's cache (rules
+//! included) keeps serving until that update replaces it whole.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -31,15 +37,26 @@ pub(super) struct Merge {
     zone_aware: bool,
     local_zone: Option<Arc<str>>,
     protect_empty: bool,
+    /// The position of the config center among `members`.
+    center: usize,
+    /// Whether the config center's first read went through.
+    center_read: bool,
+    /// Whether the wait for the config center was reported.
+    waiting_said: bool,
+    /// What the registries' lists skipped while kept, reported with the first combined
+    /// list.
+    kept_skipped: Vec<Skipped>,
     /// Whether a combined list was pushed yet.
     pushed: bool,
 }
 
 impl Merge {
-    /// A merge of the registries `members` (name shown, parameters); `zone_aware`: the
-    /// combined list comes with the registries' table, for a consumer in `local_zone`.
+    /// A merge of the registries `members` (name shown, parameters) whose rules come from
+    /// `members[center]`; `zone_aware`: the combined list comes with the registries'
+    /// table, for a consumer in `local_zone`.
     pub(super) fn new(
         members: Vec<(String, RegistryParams)>,
+        center: usize,
         zone_aware: bool,
         local_zone: Option<String>,
         protect_empty: bool,
@@ -56,21 +73,48 @@ impl Merge {
             zone_aware,
             local_zone: local_zone.map(Arc::from),
             protect_empty,
+            center,
+            center_read: false,
+            waiting_said: false,
+            kept_skipped: Vec::new(),
             pushed: false,
         }
     }
 
     /// What registry `from` pushed, as the chain takes it: its provider list replaced by
-    /// the combined one (left out when its empty list was held back), the rest with the
-    /// registry named. `None`: nothing to push.
+    /// the combined one (left out when its empty list was held back, or kept while the
+    /// config center has not been read), the rest with the registry named. `None`:
+    /// nothing to push.
     pub(super) fn pass(&mut self, from: usize, update: Update) -> Option<Update> {
+        let first_read = from == self.center
+            && !self.center_read
+            && matches!(
+                update,
+                Update::Providers { .. } | Update::Rule { .. } | Update::Batch(_)
+            );
+        if !first_read {
+            return self.pass_one(from, update);
+        }
+        self.center_read = true;
+        let passed = self.pass_one(from, update);
+        if self.pushed || self.members.iter().all(|m| m.urls.is_empty()) {
+            return passed;
+        }
+        // The config center's read held no provider list: the others' lists go with it.
+        let name = self.members[from].name.clone();
+        let mut updates: Vec<Update> = passed.into_iter().collect();
+        updates.extend(self.combined_update(&format!("the first read at {name}"), Vec::new()));
+        Some(Update::Batch(updates))
+    }
+
+    fn pass_one(&mut self, from: usize, update: Update) -> Option<Update> {
         let name = self.members[from].name.clone();
         match update {
             Update::Providers { origin, text } => self.providers(from, &origin, text),
             Update::Batch(items) => {
                 let mut out: Vec<Update> = items
                     .into_iter()
-                    .filter_map(|u| self.pass(from, u))
+                    .filter_map(|u| self.pass_one(from, u))
                     .collect();
                 match out.len() {
                     0 => None,
@@ -122,43 +166,64 @@ impl Merge {
         } else {
             member.urls = urls;
         }
-        // Nothing to push when this registry's empty list was held back or it had none
-        // before either (the combined list is the one pushed before); the first list is
-        // pushed whatever it is.
-        if !(held || still_empty) || !self.pushed || !skipped.is_empty() {
-            let serving: Vec<&str> = self
-                .members
-                .iter()
-                .filter(|m| !m.urls.is_empty())
-                .map(|m| m.name.as_str())
-                .collect();
-            let serving = if serving.is_empty() {
-                "no registry".to_string()
-            } else {
-                serving.join(" + ")
-            };
-            let how = if self.zone_aware {
-                "one chosen per call"
-            } else {
-                "merged"
-            };
-            updates.push(Update::Providers {
-                origin: format!("{origin} at {name} (serving {serving}, {how})"),
-                text: ProviderText::Parsed {
-                    urls: self.combined(),
-                    skipped,
-                },
-            });
-            if self.zone_aware {
-                updates.push(Update::Registries(Arc::new(self.table())));
+        if !self.center_read {
+            // Kept, with what it skipped, until the config center's first read; said once.
+            self.kept_skipped.extend(skipped);
+            if !std::mem::replace(&mut self.waiting_said, true) {
+                updates.push(Update::Status {
+                    source: name.clone(),
+                    message: format!(
+                        "providers kept until the config center {} is read (no provider \
+                         is served without its rules)",
+                        self.members[self.center].name
+                    ),
+                });
             }
-            self.pushed = true;
+        } else if !(held || still_empty) || !self.pushed || !skipped.is_empty() {
+            // Otherwise nothing to push: this registry's empty list was held back, or it
+            // had none before either (the combined list is the one pushed before); the
+            // first list is pushed whatever it is.
+            updates.extend(self.combined_update(&format!("{origin} at {name}"), skipped));
         }
         match updates.len() {
             0 => None,
             1 => updates.pop(),
             _ => Some(Update::Batch(updates)),
         }
+    }
+
+    /// The combined list (and the registries' table, zone-aware) as the chain takes it,
+    /// made on `origin`'s push.
+    fn combined_update(&mut self, origin: &str, mut skipped: Vec<Skipped>) -> Vec<Update> {
+        skipped.append(&mut self.kept_skipped);
+        let serving: Vec<&str> = self
+            .members
+            .iter()
+            .filter(|m| !m.urls.is_empty())
+            .map(|m| m.name.as_str())
+            .collect();
+        let serving = if serving.is_empty() {
+            "no registry".to_string()
+        } else {
+            serving.join(" + ")
+        };
+        let how = if self.zone_aware {
+            "one chosen per call"
+        } else {
+            "merged"
+        };
+        let mut updates = vec![Update::Providers {
+            origin: format!("{origin} (serving {serving}, {how})"),
+            text: ProviderText::Parsed {
+                urls: self.combined(),
+                skipped,
+            },
+        }];
+        if self.zone_aware {
+            updates.push(Update::Registries(Arc::new(self.table())));
+        }
+        self.pushed = true;
+        updates
     }
 
     /// The registries' providers in their order, each address once (the first registry's
@@ -243,11 +308,13 @@ mod tests {
         }
     }
 
-    /// Registries `a` and `b`, merged; `protect`: each one's empty list held back.
+    /// Registries `a` (the config center) and `b`, merged; `protect`: each one's empty
+    /// list held back.
     fn two(protect: bool) -> Merge {
         let plain = || RegistryParams::default();
         Merge::new(
             vec![("a".into(), plain()), ("b".into(), plain())],
+            0,
             false,
             None,
             protect,
@@ -297,11 +364,54 @@ mod tests {
     fn the_first_list_is_pushed_even_when_empty() {
         let mut m = two(true);
         assert!(matches!(
-            push(&mut m, 1, &[]),
+            push(&mut m, 0, &[]),
             Some(Update::Providers { .. })
         ));
-        assert!(push(&mut m, 0, &[]).is_none());
-        assert_eq!(addresses(&push(&mut m, 0, &["h1:1"])), ["h1:1"]);
+        assert!(push(&mut m, 1, &[]).is_none());
+        assert_eq!(addresses(&push(&mut m, 1, &["h1:1"])), ["h1:1"]);
+    }
+
+    #[test]
+    fn nothing_is_served_before_the_config_center_is_read() {
+        let mut m = two(true);
+        // b answers first: its list is kept, said once, with what it skipped.
+        let kept = m.pass(
+            1,
+            Update::Providers {
+                origin: "zookeeper:/dubbo/S/providers".into(),
+                text: ProviderText::Urls(vec!["dubbo://h2:1/S".into(), "bad".into()]),
+            },
+        );
+        assert!(
+            matches!(&kept, Some(Update::Status { source, message }) if source == "b" && message.contains("config center a")),
+            "{kept:?}"
+        );
+        assert!(push(&mut m, 1, &["h2:1", "h3:1"]).is_none());
+        // a's first read: its rule and the combined list go in one update.
+        let rule = Update::Rule {
+            key: crate::RuleKey::new("S", "condition"),
+            event: crate::RuleEvent::Added("conditions: []".into()),
+            origin: "zookeeper:/dubbo/config/dubbo/S.condition-router".into(),
+        };
+        let first = m.pass(0, Update::Batch(vec![rule]));
+        let Some(Update::Batch(items)) = &first else {
+            panic!("{first:?}")
+        };
+        assert!(matches!(items[0], Update::Rule { .. }), "{items:?}");
+        assert_eq!(addresses(&first), ["h2:1", "h3:1"]);
+        let skipped = items.iter().find_map(|u| match u {
+            Update::Providers {
+                text: ProviderText::Parsed { skipped, .. },
+                ..
+            } => Some(skipped.len()),
+            _ => None,
+        });
+        assert_eq!(skipped, Some(1));
+        // Then each list goes through as it comes.
+        assert_eq!(
+            addresses(&push(&mut m, 0, &["h1:1"])),
+            ["h1:1", "h2:1", "h3:1"]
+        );
     }
 
     #[test]
@@ -318,6 +428,7 @@ mod tests {
                     },
                 ),
             ],
+            2,
             true,
             Some("hz".into()),
             false,
@@ -330,7 +441,10 @@ mod tests {
             _ => None,
         };
         push(&mut m, 0, &["h1:1", "h2:1"]);
-        let both = push(&mut m, 1, &["h2:1", "h3:1"]);
+        push(&mut m, 1, &["h2:1", "h3:1"]);
+        // The config center follows rules alone: its first read, with none, sends the
+        // lists kept until then.
+        let both = m.pass(2, Update::Batch(Vec::new()));
         assert_eq!(addresses(&both), ["h1:1", "h2:1", "h3:1"]);
         let t = table(&both).expect("a table with the list");
         // The registry not subscribed to is not chosen among.
@@ -355,6 +469,7 @@ mod tests {
     fn other_updates_pass_with_the_registry_named() {
         let mut m = Merge::new(
             vec![("zk b:2".into(), RegistryParams::default())],
+            0,
             false,
             None,
             true,

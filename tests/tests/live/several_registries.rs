@@ -247,3 +247,54 @@ fn a_weighted_draw_splits_by_registry_weight_and_leaves_an_emptied_registry() {
     wait_route(&live, &first);
     assert_eq!(calls_to(&live, &first, 1_000, 6), 1_000);
 }
+
+#[test]
+fn no_provider_is_served_before_the_config_centers_rules() {
+    let (mut center, other) = (ZooKeeper::start("center-late"), ZooKeeper::start("other"));
+    let (a, b) = (
+        Admin::connect(&center.address()),
+        Admin::connect(&other.address()),
+    );
+    a.register(1);
+    a.put_rule("host != 10.0.0.2");
+    b.register(2);
+    b.register(3);
+    // The config center is down when the chain starts following.
+    center.stop();
+    let live = live(&format!(
+        "service: {SERVICE}\nrouters:\n  - type: condition\n"
+    ));
+    let address = RegistryAddress::parse(&format!(
+        "zookeeper://{}?session=4000 | zookeeper://{}?session=4000",
+        center.address(),
+        other.address()
+    ))
+    .unwrap();
+    let source = RegistrySource::for_chain(&address, &live, RegistryOptions::default());
+    let (_watching, rx) = watch(&live, Box::new(source));
+    // The other registry's list is kept, said so, and nothing is served.
+    wait_report(&rx, "the wait for the config center", |r| {
+        matches!(r, Report::Status { .. }) && r.to_string().contains("kept until the config center")
+    });
+    assert_eq!(
+        route(&live, &Request::new()),
+        Err(NoProvider::EmptySnapshot)
+    );
+    // The config center's first read brings its rule and the merged list in one swap:
+    // 10.0.0.2 is never served.
+    center.resume();
+    let applied = wait_report(&rx, "the first state", |r| {
+        matches!(r, Report::Applied { .. })
+    });
+    assert!(
+        applied.to_string().contains("condition-router added"),
+        "{applied}"
+    );
+    assert_eq!(
+        route(&live, &Request::new()),
+        Ok(vec![
+            "10.0.0.1:20880".to_string(),
+            "10.0.0.3:20880".to_string()
+        ])
+    );
+}
