@@ -9,7 +9,7 @@ use std::sync::mpsc::Receiver;
 
 use routechain::balance::SelectError;
 use routechain::balance::{REGISTRY_ZONE, REGISTRY_ZONE_FORCE};
-use routechain::core::{CallState, Request};
+use routechain::core::{CallState, NoProvider, Request};
 use routechain::live::{
     LiveChain, RegistryAddress, RegistryOptions, RegistrySource, Report, RuleKey, ZkAdmin,
 };
@@ -278,7 +278,7 @@ fn no_provider_is_served_before_the_config_centers_rules() {
     });
     assert_eq!(
         route(&live, &Request::new()),
-        Err(NoProvider::EmptySnapshot)
+        Err(SelectError::NoProvider(NoProvider::EmptySnapshot))
     );
     // The config center's first read brings its rule and the merged list in one swap:
     // 10.0.0.2 is never served.
