@@ -345,7 +345,8 @@ impl Registries {
             Err(e) => return Err(self.no_registry(e, state, request)),
         };
         let set = &self.sets[choice.registry];
-        let trace = trace.map(|trace| {
+        let mut trace = trace;
+        if let Some(trace) = trace.as_deref_mut() {
             trace.steps.push(TraceStep {
                 router: "registries".to_string(),
                 priority: i32::MIN,
@@ -354,8 +355,7 @@ impl Registries {
                 after: set.count(),
                 reason: self.describe(choice, request),
             });
-            trace
-        });
+        }
         Ok(state.route_within(request, call, Some(set), trace)?)
     }
 
