@@ -53,8 +53,8 @@ use arc_swap::{ArcSwap, Guard};
 
 use crate::health::{Clock, HealthChange, HealthTable, SystemClock};
 use crate::lb::SnapshotBalance;
-use routechain_core::{CallState, Provider, RandomSource, Request, Snapshot, SnapshotEdit, Trace};
 use routechain_core::{ChainState, Change, NoProvider, PrepareError};
+use routechain_core::{Provider, RandomSource, Request, SnapshotEdit};
 
 mod budget;
 mod by_address;
@@ -143,20 +143,6 @@ pub struct Published {
     registries: Option<Arc<Registries>>,
 }
 
-/// `config`'s registries over `snapshot`: `kept` when it was prepared from the same table
-/// over the same snapshot.
-fn registries(
-    config: &ServiceConfig,
-    snapshot: &Arc<Snapshot>,
-    kept: Option<(&Arc<Registries>, &Arc<Snapshot>)>,
-) -> Option<Arc<Registries>> {
-    let table = config.registries.as_ref()?;
-    Some(match kept {
-        Some((r, s)) if Arc::ptr_eq(r.table(), table) && Arc::ptr_eq(s, snapshot) => r.clone(),
-        _ => Arc::new(Registries::prepare(table.clone(), snapshot)),
-    })
-}
-
 impl Published {
     /// The first published state of a service; providers warming up at `now` (ms since the
     /// epoch) join the warm-up table.
@@ -178,7 +164,7 @@ impl Published {
             ),
             health: Arc::new(HealthTable::new(state.degraded().clone())),
             by_address,
-            registries: registries(&config, state.snapshot(), None),
+            registries: registries::prepared(&config, state.snapshot(), None),
             config: Arc::new(config),
             params: Arc::new(params),
             state,
@@ -215,7 +201,7 @@ impl Published {
                 balance,
                 health: self.health.clone(),
                 by_address: self.by_address.clone(),
-                registries: registries(&config, snapshot, kept),
+                registries: registries::prepared(&config, snapshot, kept),
                 config,
                 params,
                 state,
@@ -264,7 +250,7 @@ impl Published {
             }
         }
         Published {
-            registries: registries(&config, snapshot, None),
+            registries: registries::prepared(&config, snapshot, None),
             state,
             balance,
             health,
@@ -301,32 +287,11 @@ impl Published {
             ),
             health,
             by_address,
-            registries: registries(&config, snapshot, None),
+            registries: registries::prepared(&config, snapshot, None),
             config,
             params: Arc::new(params),
             state,
         }
-    }
-
-    /// Routes `request` as a call does: through the registry chosen for it when the
-    /// configuration has several ([`Registries::route`]), else through the chain state;
-    /// with `trace`, records the choice and what every router did. No lock, and no
-    /// allocation without a trace once `call`'s buffers have grown.
-    pub fn route<R: RandomSource>(
-        &self,
-        request: &Request,
-        call: &mut CallState<R>,
-        trace: Option<&mut Trace>,
-    ) -> Result<(), SelectError> {
-        match &self.registries {
-            Some(r) => r.route(&self.state, request, call, trace),
-            None => Ok(self.state.route_within(request, call, None, trace)?),
-        }
-    }
-
-    /// The configuration's registries prepared over the snapshot, when there are several.
-    pub fn registries(&self) -> Option<&Arc<Registries>> {
-        self.registries.as_ref()
     }
 
     /// The chain state: what calls route on.

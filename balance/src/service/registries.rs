@@ -29,7 +29,7 @@ use routechain_core::{
     BitSet, CallState, ChainState, Evaluation, RandomSource, Request, Snapshot, Trace, TraceStep,
 };
 
-use super::SelectError;
+use super::{Published, SelectError, ServiceConfig};
 
 /// The call attachment naming the call's zone (Dubbo's `REGISTRY_ZONE`).
 pub const REGISTRY_ZONE: &str = "registry_zone";
@@ -377,6 +377,43 @@ impl Registries {
             },
             _ => SelectError::NoRegistry,
         }
+    }
+}
+
+/// `config`'s registries over `snapshot`: `kept` when it was prepared from the same table
+/// over the same snapshot.
+pub(super) fn prepared(
+    config: &ServiceConfig,
+    snapshot: &Arc<Snapshot>,
+    kept: Option<(&Arc<Registries>, &Arc<Snapshot>)>,
+) -> Option<Arc<Registries>> {
+    let table = config.registries.as_ref()?;
+    Some(match kept {
+        Some((r, s)) if Arc::ptr_eq(r.table(), table) && Arc::ptr_eq(s, snapshot) => r.clone(),
+        _ => Arc::new(Registries::prepare(table.clone(), snapshot)),
+    })
+}
+
+impl Published {
+    /// Routes `request` as a call does: through the registry chosen for it when the
+    /// configuration has several ([`Registries::route`]), else through the chain state;
+    /// with `trace`, records the choice and what every router did. No lock, and no
+    /// allocation without a trace once `call`'s buffers have grown.
+    pub fn route<R: RandomSource>(
+        &self,
+        request: &Request,
+        call: &mut CallState<R>,
+        trace: Option<&mut Trace>,
+    ) -> Result<(), SelectError> {
+        match &self.registries {
+            Some(r) => r.route(&self.state, request, call, trace),
+            None => Ok(self.state.route_within(request, call, None, trace)?),
+        }
+    }
+
+    /// The configuration's registries prepared over the snapshot, when there are several.
+    pub fn registries(&self) -> Option<&Arc<Registries>> {
+        self.registries.as_ref()
     }
 }
 
