@@ -405,9 +405,10 @@ impl Published {
         call: &mut CallState<R>,
         trace: Option<&mut Trace>,
     ) -> Result<(), SelectError> {
-        match &self.registries {
-            Some(r) => r.route(&self.state, request, call, trace),
-            None => Ok(self.state.route_within(request, call, None, trace)?),
+        match (&self.registries, trace) {
+            (Some(r), trace) => r.route(&self.state, request, call, trace),
+            (None, None) => Ok(self.state.route(request, call)?),
+            (None, Some(trace)) => Ok(self.state.route_traced(request, call, trace)?),
         }
     }
 
