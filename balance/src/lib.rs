@@ -13,7 +13,8 @@
 //!   configuration) that [`Cluster::apply`] replaces whole; the cluster modes (`failover`,
 //!   `failfast`, `failsafe`, `forking`, `broadcast`: [`ClusterMode`]) and the call
 //!   parameters merged in Dubbo's order from the consumer, the providers' URLs and the
-//!   override rules ([`service::params`]).
+//!   override rules ([`service::params`]); with several registries, one chosen per call
+//!   before routing (Dubbo's zone-aware cluster, [`service::registries`]).
 //!
 //! Depends only on `routechain-core`.
 
@@ -26,7 +27,8 @@ pub use lb::{BalanceConfig, BalancerSpec, LoadBalanceKind, SnapshotBalance};
 pub use service::params::{CallParams, Source as ParamSource};
 pub use service::{
     CallError, Caller, Cluster, ClusterChange, ClusterMode, ClusterStats, InFlight, InvokeError,
-    Invoked, MethodCall, OverrideKeys, OverrideLayer, Published, RetryBudget, SelectError,
+    Invoked, MethodCall, OverrideKeys, OverrideLayer, Published, REGISTRY_ZONE,
+    REGISTRY_ZONE_FORCE, Registries, RegistryInfo, RegistryTable, RetryBudget, SelectError,
     Selected, ServiceConfig, Target,
 };
 #[doc(hidden)]

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! `registries` routes the full chain after Dubbo's zone-aware choice between two registries
-//! (weights 30 and 70, a third of the providers in both): the registry step's cost.
+//! (weights 30 and 70, a third of the providers in both) in the cluster's published state
+//! (`Published::route`): the registry step's cost.
 //!
 //! Arguments: `chain|pick|select|registries`, the provider count, the number of calls; `chain` with a
 //! fourth argument `time` also prints the wall time per call, the best of 20 batches of the
@@ -24,7 +25,8 @@ use std::sync::Arc;
 
 use routechain::balance::Caller;
 use routechain::balance::{
-    BalanceConfig, BalancerSpec, Cluster, LoadBalanceKind, ServiceConfig, SnapshotBalance,
+    BalanceConfig, BalancerSpec, Cluster, LoadBalanceKind, RegistryInfo, RegistryTable,
+    ServiceConfig, SnapshotBalance,
 };
 use routechain::core::CallState;
 use routechain_testkit as testkit;
@@ -49,13 +51,12 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let state = if mode == "registries" {
-        with_two_registries(&state)
-    } else {
-        state
+    let config = ServiceConfig {
+        registries: (mode == "registries").then(|| two_registries(state.snapshot())),
+        ..ServiceConfig::default()
     };
     // The service publishes the state; `chain` and `pick` route on it (one guard per call).
-    let service = Cluster::new(state, ServiceConfig::default());
+    let service = Cluster::new(state, config);
     let mut call = Caller::seeded(42);
     let mut routed = 0usize;
     if mode == "chain" && args.get(4).map(String::as_str) == Some("time") {
@@ -81,7 +82,12 @@ fn main() {
             for i in 0..calls {
                 let request = &requests[i % requests.len()];
                 let published = service.load();
-                if published.state().route(request, call).is_ok() {
+                let result = if mode == "registries" {
+                    published.route(request, call, None).is_ok()
+                } else {
+                    published.state().route(request, call).is_ok()
+                };
+                if result {
                     routed += 1;
                     if mode == "pick" {
                         black_box(balance.pick(0, &spec, request, &call.candidates, &mut call.rng));
@@ -103,10 +109,9 @@ fn main() {
     println!("{routed} of {calls} calls routed");
 }
 
-/// `state` with two registries chosen among per call: `a` (weight 30) lists the providers
-/// at `i % 3 != 0`, `b` (weight 70) those at `i % 3 != 1`.
-fn with_two_registries(state: &routechain::core::ChainState) -> routechain::core::ChainState {
-    use routechain::core::{Change, RegistryInfo, RegistryTable};
+/// Two registries chosen among per call: `a` (weight 30) lists the providers at
+/// `i % 3 != 0`, `b` (weight 70) those at `i % 3 != 1`.
+fn two_registries(snapshot: &routechain::core::Snapshot) -> Arc<RegistryTable> {
     let info = |name: &str, weight| RegistryInfo {
         name: name.into(),
         preferred: false,
@@ -115,17 +120,12 @@ fn with_two_registries(state: &routechain::core::ChainState) -> routechain::core
         weighted: true,
     };
     let mut table = RegistryTable::new(vec![info("a", 30), info("b", 70)], None);
-    for (i, p) in state.snapshot().providers().iter().enumerate() {
+    for (i, p) in snapshot.providers().iter().enumerate() {
         for r in 0..2 {
             if i % 3 != r {
                 table.insert(p.address(), r);
             }
         }
     }
-    state
-        .next(&Change::<()> {
-            registries: Some(Some(Arc::new(table))),
-            ..Change::default()
-        })
-        .expect("the registries prepare")
+    Arc::new(table)
 }

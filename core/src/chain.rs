@@ -14,7 +14,6 @@ use crate::bitset::{BitSet, Candidates};
 use crate::degraded::DegradedSet;
 use crate::edit::SnapshotEdit;
 use crate::metrics::{ChainMetrics, PickCounter, RouterCounters};
-use crate::registries::{NoRegistry, Registries, RegistryTable};
 use crate::request::Request;
 use crate::rng::{FastRng, RandomSource};
 use crate::router::{PrepareContext, PrepareError, PreparedRouter, RouteContext, Router};
@@ -113,19 +112,6 @@ pub enum NoProvider {
         /// Its priority.
         priority: i32,
     },
-    /// The call's `registry_zone_force=true` and no registry of its zone has a provider.
-    #[error(
-        "no provider available: no registry of {} has providers (registry_zone_force=true)",
-        zone.as_deref().map_or("the call's registry_zone".into(), |z| format!("zone {z}"))
-    )]
-    ZoneForced {
-        /// The call's zone when a registry names it (`None`: no registry is in that zone;
-        /// kept as the registry's string, so a failed call allocates nothing).
-        zone: Option<Arc<str>>,
-    },
-    /// Several registries, none with a provider of the snapshot.
-    #[error("no provider available: no registry has providers")]
-    NoRegistry,
 }
 
 /// The per-caller, reusable buffers of a call: candidates, scratch and the random source.
@@ -179,8 +165,6 @@ pub struct ChainState {
     metrics: Option<Arc<ChainMetrics>>,
     /// Per provider index, its pick counter (when the metrics count picks per provider).
     picks: Option<Box<[Arc<PickCounter>]>>,
-    /// Several registries chosen among per call (none: every provider is routed).
-    registries: Option<Arc<Registries>>,
 }
 
 impl std::fmt::Debug for ChainState {
@@ -214,9 +198,6 @@ pub struct Change<C = ()> {
     pub service: Option<Option<Arc<str>>>,
     /// New settings of the serving layer.
     pub config: Option<C>,
-    /// The registries chosen among per call ([`Registries`]; `Some(None)`: none, every
-    /// provider routed). Kept when left out, and prepared again over new providers.
-    pub registries: Option<Option<Arc<RegistryTable>>>,
 }
 
 impl<C> Default for Change<C> {
@@ -227,7 +208,6 @@ impl<C> Default for Change<C> {
             consumer: None,
             service: None,
             config: None,
-            registries: None,
         }
     }
 }
@@ -330,17 +310,7 @@ impl ChainState {
             ),
         };
         let fresh = change.consumer.is_some() || change.service.is_some();
-        let table = match &change.registries {
-            Some(t) => t.clone(),
-            None => self.registries.as_ref().map(|r| r.table().clone()),
-        };
-        let registries = table.map(|t| match &self.registries {
-            Some(r) if Arc::ptr_eq(r.table(), &t) && Arc::ptr_eq(&snapshot, &self.snapshot) => {
-                r.clone()
-            }
-            _ => Arc::new(Registries::prepare(t, &snapshot)),
-        });
-        let state = Self::assemble(
+        Self::assemble(
             self.generation + 1,
             change
                 .service
@@ -358,11 +328,7 @@ impl ChainState {
                 .unwrap_or_else(|| self.entries.clone()),
             if fresh { Prior::None } else { prior },
             self.metrics.clone(),
-        )?;
-        Ok(ChainState {
-            registries,
-            ..state
-        })
+        )
     }
 
     // Private: every field of the state it assembles, from `new` and `next`.
@@ -460,7 +426,6 @@ impl ChainState {
             picks,
             steps: steps.into_boxed_slice(),
             metrics,
-            registries: None,
         })
     }
 
@@ -531,10 +496,6 @@ impl ChainState {
     pub fn router_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.steps.iter().map(|s| &*s.name)
     }
-    /// The registries chosen among per call, when there are several.
-    pub fn registries(&self) -> Option<&Arc<Registries>> {
-        self.registries.as_ref()
-    }
     /// The entry index (configuration order) of each step, in the order they run.
     pub fn run_order(&self) -> impl Iterator<Item = usize> + '_ {
         self.steps.iter().map(|s| s.entry)
@@ -547,7 +508,7 @@ impl ChainState {
         request: &Request,
         call: &mut CallState<R>,
     ) -> Result<(), NoProvider> {
-        self.run(request, call, None)
+        self.run(request, call, None, None)
     }
 
     /// Routes like [`ChainState::route`] and records what every router did.
@@ -557,22 +518,42 @@ impl ChainState {
         call: &mut CallState<R>,
         trace: &mut Trace,
     ) -> Result<(), NoProvider> {
-        self.run(request, call, Some(trace))
+        self.route_within(request, call, None, Some(trace))
     }
 
+    /// Routes like [`ChainState::route`] starting from `within` (the providers of the
+    /// registry the cluster layer chose for the call; a set over this snapshot) instead of
+    /// every provider; routers see it as [`RouteContext::within`]. With `trace`, records
+    /// what every router did after the steps already in it.
+    pub fn route_within<R: RandomSource>(
+        &self,
+        request: &Request,
+        call: &mut CallState<R>,
+        within: Option<&BitSet>,
+        trace: Option<&mut Trace>,
+    ) -> Result<(), NoProvider> {
+        self.run(request, call, within, trace)
+    }
+
+    // Inlined into each entry point: `route`'s call path folds its `None`s away (instructions
+    // per call under callgrind, benches/examples/call_path.rs).
+    #[inline(always)]
     fn run<R: RandomSource>(
         &self,
         request: &Request,
         call: &mut CallState<R>,
+        within: Option<&BitSet>,
         mut trace: Option<&mut Trace>,
     ) -> Result<(), NoProvider> {
         let n = self.snapshot.len();
         // The first router writes the candidates from the full set itself
         // (`route_from_full`: a copy of its prepared set, not a fill and an AND); a traced
         // call, which counts the input first, and a chain of no router start full.
-        let from_full = trace.is_none() && !self.steps.is_empty() && self.registries.is_none();
+        let from_full = trace.is_none() && !self.steps.is_empty() && within.is_none();
         if from_full {
             call.candidates.resize_unfilled(n);
+        } else if let Some(within) = within {
+            call.candidates.copy_from(within);
         } else {
             call.candidates.reset_full(n);
         }
@@ -590,12 +571,6 @@ impl ChainState {
             );
             return Err(NoProvider::EmptySnapshot);
         }
-        let within = match &self.registries {
-            Some(registries) => {
-                Some(self.registry_head(registries, request, call, trace.as_deref_mut())?)
-            }
-            None => None,
-        };
         let (consumer, consumer_is_prepared) = match &request.consumer {
             None => (&self.consumer, true),
             Some(c) => (
@@ -651,56 +626,6 @@ impl ChainState {
             }
         }
         Ok(())
-    }
-}
-
-impl ChainState {
-    /// Narrows the candidates to the providers of the registry `request` routes through
-    /// (Dubbo's zone-aware choice among registries, [`Registries::choose`]); gives them.
-    fn registry_head<'s, R: RandomSource>(
-        &self,
-        registries: &'s Registries,
-        request: &Request,
-        call: &mut CallState<R>,
-        trace: Option<&mut Trace>,
-    ) -> Result<&'s BitSet, NoProvider> {
-        let choice = match registries.choose(request, &mut call.rng) {
-            Ok(c) => c,
-            Err(e) => return Err(self.no_registry(e, registries, request)),
-        };
-        call.candidates.copy_from(registries.set(choice.registry));
-        if let Some(trace) = trace {
-            trace.steps.push(TraceStep {
-                router: "registries".to_string(),
-                priority: i32::MIN,
-                evaluation: crate::trace::Evaluation::Runtime,
-                before: self.snapshot.len(),
-                after: call.candidates.count(),
-                reason: registries.describe(choice, request),
-            });
-        }
-        Ok(registries.set(choice.registry))
-    }
-
-    #[cold]
-    fn no_registry(&self, e: NoRegistry, registries: &Registries, request: &Request) -> NoProvider {
-        let zone = crate::registries::call_zone(request, registries.table().zone());
-        tracing::debug!(
-            service = self.service.as_deref().unwrap_or(""),
-            generation = self.generation,
-            ?e,
-            "no provider: no registry to route through"
-        );
-        match (e, zone) {
-            (NoRegistry::ZoneForced, Some((zone, _, _))) => NoProvider::ZoneForced {
-                zone: registries
-                    .table()
-                    .registries()
-                    .iter()
-                    .find_map(|r| r.zone.clone().filter(|z| **z == *zone)),
-            },
-            _ => NoProvider::NoRegistry,
-        }
     }
 }
 

@@ -61,7 +61,6 @@ mod edit;
 mod index;
 mod intern;
 mod metrics;
-mod registries;
 mod registry;
 mod request;
 mod rng;
@@ -90,10 +89,6 @@ pub use degraded::{DegradedSet, DegradedTally};
 pub use edit::SnapshotEdit;
 pub use index::{NamedSets, NamedSetsBuilder, ProviderSet, SetRef, ValueIndex};
 pub use metrics::{ChainMetrics, EMPTY_LIST_ROUTER, RouterStats};
-pub use registries::{
-    Choice, MAX_REGISTRIES, NoRegistry, REGISTRY_ZONE, REGISTRY_ZONE_FORCE, Reason, Registries,
-    RegistryInfo, RegistryTable,
-};
 pub use registry::{Registry, RouterFactory, RouterSpec};
 pub use request::{Attributes, Request};
 pub use rng::{FastRng, RandomSource, SequenceRng, mix64, stable_hash};

@@ -462,7 +462,7 @@ pub struct RouteContext<'a> {
     pub(crate) consumer_is_prepared: bool,
     pub(crate) snapshot: &'a Snapshot,
     pub(crate) degraded: &'a DegradedSet,
-    /// The chosen registry's providers when several registries are chosen among per call.
+    /// The providers the call started from ([`crate::ChainState::route_within`]).
     pub(crate) within: Option<&'a BitSet>,
     pub(crate) rng: &'a mut dyn RandomSource,
     pub(crate) scratch: &'a mut BitSet,
@@ -534,8 +534,9 @@ impl<'a> RouteContext<'a> {
     pub fn degraded(&self) -> &'a DegradedSet {
         self.degraded
     }
-    /// The providers this call may reach when the chain chose one of several registries
-    /// for it (`None`: every provider of the snapshot). The candidates start within it; a
+    /// The providers this call may reach when the cluster layer chose one of several
+    /// registries for it ([`crate::ChainState::route_within`]; `None`: every provider of
+    /// the snapshot). The candidates start within it; a
     /// router whose prepared state counts providers of the whole snapshot (the IDC-weight
     /// router's health) counts within it, so the call routes as over that registry's own
     /// list.

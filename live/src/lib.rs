@@ -241,9 +241,9 @@ pub enum Update {
         reason: String,
     },
     /// Several registries' table: which registries list each provider address, for the
-    /// zone-aware choice of one registry per call ([`routechain_core::Registries`]); sent
+    /// zone-aware choice of one registry per call ([`routechain_balance::Registries`]); sent
     /// with the merged provider list it describes.
-    Registries(std::sync::Arc<routechain_core::RegistryTable>),
+    Registries(std::sync::Arc<routechain_balance::RegistryTable>),
     /// Something the operator should know that changes nothing (connected, disconnected...).
     Status {
         /// The source's name.

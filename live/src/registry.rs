@@ -94,7 +94,7 @@ impl RegistryConfig {
 /// The source of a chain following a [`RegistryAddress`]: for one registry, that
 /// registry's source as it is; for several, each registry's source with the providers
 /// combined (merged; with Dubbo's zone-aware choice, a table of which registry lists each
-/// provider, one registry chosen per call: [`routechain_core::Registries`]) and the rules followed in
+/// provider, one registry chosen per call: [`routechain_balance::Registries`]) and the rules followed in
 /// the config center alone ([`RegistryAddress::config_center`]).
 #[derive(Clone)]
 pub struct RegistrySource {

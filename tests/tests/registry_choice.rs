@@ -1,15 +1,16 @@
 //! Several registries chosen among per call (Dubbo's zone-aware choice,
-//! `routechain::core::Registries`): routing the chosen registry's providers out of the
+//! `routechain::balance::Registries`, in the cluster's published state): routing the chosen registry's providers out of the
 //! merged list routes exactly as a chain over that registry's own list, for every built-in
 //! router; the choice allocates nothing per call; the draw splits as the weights say.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use routechain::core::{
-    CallState, ChainState, Change, NoProvider, REGISTRY_ZONE, REGISTRY_ZONE_FORCE, RegistryInfo,
-    RegistryTable, Request, Snapshot, Trace, Url,
+use routechain::balance::{
+    Cluster, Registries, RegistryInfo, RegistryTable, SelectError, ServiceConfig,
 };
+use routechain::balance::{REGISTRY_ZONE, REGISTRY_ZONE_FORCE};
+use routechain::core::{CallState, ChainState, NoProvider, Request, Snapshot, Trace, Url};
 use routechain_testkit as testkit;
 
 const N: usize = 3_000;
@@ -76,13 +77,13 @@ spillover: {overprovisioning: 1.4}
 panic_threshold: 50
 ";
 
-fn with_table(state: &ChainState, t: RegistryTable) -> ChainState {
-    state
-        .next(&Change::<()> {
-            registries: Some(Some(Arc::new(t))),
-            ..Change::default()
-        })
-        .expect("the registries prepare")
+/// A cluster serving `state` with the registries of `t` chosen among per call.
+fn with_table(state: ChainState, t: RegistryTable) -> Cluster {
+    let config = ServiceConfig {
+        registries: Some(Arc::new(t)),
+        ..ServiceConfig::default()
+    };
+    Cluster::new(state, config)
 }
 
 /// The chains checked: every built-in router alone, and all of them together.
@@ -120,16 +121,29 @@ fn chains() -> Vec<(&'static str, String)> {
     chains
 }
 
-fn routed(state: &ChainState, request: &Request, seed: u64) -> Result<BTreeSet<String>, String> {
+fn routed(
+    state: &ChainState,
+    registries: Option<&Registries>,
+    request: &Request,
+    seed: u64,
+) -> Result<BTreeSet<String>, String> {
     let mut call = CallState::seeded(seed);
     let mut trace = Trace::default();
-    match state.route_traced(request, &mut call, &mut trace) {
+    let result = match registries {
+        Some(r) => r.route(state, request, &mut call, Some(&mut trace)),
+        None => state
+            .route_traced(request, &mut call, &mut trace)
+            .map_err(SelectError::from),
+    };
+    match result {
         Ok(()) => Ok(call
             .candidates
             .iter()
             .map(|i| state.snapshot().providers()[i].address().to_string())
             .collect()),
-        Err(NoProvider::EmptiedBy { router, .. }) => Err(router.to_string()),
+        Err(SelectError::NoProvider(NoProvider::EmptiedBy { router, .. })) => {
+            Err(router.to_string())
+        }
         Err(e) => Err(e.to_string()),
     }
 }
@@ -162,11 +176,13 @@ fn a_chosen_registry_routes_as_a_chain_over_its_own_list() {
                     continue;
                 }
                 let merged = testkit::build_state(&yaml, full.clone()).expect("builds");
-                let merged = with_table(&merged, table_split(&full, regs.clone(), None, split));
+                let merged = with_table(merged, table_split(&full, regs.clone(), None, split));
+                let published = merged.load();
+                let (merged, registries) = (&**published.state(), published.registries());
                 let alone = testkit::build_state(&yaml, own.clone()).expect("builds");
                 for health in [false, true] {
                     if health {
-                        for (state, snapshot) in [(&merged, &full), (&alone, &own)] {
+                        for (state, snapshot) in [(merged, &full), (&alone, &own)] {
                             for (i, p) in snapshot.providers().iter().enumerate() {
                                 // The same providers (by address) ejected in both.
                                 if degraded(position[p.address()], p) {
@@ -178,8 +194,8 @@ fn a_chosen_registry_routes_as_a_chain_over_its_own_list() {
                     for (k, request) in requests.iter().enumerate() {
                         let seed = k as u64;
                         assert_eq!(
-                            routed(&merged, request, seed),
-                            routed(&alone, request, seed),
+                            routed(merged, registries.map(|r| &**r), request, seed),
+                            routed(&alone, None, request, seed),
                             "{name}, split {split_name}, registry {registry}, health {health}, \
                              request {k}: {request:?}"
                         );
@@ -198,7 +214,8 @@ fn the_choice_allocates_nothing_per_call() {
         info("a", false, Some("hz"), Some(30)),
         info("b", false, Some("sh"), Some(70)),
     ];
-    let state = with_table(&state, table(&full, regs, None));
+    let cluster = with_table(state, table(&full, regs, None));
+    let published = cluster.load();
     let mut requests = testkit::requests(64, 42);
     for (k, r) in requests.iter_mut().enumerate() {
         // In zone hz, forced to sh, forced to a zone no registry names (the call fails),
@@ -214,13 +231,13 @@ fn the_choice_allocates_nothing_per_call() {
         }
     }
     let mut call = CallState::seeded(7);
-    state.route(&requests[0], &mut call).ok();
+    published.route(&requests[0], &mut call, None).ok();
     let (mut routed, mut forced) = (0, 0);
     let info = allocation_counter::measure(|| {
         for i in 0..2_000 {
-            match state.route(&requests[i % requests.len()], &mut call) {
+            match published.route(&requests[i % requests.len()], &mut call, None) {
                 Ok(()) => routed += 1,
-                Err(NoProvider::ZoneForced { .. }) => forced += 1,
+                Err(SelectError::ZoneForced { .. }) => forced += 1,
                 Err(_) => {}
             }
         }
@@ -236,8 +253,8 @@ fn the_draw_splits_as_the_registry_weights_say() {
     // No router: the routed set is the chosen registry's providers.
     let state =
         testkit::build_state("service: com.foo.BarService\nrouters: []\n", full.clone()).unwrap();
-    let state = with_table(
-        &state,
+    let cluster = with_table(
+        state,
         table(
             &full,
             vec![
@@ -252,7 +269,10 @@ fn the_draw_splits_as_the_registry_weights_say() {
     let n = 20_000u32;
     let mut to_a = 0u32;
     for _ in 0..n {
-        state.route(&Request::new(), &mut call).unwrap();
+        cluster
+            .load()
+            .route(&Request::new(), &mut call, None)
+            .unwrap();
         let got: BTreeSet<usize> = call.candidates.iter().collect();
         if got == a {
             to_a += 1;

@@ -44,7 +44,11 @@ impl RouteError {
     /// The `routechain-error` reason of a trailers-only gRPC answer.
     pub fn reason(&self) -> &'static str {
         match self {
-            RouteError::Select(SelectError::NoProvider(_)) => "no-provider",
+            RouteError::Select(
+                SelectError::NoProvider(_)
+                | SelectError::ZoneForced { .. }
+                | SelectError::NoRegistry,
+            ) => "no-provider",
             RouteError::Select(SelectError::ServiceUnavailable { .. }) => "breaker",
             RouteError::Select(SelectError::Exhausted { .. }) => "exhausted",
             RouteError::Failed { .. } => "failed",

@@ -4,10 +4,13 @@
 //! URLs and the override rules in Dubbo's order.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::health::HealthConfig;
 use crate::lb::BalanceConfig;
+
+use super::registries::RegistryTable;
 
 /// Dubbo's default number of retries after the first attempt (failover cluster).
 pub const DEFAULT_RETRIES: u32 = 2;
@@ -96,6 +99,10 @@ pub struct ServiceConfig {
     /// consumer side (Dubbo's override layer): not a chain-file setting, `routechain-live`
     /// sets it from the rules it applies. None: no override rule sets a call parameter.
     pub overrides: OverrideLayer,
+    /// Several registries one of which is chosen per call (Dubbo's `ZoneAwareClusterInvoker`,
+    /// [`super::registries`]); `None`: every provider is routed. Not a chain-file setting:
+    /// `routechain-live` sets it from the registries it follows.
+    pub registries: Option<Arc<RegistryTable>>,
 }
 
 /// The keys of a provider's URL that override rules set from the consumer side, so that

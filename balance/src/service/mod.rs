@@ -11,6 +11,11 @@
 //! the routing part; the balancer and health tables carried over by the edit, or by
 //! provider address), then stored. Writers serialize among themselves only.
 //!
+//! **Several registries.** With a [`RegistryTable`] in the configuration, the published
+//! state holds it prepared over the snapshot ([`Registries`]) and every call first chooses
+//! one registry (Dubbo's `ZoneAwareClusterInvoker`), then routes that registry's providers
+//! alone ([`Published::route`]).
+//!
 //! **The calls.** Two entry points, one behaviour (Dubbo's failover cluster):
 //!
 //! - [`Cluster::select`] for the caller's own loop: routes a request and picks one
@@ -58,6 +63,7 @@ mod caller;
 mod config;
 pub mod params;
 mod pool;
+pub mod registries;
 #[cfg(test)]
 mod tests;
 #[doc(hidden)]
@@ -72,6 +78,10 @@ pub use config::{
     OverrideLayer, ServiceConfig,
 };
 use params::CallParams;
+pub use registries::{
+    Choice, MAX_REGISTRIES, REGISTRY_ZONE, REGISTRY_ZONE_FORCE, Reason, Registries, RegistryInfo,
+    RegistryTable,
+};
 
 /// A change of a service's published state: [`Change`] with new [`ServiceConfig`] settings
 /// as its `config`. Applied whole by [`Cluster::apply`].
@@ -99,6 +109,19 @@ pub enum SelectError {
         /// How many providers were excluded.
         tried: usize,
     },
+    /// The call's `registry_zone_force=true` and no registry of its zone has a provider.
+    #[error(
+        "no provider available: no registry of {} has providers (registry_zone_force=true)",
+        zone.as_deref().map_or("the call's registry_zone".into(), |z| format!("zone {z}"))
+    )]
+    ZoneForced {
+        /// The call's zone when a registry names it (`None`: no registry is in that zone;
+        /// kept as the registry's string, so a failed call allocates nothing).
+        zone: Option<Arc<str>>,
+    },
+    /// Several registries, none with a provider of the snapshot.
+    #[error("no provider available: no registry has providers")]
+    NoRegistry,
 }
 
 /// A service's published state: the chain state, the balancer and health tables over its
@@ -116,6 +139,8 @@ pub struct Published {
     /// The call parameters merged from the consumer's settings, the providers' URLs and
     /// the override rules (and the balancer slots they need).
     params: Arc<CallParams>,
+    /// The configuration's registries prepared over the snapshot.
+    registries: Option<Arc<Registries>>,
 }
 
 impl Published {
@@ -139,6 +164,7 @@ impl Published {
             ),
             health: Arc::new(HealthTable::new(state.degraded().clone())),
             by_address,
+            registries: registries::prepared(&config, state.snapshot(), None),
             config: Arc::new(config),
             params: Arc::new(params),
             state,
@@ -170,10 +196,12 @@ impl Published {
                     &params,
                 )
             };
+            let kept = self.registries.as_ref().map(|r| (r, self.state.snapshot()));
             return Ok(Published {
                 balance,
                 health: self.health.clone(),
                 by_address: self.by_address.clone(),
+                registries: registries::prepared(&config, snapshot, kept),
                 config,
                 params,
                 state,
@@ -222,6 +250,7 @@ impl Published {
             }
         }
         Published {
+            registries: registries::prepared(&config, snapshot, None),
             state,
             balance,
             health,
@@ -258,6 +287,7 @@ impl Published {
             ),
             health,
             by_address,
+            registries: registries::prepared(&config, snapshot, None),
             config,
             params: Arc::new(params),
             state,
@@ -601,7 +631,7 @@ impl Cluster {
             // provider and try the next of the same list), not a new routing draw.
             caller.call.candidates.copy_from(&caller.routed);
         } else {
-            published.state.route(request, &mut caller.call)?;
+            published.route(request, &mut caller.call, None)?;
             caller.routed.copy_from(&caller.call.candidates);
             caller.routed_on = routed_on;
         }

@@ -164,7 +164,7 @@ fn test(args: &TestArgs) -> Result<ExitCode, LoadError> {
             request.consumer.clone(),
         )?;
         let seed = case.seed.unwrap_or(1);
-        let routed = route_once(&state, &request, &mut CallState::seeded(seed));
+        let routed = route_once(&state, None, &request, &mut CallState::seeded(seed));
         coverage.reach(&routed.trace);
         let e = &case.expect;
         let message = match (&e.addresses, e.no_provider, &e.share_by, &e.shares) {

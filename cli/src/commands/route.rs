@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use routechain::balance::Cluster;
+use routechain::balance::{Cluster, Registries, SelectError};
 use routechain::core::{CallState, ChainState, NoProvider, Request, Snapshot, Trace};
 use routechain::live::{LiveChain, LiveOptions};
 use routechain::rules::ChainFile;
@@ -245,12 +245,18 @@ pub(crate) fn load_service(
 
 fn route(inputs: &InputArgs, seed: Option<u64>, style: Style) -> Result<ExitCode, LoadError> {
     let (_, service, request) = load_service(inputs)?;
-    let state = service.state();
+    let published = service.load();
+    let state = published.state();
     let mut call = match seed {
         Some(seed) => CallState::seeded(seed),
         None => CallState::new(),
     };
-    let routed = route_once(&state, &request, &mut call);
+    let routed = route_once(
+        state,
+        published.registries().map(|r| &**r),
+        &request,
+        &mut call,
+    );
     let first = routed.providers.first().map(|p| p.index);
     let params = parameters(&service, &request, first);
     match style {
@@ -335,10 +341,21 @@ impl Routed {
     }
 }
 
-/// Routes `request` through `state` and records the result.
-pub(crate) fn route_once(state: &ChainState, request: &Request, call: &mut CallState) -> Routed {
+/// Routes `request` through `state` (through the registry chosen for it when there are
+/// several `registries`) and records the result.
+pub(crate) fn route_once(
+    state: &ChainState,
+    registries: Option<&Registries>,
+    request: &Request,
+    call: &mut CallState,
+) -> Routed {
     let mut trace = Trace::default();
-    let outcome = state.route_traced(request, call, &mut trace);
+    let outcome = match registries {
+        Some(r) => r.route(state, request, call, Some(&mut trace)),
+        None => state
+            .route_traced(request, call, &mut trace)
+            .map_err(SelectError::from),
+    };
     let snapshot = state.snapshot();
     let providers = match outcome {
         Ok(()) => call
@@ -351,21 +368,29 @@ pub(crate) fn route_once(state: &ChainState, request: &Request, call: &mut CallS
             .collect(),
         Err(_) => Vec::new(),
     };
-    let error = outcome.as_ref().err().map(|e| RouteError {
-        kind: "no_provider",
-        router: match e {
-            NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
-            NoProvider::EmptySnapshot => None,
-            // The registry chosen per call (`registries` in the trace).
-            NoProvider::ZoneForced { .. } | NoProvider::NoRegistry => Some("registries".into()),
-        },
-        message: e.to_string(),
-    });
+    let error = outcome.as_ref().err().and_then(no_provider);
     Routed {
         trace,
         providers,
         error,
     }
+}
+
+/// The `"error"` object of a call that routing left without a provider, naming the router
+/// that emptied the set (`registries`: the choice among several registries); `None` for
+/// the errors of balancing.
+pub(crate) fn no_provider(e: &SelectError) -> Option<RouteError> {
+    let router = match e {
+        SelectError::NoProvider(NoProvider::EmptiedBy { router, .. }) => Some(router.to_string()),
+        SelectError::NoProvider(NoProvider::EmptySnapshot) => None,
+        SelectError::ZoneForced { .. } | SelectError::NoRegistry => Some("registries".into()),
+        SelectError::ServiceUnavailable { .. } | SelectError::Exhausted { .. } => return None,
+    };
+    Some(RouteError {
+        kind: "no_provider",
+        router,
+        message: e.to_string(),
+    })
 }
 
 fn clone_load_error(e: &LoadError) -> LoadError {

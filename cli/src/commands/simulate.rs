@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use routechain::balance::{Caller, Cluster, SelectError};
-use routechain::core::{CallState, NoProvider, Request, Snapshot, Trace};
+use routechain::core::{CallState, Request, Snapshot, Trace};
 use routechain::rules::ChainFile;
 use routechain::rules::load::LoadError;
 use serde::Serialize;
@@ -218,23 +218,11 @@ fn report(
 
 /// The `route` command's `"error"` object for a call that found no provider.
 fn route_error(e: &SelectError) -> RouteError {
-    match e {
-        SelectError::NoProvider(n) => RouteError {
-            kind: "no_provider",
-            router: match n {
-                NoProvider::EmptiedBy { router, .. } => Some(router.to_string()),
-                NoProvider::EmptySnapshot => None,
-                // The registry chosen per call (`registries` in the trace).
-                NoProvider::ZoneForced { .. } | NoProvider::NoRegistry => Some("registries".into()),
-            },
-            message: n.to_string(),
-        },
-        other => RouteError {
-            kind: "unavailable",
-            router: None,
-            message: other.to_string(),
-        },
-    }
+    super::route::no_provider(e).unwrap_or_else(|| RouteError {
+        kind: "unavailable",
+        router: None,
+        message: e.to_string(),
+    })
 }
 
 /// A percentage with two decimals.

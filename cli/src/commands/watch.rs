@@ -453,12 +453,18 @@ impl RequestPrinter {
     /// Prints the routed request, once per generation: one read can bring several reports
     /// (providers ignored, a rule applied) about one state.
     fn print(&self, live: &LiveChain, (call, printed): &mut (CallState, Option<u64>)) {
-        let state = live.service().state();
+        let published = live.service().load();
+        let state = published.state();
         if *printed == Some(state.generation()) {
             return;
         }
         *printed = Some(state.generation());
-        let routed = route_once(&state, &self.request, call);
+        let routed = route_once(
+            state,
+            published.registries().map(|r| &**r),
+            &self.request,
+            call,
+        );
         outln!("{}", routed.json(false, Some(state.generation()), false));
     }
 }

@@ -144,7 +144,7 @@ pub(super) enum Staged {
     },
     Registries {
         change: String,
-        table: Arc<routechain_core::RegistryTable>,
+        table: Arc<routechain_balance::RegistryTable>,
     },
 }
 

@@ -52,14 +52,14 @@ impl LiveChain {
         for item in staged {
             match item {
                 Staged::Registries { change, table } => {
-                    let serving = current.registries().map(|r| r.table());
-                    if serving.is_some_and(|s| **s == *table) {
+                    let serving = self.service.config();
+                    if serving.registries.as_ref().is_some_and(|s| **s == *table) {
                         reports.push(Report::Ignored {
                             change,
                             reason: "the registries list the same providers".into(),
                         });
                     } else {
-                        registries = Some(Some(table));
+                        registries = Some(table);
                         changes.push(change);
                     }
                 }
@@ -409,8 +409,10 @@ impl LiveChain {
         });
         // A reloaded chain file brings its service settings, and the rules their override
         // layer; they swap with the state.
+        // The registries' table is the sources', not the chain file's: kept until a new one.
         let config = ServiceConfig {
             overrides: layer,
+            registries: registries.or_else(|| old_config.registries.clone()),
             ..new_file
                 .as_ref()
                 .map_or_else(|| (*old_config).clone(), |f| f.service_config.clone())
@@ -431,7 +433,6 @@ impl LiveChain {
             }),
             service: fresh.map(|file| file.service.as_deref().map(Arc::from)),
             config,
-            registries,
         });
         match result {
             Ok(state) => {

@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use routechain_balance::service::MAX_REGISTRIES;
+
 use crate::zk::ZkAddress;
 
 /// Why a registry address cannot be used.
@@ -216,6 +218,16 @@ impl RegistryAddress {
             if entry.is_empty() {
                 // Dubbo's pattern is `[|;]+`: repeated separators are one.
                 continue;
+            }
+            if entries.len() == MAX_REGISTRIES {
+                // A provider's registries are one word in the per-call choice.
+                return Err(invalid(
+                    entry,
+                    format!(
+                        "registry {} of the address: at most {MAX_REGISTRIES} registries are followed",
+                        MAX_REGISTRIES + 1
+                    ),
+                ));
             }
             entries.push(parse_entry(entry)?);
         }
@@ -466,6 +478,30 @@ mod tests {
             assert!(e.contains(reason), "{text}: {e}");
             assert!(!e.contains("secret"), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn more_registries_than_the_choice_holds_are_refused_at_the_first_one_past() {
+        let entries = |n: usize| {
+            (0..n)
+                .map(|i| format!("zookeeper://u:secret@zk-{i}:2181"))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        assert_eq!(
+            RegistryAddress::parse(&entries(MAX_REGISTRIES))
+                .expect("64 registries")
+                .entries()
+                .len(),
+            MAX_REGISTRIES
+        );
+        let e = RegistryAddress::parse(&entries(MAX_REGISTRIES + 3))
+            .expect_err("67 registries")
+            .to_string();
+        assert!(e.contains("zk-64:2181"), "{e}");
+        assert!(e.contains("registry 65 of the address"), "{e}");
+        assert!(e.contains("at most 64 registries"), "{e}");
+        assert!(!e.contains("secret"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! them merged, an address present in several taken once. With Dubbo's zone-aware choice
 //! (some registry sets `preferred`, `zone` or `weight`), the merged list comes with a
 //! [`RegistryTable`] saying which registries list each address: the chain then routes one
-//! registry's providers per call ([`routechain_core::Registries`]).
+//! registry's providers per call ([`routechain_balance::Registries`]).
 //!
 //! The registries' sources push into [`Merge::pass`], which rewrites each provider list
 //! into the combined one; everything else a source pushes (rules, unreadable nodes,
@@ -18,7 +18,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use routechain_core::{RegistryInfo, RegistryTable, Url};
+use routechain_balance::{RegistryInfo, RegistryTable};
+use routechain_core::Url;
 
 use super::address::RegistryParams;
 use crate::{ProviderText, Skipped, Update, parse_providers};

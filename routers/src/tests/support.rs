@@ -82,12 +82,7 @@ pub(crate) fn route_state(state: &ChainState, request: &Request) -> Vec<usize> {
     let mut call = CallState::seeded(7);
     match state.route(request, &mut call) {
         Ok(()) => call.candidates.iter().collect(),
-        Err(
-            NoProvider::EmptiedBy { .. }
-            | NoProvider::EmptySnapshot
-            | NoProvider::ZoneForced { .. }
-            | NoProvider::NoRegistry,
-        ) => Vec::new(),
+        Err(NoProvider::EmptiedBy { .. } | NoProvider::EmptySnapshot) => Vec::new(),
     }
 }
 

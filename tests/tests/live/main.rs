@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use routechain::core::{CallState, NoProvider, Request};
+use routechain::balance::SelectError;
+use routechain::core::{CallState, Request};
 use routechain::live::{LiveChain, LiveOptions, Report, Source, Watching};
 use routechain::rules::ChainFile;
 
@@ -43,13 +44,15 @@ pub fn watch(live: &Arc<LiveChain>, source: Box<dyn Source>) -> (Watching, Recei
     (watching, rx)
 }
 
-/// The routed provider addresses for `request`, sorted, or the no-provider error. Sorted:
+/// The routed provider addresses for `request` (through the registry chosen for it when
+/// there are several), sorted, or the no-provider error. Sorted:
 /// a live chain keeps its providers in its own stable order (those kept stay in place, new
 /// ones are appended), not the registry's; the order means nothing to routing.
-pub fn route(live: &LiveChain, request: &Request) -> Result<Vec<String>, NoProvider> {
-    let state = live.service().state();
+pub fn route(live: &LiveChain, request: &Request) -> Result<Vec<String>, SelectError> {
+    let published = live.service().load();
+    let state = published.state();
     let mut call = CallState::seeded(1);
-    state.route(request, &mut call)?;
+    published.route(request, &mut call, None)?;
     let mut addresses: Vec<String> = call
         .candidates
         .iter()

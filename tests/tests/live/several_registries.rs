@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 
-use routechain::core::{CallState, NoProvider, REGISTRY_ZONE, REGISTRY_ZONE_FORCE, Request};
+use routechain::balance::SelectError;
+use routechain::balance::{REGISTRY_ZONE, REGISTRY_ZONE_FORCE};
+use routechain::core::{CallState, NoProvider, Request};
 use routechain::live::{
     LiveChain, RegistryAddress, RegistryOptions, RegistrySource, Report, RuleKey, ZkAdmin,
 };
@@ -133,7 +135,7 @@ fn the_calls_zone_or_the_consumers_picks_its_registry_per_call() {
     );
     // A zone no registry has: forced, a clear error; else a draw among the registries.
     let unknown = route(&live, &in_zone("bj", true));
-    assert_eq!(unknown, Err(NoProvider::ZoneForced { zone: None }));
+    assert_eq!(unknown, Err(SelectError::ZoneForced { zone: None }));
     assert_eq!(
         unknown.unwrap_err().to_string(),
         "no provider available: no registry of the call's registry_zone has providers \
@@ -148,7 +150,7 @@ fn the_calls_zone_or_the_consumers_picks_its_registry_per_call() {
     let emptied = route(&live, &in_zone("sh", true));
     assert_eq!(
         emptied,
-        Err(NoProvider::ZoneForced {
+        Err(SelectError::ZoneForced {
             zone: Some("sh".into())
         })
     );
@@ -188,11 +190,14 @@ fn a_preferred_registry_serves_while_it_has_providers() {
 /// How many of `calls` calls route to the providers at `first` (every routed set is
 /// either it or the other registry's).
 fn calls_to(live: &LiveChain, first: &[&str], calls: u32, seed: u64) -> u32 {
-    let state = live.service().state();
+    let published = live.service().load();
+    let state = published.state();
     let mut call = CallState::seeded(seed);
     let mut to_first = 0;
     for _ in 0..calls {
-        state.route(&Request::new(), &mut call).expect("routes");
+        published
+            .route(&Request::new(), &mut call, None)
+            .expect("routes");
         let got: Vec<&str> = call
             .candidates
             .iter()
@@ -273,7 +278,7 @@ fn no_provider_is_served_before_the_config_centers_rules() {
     });
     assert_eq!(
         route(&live, &Request::new()),
-        Err(NoProvider::EmptySnapshot)
+        Err(SelectError::NoProvider(NoProvider::EmptySnapshot))
     );
     // The config center's first read brings its rule and the merged list in one swap:
     // 10.0.0.2 is never served.

@@ -85,12 +85,7 @@ pub fn single(type_name: &str, rule: Option<Value>) -> Value {
 fn outcome(result: Result<(), NoProvider>, call: &CallState) -> Vec<usize> {
     match result {
         Ok(()) => call.candidates.iter().collect(),
-        Err(
-            NoProvider::EmptiedBy { .. }
-            | NoProvider::EmptySnapshot
-            | NoProvider::ZoneForced { .. }
-            | NoProvider::NoRegistry,
-        ) => Vec::new(),
+        Err(NoProvider::EmptiedBy { .. } | NoProvider::EmptySnapshot) => Vec::new(),
     }
 }
 

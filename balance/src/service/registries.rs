@@ -11,22 +11,25 @@
 //!    `reselect`), which by the same rule is by weight when the first available one sets it.
 //!
 //! A registry is available while it lists a provider. The chain then routes the chosen
-//! registry's providers alone: [`Registries::choose`] gives the set the routers start from.
+//! registry's providers alone ([`Registries::route`]: the set the routers start from, as
+//! Dubbo's chosen registry invoker routes its own directory).
 //!
 //! A [`RegistryTable`] is what the source knows (the registries, the consumer's zone, which
-//! registries list each address); [`Registries`] is the table prepared over one snapshot
-//! (a bitset per registry), rebuilt by [`crate::ChainState::next`] whenever the providers
-//! change. An address listed by several registries is in each one's set, as in Dubbo it is
-//! in each registry's directory.
+//! registries list each address), given as [`super::ServiceConfig::registries`];
+//! [`Registries`] is the table prepared over one snapshot (a bitset per registry), held in
+//! the cluster's [`super::Published`] state next to the call parameters and rebuilt
+//! whenever the providers or the table change. An address listed by several registries is
+//! in each one's set, as in Dubbo it is in each registry's directory.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::bitset::BitSet;
-use crate::request::Request;
-use crate::rng::RandomSource;
-use crate::snapshot::Snapshot;
-use crate::weighted::{self, Draw};
+use routechain_core::weighted::{self, Draw};
+use routechain_core::{
+    BitSet, CallState, ChainState, Evaluation, RandomSource, Request, Snapshot, Trace, TraceStep,
+};
+
+use super::{Published, SelectError, ServiceConfig};
 
 /// The call attachment naming the call's zone (Dubbo's `REGISTRY_ZONE`).
 pub const REGISTRY_ZONE: &str = "registry_zone";
@@ -62,11 +65,18 @@ pub struct RegistryTable {
 }
 
 impl RegistryTable {
-    /// A table of `registries` (at most [`MAX_REGISTRIES`]; the rest are left out), for a
-    /// consumer in `zone` (the zone of a call without a `registry_zone` attachment).
+    /// A table of `registries` (at most [`MAX_REGISTRIES`]: the registry address refuses
+    /// more; past it, the rest are left out with a warning), for a consumer in `zone` (the
+    /// zone of a call without a `registry_zone` attachment).
     pub fn new(registries: Vec<RegistryInfo>, zone: Option<Arc<str>>) -> Self {
         let mut registries = registries;
-        registries.truncate(MAX_REGISTRIES);
+        if registries.len() > MAX_REGISTRIES {
+            tracing::warn!(
+                registries = registries.len(),
+                "only the first {MAX_REGISTRIES} registries are chosen among"
+            );
+            registries.truncate(MAX_REGISTRIES);
+        }
         RegistryTable {
             registries: registries.into_boxed_slice(),
             zone,
@@ -128,7 +138,8 @@ pub struct Choice {
     pub reason: Reason,
 }
 
-/// Why no registry could be chosen.
+/// Why no registry could be chosen (see [`SelectError::ZoneForced`] and
+/// [`SelectError::NoRegistry`] for the call's error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoRegistry {
     /// `registry_zone_force=true` and no available registry is in the call's zone.
@@ -313,6 +324,97 @@ impl Registries {
             }
         };
         format!("registry {}: {why}", r.name)
+    }
+
+    /// Routes `request` through `state` (the chain state this was prepared over): chooses
+    /// the registry, then routes its providers alone ([`ChainState::route_within`]); with
+    /// `trace`, the choice is its first step (`registries`). No allocation without a trace.
+    pub fn route<R: RandomSource>(
+        &self,
+        state: &ChainState,
+        request: &Request,
+        call: &mut CallState<R>,
+        trace: Option<&mut Trace>,
+    ) -> Result<(), SelectError> {
+        if state.snapshot().is_empty() {
+            // No provider at all: the chain's own error.
+            return Ok(state.route_within(request, call, None, trace)?);
+        }
+        let choice = match self.choose(request, &mut call.rng) {
+            Ok(c) => c,
+            Err(e) => return Err(self.no_registry(e, state, request)),
+        };
+        let set = &self.sets[choice.registry];
+        let mut trace = trace;
+        if let Some(trace) = trace.as_deref_mut() {
+            trace.steps.push(TraceStep {
+                router: "registries".to_string(),
+                priority: i32::MIN,
+                evaluation: Evaluation::Runtime,
+                before: state.snapshot().len(),
+                after: set.count(),
+                reason: self.describe(choice, request),
+            });
+        }
+        Ok(state.route_within(request, call, Some(set), trace)?)
+    }
+
+    #[cold]
+    fn no_registry(&self, e: NoRegistry, state: &ChainState, request: &Request) -> SelectError {
+        tracing::debug!(
+            service = state.service().unwrap_or(""),
+            generation = state.generation(),
+            ?e,
+            "no provider: no registry to route through"
+        );
+        match (e, call_zone(request, self.table.zone())) {
+            (NoRegistry::ZoneForced, Some((zone, _, _))) => SelectError::ZoneForced {
+                zone: self
+                    .table
+                    .registries()
+                    .iter()
+                    .find_map(|r| r.zone.clone().filter(|z| **z == *zone)),
+            },
+            _ => SelectError::NoRegistry,
+        }
+    }
+}
+
+/// `config`'s registries over `snapshot`: `kept` when it was prepared from the same table
+/// over the same snapshot.
+pub(super) fn prepared(
+    config: &ServiceConfig,
+    snapshot: &Arc<Snapshot>,
+    kept: Option<(&Arc<Registries>, &Arc<Snapshot>)>,
+) -> Option<Arc<Registries>> {
+    let table = config.registries.as_ref()?;
+    Some(match kept {
+        Some((r, s)) if Arc::ptr_eq(r.table(), table) && Arc::ptr_eq(s, snapshot) => r.clone(),
+        _ => Arc::new(Registries::prepare(table.clone(), snapshot)),
+    })
+}
+
+impl Published {
+    /// Routes `request` as a call does: through the registry chosen for it when the
+    /// configuration has several ([`Registries::route`]), else through the chain state;
+    /// with `trace`, records the choice and what every router did. No lock, and no
+    /// allocation without a trace once `call`'s buffers have grown.
+    pub fn route<R: RandomSource>(
+        &self,
+        request: &Request,
+        call: &mut CallState<R>,
+        trace: Option<&mut Trace>,
+    ) -> Result<(), SelectError> {
+        match (&self.registries, trace) {
+            (Some(r), trace) => r.route(&self.state, request, call, trace),
+            (None, None) => Ok(self.state.route(request, call)?),
+            (None, Some(trace)) => Ok(self.state.route_traced(request, call, trace)?),
+        }
+    }
+
+    /// The configuration's registries prepared over the snapshot, when there are several.
+    pub fn registries(&self) -> Option<&Arc<Registries>> {
+        self.registries.as_ref()
     }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::rng::{FastRng, SequenceRng};
+use routechain_core::{FastRng, SequenceRng};
 
 fn reg(name: &str, preferred: bool, zone: Option<&str>, weight: Option<u32>) -> RegistryInfo {
     RegistryInfo {
