@@ -418,7 +418,7 @@ pub struct RegistryCollector {
 #[cfg(any(feature = "zookeeper", feature = "nacos"))]
 impl RegistryCollector {
     /// The state of the ZooKeeper source connected to `address` through `connection`
-    /// (the [`crate::ZkConfig::connection`] it runs with).
+    /// (the [`crate::Following::connection`] it runs with).
     #[cfg(feature = "zookeeper")]
     pub fn zookeeper(address: &crate::ZkAddress, connection: crate::ZkConnection) -> Self {
         RegistryCollector::default().and_zookeeper(address, connection)
@@ -437,7 +437,7 @@ impl RegistryCollector {
     }
 
     /// The state of the Nacos source connected to `address` through `connection` (the
-    /// [`crate::NacosConfig::connection`] it runs with).
+    /// [`crate::Following::connection`] it runs with).
     #[cfg(feature = "nacos")]
     pub fn nacos(address: &crate::NacosAddress, connection: crate::NacosConnection) -> Self {
         RegistryCollector::default().and_nacos(address, connection)
