@@ -109,10 +109,12 @@ impl LiveChain {
                     if errors.is_empty() {
                         let settings_changed = match &new_file {
                             Some(f) => f.service_config != file.service_config,
-                            // The serving settings, but for the override layer (the rules').
+                            // The serving settings, but for the override layer (the rules')
+                            // and the registries' table (the sources').
                             None => {
                                 ServiceConfig {
                                     overrides: OverrideLayer::default(),
+                                    registries: None,
                                     ..(*self.service.config()).clone()
                                 } != file.service_config
                             }

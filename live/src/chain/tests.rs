@@ -492,3 +492,44 @@ fn a_batch_of_providers_and_a_rule_is_one_swap_that_prepares_the_changed_router(
         b.candidates.iter().collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_reload_of_the_same_chain_file_keeps_the_registries_table_and_changes_no_setting() {
+    let dir = std::env::temp_dir().join(format!(
+        "routechain-live-unit-registries-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.yaml");
+    std::fs::write(&path, "routers:\n  - type: condition\n").unwrap();
+    let live = LiveChain::new(
+        ChainFile::load(&path).unwrap(),
+        routechain_routers::builtin_registry(),
+        LiveOptions::default(),
+    )
+    .unwrap();
+    live.apply(providers(&[(1, "a=1"), (2, "a=2")]));
+    let info = |name: &str| routechain_balance::RegistryInfo {
+        name: name.into(),
+        preferred: false,
+        zone: None,
+        weight: 100,
+        weighted: false,
+    };
+    let mut table = routechain_balance::RegistryTable::new(vec![info("r1"), info("r2")], None);
+    table.insert("10.0.0.1:20880", 0);
+    table.insert("10.0.0.2:20880", 1);
+    let table = Arc::new(table);
+    live.apply(Update::Registries(table.clone()));
+    assert_eq!(live.service().config().registries.as_ref(), Some(&table));
+    // The chain file read again: its settings are the serving ones, the table stays.
+    let reports = live.apply(Update::ChainFile(path.clone()));
+    assert!(
+        reports
+            .iter()
+            .all(|r| !r.to_string().contains("service settings changed")),
+        "{reports:?}"
+    );
+    assert_eq!(live.service().config().registries.as_ref(), Some(&table));
+    let _ = std::fs::remove_dir_all(&dir);
+}
