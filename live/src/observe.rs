@@ -213,8 +213,11 @@ impl LiveChain {
             "sources" => source_of(&update, "file"),
             s => source_of(&update, s),
         };
-        if let Update::Status { .. } = update {
-            return self.apply_update(update);
+        match &update {
+            Update::Status { .. } => return self.apply_update(update),
+            // A source's read that found nothing (sent so that a merge knows it was read).
+            Update::Batch(items) if items.is_empty() => return Vec::new(),
+            _ => {}
         }
         self.observed(source, || self.apply_update(update))
     }
