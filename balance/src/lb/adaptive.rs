@@ -71,12 +71,7 @@ impl Balancer for Adaptive {
         let (a, b) = if n == 2 {
             (candidates.nth(0)?, candidates.nth(1)?)
         } else {
-            let a = rng.below(n);
-            let mut b = rng.below(n - 1);
-            if b >= a {
-                b += 1;
-            }
-            (candidates.nth(a as usize)?, candidates.nth(b as usize)?)
+            super::two_distinct(candidates, n, rng)?
         };
         let chosen = Self::lower(shared, a, b, rng, now);
         if let Some(r) = shared.responses().get(chosen) {

@@ -132,6 +132,23 @@ impl std::fmt::Display for LoadBalanceKind {
     }
 }
 
+/// Two different candidates of the `n` (at least two) drawn at random (positions `a` in
+/// `0..n` and `b` in `0..n-1`, `b` moved past `a`), as Dubbo's `AdaptiveLoadBalance` and
+/// power-of-two-choices draw them.
+#[inline]
+pub(crate) fn two_distinct(
+    candidates: &Candidates,
+    n: u64,
+    rng: &mut dyn RandomSource,
+) -> Option<(usize, usize)> {
+    let a = rng.below(n);
+    let mut b = rng.below(n - 1);
+    if b >= a {
+        b += 1;
+    }
+    Some((candidates.nth(a as usize)?, candidates.nth(b as usize)?))
+}
+
 /// The time now in milliseconds since the Unix epoch (the unit of a provider's
 /// `timestamp`), from the system clock.
 pub fn epoch_millis() -> i64 {

@@ -29,13 +29,7 @@ impl Balancer for P2c {
         if n <= 1 {
             return candidates.first();
         }
-        let a = rng.below(n);
-        let mut b = rng.below(n - 1);
-        if b >= a {
-            b += 1;
-        }
-        let ia = candidates.nth(a as usize)?;
-        let ib = candidates.nth(b as usize)?;
+        let (ia, ib) = super::two_distinct(candidates, n, rng)?;
         let (aa, ab) = (shared.active(ia), shared.active(ib));
         Some(
             if ab < aa || (ab == aa && shared.weight(ib, now) > shared.weight(ia, now)) {
