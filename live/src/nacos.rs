@@ -49,6 +49,7 @@ mod admin;
 mod configs;
 mod instance;
 mod session;
+
 #[cfg(test)]
 mod tests;
 
@@ -376,24 +377,8 @@ impl Ctx<'_> {
                 key.group.as_deref().unwrap_or(""),
             )]);
         }
-        let mut names = Vec::new();
-        let mut page = 1;
-        loop {
-            let (list, total) = naming
-                .get_service_list(page, 500, Some(self.address.group().to_string()))
-                .await
-                .map_err(|e| NacosError::Op {
-                    op: "list services of group",
-                    what: self.address.group().to_string(),
-                    reason: e.to_string(),
-                })?;
-            let n = list.len();
-            names.extend(list.into_iter().filter(|n| compatible(key, n)));
-            if n == 0 || (page * 500) as i64 >= i64::from(total) {
-                break;
-            }
-            page += 1;
-        }
+        let mut names = service_list(naming, self.address.group()).await?;
+        names.retain(|n| compatible(key, n));
         names.sort();
         Ok(names)
     }
@@ -621,4 +606,26 @@ fn data_ids(keys: &[RuleKey]) -> String {
 
 fn exclusion(why: Exclusion) -> String {
     why.to_string()
+}
+
+/// Every service name of `group`, page by page (Nacos lists at most 500 a page).
+async fn service_list(naming: &NamingService, group: &str) -> Result<Vec<String>, NacosError> {
+    let mut names = Vec::new();
+    let mut page = 1;
+    loop {
+        let (list, total) = naming
+            .get_service_list(page, 500, Some(group.to_string()))
+            .await
+            .map_err(|e| NacosError::Op {
+                op: "list services of group",
+                what: group.to_string(),
+                reason: e.to_string(),
+            })?;
+        let n = list.len();
+        names.extend(list);
+        if n == 0 || i64::from(page) * 500 >= i64::from(total) {
+            return Ok(names);
+        }
+        page += 1;
+    }
 }

@@ -117,29 +117,18 @@ impl NacosAdmin {
     /// The interfaces with a provider service (`providers:<interface>:…`) in the address's
     /// group, sorted.
     pub async fn services(&self) -> Result<Vec<String>, NacosError> {
-        let group = Some(self.address.group().to_string());
-        let mut interfaces = Vec::new();
-        let mut page = 1;
-        loop {
-            let (list, total) = self
-                .naming
-                .get_service_list(page, 500, group.clone())
-                .await
-                .map_err(op("list services of group", self.address.group()))?;
-            let n = list.len();
-            interfaces.extend(list.iter().filter_map(|name| {
+        let names = super::service_list(&self.naming, self.address.group()).await?;
+        let mut interfaces: Vec<String> = names
+            .iter()
+            .filter_map(|name| {
                 let mut parts = name.split(':');
                 (parts.next() == Some("providers"))
                     .then(|| parts.next())
                     .flatten()
                     .filter(|i| !i.is_empty())
                     .map(|i| i.replace("___", "$"))
-            }));
-            if n == 0 || i64::from(page) * 500 >= i64::from(total) {
-                break;
-            }
-            page += 1;
-        }
+            })
+            .collect();
         interfaces.sort();
         interfaces.dedup();
         Ok(interfaces)
@@ -201,21 +190,8 @@ impl NacosAdmin {
             group: Some("*".into()),
         };
         let group = Some(self.address.group().to_string());
-        let mut names = Vec::new();
-        let mut page = 1;
-        loop {
-            let (list, total) = self
-                .naming
-                .get_service_list(page, 500, group.clone())
-                .await
-                .map_err(op("list services of group", self.address.group()))?;
-            let n = list.len();
-            names.extend(list.into_iter().filter(|n| compatible(&key, n)));
-            if n == 0 || i64::from(page) * 500 >= i64::from(total) {
-                break;
-            }
-            page += 1;
-        }
+        let mut names = super::service_list(&self.naming, self.address.group()).await?;
+        names.retain(|n| compatible(&key, n));
         let mut urls = Vec::new();
         for name in names {
             let instances = self
