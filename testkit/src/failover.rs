@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use routechain::balance::SelectError;
 use routechain::core::{CallState, Request};
 use routechain::live::LiveChain;
 
@@ -29,18 +30,25 @@ pub fn rule(k: u32) -> String {
 
 /// The routed addresses (sorted), empty when routing found none.
 pub fn route(live: &LiveChain) -> Vec<String> {
-    let state = live.service().state();
+    routed(live, &Request::new()).unwrap_or_default()
+}
+
+/// The provider addresses `request` routes to (through the registry chosen for it when
+/// there are several), sorted, or the no-provider error. Sorted: a live chain keeps its
+/// providers in its own stable order (those kept stay in place, new ones are appended), not
+/// the registry's; the order means nothing to routing.
+pub fn routed(live: &LiveChain, request: &Request) -> Result<Vec<String>, SelectError> {
+    let published = live.service().load();
+    let state = published.state();
     let mut call = CallState::seeded(1);
-    if state.route(&Request::new(), &mut call).is_err() {
-        return Vec::new();
-    }
-    let mut out: Vec<String> = call
+    published.route(request, &mut call, None)?;
+    let mut addresses: Vec<String> = call
         .candidates
         .iter()
         .map(|i| state.snapshot().providers()[i].address().to_string())
         .collect();
-    out.sort();
-    out
+    addresses.sort();
+    Ok(addresses)
 }
 
 /// Whether the chain's providers include provider `k`.

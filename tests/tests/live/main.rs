@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use routechain::balance::SelectError;
-use routechain::core::{CallState, Request};
+use routechain::core::Request;
 use routechain::live::{LiveChain, LiveOptions, Report, Source, Watching};
 use routechain::rules::ChainFile;
 
@@ -44,23 +43,8 @@ pub fn watch(live: &Arc<LiveChain>, source: Box<dyn Source>) -> (Watching, Recei
     (watching, rx)
 }
 
-/// The routed provider addresses for `request` (through the registry chosen for it when
-/// there are several), sorted, or the no-provider error. Sorted:
-/// a live chain keeps its providers in its own stable order (those kept stay in place, new
-/// ones are appended), not the registry's; the order means nothing to routing.
-pub fn route(live: &LiveChain, request: &Request) -> Result<Vec<String>, SelectError> {
-    let published = live.service().load();
-    let state = published.state();
-    let mut call = CallState::seeded(1);
-    published.route(request, &mut call, None)?;
-    let mut addresses: Vec<String> = call
-        .candidates
-        .iter()
-        .map(|i| state.snapshot().providers()[i].address().to_string())
-        .collect();
-    addresses.sort();
-    Ok(addresses)
-}
+/// The routed provider addresses for `request`, sorted, or the no-provider error.
+pub use support::failover::routed as route;
 
 /// Waits until routing an empty request gives exactly `expected` (addresses, sorted).
 pub fn wait_route(live: &LiveChain, expected: &[&str]) {
