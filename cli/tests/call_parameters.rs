@@ -53,6 +53,15 @@ fn run(
 }
 
 /// The `(value, source)` of `key` in a JSON `"parameters"` array.
+/// The weight now of a warming provider's row value `<full> (warming up: <now> now)`.
+fn warming(value: &str, full: &str) -> u128 {
+    value
+        .strip_prefix(&format!("{full} (warming up: "))
+        .and_then(|w| w.strip_suffix(" now)"))
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("not a warming weight of {full}: {value}"))
+}
+
 fn json_row(v: &serde_json::Value, key: &str) -> (String, String) {
     let p = v["parameters"]
         .as_array()
@@ -170,13 +179,16 @@ fn weight_and_warmup_show_the_value_the_balancer_uses_and_its_source() {
 #[test]
 fn a_warming_provider_shows_its_weight_now() {
     let s = Scratch::new("params-warming");
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        - 60_000;
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    let started = now_ms() - 60_000;
     let providers = PROVIDERS.replace("&weight=50\n", &format!("&weight=50&timestamp={started}\n"));
-    // The weight grows by 1 every 400 ms of uptime: the binary has 4 s to start.
+    // The weight is uptime × 300 / 120,000 ms: 150 at the start of the run, and at most
+    // what the uptime gives once the binary is done, however long it took.
     let out = run(
         &s,
         "explain",
@@ -189,12 +201,8 @@ fn a_warming_provider_shows_its_weight_now() {
     let text = stdout(&out);
     let (weight, source) = table_row(&text, "weight");
     assert_eq!(source, "provider URL (method)", "{text}");
-    let now: u32 = weight
-        .strip_prefix("300 (warming up: ")
-        .and_then(|w| w.strip_suffix(" now)"))
-        .and_then(|w| w.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
-    assert!((150..=160).contains(&now), "{text}");
+    let at_most = (now_ms() - started) * 300 / 120_000;
+    assert!((150..=at_most).contains(&warming(&weight, "300")), "{text}");
     assert_eq!(
         table_row(&text, "warmup"),
         pair("120000ms", "override rule")
@@ -213,11 +221,11 @@ fn a_warming_provider_shows_its_weight_now() {
     );
     assert_exit(&out, 0);
     let v = json(&out);
-    assert_eq!(
-        json_row(&v, "weight"),
-        pair("50 (warming up: 10 now)", "provider URL"),
-        "{v}"
-    );
+    // 50 × uptime / 300,000 ms: 10 at the start, at most what the uptime gives now.
+    let (weight, source) = json_row(&v, "weight");
+    assert_eq!(source, "provider URL", "{v}");
+    let at_most = (now_ms() - started) * 50 / 300_000;
+    assert!((10..=at_most).contains(&warming(&weight, "50")), "{v}");
     assert_eq!(
         json_row(&v, "warmup"),
         pair("300000ms", "provider URL"),
@@ -237,10 +245,10 @@ fn a_warming_provider_shows_its_weight_now() {
         &["--format", "json"],
     );
     let v = json(&out);
-    assert_eq!(
-        json_row(&v, "weight"),
-        pair("50 (warming up: 5 now)", "provider URL"),
-        "{v}"
-    );
+    // 50 × uptime / 600,000 ms (the default warm-up): 5 at the start.
+    let (weight, source) = json_row(&v, "weight");
+    assert_eq!(source, "provider URL", "{v}");
+    let at_most = (now_ms() - started) * 50 / 600_000;
+    assert!((5..=at_most).contains(&warming(&weight, "50")), "{v}");
     assert_eq!(json_row(&v, "warmup"), pair("600000ms", "default"), "{v}");
 }
